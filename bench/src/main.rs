@@ -1,0 +1,2 @@
+//! Side-by-side benchmarks of Downbeat against rival libraries.
+fn main() {}

@@ -1,0 +1,1 @@
+//! Downbeat engine.

@@ -1,0 +1,1 @@
+//! The snapshot garbage collector for real-time audio (seed 002).

@@ -1,0 +1,135 @@
+//! Planar audio views handed to [`Node::process`](crate::Node::process).
+//!
+//! A node's audio lives in one preallocated slice, channel after channel, each channel
+//! `stride` samples long (the schedule's maximum block size). Only the first `frames`
+//! samples of each channel belong to the current block.
+
+/// Read-only view of a block of planar audio.
+///
+/// ```
+/// use downbeat_graph::AudioRef;
+/// let data = [1.0, 2.0, 0.0, 3.0, 4.0, 0.0];
+/// let audio = AudioRef::new(&data, 2, 3, 2);
+/// assert_eq!(audio.channel(1), &[3.0, 4.0]);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct AudioRef<'a> {
+    data: &'a [f32],
+    channels: usize,
+    stride: usize,
+    frames: usize,
+}
+
+impl<'a> AudioRef<'a> {
+    /// Views `data` as `channels` channels of `stride` samples, of which `frames` are used.
+    ///
+    /// # Panics
+    /// If `frames > stride` or `data` is shorter than `channels * stride`.
+    pub fn new(data: &'a [f32], channels: usize, stride: usize, frames: usize) -> Self {
+        assert!(frames <= stride, "frames {frames} exceed stride {stride}");
+        assert!(data.len() >= channels * stride, "buffer too short");
+        Self {
+            data,
+            channels,
+            stride,
+            frames,
+        }
+    }
+
+    /// Number of channels.
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    /// Number of frames in this block.
+    pub fn frames(&self) -> usize {
+        self.frames
+    }
+
+    /// The samples of channel `c` for this block.
+    pub fn channel(&self, c: usize) -> &'a [f32] {
+        let start = c * self.stride;
+        &self.data[start..start + self.frames]
+    }
+
+    /// True when every sample of every channel in this block is exactly zero.
+    pub fn is_silent(&self) -> bool {
+        (0..self.channels).all(|c| self.channel(c).iter().all(|&s| s == 0.0))
+    }
+}
+
+/// Mutable view of a block of planar audio.
+///
+/// ```
+/// use downbeat_graph::AudioMut;
+/// let mut data = [0.0f32; 4];
+/// let mut audio = AudioMut::new(&mut data, 2, 2, 2);
+/// audio.channel_mut(1).fill(0.5);
+/// assert_eq!(data, [0.0, 0.0, 0.5, 0.5]);
+/// ```
+#[derive(Debug)]
+pub struct AudioMut<'a> {
+    data: &'a mut [f32],
+    channels: usize,
+    stride: usize,
+    frames: usize,
+}
+
+impl<'a> AudioMut<'a> {
+    /// Views `data` as `channels` channels of `stride` samples, of which `frames` are used.
+    ///
+    /// # Panics
+    /// If `frames > stride` or `data` is shorter than `channels * stride`.
+    pub fn new(data: &'a mut [f32], channels: usize, stride: usize, frames: usize) -> Self {
+        assert!(frames <= stride, "frames {frames} exceed stride {stride}");
+        assert!(data.len() >= channels * stride, "buffer too short");
+        Self {
+            data,
+            channels,
+            stride,
+            frames,
+        }
+    }
+
+    /// Number of channels.
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    /// Number of frames in this block.
+    pub fn frames(&self) -> usize {
+        self.frames
+    }
+
+    /// The samples of channel `c` for this block.
+    pub fn channel(&self, c: usize) -> &[f32] {
+        let start = c * self.stride;
+        &self.data[start..start + self.frames]
+    }
+
+    /// The samples of channel `c` for this block, writable.
+    pub fn channel_mut(&mut self, c: usize) -> &mut [f32] {
+        let start = c * self.stride;
+        &mut self.data[start..start + self.frames]
+    }
+
+    /// Every channel of this block at once, writable, for nodes that process channels jointly.
+    pub fn channels_mut(&mut self) -> impl Iterator<Item = &mut [f32]> + '_ {
+        let frames = self.frames;
+        self.data[..self.channels * self.stride]
+            .chunks_exact_mut(self.stride)
+            .map(move |ch| &mut ch[..frames])
+    }
+
+    /// Sets every sample of this block to zero.
+    pub fn fill_zero(&mut self) {
+        for ch in self.channels_mut() {
+            ch.fill(0.0);
+        }
+    }
+
+    /// A read-only view of the same block.
+    pub fn as_ref(&self) -> AudioRef<'_> {
+        AudioRef::new(self.data, self.channels, self.stride, self.frames)
+    }
+}

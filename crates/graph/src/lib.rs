@@ -1,0 +1,19 @@
+//! Downbeat's audio graph: nodes, edges, compilation to an immutable [`Schedule`], and the
+//! built-in DSP nodes.
+//!
+//! A [`Graph`] is edited freely off the audio thread. [`Graph::compile`] checks it (cycles,
+//! dangling edges, channel mismatches, a missing output) and turns it into a [`Schedule`]:
+//! nodes in topological order, every buffer allocated, the summing of multiple inputs
+//! planned. [`Schedule::process`] then runs one block without allocating.
+#![warn(missing_docs)]
+
+mod buffer;
+mod node;
+pub mod nodes;
+mod param;
+mod registry;
+
+pub use buffer::{AudioMut, AudioRef};
+pub use node::{Node, ProcessContext};
+pub use param::{ParamError, ParamKind, ParamSpec, ParamValue, Params};
+pub use registry::{node_type, node_types, NodeConfig, NodeType};

@@ -1,0 +1,76 @@
+//! `gain`: multiplies its input by a constant.
+
+use crate::buffer::{AudioMut, AudioRef};
+use crate::node::{Node, ProcessContext};
+use crate::nodes::CHANNELS;
+use crate::param::{ParamError, ParamKind, ParamSpec, Params};
+use crate::registry::{NodeConfig, NodeType};
+
+/// Multiplies every channel by a linear gain.
+#[derive(Debug)]
+pub struct Gain {
+    channels: usize,
+    gain: f32,
+}
+
+impl Gain {
+    /// A gain stage of `channels` channels.
+    pub fn new(channels: usize, gain: f32) -> Self {
+        Self { channels, gain }
+    }
+}
+
+static PARAMS: &[ParamSpec] = &[
+    CHANNELS,
+    ParamSpec {
+        name: "gain",
+        doc: "linear gain factor",
+        kind: ParamKind::Float {
+            min: 0.0,
+            max: 16.0,
+            default: 1.0,
+        },
+    },
+];
+
+pub(crate) const TYPE: NodeType = NodeType {
+    name: "gain",
+    doc: "multiplies its input by a linear gain",
+    params: PARAMS,
+    build,
+};
+
+fn build(p: &Params, _cfg: &NodeConfig) -> Result<Box<dyn Node>, ParamError> {
+    Ok(Box::new(Gain::new(
+        p.int("channels") as usize,
+        p.float("gain") as f32,
+    )))
+}
+
+impl Node for Gain {
+    fn input_channels(&self) -> usize {
+        self.channels
+    }
+
+    fn output_channels(&self) -> usize {
+        self.channels
+    }
+
+    fn process(&mut self, _ctx: &ProcessContext, input: AudioRef<'_>, mut output: AudioMut<'_>) {
+        for c in 0..self.channels {
+            for (o, i) in output.channel_mut(c).iter_mut().zip(input.channel(c)) {
+                *o = self.gain * i;
+            }
+        }
+    }
+
+    fn set_param(&mut self, index: usize, value: f32) -> bool {
+        match index {
+            1 if (0.0..=16.0).contains(&value) => {
+                self.gain = value;
+                true
+            }
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! `output`: the graph's sink, whose input is what the device plays.
+
+use crate::buffer::{AudioMut, AudioRef};
+use crate::node::{Node, ProcessContext};
+use crate::nodes::CHANNELS;
+use crate::param::{ParamError, ParamSpec, Params};
+use crate::registry::{NodeConfig, NodeType};
+
+/// The graph's sink: copies the sum of its inputs to the device. Every graph has exactly one.
+#[derive(Debug)]
+pub struct Output {
+    channels: usize,
+}
+
+impl Output {
+    /// An output with `channels` channels.
+    pub fn new(channels: usize) -> Self {
+        Self { channels }
+    }
+}
+
+static PARAMS: &[ParamSpec] = &[CHANNELS];
+
+pub(crate) const TYPE: NodeType = NodeType {
+    name: "output",
+    doc: "the graph's sink: what arrives here is sent to the device (exactly one per graph)",
+    params: PARAMS,
+    build,
+};
+
+fn build(p: &Params, _cfg: &NodeConfig) -> Result<Box<dyn Node>, ParamError> {
+    Ok(Box::new(Output::new(p.int("channels") as usize)))
+}
+
+impl Node for Output {
+    fn input_channels(&self) -> usize {
+        self.channels
+    }
+
+    fn output_channels(&self) -> usize {
+        self.channels
+    }
+
+    fn process(&mut self, _ctx: &ProcessContext, input: AudioRef<'_>, mut output: AudioMut<'_>) {
+        for c in 0..self.channels {
+            output.channel_mut(c).copy_from_slice(input.channel(c));
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! Typed node parameters: their declarations, the values a user gives, and validation.
+
+use std::fmt;
+
+/// The type, range and default of one parameter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ParamKind {
+    /// A real number in `min..=max`.
+    Float {
+        /// Smallest accepted value.
+        min: f64,
+        /// Largest accepted value.
+        max: f64,
+        /// Value when the parameter is not given.
+        default: f64,
+    },
+    /// An integer in `min..=max`.
+    Int {
+        /// Smallest accepted value.
+        min: i64,
+        /// Largest accepted value.
+        max: i64,
+        /// Value when the parameter is not given.
+        default: i64,
+    },
+    /// `true` or `false`.
+    Bool {
+        /// Value when the parameter is not given.
+        default: bool,
+    },
+    /// One of a fixed set of words.
+    Choice {
+        /// Accepted words.
+        options: &'static [&'static str],
+        /// Value when the parameter is not given.
+        default: &'static str,
+    },
+    /// A list of real numbers, each in `min..=max`, at least one.
+    FloatList {
+        /// Smallest accepted element.
+        min: f64,
+        /// Largest accepted element.
+        max: f64,
+        /// Value when the parameter is not given.
+        default: &'static [f64],
+    },
+}
+
+impl ParamKind {
+    /// A short description of what is accepted, for error messages and docs.
+    pub fn describe(&self) -> String {
+        match self {
+            ParamKind::Float { min, max, .. } => format!("a number from {min} to {max}"),
+            ParamKind::Int { min, max, .. } => format!("an integer from {min} to {max}"),
+            ParamKind::Bool { .. } => "true or false".to_string(),
+            ParamKind::Choice { options, .. } => format!("one of {}", quoted_list(options)),
+            ParamKind::FloatList { min, max, .. } => {
+                format!("a non-empty list of numbers from {min} to {max}")
+            }
+        }
+    }
+
+    /// The default value.
+    pub fn default_value(&self) -> ParamValue {
+        match *self {
+            ParamKind::Float { default, .. } => ParamValue::Float(default),
+            ParamKind::Int { default, .. } => ParamValue::Int(default),
+            ParamKind::Bool { default } => ParamValue::Bool(default),
+            ParamKind::Choice { default, .. } => ParamValue::Text(default.to_string()),
+            ParamKind::FloatList { default, .. } => ParamValue::List(default.to_vec()),
+        }
+    }
+}
+
+/// Declaration of one parameter of a node type.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ParamSpec {
+    /// Name used in project files.
+    pub name: &'static str,
+    /// One line for the reference documentation.
+    pub doc: &'static str,
+    /// Type, range and default.
+    pub kind: ParamKind,
+}
+
+/// A parameter value, as given by a user or filled in from the default.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamValue {
+    /// A real number (integers are accepted where a real number is expected).
+    Float(f64),
+    /// An integer.
+    Int(i64),
+    /// A boolean.
+    Bool(bool),
+    /// A word, for [`ParamKind::Choice`].
+    Text(String),
+    /// A list of numbers.
+    List(Vec<f64>),
+}
+
+impl ParamValue {
+    fn type_name(&self) -> &'static str {
+        match self {
+            ParamValue::Float(_) => "a number",
+            ParamValue::Int(_) => "an integer",
+            ParamValue::Bool(_) => "a boolean",
+            ParamValue::Text(_) => "a string",
+            ParamValue::List(_) => "a list",
+        }
+    }
+}
+
+/// Why a parameter was refused.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamError {
+    /// The node type has no parameter of that name.
+    Unknown {
+        /// The name given.
+        name: String,
+        /// The names the node type accepts.
+        valid: Vec<&'static str>,
+    },
+    /// The value does not fit the parameter's declaration.
+    Invalid {
+        /// The parameter.
+        name: String,
+        /// What is wrong and what would be accepted.
+        message: String,
+    },
+}
+
+impl fmt::Display for ParamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamError::Unknown { name, valid } if valid.is_empty() => {
+                write!(f, "unknown parameter `{name}`: this node type takes no parameters")
+            }
+            ParamError::Unknown { name, valid } => write!(
+                f,
+                "unknown parameter `{name}`; valid parameters are {}",
+                quoted_list(valid)
+            ),
+            ParamError::Invalid { name, message } => write!(f, "parameter `{name}`: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for ParamError {}
+
+/// The complete, validated parameters of one node: every declared parameter has a value.
+#[derive(Clone, Debug)]
+pub struct Params {
+    specs: &'static [ParamSpec],
+    values: Vec<ParamValue>,
+}
+
+impl Params {
+    /// Validates `given` against `specs` and fills in defaults.
+    ///
+    /// ```
+    /// use downbeat_graph::{ParamKind, ParamSpec, ParamValue, Params};
+    /// static SPECS: &[ParamSpec] = &[ParamSpec {
+    ///     name: "gain",
+    ///     doc: "linear gain",
+    ///     kind: ParamKind::Float { min: 0.0, max: 4.0, default: 1.0 },
+    /// }];
+    /// let p = Params::validate(SPECS, vec![("gain".into(), ParamValue::Int(2))]).unwrap();
+    /// assert_eq!(p.float("gain"), 2.0);
+    /// assert!(Params::validate(SPECS, vec![("gain".into(), ParamValue::Float(9.0))]).is_err());
+    /// ```
+    pub fn validate(
+        specs: &'static [ParamSpec],
+        given: impl IntoIterator<Item = (String, ParamValue)>,
+    ) -> Result<Self, ParamError> {
+        let mut values: Vec<Option<ParamValue>> = vec![None; specs.len()];
+        for (name, value) in given {
+            let Some(i) = specs.iter().position(|s| s.name == name) else {
+                return Err(ParamError::Unknown {
+                    name,
+                    valid: specs.iter().map(|s| s.name).collect(),
+                });
+            };
+            values[i] = Some(check(&specs[i], value)?);
+        }
+        let values = values
+            .into_iter()
+            .zip(specs)
+            .map(|(v, s)| v.unwrap_or_else(|| s.kind.default_value()))
+            .collect();
+        Ok(Self { specs, values })
+    }
+
+    /// The declarations these values follow.
+    pub fn specs(&self) -> &'static [ParamSpec] {
+        self.specs
+    }
+
+    fn get(&self, name: &str) -> &ParamValue {
+        let i = self
+            .specs
+            .iter()
+            .position(|s| s.name == name)
+            .unwrap_or_else(|| panic!("node asked for undeclared parameter `{name}`"));
+        &self.values[i]
+    }
+
+    /// The value of a `Float` parameter.
+    ///
+    /// # Panics
+    /// If `name` is not a declared `Float` parameter: a bug in the node, not bad input.
+    pub fn float(&self, name: &str) -> f64 {
+        match self.get(name) {
+            ParamValue::Float(v) => *v,
+            other => panic!("parameter `{name}` is {other:?}, not a float"),
+        }
+    }
+
+    /// The value of an `Int` parameter.
+    ///
+    /// # Panics
+    /// If `name` is not a declared `Int` parameter.
+    pub fn int(&self, name: &str) -> i64 {
+        match self.get(name) {
+            ParamValue::Int(v) => *v,
+            other => panic!("parameter `{name}` is {other:?}, not an integer"),
+        }
+    }
+
+    /// The value of a `Bool` parameter.
+    ///
+    /// # Panics
+    /// If `name` is not a declared `Bool` parameter.
+    pub fn bool(&self, name: &str) -> bool {
+        match self.get(name) {
+            ParamValue::Bool(v) => *v,
+            other => panic!("parameter `{name}` is {other:?}, not a boolean"),
+        }
+    }
+
+    /// The value of a `Choice` parameter.
+    ///
+    /// # Panics
+    /// If `name` is not a declared `Choice` parameter.
+    pub fn choice(&self, name: &str) -> &str {
+        match self.get(name) {
+            ParamValue::Text(v) => v,
+            other => panic!("parameter `{name}` is {other:?}, not a choice"),
+        }
+    }
+
+    /// The value of a `FloatList` parameter.
+    ///
+    /// # Panics
+    /// If `name` is not a declared `FloatList` parameter.
+    pub fn list(&self, name: &str) -> &[f64] {
+        match self.get(name) {
+            ParamValue::List(v) => v,
+            other => panic!("parameter `{name}` is {other:?}, not a list"),
+        }
+    }
+}
+
+fn check(spec: &ParamSpec, value: ParamValue) -> Result<ParamValue, ParamError> {
+    let invalid = |got: &str| ParamError::Invalid {
+        name: spec.name.to_string(),
+        message: format!("got {got}, expected {}", spec.kind.describe()),
+    };
+    let in_range = |v: f64, min: f64, max: f64| v.is_finite() && v >= min && v <= max;
+    match (&spec.kind, value) {
+        (ParamKind::Float { min, max, .. }, ParamValue::Float(v)) if in_range(v, *min, *max) => {
+            Ok(ParamValue::Float(v))
+        }
+        (ParamKind::Float { min, max, .. }, ParamValue::Int(v))
+            if in_range(v as f64, *min, *max) =>
+        {
+            Ok(ParamValue::Float(v as f64))
+        }
+        (ParamKind::Float { .. }, ParamValue::Float(v)) => Err(invalid(&v.to_string())),
+        (ParamKind::Float { .. }, ParamValue::Int(v)) => Err(invalid(&v.to_string())),
+        (ParamKind::Int { min, max, .. }, ParamValue::Int(v)) if v >= *min && v <= *max => {
+            Ok(ParamValue::Int(v))
+        }
+        (ParamKind::Int { .. }, ParamValue::Int(v)) => Err(invalid(&v.to_string())),
+        (ParamKind::Bool { .. }, ParamValue::Bool(v)) => Ok(ParamValue::Bool(v)),
+        (ParamKind::Choice { options, .. }, ParamValue::Text(v)) => {
+            if options.contains(&v.as_str()) {
+                Ok(ParamValue::Text(v))
+            } else {
+                Err(invalid(&format!("\"{v}\"")))
+            }
+        }
+        (ParamKind::FloatList { min, max, .. }, ParamValue::List(v)) => {
+            if !v.is_empty() && v.iter().all(|&x| in_range(x, *min, *max)) {
+                Ok(ParamValue::List(v))
+            } else {
+                Err(invalid(&format!("{v:?}")))
+            }
+        }
+        (_, other) => Err(invalid(other.type_name())),
+    }
+}
+
+pub(crate) fn quoted_list(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|s| format!("`{s}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,2 @@
+//! Wait-free single-producer single-consumer ring buffer shared by Rust, WebAssembly and JavaScript.
+#![no_std]

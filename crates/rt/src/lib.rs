@@ -1,0 +1,1 @@
+//! Real-time building blocks: guard, clock, notify, pool, reclaim, allocator.
