@@ -1,1 +1,11 @@
-//! Downbeat engine.
+//! Downbeat: a real-time audio runtime. This crate holds the [`Engine`], the devices that
+//! drive it, project files, and the `downbeat` command-line tool.
+#![warn(missing_docs)]
+
+pub mod device;
+pub mod engine;
+pub mod load;
+pub mod project;
+
+pub use engine::Engine;
+pub use load::{LoadMeter, LoadSummary};

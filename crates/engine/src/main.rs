@@ -1,1 +1,202 @@
-fn main() {}
+//! The `downbeat` command-line tool.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use downbeat::device::{Device, DeviceError, Offline, RunLength, Virtual};
+use downbeat::project::Project;
+use downbeat::{Engine, LoadSummary};
+use serde::Serialize;
+
+/// Downbeat: a real-time audio runtime. Runs audio graphs described in project files.
+#[derive(Parser)]
+#[command(name = "downbeat", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs a project on a device and prints a load summary.
+    Run {
+        /// The project file (.toml).
+        project: PathBuf,
+        /// Where the audio goes.
+        #[arg(long, value_enum, default_value_t = DeviceKind::Virtual)]
+        device: DeviceKind,
+        /// Seconds of audio to produce.
+        #[arg(long, default_value_t = 10.0, value_parser = parse_seconds)]
+        seconds: f64,
+        /// Also write the audio to this WAV file (32-bit float).
+        #[arg(long, value_name = "FILE.wav")]
+        out: Option<PathBuf>,
+        /// Print the summary as one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Checks a project file and its graph without running it.
+    Check {
+        /// The project file (.toml).
+        project: PathBuf,
+    },
+    /// Lists the node types and their parameters.
+    Nodes,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DeviceKind {
+    /// Real time, paced by the system clock, no sound card needed.
+    Virtual,
+    /// As fast as possible (use with --out to render a file).
+    Offline,
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if v.is_finite() && v > 0.0 && v <= 86_400.0 {
+        Ok(v)
+    } else {
+        Err(format!("`{s}` is out of range: give seconds above 0 and at most 86400"))
+    }
+}
+
+/// A failure and the exit code it maps to: 2 for bad input, 1 for anything else.
+enum Failure {
+    Input(String),
+    Runtime(String),
+}
+
+#[derive(Serialize)]
+struct Summary {
+    project: String,
+    device: &'static str,
+    sample_rate: u32,
+    block_size: usize,
+    channels: usize,
+    nodes: usize,
+    seconds: f64,
+    wall_seconds: f64,
+    late_wakeups: u64,
+    #[serde(flatten)]
+    load: LoadSummary,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Input(m)) => {
+            eprintln!("error: {m}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Runtime(m)) => {
+            eprintln!("error: {m}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn load(path: &PathBuf) -> Result<(Project, downbeat_graph::Schedule), Failure> {
+    let project = Project::load(path).map_err(|e| Failure::Input(e.to_string()))?;
+    let schedule = project.build().map_err(|e| Failure::Input(e.to_string()))?;
+    Ok((project, schedule))
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Check { project } => {
+            let (p, s) = load(&project)?;
+            println!(
+                "{}: ok, {} nodes, {} edges, {} Hz, {} frames per block, {} output channels",
+                p.file,
+                s.len(),
+                p.edges.len(),
+                p.sample_rate,
+                p.block_size,
+                s.channels()
+            );
+            Ok(())
+        }
+        Command::Nodes => {
+            print!("{}", downbeat::project::node_reference());
+            Ok(())
+        }
+        Command::Run {
+            project,
+            device,
+            seconds,
+            out,
+            json,
+        } => {
+            if let Some(dir) = out.as_ref().and_then(|o| o.parent()) {
+                if !dir.as_os_str().is_empty() && !dir.is_dir() {
+                    return Err(Failure::Input(format!(
+                        "--out: directory `{}` does not exist",
+                        dir.display()
+                    )));
+                }
+            }
+            let (p, schedule) = load(&project)?;
+            let nodes = schedule.len();
+            let mut engine = Engine::new(schedule);
+            let length = RunLength::seconds(seconds, engine.sample_rate());
+            let mut dev: Box<dyn Device> = match device {
+                DeviceKind::Virtual => Box::new(Virtual::new(out.clone())),
+                DeviceKind::Offline => Box::new(Offline::new(out.clone())),
+            };
+            let report = dev.run(&mut engine, length).map_err(|e| match e {
+                DeviceError::Config(m) => Failure::Input(m),
+                other => Failure::Runtime(other.to_string()),
+            })?;
+            let summary = Summary {
+                project: p.file.clone(),
+                device: dev.name(),
+                sample_rate: engine.sample_rate(),
+                block_size: engine.block_size(),
+                channels: engine.channels(),
+                nodes,
+                seconds: report.frames as f64 / engine.sample_rate() as f64,
+                wall_seconds: report.wall_seconds,
+                late_wakeups: report.late_wakeups,
+                load: engine.summary(),
+            };
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string(&summary).expect("summary serializes")
+                );
+            } else {
+                print_summary(&summary, out.as_ref());
+            }
+            Ok(())
+        }
+    }
+}
+
+fn print_summary(s: &Summary, out: Option<&PathBuf>) {
+    let l = &s.load;
+    println!(
+        "{} on the {} device: {} nodes, {} Hz, {} frames per block, {:.2} s of audio in {:.2} s",
+        s.project, s.device, s.nodes, s.sample_rate, s.block_size, s.seconds, s.wall_seconds
+    );
+    println!(
+        "blocks {}  load P0 {:.3}  P25 {:.3}  P50 {:.3}  P75 {:.3}  P99 {:.3}  P99.9 {:.3}  max {:.3}",
+        l.blocks, l.load_p0, l.load_p25, l.load_p50, l.load_p75, l.load_p99, l.load_p999, l.load_max
+    );
+    println!(
+        "deadline misses {} (load above 1.0){}",
+        l.missed,
+        if s.device == "virtual" {
+            format!(", late wake-ups {}", s.late_wakeups)
+        } else {
+            String::new()
+        }
+    );
+    if let Some(out) = out {
+        println!("wrote {}", out.display());
+    }
+}

@@ -8,12 +8,20 @@
 #![warn(missing_docs)]
 
 mod buffer;
+mod compile;
+mod error;
+mod graph;
 mod node;
 pub mod nodes;
 mod param;
 mod registry;
+mod schedule;
 
 pub use buffer::{AudioMut, AudioRef};
+pub use compile::CompileConfig;
+pub use error::GraphError;
+pub use graph::{Edge, Endpoint, Graph, NodeId};
 pub use node::{Node, ProcessContext};
 pub use param::{ParamError, ParamKind, ParamSpec, ParamValue, Params};
 pub use registry::{node_type, node_types, NodeConfig, NodeType};
+pub use schedule::Schedule;

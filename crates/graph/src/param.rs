@@ -133,7 +133,10 @@ impl fmt::Display for ParamError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ParamError::Unknown { name, valid } if valid.is_empty() => {
-                write!(f, "unknown parameter `{name}`: this node type takes no parameters")
+                write!(
+                    f,
+                    "unknown parameter `{name}`: this node type takes no parameters"
+                )
             }
             ParamError::Unknown { name, valid } => write!(
                 f,

@@ -1,1 +1,7 @@
 //! Real-time building blocks: guard, clock, notify, pool, reclaim, allocator.
+//!
+//! [`guard`] checks, in tests, that code meant for the audio thread never
+//! allocates, frees, locks or makes system calls.
+#![warn(missing_docs)]
+
+pub mod guard;

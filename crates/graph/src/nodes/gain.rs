@@ -7,6 +7,18 @@ use crate::param::{ParamError, ParamKind, ParamSpec, Params};
 use crate::registry::{NodeConfig, NodeType};
 
 /// Multiplies every channel by a linear gain.
+///
+/// ```
+/// use downbeat_graph::nodes::Gain;
+/// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
+///
+/// let mut gain = Gain::new(1, 0.5);
+/// let ctx = ProcessContext { sample_rate: 48000.0, frames: 3, position: 0 };
+/// let input = [1.0, -2.0, 4.0];
+/// let mut out = [0.0f32; 3];
+/// gain.process(&ctx, AudioRef::new(&input, 1, 3, 3), AudioMut::new(&mut out, 1, 3, 3));
+/// assert_eq!(out, [0.5, -1.0, 2.0]);
+/// ```
 #[derive(Debug)]
 pub struct Gain {
     channels: usize,
@@ -14,7 +26,7 @@ pub struct Gain {
 }
 
 impl Gain {
-    /// A gain stage of `channels` channels.
+    /// A gain stage of `channels` channels multiplying by `gain` (linear).
     pub fn new(channels: usize, gain: f32) -> Self {
         Self { channels, gain }
     }

@@ -1,0 +1,112 @@
+//! [`Engine`]: runs a [`Schedule`] for a device callback and measures its load.
+
+use std::time::Instant;
+
+use downbeat_graph::Schedule;
+
+use crate::load::{LoadMeter, LoadSummary};
+
+/// Blocks of load history kept exactly by default: about 10 minutes at 48 kHz / 256.
+pub const DEFAULT_HISTORY: usize = 120_000;
+
+/// The audio-thread side of Downbeat: owns the running [`Schedule`] and measures the load
+/// of every callback.
+///
+/// [`process`](Engine::process) is what a device calls from its audio callback. It does not
+/// allocate, free, lock or make system calls (reading the clock goes through the vDSO).
+///
+/// ```
+/// use downbeat::{project::Project, Engine};
+///
+/// let project = Project::parse(r#"
+///     edges = ["osc -> out"]
+///     [nodes.osc]
+///     type = "sine"
+///     [nodes.out]
+///     type = "output"
+/// "#, "inline.toml").unwrap();
+/// let mut engine = Engine::new(project.build().unwrap());
+/// let mut block = vec![0.0f32; engine.block_size() * engine.channels()];
+/// engine.process(&mut block);
+/// assert_eq!(engine.load().summary().blocks, 1);
+/// ```
+pub struct Engine {
+    schedule: Schedule,
+    meter: LoadMeter,
+    seconds_per_frame: f64,
+}
+
+impl Engine {
+    /// An engine running `schedule`, keeping [`DEFAULT_HISTORY`] blocks of load history.
+    pub fn new(schedule: Schedule) -> Self {
+        Self::with_history(schedule, DEFAULT_HISTORY)
+    }
+
+    /// An engine keeping `blocks` blocks of exact load history (statistics cover every
+    /// block regardless).
+    pub fn with_history(schedule: Schedule, blocks: usize) -> Self {
+        let seconds_per_frame = 1.0 / schedule.config().sample_rate as f64;
+        Self {
+            schedule,
+            meter: LoadMeter::new(blocks),
+            seconds_per_frame,
+        }
+    }
+
+    /// Fills `out` with the next `out.len() / channels` frames, interleaved, and records the
+    /// callback's load. Any length that is a whole number of frames works; blocks longer
+    /// than the schedule's block size are processed in pieces.
+    ///
+    /// # Panics
+    /// If `out.len()` is not a multiple of [`channels`](Engine::channels).
+    pub fn process(&mut self, out: &mut [f32]) {
+        let start = Instant::now();
+        let ch = self.channels();
+        assert_eq!(out.len() % ch, 0, "buffer is not a whole number of frames");
+        let max = self.schedule.config().max_block;
+        for piece in out.chunks_mut(max * ch) {
+            self.schedule.process(piece.len() / ch);
+            self.schedule.output_interleaved(piece);
+        }
+        let frames = out.len() / ch;
+        if frames > 0 {
+            let budget = frames as f64 * self.seconds_per_frame;
+            self.meter.record(start.elapsed().as_secs_f64() / budget);
+        }
+    }
+
+    /// Output channels.
+    pub fn channels(&self) -> usize {
+        self.schedule.channels()
+    }
+
+    /// Sample rate in Hz.
+    pub fn sample_rate(&self) -> u32 {
+        self.schedule.config().sample_rate as u32
+    }
+
+    /// Frames per block the schedule was compiled for.
+    pub fn block_size(&self) -> usize {
+        self.schedule.config().max_block
+    }
+
+    /// The running schedule.
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// The load history.
+    pub fn load(&self) -> &LoadMeter {
+        &self.meter
+    }
+
+    /// Forgets the load recorded so far (e.g. after a warm-up).
+    pub fn reset_load(&mut self) {
+        self.meter.reset();
+    }
+
+    /// Load statistics so far.
+    pub fn summary(&self) -> LoadSummary {
+        self.meter.summary()
+    }
+}

@@ -1,0 +1,560 @@
+//! Project files: a TOML description of a graph, loaded into a [`Schedule`] with errors that
+//! point at the file, line and column to fix.
+//!
+//! ```toml
+//! sample_rate = 48000        # Hz, default 48000
+//! block_size = 256           # frames per callback, default 256
+//! edges = ["osc -> lp -> out"]
+//!
+//! [nodes.osc]
+//! type = "sine"
+//! freq = 220.0
+//!
+//! [nodes.lp]
+//! type = "biquad"
+//! mode = "lowpass"
+//! freq = 1000.0
+//!
+//! [nodes.out]
+//! type = "output"
+//! ```
+
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+
+use downbeat_graph::{
+    node_type, node_types, CompileConfig, Graph, GraphError, NodeConfig, ParamError, ParamValue,
+    Schedule,
+};
+use indexmap::IndexMap;
+use serde::Deserialize;
+use toml::Spanned;
+
+/// Smallest and largest accepted sample rates, in Hz.
+pub const SAMPLE_RATES: (i64, i64) = (8_000, 384_000);
+/// Smallest and largest accepted block sizes, in frames.
+pub const BLOCK_SIZES: (i64, i64) = (16, 8_192);
+
+/// A problem in a project file, located to the line and column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProjectError {
+    /// The file, as given.
+    pub file: String,
+    /// 1-based line, 0 when the error is about the file as a whole.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+    /// What would be valid, when there is something to suggest.
+    pub help: Option<String>,
+    source_line: Option<String>,
+    underline: usize,
+}
+
+impl ProjectError {
+    fn at(src: &Source<'_>, span: Range<usize>, message: impl Into<String>) -> Self {
+        let (line, column, text) = src.locate(span.start);
+        let width = src.text[span.clone()]
+            .lines()
+            .next()
+            .map_or(1, |l| l.chars().count().max(1));
+        Self {
+            file: src.name.clone(),
+            line,
+            column,
+            message: message.into(),
+            help: None,
+            source_line: Some(text.to_string()),
+            underline: width,
+        }
+    }
+
+    fn whole_file(file: &str, message: impl Into<String>) -> Self {
+        Self {
+            file: file.to_string(),
+            line: 0,
+            column: 0,
+            message: message.into(),
+            help: None,
+            source_line: None,
+            underline: 0,
+        }
+    }
+
+    fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+impl fmt::Display for ProjectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", self.message)?;
+        if self.line == 0 {
+            write!(f, "  --> {}", self.file)?;
+        } else {
+            write!(f, "  --> {}:{}:{}", self.file, self.line, self.column)?;
+        }
+        if let Some(text) = &self.source_line {
+            let num = self.line.to_string();
+            let pad = " ".repeat(num.len());
+            write!(
+                f,
+                "\n{pad} |\n{num} | {text}\n{pad} | {}{}",
+                " ".repeat(self.column.saturating_sub(1)),
+                "^".repeat(self.underline)
+            )?;
+        }
+        if let Some(help) = &self.help {
+            write!(f, "\n  = help: {help}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ProjectError {}
+
+struct Source<'a> {
+    name: String,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    /// 1-based line and column (in characters) of byte `offset`, and that line's text.
+    fn locate(&self, offset: usize) -> (usize, usize, &str) {
+        let offset = offset.min(self.text.len());
+        let line_start = self.text[..offset].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = self.text[offset..]
+            .find('\n')
+            .map_or(self.text.len(), |i| offset + i);
+        let line = self.text[..offset].matches('\n').count() + 1;
+        let column = self.text[line_start..offset].chars().count() + 1;
+        (line, column, self.text[line_start..line_end].trim_end_matches('\r'))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProject {
+    sample_rate: Option<Spanned<toml::Value>>,
+    block_size: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    edges: Vec<Spanned<toml::Value>>,
+    nodes: Option<Spanned<IndexMap<Spanned<String>, Spanned<IndexMap<Spanned<String>, Spanned<toml::Value>>>>>>,
+}
+
+/// One node of a project, as written in the file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProjectNode {
+    /// The node's name (its key under `[nodes]`).
+    pub name: String,
+    /// Its `type`.
+    pub kind: String,
+    /// Its parameters, validated against the node type.
+    pub params: Vec<(String, ParamValue)>,
+}
+
+/// Where each piece of a project came from, for errors found after parsing.
+#[derive(Clone, Debug)]
+struct EdgeSpan {
+    whole: Range<usize>,
+    from: Range<usize>,
+    to: Range<usize>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Spans {
+    node_names: Vec<Range<usize>>,
+    node_types: Vec<Range<usize>>,
+    edges: Vec<EdgeSpan>,
+    nodes_table: Range<usize>,
+}
+
+/// A parsed and checked project file, ready to be [built](Project::build).
+///
+/// ```
+/// use downbeat::project::Project;
+/// let src = r#"
+///     edges = ["osc -> out"]
+///     [nodes.osc]
+///     type = "sine"
+///     [nodes.out]
+///     type = "output"
+/// "#;
+/// let project = Project::parse(src, "inline.toml").unwrap();
+/// assert_eq!(project.nodes.len(), 2);
+/// let schedule = project.build().unwrap();
+/// assert_eq!(schedule.channels(), 2);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Project {
+    /// Where it was loaded from.
+    pub file: String,
+    /// Sample rate in Hz.
+    pub sample_rate: u32,
+    /// Frames per block.
+    pub block_size: usize,
+    /// Nodes, in file order.
+    pub nodes: Vec<ProjectNode>,
+    /// Edges as `(from, to)` node names, chains expanded.
+    pub edges: Vec<(String, String)>,
+    text: String,
+    spans: Spans,
+}
+
+impl Project {
+    /// Reads and parses `path`.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, ProjectError> {
+        let path = path.as_ref();
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ProjectError::whole_file(&name, format!("cannot read project file: {e}"))
+                .help("pass the path of a .toml project, e.g. examples/projects/hello.toml")
+        })?;
+        Self::parse(&text, name)
+    }
+
+    /// Parses project text; `name` is used in error messages.
+    pub fn parse(text: &str, name: impl Into<String>) -> Result<Self, ProjectError> {
+        let src = Source {
+            name: name.into(),
+            text,
+        };
+        let raw: RawProject = toml::from_str(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            let msg = e.message().trim().to_string();
+            ProjectError::at(&src, span, msg).help(
+                "a project has `sample_rate`, `block_size`, `edges` and one `[nodes.NAME]` table per node",
+            )
+        })?;
+        let sample_rate = int_field(&src, raw.sample_rate.as_ref(), "sample_rate", SAMPLE_RATES, 48_000)?;
+        let block_size = int_field(&src, raw.block_size.as_ref(), "block_size", BLOCK_SIZES, 256)?;
+
+        let Some(nodes_table) = raw.nodes else {
+            return Err(ProjectError::at(&src, 0..0, "the project has no nodes")
+                .help("add one `[nodes.NAME]` table per node, with `type = \"...\"`, and one of type \"output\""));
+        };
+        let mut spans = Spans {
+            nodes_table: nodes_table.span(),
+            ..Spans::default()
+        };
+        let mut nodes = Vec::new();
+        for (name, table) in nodes_table.into_inner() {
+            let node = parse_node(&src, &name, &table, &mut spans)?;
+            spans.node_names.push(name.span());
+            nodes.push(node);
+        }
+
+        let mut edges = Vec::new();
+        for edge in &raw.edges {
+            parse_edge(&src, edge, &mut edges, &mut spans)?;
+        }
+
+        let project = Project {
+            file: src.name.clone(),
+            sample_rate: sample_rate as u32,
+            block_size: block_size as usize,
+            nodes,
+            edges,
+            text: text.to_string(),
+            spans,
+        };
+        project.check_outputs()?;
+        Ok(project)
+    }
+
+    fn source(&self) -> Source<'_> {
+        Source {
+            name: self.file.clone(),
+            text: &self.text,
+        }
+    }
+
+    fn check_outputs(&self) -> Result<(), ProjectError> {
+        let outputs: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].kind == "output")
+            .collect();
+        match outputs.as_slice() {
+            [] => Err(ProjectError::at(
+                &self.source(),
+                self.spans.nodes_table.start..self.spans.nodes_table.start,
+                "the project has no output node",
+            )
+            .help("add `[nodes.out]` with `type = \"output\"` and connect the last node to it")),
+            [_] => Ok(()),
+            [first, second, ..] => Err(ProjectError::at(
+                &self.source(),
+                self.spans.node_types[*second].clone(),
+                format!(
+                    "node `{}` is a second output; `{}` is already the output",
+                    self.nodes[*second].name, self.nodes[*first].name
+                ),
+            )
+            .help("a project has exactly one node of type \"output\"; use a `mix` node to combine signals")),
+        }
+    }
+
+    /// Builds every node and compiles the graph into a [`Schedule`].
+    pub fn build(&self) -> Result<Schedule, ProjectError> {
+        let cfg = NodeConfig {
+            sample_rate: self.sample_rate as f32,
+            max_block: self.block_size,
+        };
+        let mut graph = Graph::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            let ty = node_type(&n.kind).expect("type checked while parsing");
+            let node = ty.instantiate(n.params.clone(), &cfg).map_err(|e| {
+                ProjectError::at(&self.source(), self.spans.node_names[i].clone(), format!("node `{}`: {e}", n.name))
+            })?;
+            let id = graph.add_boxed(n.name.clone(), node);
+            if n.kind == "output" {
+                graph.set_output(id);
+            }
+        }
+        for (from, to) in &self.edges {
+            graph.connect(from.as_str(), to.as_str());
+        }
+        graph
+            .compile(CompileConfig {
+                sample_rate: self.sample_rate as f32,
+                max_block: self.block_size,
+            })
+            .map_err(|e| self.graph_error(e))
+    }
+
+    fn graph_error(&self, e: GraphError) -> ProjectError {
+        let src = self.source();
+        let help = match &e {
+            GraphError::Cycle { .. } => Some("audio must flow one way: remove one edge of the cycle".to_string()),
+            GraphError::ChannelMismatch { .. } => {
+                Some("give both nodes the same `channels` parameter".to_string())
+            }
+            GraphError::NoInputs { to, .. } => Some(format!(
+                "`{to}` generates sound; connect it *from*, or put a `mix` or `gain` node in between"
+            )),
+            GraphError::UnknownNode { known, .. } => known
+                .first()
+                .map(|k| format!("did you mean `{k}`?")),
+            _ => None,
+        };
+        let span = match (&e, e.edge()) {
+            (GraphError::UnknownNode { name, .. }, Some(k)) => {
+                let sp = &self.spans.edges[k];
+                if &self.edges[k].0 == name { sp.from.clone() } else { sp.to.clone() }
+            }
+            (_, Some(k)) => self.spans.edges[k].whole.clone(),
+            (GraphError::DuplicateName { name }, None) => self
+                .nodes
+                .iter()
+                .position(|n| &n.name == name)
+                .map_or(0..0, |i| self.spans.node_names[i].clone()),
+            _ => self.spans.nodes_table.clone(),
+        };
+        let err = ProjectError::at(&src, span, e.to_string());
+        match help {
+            Some(h) => err.help(h),
+            None => err,
+        }
+    }
+}
+
+fn int_field(
+    src: &Source<'_>,
+    value: Option<&Spanned<toml::Value>>,
+    name: &str,
+    (min, max): (i64, i64),
+    default: i64,
+) -> Result<i64, ProjectError> {
+    let Some(v) = value else { return Ok(default) };
+    match v.get_ref() {
+        toml::Value::Integer(i) if (min..=max).contains(i) => Ok(*i),
+        other => Err(ProjectError::at(
+            src,
+            v.span(),
+            format!("`{name}` must be an integer from {min} to {max}, got {}", show(other)),
+        )),
+    }
+}
+
+fn show(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => format!("the string \"{s}\""),
+        toml::Value::Array(_) => "a list".to_string(),
+        toml::Value::Table(_) => "a table".to_string(),
+        other => other.to_string(),
+    }
+}
+
+type RawNode = Spanned<IndexMap<Spanned<String>, Spanned<toml::Value>>>;
+
+fn parse_node(
+    src: &Source<'_>,
+    name: &Spanned<String>,
+    table: &RawNode,
+    spans: &mut Spans,
+) -> Result<ProjectNode, ProjectError> {
+    let valid_types = || {
+        node_types()
+            .iter()
+            .map(|t| format!("`{}`", t.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if name.get_ref().is_empty() || name.get_ref().contains("->") {
+        return Err(ProjectError::at(src, name.span(), format!("invalid node name `{}`", name.get_ref()))
+            .help("node names are non-empty and cannot contain `->`"));
+    }
+    let Some(ty_value) = table.get_ref().get("type") else {
+        return Err(ProjectError::at(src, name.span(), format!("node `{}` has no `type`", name.get_ref()))
+            .help(format!("add `type = \"...\"`, one of {}", valid_types())));
+    };
+    let Some(kind) = ty_value.get_ref().as_str() else {
+        return Err(ProjectError::at(src, ty_value.span(), "`type` must be a string")
+            .help(format!("one of {}", valid_types())));
+    };
+    let Some(ty) = node_type(kind) else {
+        return Err(ProjectError::at(src, ty_value.span(), format!("unknown node type \"{kind}\""))
+            .help(format!("valid types are {}", valid_types())));
+    };
+    spans.node_types.push(ty_value.span());
+
+    let mut params = Vec::new();
+    for (key, value) in table.get_ref() {
+        if key.get_ref() == "type" {
+            continue;
+        }
+        let Some(spec) = ty.params.iter().find(|s| s.name == key.get_ref()) else {
+            let valid: Vec<String> = ty.params.iter().map(|s| format!("`{}`", s.name)).collect();
+            let help = if valid.is_empty() {
+                format!("`{kind}` takes no parameters")
+            } else {
+                format!("`{kind}` takes {}", valid.join(", "))
+            };
+            return Err(ProjectError::at(
+                src,
+                key.span(),
+                format!("unknown parameter `{}` for node `{}` of type \"{kind}\"", key.get_ref(), name.get_ref()),
+            )
+            .help(help));
+        };
+        let converted = to_param(value.get_ref()).and_then(|v| {
+            downbeat_graph::Params::validate(std::slice::from_ref(spec), [(spec.name.to_string(), v.clone())])
+                .map(|_| v)
+                .map_err(|e| match e {
+                    ParamError::Invalid { message, .. } => message,
+                    other => other.to_string(),
+                })
+        });
+        match converted {
+            Ok(v) => params.push((spec.name.to_string(), v)),
+            Err(message) => {
+                return Err(ProjectError::at(
+                    src,
+                    value.span(),
+                    format!("bad value for `{}` of node `{}`: {message}", spec.name, name.get_ref()),
+                )
+                .help(format!("`{}`: {} (default {})", spec.name, spec.doc, default_text(&spec.kind))))
+            }
+        }
+    }
+    Ok(ProjectNode {
+        name: name.get_ref().clone(),
+        kind: kind.to_string(),
+        params,
+    })
+}
+
+fn default_text(kind: &downbeat_graph::ParamKind) -> String {
+    match kind.default_value() {
+        ParamValue::Float(v) => v.to_string(),
+        ParamValue::Int(v) => v.to_string(),
+        ParamValue::Bool(v) => v.to_string(),
+        ParamValue::Text(v) => format!("\"{v}\""),
+        ParamValue::List(v) => format!("{v:?}"),
+    }
+}
+
+fn to_param(v: &toml::Value) -> Result<ParamValue, String> {
+    Ok(match v {
+        toml::Value::Float(f) => ParamValue::Float(*f),
+        toml::Value::Integer(i) => ParamValue::Int(*i),
+        toml::Value::Boolean(b) => ParamValue::Bool(*b),
+        toml::Value::String(s) => ParamValue::Text(s.clone()),
+        toml::Value::Array(items) => ParamValue::List(
+            items
+                .iter()
+                .map(|x| match x {
+                    toml::Value::Float(f) => Ok(*f),
+                    toml::Value::Integer(i) => Ok(*i as f64),
+                    other => Err(format!("list element {} is not a number", show(other))),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        other => return Err(format!("{} is not a parameter value", show(other))),
+    })
+}
+
+fn parse_edge(
+    src: &Source<'_>,
+    edge: &Spanned<toml::Value>,
+    edges: &mut Vec<(String, String)>,
+    spans: &mut Spans,
+) -> Result<(), ProjectError> {
+    let syntax = "write edges as strings of node names joined by `->`, e.g. \"osc -> filter -> out\"";
+    let Some(chain) = edge.get_ref().as_str() else {
+        return Err(ProjectError::at(src, edge.span(), format!("an edge must be a string, got {}", show(edge.get_ref())))
+            .help(syntax));
+    };
+    let span = edge.span();
+    // Point at a name inside the string when the source spells it out literally.
+    let literal = &src.text[span.clone()];
+    let inner_start = if literal.len() >= 2 && &literal[1..literal.len() - 1] == chain {
+        Some(span.start + 1)
+    } else {
+        None
+    };
+    let mut names = Vec::new();
+    let mut offset = 0;
+    for piece in chain.split("->") {
+        let name = piece.trim();
+        let lead = piece.len() - piece.trim_start().len();
+        let name_span = match inner_start {
+            Some(s) if !name.is_empty() => s + offset + lead..s + offset + lead + name.len(),
+            _ => span.clone(),
+        };
+        if name.is_empty() {
+            return Err(ProjectError::at(src, span, format!("edge \"{chain}\" has an empty node name")).help(syntax));
+        }
+        names.push((name.to_string(), name_span));
+        offset += piece.len() + 2;
+    }
+    if names.len() < 2 {
+        return Err(ProjectError::at(src, span, format!("edge \"{chain}\" names only one node")).help(syntax));
+    }
+    for pair in names.windows(2) {
+        edges.push((pair[0].0.clone(), pair[1].0.clone()));
+        let whole = if inner_start.is_some() { pair[0].1.start..pair[1].1.end } else { span.clone() };
+        spans.edges.push(EdgeSpan { whole, from: pair[0].1.clone(), to: pair[1].1.clone() });
+    }
+    Ok(())
+}
+
+/// The reference of every node type and its parameters, as `downbeat nodes` prints it.
+pub fn node_reference() -> String {
+    let mut s = String::new();
+    for t in node_types() {
+        s.push_str(&format!("{}: {}\n", t.name, t.doc));
+        for p in t.params {
+            s.push_str(&format!(
+                "    {:<14} {} (default {}): {}\n",
+                p.name,
+                p.kind.describe(),
+                default_text(&p.kind),
+                p.doc
+            ));
+        }
+    }
+    s
+}

@@ -1,0 +1,244 @@
+//! [`Graph::compile`]: checks a graph and lays it out as a [`Schedule`].
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::error::GraphError;
+use crate::graph::{Endpoint, Graph};
+use crate::schedule::{InputPlan, Schedule, Slot};
+
+/// The audio format a schedule is compiled for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CompileConfig {
+    /// Sample rate in Hz.
+    pub sample_rate: f32,
+    /// Largest block [`Schedule::process`] will be asked for; every buffer is this long.
+    pub max_block: usize,
+}
+
+impl Graph {
+    /// Checks the graph and turns it into a [`Schedule`]: nodes in topological order, every
+    /// buffer allocated for `cfg.max_block` frames, multiple inputs planned as sums.
+    ///
+    /// Runs off the audio thread (it allocates). On error the graph is returned untouched
+    /// inside nothing: the error names the nodes and the edge involved.
+    ///
+    /// ```
+    /// use downbeat_graph::{nodes::{Gain, Output}, CompileConfig, Graph, GraphError};
+    ///
+    /// let mut g = Graph::new();
+    /// let a = g.add("a", Gain::new(2, 1.0));
+    /// let b = g.add("b", Gain::new(2, 1.0));
+    /// g.connect(a, b);
+    /// g.connect(b, a);
+    /// let out = g.add("out", Output::new(2));
+    /// g.set_output(out);
+    /// let cfg = CompileConfig { sample_rate: 48000.0, max_block: 64 };
+    /// match g.compile(cfg) {
+    ///     Err(GraphError::Cycle { nodes, .. }) => assert_eq!(nodes.len(), 2),
+    ///     other => panic!("expected a cycle, got {:?}", other.err()),
+    /// }
+    /// ```
+    pub fn compile(self, cfg: CompileConfig) -> Result<Schedule, GraphError> {
+        assert!(cfg.max_block > 0, "max_block must be at least 1");
+        let n = self.nodes.len();
+        let mut by_name: HashMap<&str, usize> = HashMap::with_capacity(n);
+        for (i, e) in self.nodes.iter().enumerate() {
+            if by_name.insert(e.name.as_str(), i).is_some() {
+                return Err(GraphError::DuplicateName {
+                    name: e.name.clone(),
+                });
+            }
+        }
+
+        let resolve = |ep: &Endpoint, edge: usize| -> Result<usize, GraphError> {
+            match ep {
+                Endpoint::Id(id) if id.0 < n => Ok(id.0),
+                Endpoint::Id(id) => Err(GraphError::DanglingEdge { edge, id: id.0 }),
+                Endpoint::Name(name) => by_name.get(name.as_str()).copied().ok_or_else(|| {
+                    let mut known: Vec<&String> = self.nodes.iter().map(|e| &e.name).collect();
+                    known.sort_by_key(|k| (edit_distance(k, name), k.as_str()));
+                    GraphError::UnknownNode {
+                        edge,
+                        name: name.clone(),
+                        known: known.into_iter().cloned().collect(),
+                    }
+                }),
+            }
+        };
+
+        let mut edges: Vec<(usize, usize)> = Vec::with_capacity(self.edges.len());
+        for (k, e) in self.edges.iter().enumerate() {
+            let (from, to) = (resolve(&e.from, k)?, resolve(&e.to, k)?);
+            let name = |i: usize| self.nodes[i].name.clone();
+            if edges.contains(&(from, to)) {
+                return Err(GraphError::DuplicateEdge {
+                    edge: k,
+                    from: name(from),
+                    to: name(to),
+                });
+            }
+            let out_ch = self.nodes[from].node.output_channels();
+            let in_ch = self.nodes[to].node.input_channels();
+            if in_ch == 0 {
+                return Err(GraphError::NoInputs {
+                    edge: k,
+                    from: name(from),
+                    to: name(to),
+                });
+            }
+            if out_ch != in_ch {
+                return Err(GraphError::ChannelMismatch {
+                    edge: k,
+                    from: name(from),
+                    from_channels: out_ch,
+                    to: name(to),
+                    to_channels: in_ch,
+                });
+            }
+            edges.push((from, to));
+        }
+
+        let output = self.output.ok_or(GraphError::MissingOutput)?.0;
+        if output >= n {
+            return Err(GraphError::MissingOutput);
+        }
+
+        let order = topological_order(n, &edges).map_err(|cycle| {
+            let edge = edges
+                .iter()
+                .position(|&(f, t)| f == cycle[0] && t == cycle[1 % cycle.len()])
+                .expect("a cycle is made of edges");
+            GraphError::Cycle {
+                nodes: cycle.iter().map(|&i| self.nodes[i].name.clone()).collect(),
+                edge,
+            }
+        })?;
+
+        let mut slot_of = vec![0usize; n];
+        for (slot, &node) in order.iter().enumerate() {
+            slot_of[node] = slot;
+        }
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for &(f, t) in &edges {
+            preds[slot_of[t]].push(slot_of[f]);
+            succs[slot_of[f]].push(slot_of[t]);
+        }
+
+        let mut entries: Vec<Option<_>> = self.nodes.into_iter().map(Some).collect();
+        let mut slots = Vec::with_capacity(n);
+        let mut names = Vec::with_capacity(n);
+        for (slot, &node) in order.iter().enumerate() {
+            let entry = entries[node].take().expect("each node is placed once");
+            let in_ch = entry.node.input_channels();
+            let out_ch = entry.node.output_channels();
+            let mut p = std::mem::take(&mut preds[slot]);
+            p.sort_unstable();
+            let (input, in_buf) = match p.len() {
+                0 => (InputPlan::Silence, vec![0.0; in_ch * cfg.max_block]),
+                1 => (InputPlan::Direct(p[0]), Vec::new()),
+                _ => (InputPlan::Sum(p), vec![0.0; in_ch * cfg.max_block]),
+            };
+            names.push(entry.name);
+            slots.push(Slot {
+                node: entry.node,
+                in_ch,
+                out_ch,
+                input,
+                in_buf,
+                out_buf: vec![0.0; out_ch * cfg.max_block],
+                successors: std::mem::take(&mut succs[slot]),
+            });
+        }
+
+        Ok(Schedule::new(slots, names, order, slot_of[output], cfg))
+    }
+}
+
+/// Kahn's algorithm, ready nodes taken in first-in first-out order so the result depends
+/// only on the order nodes and edges were added. On a cycle, returns the nodes on one.
+fn topological_order(n: usize, edges: &[(usize, usize)]) -> Result<Vec<usize>, Vec<usize>> {
+    let mut indegree = vec![0usize; n];
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for &(f, t) in edges {
+        indegree[t] += 1;
+        succ[f].push(t);
+    }
+    let mut ready: VecDeque<usize> = (0..n).filter(|&i| indegree[i] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(i) = ready.pop_front() {
+        order.push(i);
+        for &s in &succ[i] {
+            indegree[s] -= 1;
+            if indegree[s] == 0 {
+                ready.push_back(s);
+            }
+        }
+    }
+    if order.len() == n {
+        return Ok(order);
+    }
+    // Every unsorted node still has an unsorted predecessor, so walking predecessors
+    // backwards from any of them must revisit a node: that loop is a cycle.
+    let mut pred_in_rest = vec![usize::MAX; n];
+    for &(f, t) in edges {
+        if indegree[t] > 0 && indegree[f] > 0 && pred_in_rest[t] == usize::MAX {
+            pred_in_rest[t] = f;
+        }
+    }
+    let start = (0..n)
+        .find(|&i| indegree[i] > 0)
+        .expect("some node is unsorted");
+    let mut seen = vec![usize::MAX; n];
+    let mut walk = Vec::new();
+    let mut cur = start;
+    while seen[cur] == usize::MAX {
+        seen[cur] = walk.len();
+        walk.push(cur);
+        cur = pred_in_rest[cur];
+    }
+    let mut cycle = walk[seen[cur]..].to_vec();
+    cycle.reverse();
+    Err(cycle)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cycle_is_reported_in_edge_order() {
+        let edges = [(0, 1), (1, 2), (2, 0), (2, 3)];
+        let cycle = topological_order(4, &edges).unwrap_err();
+        assert_eq!(cycle.len(), 3);
+        for w in 0..3 {
+            let (f, t) = (cycle[w], cycle[(w + 1) % 3]);
+            assert!(edges.contains(&(f, t)), "{f}->{t} not an edge of {cycle:?}");
+        }
+    }
+
+    #[test]
+    fn self_loop_is_a_cycle() {
+        assert_eq!(topological_order(2, &[(1, 1)]).unwrap_err(), vec![1]);
+    }
+
+    #[test]
+    fn edit_distance_counts_edits() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "ab"), 2);
+    }
+}

@@ -1,0 +1,301 @@
+//! `biquad`: RBJ Audio EQ Cookbook low-pass, high-pass and band-pass filters.
+
+use std::f64::consts::TAU;
+
+use crate::buffer::{AudioMut, AudioRef};
+use crate::node::{Node, ProcessContext};
+use crate::nodes::{check_channels, float_param_accepts, invalid, CHANNELS};
+use crate::param::{ParamError, ParamKind, ParamSpec, Params};
+use crate::registry::{NodeConfig, NodeType};
+
+/// The response of a [`Biquad`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FilterMode {
+    /// Second-order low-pass; gain at `freq` is `q` (−3 dB for `q = 1/√2`).
+    Lowpass,
+    /// Second-order high-pass; gain at `freq` is `q` (−3 dB for `q = 1/√2`).
+    Highpass,
+    /// Band-pass with a constant 0 dB peak gain at `freq`; `q` sets the bandwidth.
+    Bandpass,
+}
+
+impl FilterMode {
+    /// The word used for this mode in project files.
+    pub fn name(self) -> &'static str {
+        match self {
+            FilterMode::Lowpass => "lowpass",
+            FilterMode::Highpass => "highpass",
+            FilterMode::Bandpass => "bandpass",
+        }
+    }
+
+    /// The mode named `name` in project files.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "lowpass" => Some(FilterMode::Lowpass),
+            "highpass" => Some(FilterMode::Highpass),
+            "bandpass" => Some(FilterMode::Bandpass),
+            _ => None,
+        }
+    }
+}
+
+/// Normalized biquad coefficients (`a0 = 1`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Coeffs {
+    b0: f64,
+    b1: f64,
+    b2: f64,
+    a1: f64,
+    a2: f64,
+}
+
+impl Coeffs {
+    /// The RBJ cookbook design. `freq` must be in `(0, sample_rate / 2)` and `q > 0`.
+    fn rbj(mode: FilterMode, sample_rate: f64, freq: f64, q: f64) -> Self {
+        let w0 = TAU * freq / sample_rate;
+        let (sin, cos) = w0.sin_cos();
+        let alpha = sin / (2.0 * q);
+        let (b0, b1, b2) = match mode {
+            FilterMode::Lowpass => ((1.0 - cos) / 2.0, 1.0 - cos, (1.0 - cos) / 2.0),
+            FilterMode::Highpass => ((1.0 + cos) / 2.0, -(1.0 + cos), (1.0 + cos) / 2.0),
+            FilterMode::Bandpass => (alpha, 0.0, -alpha),
+        };
+        let a0 = 1.0 + alpha;
+        Self {
+            b0: b0 / a0,
+            b1: b1 / a0,
+            b2: b2 / a0,
+            a1: -2.0 * cos / a0,
+            a2: (1.0 - alpha) / a0,
+        }
+    }
+}
+
+/// Below this magnitude a filter state is flushed to exactly zero, so a silent input decays
+/// to exact silence instead of lingering in (slow) subnormal numbers.
+const FLUSH: f64 = 1e-20;
+
+/// A second-order IIR filter from Robert Bristow-Johnson's Audio EQ Cookbook, in transposed
+/// direct form II with `f64` coefficients and state, one state per channel.
+///
+/// `freq` and `q` can be changed while running; the coefficients are recomputed at once and
+/// the state is kept.
+///
+/// ```
+/// use downbeat_graph::nodes::{Biquad, FilterMode};
+/// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
+///
+/// let mut lp = Biquad::new(1, 48000.0, FilterMode::Lowpass, 1000.0, 0.7071).unwrap();
+/// // A constant input passes a low-pass unchanged once it has settled.
+/// let input = [1.0f32; 4800];
+/// let mut out = [0.0f32; 4800];
+/// let ctx = ProcessContext { sample_rate: 48000.0, frames: 4800, position: 0 };
+/// lp.process(&ctx, AudioRef::new(&input, 1, 4800, 4800), AudioMut::new(&mut out, 1, 4800, 4800));
+/// assert!((out[4799] - 1.0).abs() < 1e-4);
+///
+/// // Frequencies at or above Nyquist are refused.
+/// assert!(Biquad::new(1, 48000.0, FilterMode::Lowpass, 24000.0, 0.7071).is_err());
+/// ```
+#[derive(Debug)]
+pub struct Biquad {
+    mode: FilterMode,
+    sample_rate: f64,
+    freq: f64,
+    q: f64,
+    coeffs: Coeffs,
+    /// `[s1, s2]` per channel.
+    state: Vec<[f64; 2]>,
+}
+
+impl Biquad {
+    /// A `mode` filter on `channels` channels at `sample_rate`, with corner (or center)
+    /// frequency `freq` Hz and quality factor `q`.
+    ///
+    /// # Errors
+    /// [`ParamError::Invalid`] naming `freq` when it is not in `(0, sample_rate / 2)`, `q`
+    /// when it is not positive, `channels` when it is not in `1..=32`.
+    pub fn new(
+        channels: usize,
+        sample_rate: f32,
+        mode: FilterMode,
+        freq: f64,
+        q: f64,
+    ) -> Result<Self, ParamError> {
+        check_channels(channels)?;
+        let sample_rate = f64::from(sample_rate);
+        check_freq(freq, sample_rate)?;
+        if !(q.is_finite() && q > 0.0) {
+            return Err(invalid("q", format!("got {q}, expected a positive number")));
+        }
+        Ok(Self {
+            mode,
+            sample_rate,
+            freq,
+            q,
+            coeffs: Coeffs::rbj(mode, sample_rate, freq, q),
+            state: vec![[0.0; 2]; channels],
+        })
+    }
+
+    /// The filter's response.
+    pub fn mode(&self) -> FilterMode {
+        self.mode
+    }
+
+    /// The current corner (or center) frequency in Hz.
+    pub fn freq(&self) -> f64 {
+        self.freq
+    }
+
+    /// The current quality factor.
+    pub fn q(&self) -> f64 {
+        self.q
+    }
+
+    /// Clears the filter state of every channel.
+    pub fn reset(&mut self) {
+        self.state.fill([0.0; 2]);
+    }
+}
+
+fn check_freq(freq: f64, sample_rate: f64) -> Result<(), ParamError> {
+    let nyquist = sample_rate / 2.0;
+    if freq.is_finite() && freq > 0.0 && freq < nyquist {
+        Ok(())
+    } else {
+        Err(invalid(
+            "freq",
+            format!(
+                "{freq} Hz is not between 0 and half the sample rate ({nyquist} Hz), exclusive"
+            ),
+        ))
+    }
+}
+
+const P_FREQ: usize = 2;
+const P_Q: usize = 3;
+
+static PARAMS: &[ParamSpec] = &[
+    CHANNELS,
+    ParamSpec {
+        name: "mode",
+        doc: "filter response; bandpass has a constant 0 dB peak gain",
+        kind: ParamKind::Choice {
+            options: &["lowpass", "highpass", "bandpass"],
+            default: "lowpass",
+        },
+    },
+    ParamSpec {
+        name: "freq",
+        doc: "corner (lowpass/highpass) or center (bandpass) frequency in Hz; \
+              must be below half the sample rate (live)",
+        kind: ParamKind::Float {
+            min: 1.0,
+            max: 96_000.0,
+            default: 1000.0,
+        },
+    },
+    ParamSpec {
+        name: "q",
+        doc: "quality factor: 0.7071 is maximally flat (Butterworth) for lowpass/highpass; \
+              higher is narrower for bandpass (live)",
+        kind: ParamKind::Float {
+            min: 0.05,
+            max: 50.0,
+            default: std::f64::consts::FRAC_1_SQRT_2,
+        },
+    },
+];
+
+pub(crate) const TYPE: NodeType = NodeType {
+    name: "biquad",
+    doc: "RBJ cookbook biquad filter: lowpass, highpass or constant-0-dB-peak bandpass",
+    params: PARAMS,
+    build,
+};
+
+fn build(p: &Params, cfg: &NodeConfig) -> Result<Box<dyn Node>, ParamError> {
+    let mode = FilterMode::from_name(p.choice("mode"))
+        .ok_or_else(|| invalid("mode", "expected lowpass, highpass or bandpass"))?;
+    Ok(Box::new(Biquad::new(
+        p.int("channels") as usize,
+        cfg.sample_rate,
+        mode,
+        p.float("freq"),
+        p.float("q"),
+    )?))
+}
+
+impl Node for Biquad {
+    fn input_channels(&self) -> usize {
+        self.state.len()
+    }
+
+    fn output_channels(&self) -> usize {
+        self.state.len()
+    }
+
+    fn process(&mut self, _ctx: &ProcessContext, input: AudioRef<'_>, mut output: AudioMut<'_>) {
+        let Coeffs { b0, b1, b2, a1, a2 } = self.coeffs;
+        for (c, state) in self.state.iter_mut().enumerate() {
+            let [mut s1, mut s2] = *state;
+            for (o, &i) in output.channel_mut(c).iter_mut().zip(input.channel(c)) {
+                let x = f64::from(i);
+                let y = b0 * x + s1;
+                s1 = b1 * x - a1 * y + s2;
+                s2 = b2 * x - a2 * y;
+                *o = y as f32;
+            }
+            if s1.abs() < FLUSH {
+                s1 = 0.0;
+            }
+            if s2.abs() < FLUSH {
+                s2 = 0.0;
+            }
+            *state = [s1, s2];
+        }
+    }
+
+    fn set_param(&mut self, index: usize, value: f32) -> bool {
+        if !float_param_accepts(PARAMS, index, value) {
+            return false;
+        }
+        let value = f64::from(value);
+        match index {
+            P_FREQ if check_freq(value, self.sample_rate).is_ok() => self.freq = value,
+            P_Q => self.q = value,
+            _ => return false,
+        }
+        self.coeffs = Coeffs::rbj(self.mode, self.sample_rate, self.freq, self.q);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mode_names_round_trip() {
+        for mode in [
+            FilterMode::Lowpass,
+            FilterMode::Highpass,
+            FilterMode::Bandpass,
+        ] {
+            assert_eq!(FilterMode::from_name(mode.name()), Some(mode));
+        }
+        assert_eq!(FilterMode::from_name("notch"), None);
+    }
+
+    #[test]
+    fn set_param_refuses_nyquist_and_keeps_coefficients() {
+        let mut f = Biquad::new(1, 48000.0, FilterMode::Highpass, 500.0, 0.7).unwrap();
+        let before = f.coeffs;
+        assert!(!f.set_param(P_FREQ, 30000.0));
+        assert_eq!(f.coeffs, before);
+        assert!(f.set_param(P_FREQ, 2000.0));
+        assert_ne!(f.coeffs, before);
+        assert_eq!(f.freq(), 2000.0);
+    }
+}

@@ -1,0 +1,469 @@
+//! `karplus`: a Karplus-Strong plucked string playing a repeating note pattern.
+
+use std::f64::consts::TAU;
+
+use crate::buffer::{AudioMut, AudioRef};
+use crate::node::{Node, ProcessContext};
+use crate::nodes::{check_channels, float_param_accepts, invalid, Pcg32, CHANNELS, SEED};
+use crate::param::{ParamError, ParamKind, ParamSpec, Params};
+use crate::registry::{NodeConfig, NodeType};
+
+/// Lowest MIDI note accepted (A0, 27.5 Hz): the delay line is sized for it.
+const LOWEST_NOTE: f64 = 21.0;
+/// Highest MIDI note accepted (C8, about 4186 Hz).
+const HIGHEST_NOTE: f64 = 108.0;
+/// Smallest fractional delay given to the allpass: keeps its coefficient away from -1.
+const MIN_FRACTION: f64 = 0.1;
+/// Shortest accepted period in samples: notes above a third of the sample rate are refused.
+const MIN_PERIOD: f64 = 3.0;
+/// Loop samples smaller than this are flushed to exactly zero (no subnormals).
+const FLUSH: f64 = 1e-30;
+
+/// Everything about a [`Karplus`] string except its channel count and sample rate.
+///
+/// Times are in seconds. Note `k` (counting from 0) starts at `offset + k * interval`, plays
+/// `notes[k % notes.len()]`, rings for `length` seconds and is then cut to exact silence
+/// until the next onset.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KarplusSettings {
+    /// MIDI note numbers (69 = A4 = 440 Hz; fractions allowed), played in turn, repeating.
+    pub notes: Vec<f64>,
+    /// Seconds between two note onsets.
+    pub interval: f64,
+    /// Seconds each note rings before it is cut to silence; must be less than `interval`.
+    pub length: f64,
+    /// Seconds of silence before the first note.
+    pub offset: f64,
+    /// Loop gain per period (`0.8..=1`): 1 rings longest, lower dies faster.
+    pub decay: f64,
+    /// Linear output amplitude (the excitation is uniform noise in `(-1, 1)`).
+    pub amp: f32,
+    /// Seed of the excitation noise.
+    pub seed: u64,
+}
+
+impl Default for KarplusSettings {
+    /// The defaults of the `karplus` node type.
+    fn default() -> Self {
+        Self {
+            notes: DEFAULT_NOTES.to_vec(),
+            interval: 0.5,
+            length: 0.4,
+            offset: 0.0,
+            decay: 0.996,
+            amp: 0.5,
+            seed: 1,
+        }
+    }
+}
+
+const DEFAULT_NOTES: &[f64] = &[60.0, 64.0, 67.0, 72.0];
+
+/// Tuning of one note: integer delay and fractional allpass.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Tuning {
+    /// Length of the ring buffer: the integer part of the loop delay plus one.
+    ring_len: usize,
+    /// Coefficient of the first-order allpass `(c + z⁻¹) / (1 + c z⁻¹)`.
+    allpass: f64,
+}
+
+impl Tuning {
+    /// The loop for `freq` Hz: `N` samples of delay line, 0.5 sample of the two-point
+    /// averager and a fractional allpass whose phase delay at `freq` is exactly what is
+    /// left, so the fundamental lands on `freq`.
+    fn for_freq(freq: f64, sample_rate: f64) -> Option<Self> {
+        let period = sample_rate / freq;
+        if period.is_nan() || period < MIN_PERIOD {
+            return None;
+        }
+        let n = (period - 0.5 - MIN_FRACTION).floor();
+        let fraction = period - 0.5 - n;
+        let w = TAU * freq / sample_rate;
+        // Exact phase delay `fraction` at `w` for a first-order allpass.
+        let allpass = ((1.0 - fraction) * w / 2.0).sin() / ((1.0 + fraction) * w / 2.0).sin();
+        Some(Self {
+            ring_len: n as usize + 1,
+            allpass,
+        })
+    }
+}
+
+fn midi_to_hz(note: f64) -> f64 {
+    440.0 * 2f64.powf((note - 69.0) / 12.0)
+}
+
+/// A Karplus-Strong plucked string playing `notes` in turn, the same signal on every channel.
+///
+/// Each onset fills the string's delay line with one period of zero-mean noise (from
+/// `seed`). The loop is: delay line of `N` samples, two-point averager (0.5 sample, the
+/// string's damping), first-order allpass tuned so the loop delay is exactly
+/// `sample_rate / freq` at the fundamental, and the per-period loss `decay`. After `length`
+/// seconds the note is cut and the node outputs exact `0.0` until the next onset (and before
+/// the first, during `offset`), so downstream silence detection can skip work.
+///
+/// The delay line is allocated once for the lowest accepted note (MIDI 21, 27.5 Hz); note
+/// changes never allocate. Output depends only on the settings, sample rate and the number of
+/// samples produced so far, not on block sizes.
+///
+/// ```
+/// use downbeat_graph::nodes::{Karplus, KarplusSettings};
+/// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
+///
+/// let settings = KarplusSettings {
+///     notes: vec![69.0],
+///     interval: 0.1,
+///     length: 0.05,
+///     offset: 0.01,
+///     ..KarplusSettings::default()
+/// };
+/// let mut string = Karplus::new(1, 48000.0, &settings).unwrap();
+/// let ctx = ProcessContext { sample_rate: 48000.0, frames: 4800, position: 0 };
+/// let mut out = vec![0.0f32; 4800];
+/// string.process(&ctx, AudioRef::new(&[], 0, 4800, 4800), AudioMut::new(&mut out, 1, 4800, 4800));
+/// assert!(out[..480].iter().all(|&s| s == 0.0)); // offset
+/// assert!(out[480..480 + 2400].iter().any(|&s| s != 0.0)); // the note rings
+/// assert!(out[480 + 2400..].iter().all(|&s| s == 0.0)); // cut after `length`
+///
+/// // A note may not ring into the next onset.
+/// let bad = KarplusSettings { length: 0.2, ..settings };
+/// assert!(Karplus::new(1, 48000.0, &bad).is_err());
+/// ```
+#[derive(Debug)]
+pub struct Karplus {
+    channels: usize,
+    sample_rate: f64,
+    settings: KarplusSettings,
+    /// Tuning of each entry of `settings.notes`.
+    tunings: Vec<Tuning>,
+    /// Delay line, long enough for the lowest note; the current note uses `tuning.ring_len`.
+    ring: Vec<f64>,
+    /// Index of the oldest sample of the ring, where the next output is written.
+    write: usize,
+    tuning: Tuning,
+    /// Allpass memory: previous input and output.
+    ap_x1: f64,
+    ap_y1: f64,
+    decay: f64,
+    rng: Pcg32,
+    /// Samples produced so far.
+    time: u64,
+    /// Index of the next note to start.
+    next_note: u64,
+    /// Sample at which it starts.
+    next_onset: u64,
+    /// Samples left in the current note (0 = silent).
+    remaining: u64,
+    length_samples: u64,
+    amp: f32,
+}
+
+impl Karplus {
+    /// A string on `channels` channels at `sample_rate` playing `settings`.
+    ///
+    /// # Errors
+    /// [`ParamError::Invalid`] naming the offending setting: `length` not less than
+    /// `interval`, a note outside MIDI 21..=108 or too high to tune at this sample rate,
+    /// an empty `notes`, `decay` outside `0.8..=1`, a negative `offset`, or non-positive times.
+    pub fn new(
+        channels: usize,
+        sample_rate: f32,
+        settings: &KarplusSettings,
+    ) -> Result<Self, ParamError> {
+        check_channels(channels)?;
+        let sample_rate = f64::from(sample_rate);
+        let s = settings;
+        if !(s.interval.is_finite() && s.interval > 0.0) {
+            return Err(invalid("interval", "must be a positive number of seconds"));
+        }
+        if !(s.length.is_finite() && s.length > 0.0) {
+            return Err(invalid("length", "must be a positive number of seconds"));
+        }
+        if s.length >= s.interval {
+            return Err(invalid(
+                "length",
+                format!(
+                    "{} s must be less than `interval` ({} s): a note must end before the next \
+                     one starts",
+                    s.length, s.interval
+                ),
+            ));
+        }
+        if !(s.offset.is_finite() && s.offset >= 0.0) {
+            return Err(invalid(
+                "offset",
+                "must be zero or a positive number of seconds",
+            ));
+        }
+        if !(0.8..=1.0).contains(&s.decay) {
+            return Err(invalid(
+                "decay",
+                format!("got {}, expected 0.8 to 1", s.decay),
+            ));
+        }
+        if s.notes.is_empty() {
+            return Err(invalid("notes", "needs at least one note"));
+        }
+        let mut tunings = Vec::with_capacity(s.notes.len());
+        for &note in &s.notes {
+            if !(LOWEST_NOTE..=HIGHEST_NOTE).contains(&note) {
+                return Err(invalid(
+                    "notes",
+                    format!("note {note} is outside MIDI {LOWEST_NOTE} to {HIGHEST_NOTE}"),
+                ));
+            }
+            let tuning = Tuning::for_freq(midi_to_hz(note), sample_rate).ok_or_else(|| {
+                invalid(
+                    "notes",
+                    format!("note {note} is too high for a sample rate of {sample_rate} Hz"),
+                )
+            })?;
+            tunings.push(tuning);
+        }
+        let lowest = Tuning::for_freq(midi_to_hz(LOWEST_NOTE), sample_rate)
+            .map_or(2, |t| t.ring_len)
+            .max(tunings.iter().map(|t| t.ring_len).max().unwrap_or(2));
+        let mut string = Self {
+            channels,
+            sample_rate,
+            settings: settings.clone(),
+            tuning: tunings[0],
+            tunings,
+            ring: vec![0.0; lowest],
+            write: 0,
+            ap_x1: 0.0,
+            ap_y1: 0.0,
+            decay: s.decay,
+            rng: Pcg32::new(s.seed, 0),
+            time: 0,
+            next_note: 0,
+            next_onset: 0,
+            remaining: 0,
+            length_samples: (s.length * sample_rate).round() as u64,
+            amp: s.amp,
+        };
+        string.next_onset = string.onset(0);
+        Ok(string)
+    }
+
+    /// The settings this string was built with.
+    pub fn settings(&self) -> &KarplusSettings {
+        &self.settings
+    }
+
+    /// Sample at which note `k` starts. Computed from `k` directly, so onsets never drift.
+    fn onset(&self, k: u64) -> u64 {
+        let s = &self.settings;
+        ((s.offset + k as f64 * s.interval) * self.sample_rate).round() as u64
+    }
+
+    /// Plucks note `k`: retunes the loop and fills it with one period of zero-mean noise.
+    /// Bounded work: at most the length of the delay line.
+    fn pluck(&mut self, k: u64) {
+        let index = (k % self.tunings.len() as u64) as usize;
+        self.tuning = self.tunings[index];
+        let ring = &mut self.ring[..self.tuning.ring_len];
+        let mut sum = 0.0;
+        for slot in ring.iter_mut() {
+            *slot = self.rng.bipolar();
+            sum += *slot;
+        }
+        let mean = sum / ring.len() as f64;
+        for slot in ring.iter_mut() {
+            *slot -= mean;
+        }
+        self.write = 0;
+        self.ap_x1 = 0.0;
+        self.ap_y1 = 0.0;
+        self.remaining = self.length_samples;
+    }
+
+    /// One sample of the string loop.
+    #[inline]
+    fn tick(&mut self) -> f64 {
+        let len = self.tuning.ring_len;
+        let oldest = self.ring[self.write];
+        let next = self.write + 1;
+        let next = if next == len { 0 } else { next };
+        // ring[write] holds y[n-N-1], ring[write+1] holds y[n-N].
+        let averaged = 0.5 * (oldest + self.ring[next]);
+        let c = self.tuning.allpass;
+        let mut y = c * averaged + self.ap_x1 - c * self.ap_y1;
+        if y.abs() < FLUSH {
+            y = 0.0;
+        }
+        self.ap_x1 = averaged;
+        self.ap_y1 = y;
+        let out = self.decay * y;
+        self.ring[self.write] = out;
+        self.write = next;
+        out
+    }
+}
+
+const P_DECAY: usize = 5;
+const P_AMP: usize = 6;
+
+static PARAMS: &[ParamSpec] = &[
+    CHANNELS,
+    ParamSpec {
+        name: "notes",
+        doc: "MIDI note numbers (69 = A4 = 440 Hz, fractions allowed), played in turn, repeating",
+        kind: ParamKind::FloatList {
+            min: LOWEST_NOTE,
+            max: HIGHEST_NOTE,
+            default: DEFAULT_NOTES,
+        },
+    },
+    ParamSpec {
+        name: "interval",
+        doc: "seconds between note onsets",
+        kind: ParamKind::Float {
+            min: 0.01,
+            max: 60.0,
+            default: 0.5,
+        },
+    },
+    ParamSpec {
+        name: "length",
+        doc: "seconds each note rings before it is cut to exact silence; must be less \
+              than interval",
+        kind: ParamKind::Float {
+            min: 0.001,
+            max: 60.0,
+            default: 0.4,
+        },
+    },
+    ParamSpec {
+        name: "offset",
+        doc: "seconds of silence before the first note (to stagger strings)",
+        kind: ParamKind::Float {
+            min: 0.0,
+            max: 3600.0,
+            default: 0.0,
+        },
+    },
+    ParamSpec {
+        name: "decay",
+        doc: "loop gain per period: 1 rings longest, lower dies faster (live)",
+        kind: ParamKind::Float {
+            min: 0.8,
+            max: 1.0,
+            default: 0.996,
+        },
+    },
+    ParamSpec {
+        name: "amp",
+        doc: "linear output amplitude (live)",
+        kind: ParamKind::Float {
+            min: 0.0,
+            max: 16.0,
+            default: 0.5,
+        },
+    },
+    SEED,
+];
+
+pub(crate) const TYPE: NodeType = NodeType {
+    name: "karplus",
+    doc: "Karplus-Strong plucked string playing a note pattern, exact silence between notes",
+    params: PARAMS,
+    build,
+};
+
+fn build(p: &Params, cfg: &NodeConfig) -> Result<Box<dyn Node>, ParamError> {
+    let settings = KarplusSettings {
+        notes: p.list("notes").to_vec(),
+        interval: p.float("interval"),
+        length: p.float("length"),
+        offset: p.float("offset"),
+        decay: p.float("decay"),
+        amp: p.float("amp") as f32,
+        seed: p.int("seed") as u64,
+    };
+    Ok(Box::new(Karplus::new(
+        p.int("channels") as usize,
+        cfg.sample_rate,
+        &settings,
+    )?))
+}
+
+impl Node for Karplus {
+    fn input_channels(&self) -> usize {
+        0
+    }
+
+    fn output_channels(&self) -> usize {
+        self.channels
+    }
+
+    fn process(&mut self, _ctx: &ProcessContext, _input: AudioRef<'_>, mut output: AudioMut<'_>) {
+        let mut channels = output.channels_mut();
+        let Some(first) = channels.next() else {
+            return;
+        };
+        let amp = f64::from(self.amp);
+        for o in first.iter_mut() {
+            if self.time >= self.next_onset {
+                let k = self.next_note;
+                self.pluck(k);
+                self.next_note = k + 1;
+                self.next_onset = self.onset(k + 1);
+            }
+            *o = if self.remaining > 0 {
+                self.remaining -= 1;
+                (amp * self.tick()) as f32
+            } else {
+                0.0
+            };
+            self.time += 1;
+        }
+        for ch in channels {
+            ch.copy_from_slice(first);
+        }
+    }
+
+    fn set_param(&mut self, index: usize, value: f32) -> bool {
+        if !float_param_accepts(PARAMS, index, value) {
+            return false;
+        }
+        match index {
+            P_DECAY => {
+                self.decay = f64::from(value);
+                self.settings.decay = self.decay;
+            }
+            P_AMP => {
+                self.amp = value;
+                self.settings.amp = value;
+            }
+            _ => return false,
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tuning_loop_delay_matches_period() {
+        for freq in [27.5, 110.0, 440.0, 1000.0, 4186.0] {
+            let t = Tuning::for_freq(freq, 48000.0).unwrap();
+            let period = 48000.0 / freq;
+            let n = (t.ring_len - 1) as f64;
+            // Low-frequency phase delay of the allpass.
+            let fraction = (1.0 - t.allpass) / (1.0 + t.allpass);
+            assert!((n + 0.5 + fraction - period).abs() < 0.05, "{freq}");
+            assert!(t.allpass.abs() < 1.0);
+        }
+        assert!(Tuning::for_freq(20000.0, 48000.0).is_none());
+    }
+
+    #[test]
+    fn delay_line_is_sized_for_lowest_note() {
+        let k = Karplus::new(1, 96000.0, &KarplusSettings::default()).unwrap();
+        // One period of A0 (27.5 Hz) fits: ring_len = floor(period - 0.6) + 1.
+        assert!(k.ring.len() as f64 > 96000.0 / 27.5 - 1.0);
+    }
+}

@@ -1,0 +1,175 @@
+//! `mix`: a bus with gain and pan.
+
+use std::f64::consts::{FRAC_PI_4, SQRT_2};
+
+use crate::buffer::{AudioMut, AudioRef};
+use crate::node::{Node, ProcessContext};
+use crate::nodes::{float_param_accepts, CHANNELS};
+use crate::param::{ParamError, ParamKind, ParamSpec, Params};
+use crate::registry::{NodeConfig, NodeType};
+
+/// A mix bus: the schedule sums every edge into its input; the bus applies a gain in dB and,
+/// when it has exactly two channels, an equal-power pan.
+///
+/// Pan law (stereo only): with `θ = (pan + 1) π/4`, left is multiplied by `√2 cos θ` and right
+/// by `√2 sin θ`. The sum of the squared gains is constant (equal power), the center
+/// (`pan = 0`) is exactly unity on both sides, and a hard pan (`±1`) gives +3 dB on one side
+/// and exact silence on the other. With any other channel count `pan` is ignored.
+///
+/// Gains are computed in `f64` and applied as one `f32` factor per channel. A change made
+/// with [`set_param`](Node::set_param) is ramped linearly over the next block.
+///
+/// ```
+/// use downbeat_graph::nodes::Mix;
+/// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
+///
+/// let mut bus = Mix::new(2, 0.0, 1.0); // hard right
+/// let ctx = ProcessContext { sample_rate: 48000.0, frames: 2, position: 0 };
+/// let input = [0.5, 0.5, 0.5, 0.5]; // left, then right
+/// let mut out = [0.0f32; 4];
+/// bus.process(&ctx, AudioRef::new(&input, 2, 2, 2), AudioMut::new(&mut out, 2, 2, 2));
+/// assert_eq!(&out[..2], &[0.0, 0.0]);
+/// assert_eq!(out[2], (0.5 * std::f64::consts::SQRT_2) as f32);
+/// ```
+#[derive(Debug)]
+pub struct Mix {
+    channels: usize,
+    gain_db: f64,
+    pan: f64,
+    /// Factor per channel applied at the end of the last block.
+    current: Vec<f32>,
+    /// Factor per channel wanted from now on.
+    target: Vec<f32>,
+}
+
+impl Mix {
+    /// A bus of `channels` channels with gain `gain_db` (dB) and `pan` (`-1` left .. `1`
+    /// right, used only when `channels == 2`).
+    pub fn new(channels: usize, gain_db: f64, pan: f64) -> Self {
+        let mut mix = Self {
+            channels,
+            gain_db,
+            pan: pan.clamp(-1.0, 1.0),
+            current: vec![0.0; channels],
+            target: vec![0.0; channels],
+        };
+        mix.update_target();
+        mix.current.copy_from_slice(&mix.target);
+        mix
+    }
+
+    /// The factor applied to each channel (gain and pan combined), once any ramp is over.
+    pub fn factors(&self) -> &[f32] {
+        &self.target
+    }
+
+    fn update_target(&mut self) {
+        let gain = 10f64.powf(self.gain_db / 20.0);
+        if self.channels == 2 {
+            let (left, right) = pan_law(self.pan);
+            self.target[0] = (gain * left) as f32;
+            self.target[1] = (gain * right) as f32;
+        } else {
+            self.target.fill(gain as f32);
+        }
+    }
+}
+
+/// Equal-power pan gains `(left, right)`, exactly `(1, 1)` at the center and exactly 0 on
+/// the silent side of a hard pan.
+fn pan_law(pan: f64) -> (f64, f64) {
+    if pan == 0.0 {
+        return (1.0, 1.0);
+    }
+    let theta = (pan + 1.0) * FRAC_PI_4;
+    let snap = |g: f64| if g.abs() < 1e-12 { 0.0 } else { g };
+    (snap(SQRT_2 * theta.cos()), snap(SQRT_2 * theta.sin()))
+}
+
+const P_GAIN_DB: usize = 1;
+const P_PAN: usize = 2;
+
+static PARAMS: &[ParamSpec] = &[
+    CHANNELS,
+    ParamSpec {
+        name: "gain_db",
+        doc: "gain in dB applied to the summed inputs (live)",
+        kind: ParamKind::Float {
+            min: -120.0,
+            max: 24.0,
+            default: 0.0,
+        },
+    },
+    ParamSpec {
+        name: "pan",
+        doc: "equal-power pan for 2 channels: -1 left, 0 center (unity), 1 right; \
+              ignored otherwise (live)",
+        kind: ParamKind::Float {
+            min: -1.0,
+            max: 1.0,
+            default: 0.0,
+        },
+    },
+];
+
+pub(crate) const TYPE: NodeType = NodeType {
+    name: "mix",
+    doc: "mix bus: sums its inputs, applies gain in dB and (stereo) equal-power pan",
+    params: PARAMS,
+    build,
+};
+
+fn build(p: &Params, _cfg: &NodeConfig) -> Result<Box<dyn Node>, ParamError> {
+    Ok(Box::new(Mix::new(
+        p.int("channels") as usize,
+        p.float("gain_db"),
+        p.float("pan"),
+    )))
+}
+
+impl Node for Mix {
+    fn input_channels(&self) -> usize {
+        self.channels
+    }
+
+    fn output_channels(&self) -> usize {
+        self.channels
+    }
+
+    fn process(&mut self, _ctx: &ProcessContext, input: AudioRef<'_>, mut output: AudioMut<'_>) {
+        let frames = output.frames();
+        for c in 0..self.channels {
+            let (from, to) = (self.current[c], self.target[c]);
+            let out = output.channel_mut(c);
+            if from == to {
+                for (o, i) in out.iter_mut().zip(input.channel(c)) {
+                    *o = to * i;
+                }
+            } else {
+                let step = (to - from) / frames as f32;
+                for (n, (o, i)) in out.iter_mut().zip(input.channel(c)).enumerate() {
+                    let g = if n + 1 == frames {
+                        to
+                    } else {
+                        from + step * (n + 1) as f32
+                    };
+                    *o = g * i;
+                }
+                self.current[c] = to;
+            }
+        }
+    }
+
+    fn set_param(&mut self, index: usize, value: f32) -> bool {
+        if !float_param_accepts(PARAMS, index, value) {
+            return false;
+        }
+        match index {
+            P_GAIN_DB => self.gain_db = f64::from(value),
+            P_PAN => self.pan = f64::from(value),
+            _ => return false,
+        }
+        self.update_target();
+        true
+    }
+}

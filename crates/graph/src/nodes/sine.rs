@@ -1,0 +1,175 @@
+//! `sine`: a sine oscillator.
+
+use std::f64::consts::TAU;
+
+use crate::buffer::{AudioMut, AudioRef};
+use crate::node::{Node, ProcessContext};
+use crate::nodes::{float_param_accepts, invalid, CHANNELS};
+use crate::param::{ParamError, ParamKind, ParamSpec, Params};
+use crate::registry::{NodeConfig, NodeType};
+
+/// A sine oscillator: `amp * sin(2π (freq t + phase))`, the same signal on every channel.
+///
+/// The phase is accumulated in `f64` (in cycles, wrapped to `0..1`), so the frequency does
+/// not drift over hours of rendering. Changing `freq` while running keeps the phase
+/// continuous; changing `amp` ramps linearly over one block.
+///
+/// ```
+/// use downbeat_graph::nodes::Sine;
+/// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
+///
+/// // A quarter-cycle phase offset starts the wave at its peak.
+/// let mut sine = Sine::new(1, 48000.0, 1000.0, 0.5, 0.25);
+/// let ctx = ProcessContext { sample_rate: 48000.0, frames: 4, position: 0 };
+/// let mut out = [0.0f32; 4];
+/// sine.process(&ctx, AudioRef::new(&[], 0, 4, 4), AudioMut::new(&mut out, 1, 4, 4));
+/// assert_eq!(out[0], 0.5);
+/// assert!(out[1] < 0.5 && out[1] > 0.49);
+/// ```
+#[derive(Debug)]
+pub struct Sine {
+    channels: usize,
+    sample_rate: f64,
+    /// Phase in cycles, in `0..1`.
+    phase: f64,
+    /// Phase increment per sample, in cycles.
+    increment: f64,
+    amp: f32,
+    target_amp: f32,
+}
+
+impl Sine {
+    /// A sine of `freq` Hz and linear amplitude `amp` on `channels` channels at
+    /// `sample_rate`, starting at `phase` cycles (`0..1`; 0.25 starts at the peak).
+    /// Frequencies at or above half the sample rate alias; the `sine` node type refuses them.
+    pub fn new(channels: usize, sample_rate: f32, freq: f64, amp: f32, phase: f64) -> Self {
+        let sample_rate = f64::from(sample_rate);
+        Self {
+            channels,
+            sample_rate,
+            phase: phase.rem_euclid(1.0),
+            increment: (freq / sample_rate).rem_euclid(1.0),
+            amp,
+            target_amp: amp,
+        }
+    }
+
+    /// The current frequency in Hz (folded into `0..sample_rate`).
+    pub fn freq(&self) -> f64 {
+        self.increment * self.sample_rate
+    }
+}
+
+const P_FREQ: usize = 1;
+const P_AMP: usize = 2;
+
+static PARAMS: &[ParamSpec] = &[
+    CHANNELS,
+    ParamSpec {
+        name: "freq",
+        doc: "frequency in Hz; must be below half the sample rate (live)",
+        kind: ParamKind::Float {
+            min: 0.0,
+            max: 96_000.0,
+            default: 440.0,
+        },
+    },
+    ParamSpec {
+        name: "amp",
+        doc: "linear peak amplitude (live)",
+        kind: ParamKind::Float {
+            min: 0.0,
+            max: 16.0,
+            default: 0.5,
+        },
+    },
+    ParamSpec {
+        name: "phase",
+        doc: "starting phase in cycles (0.25 starts at the positive peak)",
+        kind: ParamKind::Float {
+            min: 0.0,
+            max: 1.0,
+            default: 0.0,
+        },
+    },
+];
+
+pub(crate) const TYPE: NodeType = NodeType {
+    name: "sine",
+    doc: "sine oscillator, the same signal on every channel",
+    params: PARAMS,
+    build,
+};
+
+fn build(p: &Params, cfg: &NodeConfig) -> Result<Box<dyn Node>, ParamError> {
+    let freq = p.float("freq");
+    let nyquist = f64::from(cfg.sample_rate) / 2.0;
+    if freq >= nyquist {
+        return Err(invalid(
+            "freq",
+            format!("{freq} Hz is not below half the sample rate ({nyquist} Hz)"),
+        ));
+    }
+    Ok(Box::new(Sine::new(
+        p.int("channels") as usize,
+        cfg.sample_rate,
+        freq,
+        p.float("amp") as f32,
+        p.float("phase"),
+    )))
+}
+
+impl Node for Sine {
+    fn input_channels(&self) -> usize {
+        0
+    }
+
+    fn output_channels(&self) -> usize {
+        self.channels
+    }
+
+    fn process(&mut self, _ctx: &ProcessContext, _input: AudioRef<'_>, mut output: AudioMut<'_>) {
+        let frames = output.frames();
+        let mut channels = output.channels_mut();
+        let Some(first) = channels.next() else {
+            return;
+        };
+        let mut amp = self.amp;
+        let step = if self.target_amp != amp && frames > 0 {
+            (self.target_amp - amp) / frames as f32
+        } else {
+            0.0
+        };
+        let mut phase = self.phase;
+        for o in first.iter_mut() {
+            amp += step;
+            *o = amp * (TAU * phase).sin() as f32;
+            phase += self.increment;
+            if phase >= 1.0 {
+                phase -= 1.0;
+            }
+        }
+        self.phase = phase;
+        self.amp = self.target_amp;
+        for ch in channels {
+            ch.copy_from_slice(first);
+        }
+    }
+
+    fn set_param(&mut self, index: usize, value: f32) -> bool {
+        if !float_param_accepts(PARAMS, index, value) {
+            return false;
+        }
+        match index {
+            P_FREQ if f64::from(value) < self.sample_rate / 2.0 => {
+                self.increment = f64::from(value) / self.sample_rate;
+                true
+            }
+            P_AMP => {
+                self.target_amp = value;
+                true
+            }
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! What a scope did, and which of it is a violation.
+
+use std::backtrace::Backtrace;
+use std::borrow::Cow;
+use std::fmt;
+
+use super::rusage::Rusage;
+use super::state::{GuardState, HeapLog};
+use super::syscalls::{futex_op_name, nr, syscall_name};
+use super::Options;
+
+/// Allocations, or frees, seen in a scope.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct HeapActivity {
+    /// How many (exact).
+    pub count: u64,
+    /// Their sizes added up, in bytes (exact).
+    pub bytes: u64,
+    /// The first 64 sizes, in order.
+    pub sizes: Vec<usize>,
+    /// Where the first one happened, when backtraces were on (see
+    /// [`Options::backtraces`]).
+    pub backtrace: Option<Backtrace>,
+}
+
+impl HeapActivity {
+    fn take(log: &mut HeapLog) -> Self {
+        Self {
+            count: *log.count.get_mut(),
+            bytes: *log.bytes.get_mut(),
+            sizes: log.sizes(),
+            backtrace: log.backtrace.take(),
+        }
+    }
+}
+
+/// One kind of system call and how often the scope made it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SyscallCount {
+    /// The x86_64 system call number.
+    pub nr: i64,
+    /// Its name, see [`syscall_name`].
+    pub name: Cow<'static, str>,
+    /// For `futex`, the operation word (its second argument), which tells a
+    /// wake from a wait.
+    pub futex_op: Option<u32>,
+    /// How many calls.
+    pub count: u64,
+}
+
+impl fmt::Display for SyscallCount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (nr {})", self.name, self.nr)?;
+        if let Some(op) = self.futex_op {
+            write!(f, " {}", futex_op_name(op))?;
+        }
+        write!(f, " ×{}", self.count)
+    }
+}
+
+/// A call to a function that may block, announced through
+/// [`notify_blocking`](super::notify_blocking) (for example by
+/// [`guard::Mutex::lock`](super::Mutex::lock)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BlockingCall {
+    /// The name passed to `notify_blocking`.
+    pub name: &'static str,
+    /// How many calls.
+    pub count: u64,
+}
+
+/// Everything the guard saw while running one closure, from
+/// [`check`](super::check) or [`check_with`](super::check_with).
+///
+/// Violations, which make [`is_clean`](Report::is_clean) false, are
+/// allocations and frees (unless [`Options::allow_allocations`]), system
+/// calls not on the allow-list, blocking calls, voluntary context switches
+/// and page faults. Allowed system calls and involuntary context switches
+/// are listed but are not violations: the first are permitted by design, the
+/// second are the scheduler preempting the thread, which on a shared
+/// machine happens to any code.
+///
+/// # Examples
+///
+/// ```
+/// use downbeat_rt::guard;
+///
+/// let report = guard::check(|| std::fs::read("/dev/null"));
+/// assert!(!report.is_clean());
+/// println!("{report}"); // lists openat, read, close, ... with counts
+///
+/// guard::check(|| 1 + 1).assert_clean();
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Report {
+    /// Allocations, reallocations included (counted at their new size).
+    pub allocations: HeapActivity,
+    /// Frees.
+    pub frees: HeapActivity,
+    /// Whether the options made allocations and frees not violations.
+    pub allocations_allowed: bool,
+    /// System calls not on the allow-list, in first-seen order of kind:
+    /// violations.
+    pub syscalls: Vec<SyscallCount>,
+    /// System calls on the allow-list: counted, not violations.
+    pub allowed_syscalls: Vec<SyscallCount>,
+    /// System calls of kinds beyond the 64 itemised ones: violations.
+    pub other_syscalls: u64,
+    /// Calls announced as blocking: violations.
+    pub blocking_calls: Vec<BlockingCall>,
+    /// Context switches and page faults of the guarded thread, if the
+    /// platform can tell.
+    pub rusage: Option<Rusage>,
+    /// `Ok` if allocations were tracked; otherwise why not (typically:
+    /// [`GuardAlloc`](super::GuardAlloc) is not the global allocator).
+    pub allocation_tracking: Result<(), String>,
+    /// `Ok` if system calls were tracked; otherwise why not.
+    pub syscall_tracking: Result<(), String>,
+    /// Things to know when reading the report, such as a tracker that was
+    /// unavailable.
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    pub(crate) fn build(
+        state: &mut GuardState,
+        options: &Options,
+        rusage: Option<Rusage>,
+        allocation_tracking: Result<(), String>,
+        syscall_tracking: Result<(), String>,
+        notes: Vec<String>,
+    ) -> Self {
+        let (mut syscalls, mut allowed_syscalls) = (Vec::new(), Vec::new());
+        for (number, detail, count) in state.syscalls.entries() {
+            let futex = number == nr::FUTEX;
+            let entry = SyscallCount {
+                nr: number,
+                name: syscall_name(number),
+                futex_op: futex.then_some(detail),
+                count,
+            };
+            if options.allows(number, detail) {
+                allowed_syscalls.push(entry);
+            } else {
+                syscalls.push(entry);
+            }
+        }
+        let by_kind = |a: &SyscallCount, b: &SyscallCount| (a.nr, a.futex_op).cmp(&(b.nr, b.futex_op));
+        syscalls.sort_by(by_kind);
+        allowed_syscalls.sort_by(by_kind);
+        let mut blocking_calls: Vec<BlockingCall> = Vec::new();
+        for (name, count) in state.blocking.entries() {
+            match blocking_calls.iter_mut().find(|b| b.name == name) {
+                Some(known) => known.count += count,
+                None => blocking_calls.push(BlockingCall { name, count }),
+            }
+        }
+        Report {
+            allocations: HeapActivity::take(&mut state.allocs),
+            frees: HeapActivity::take(&mut state.frees),
+            allocations_allowed: options.allow_allocations,
+            syscalls,
+            allowed_syscalls,
+            other_syscalls: *state.syscalls.overflow.get_mut() + *state.blocking.overflow.get_mut(),
+            blocking_calls,
+            rusage,
+            allocation_tracking,
+            syscall_tracking,
+            notes,
+        }
+    }
+
+    /// Whether the scope did nothing a real-time thread must not do, as far
+    /// as the trackers that were available can tell (see
+    /// [`is_complete`](Report::is_complete)).
+    ///
+    /// ```
+    /// assert!(downbeat_rt::guard::check(|| 6 * 7).is_clean());
+    /// ```
+    pub fn is_clean(&self) -> bool {
+        self.violation_count() == 0
+    }
+
+    /// Whether every tracker (allocations, system calls, rusage) was working,
+    /// so that a clean report means what it says.
+    ///
+    /// ```
+    /// let report = downbeat_rt::guard::check(|| ());
+    /// if !report.is_complete() {
+    ///     eprintln!("partial guard: {:?}", report.notes);
+    /// }
+    /// ```
+    pub fn is_complete(&self) -> bool {
+        self.allocation_tracking.is_ok() && self.syscall_tracking.is_ok() && self.rusage.is_some()
+    }
+
+    /// The number of violating events: allocations, frees, disallowed system
+    /// calls, blocking calls, voluntary context switches and page faults.
+    ///
+    /// ```
+    /// let report = downbeat_rt::guard::check(|| std::process::id());
+    /// # #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    /// assert_eq!(report.violation_count(), 1); // getpid
+    /// ```
+    pub fn violation_count(&self) -> u64 {
+        let heap = if self.allocations_allowed {
+            0
+        } else {
+            self.allocations.count + self.frees.count
+        };
+        let syscalls: u64 = self.syscalls.iter().map(|s| s.count).sum::<u64>() + self.other_syscalls;
+        let blocking: u64 = self.blocking_calls.iter().map(|b| b.count).sum();
+        let rusage = self
+            .rusage
+            .map_or(0, |r| r.voluntary_context_switches + r.page_faults());
+        heap + syscalls + blocking + rusage
+    }
+
+    /// How many disallowed calls of the system call called `name` the scope
+    /// made.
+    ///
+    /// ```
+    /// let report = downbeat_rt::guard::check(|| std::process::id());
+    /// # #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    /// assert_eq!(report.syscall_count("getpid"), 1);
+    /// ```
+    pub fn syscall_count(&self, name: &str) -> u64 {
+        self.syscalls.iter().filter(|s| s.name == name).map(|s| s.count).sum()
+    }
+
+    /// How many allowed calls of the system call called `name` the scope
+    /// made.
+    ///
+    /// ```
+    /// use downbeat_rt::guard::{self, Allow, Options};
+    /// let (_, report) = guard::check_with(&Options::new().allow(Allow::FutexWake), || ());
+    /// assert_eq!(report.allowed_syscall_count("futex"), 0);
+    /// ```
+    pub fn allowed_syscall_count(&self, name: &str) -> u64 {
+        self.allowed_syscalls
+            .iter()
+            .filter(|s| s.name == name)
+            .map(|s| s.count)
+            .sum()
+    }
+
+    /// Panics, printing the report, unless it [`is_clean`](Report::is_clean).
+    ///
+    /// ```should_panic
+    /// downbeat_rt::guard::check(|| std::thread::sleep(std::time::Duration::from_millis(1))).assert_clean();
+    /// ```
+    #[track_caller]
+    pub fn assert_clean(&self) {
+        if !self.is_clean() {
+            panic!("the guarded code is not real-time safe:\n{self}");
+        }
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let violations = self.violation_count();
+        if violations == 0 {
+            writeln!(f, "real-time guard: clean")?;
+        } else {
+            writeln!(f, "real-time guard: {violations} violation(s)")?;
+        }
+        let heap = |f: &mut fmt::Formatter<'_>, what: &str, h: &HeapActivity| -> fmt::Result {
+            if h.count == 0 {
+                return Ok(());
+            }
+            let allowed = if self.allocations_allowed { " (allowed)" } else { "" };
+            write!(f, "  {what}{allowed}: {} totalling {} bytes; sizes", h.count, h.bytes)?;
+            for size in &h.sizes {
+                write!(f, " {size}")?;
+            }
+            if h.count > h.sizes.len() as u64 {
+                write!(f, " and {} more", h.count - h.sizes.len() as u64)?;
+            }
+            writeln!(f)?;
+            if let Some(trace) = &h.backtrace {
+                writeln!(f, "    first one at:")?;
+                for line in trace.to_string().lines() {
+                    writeln!(f, "      {line}")?;
+                }
+            }
+            Ok(())
+        };
+        heap(f, "allocations", &self.allocations)?;
+        heap(f, "frees", &self.frees)?;
+        if !self.syscalls.is_empty() || self.other_syscalls > 0 {
+            writeln!(f, "  system calls:")?;
+            for call in &self.syscalls {
+                writeln!(f, "    {call}")?;
+            }
+            if self.other_syscalls > 0 {
+                writeln!(f, "    {} more of kinds not itemised", self.other_syscalls)?;
+            }
+        }
+        if !self.blocking_calls.is_empty() {
+            writeln!(f, "  blocking calls:")?;
+            for call in &self.blocking_calls {
+                writeln!(f, "    {} ×{}", call.name, call.count)?;
+            }
+        }
+        if let Some(r) = self.rusage {
+            if r.voluntary_context_switches > 0 {
+                writeln!(f, "  voluntary context switches (blocked): {}", r.voluntary_context_switches)?;
+            }
+            if r.page_faults() > 0 {
+                writeln!(
+                    f,
+                    "  page faults: {} minor, {} major",
+                    r.minor_page_faults, r.major_page_faults
+                )?;
+            }
+        }
+        let preempted = self.rusage.map_or(0, |r| r.involuntary_context_switches);
+        if !self.allowed_syscalls.is_empty() || preempted > 0 {
+            writeln!(f, "  not violations:")?;
+            for call in &self.allowed_syscalls {
+                writeln!(f, "    allowed system call {call}")?;
+            }
+            if preempted > 0 {
+                writeln!(f, "    involuntary context switches (preempted): {preempted}")?;
+            }
+        }
+        if !self.notes.is_empty() {
+            writeln!(f, "  notes:")?;
+            for note in &self.notes {
+                writeln!(f, "    {note}")?;
+            }
+        }
+        Ok(())
+    }
+}
