@@ -125,7 +125,11 @@ impl LoadMeter {
             load_p99: self.quantile(0.99),
             load_p999: self.quantile(0.999),
             load_max: self.max,
-            load_mean: if self.count == 0 { 0.0 } else { self.sum / self.count as f64 },
+            load_mean: if self.count == 0 {
+                0.0
+            } else {
+                self.sum / self.count as f64
+            },
             missed: self.missed,
         }
     }

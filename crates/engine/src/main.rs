@@ -60,7 +60,9 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
     if v.is_finite() && v > 0.0 && v <= 86_400.0 {
         Ok(v)
     } else {
-        Err(format!("`{s}` is out of range: give seconds above 0 and at most 86400"))
+        Err(format!(
+            "`{s}` is out of range: give seconds above 0 and at most 86400"
+        ))
     }
 }
 

@@ -131,7 +131,11 @@ impl Source<'_> {
             .map_or(self.text.len(), |i| offset + i);
         let line = self.text[..offset].matches('\n').count() + 1;
         let column = self.text[line_start..offset].chars().count() + 1;
-        (line, column, self.text[line_start..line_end].trim_end_matches('\r'))
+        (
+            line,
+            column,
+            self.text[line_start..line_end].trim_end_matches('\r'),
+        )
     }
 }
 
@@ -142,7 +146,7 @@ struct RawProject {
     block_size: Option<Spanned<toml::Value>>,
     #[serde(default)]
     edges: Vec<Spanned<toml::Value>>,
-    nodes: Option<Spanned<IndexMap<Spanned<String>, Spanned<IndexMap<Spanned<String>, Spanned<toml::Value>>>>>>,
+    nodes: Option<Spanned<IndexMap<Spanned<String>, RawNode>>>,
 }
 
 /// One node of a project, as written in the file.
@@ -229,8 +233,20 @@ impl Project {
                 "a project has `sample_rate`, `block_size`, `edges` and one `[nodes.NAME]` table per node",
             )
         })?;
-        let sample_rate = int_field(&src, raw.sample_rate.as_ref(), "sample_rate", SAMPLE_RATES, 48_000)?;
-        let block_size = int_field(&src, raw.block_size.as_ref(), "block_size", BLOCK_SIZES, 256)?;
+        let sample_rate = int_field(
+            &src,
+            raw.sample_rate.as_ref(),
+            "sample_rate",
+            SAMPLE_RATES,
+            48_000,
+        )?;
+        let block_size = int_field(
+            &src,
+            raw.block_size.as_ref(),
+            "block_size",
+            BLOCK_SIZES,
+            256,
+        )?;
 
         let Some(nodes_table) = raw.nodes else {
             return Err(ProjectError::at(&src, 0..0, "the project has no nodes")
@@ -306,7 +322,11 @@ impl Project {
         for (i, n) in self.nodes.iter().enumerate() {
             let ty = node_type(&n.kind).expect("type checked while parsing");
             let node = ty.instantiate(n.params.clone(), &cfg).map_err(|e| {
-                ProjectError::at(&self.source(), self.spans.node_names[i].clone(), format!("node `{}`: {e}", n.name))
+                ProjectError::at(
+                    &self.source(),
+                    self.spans.node_names[i].clone(),
+                    format!("node `{}`: {e}", n.name),
+                )
             })?;
             let id = graph.add_boxed(n.name.clone(), node);
             if n.kind == "output" {
@@ -342,7 +362,11 @@ impl Project {
         let span = match (&e, e.edge()) {
             (GraphError::UnknownNode { name, .. }, Some(k)) => {
                 let sp = &self.spans.edges[k];
-                if &self.edges[k].0 == name { sp.from.clone() } else { sp.to.clone() }
+                if &self.edges[k].0 == name {
+                    sp.from.clone()
+                } else {
+                    sp.to.clone()
+                }
             }
             (_, Some(k)) => self.spans.edges[k].whole.clone(),
             (GraphError::DuplicateName { name }, None) => self
@@ -373,7 +397,10 @@ fn int_field(
         other => Err(ProjectError::at(
             src,
             v.span(),
-            format!("`{name}` must be an integer from {min} to {max}, got {}", show(other)),
+            format!(
+                "`{name}` must be an integer from {min} to {max}, got {}",
+                show(other)
+            ),
         )),
     }
 }
@@ -403,20 +430,34 @@ fn parse_node(
             .join(", ")
     };
     if name.get_ref().is_empty() || name.get_ref().contains("->") {
-        return Err(ProjectError::at(src, name.span(), format!("invalid node name `{}`", name.get_ref()))
-            .help("node names are non-empty and cannot contain `->`"));
+        return Err(ProjectError::at(
+            src,
+            name.span(),
+            format!("invalid node name `{}`", name.get_ref()),
+        )
+        .help("node names are non-empty and cannot contain `->`"));
     }
     let Some(ty_value) = table.get_ref().get("type") else {
-        return Err(ProjectError::at(src, name.span(), format!("node `{}` has no `type`", name.get_ref()))
-            .help(format!("add `type = \"...\"`, one of {}", valid_types())));
+        return Err(ProjectError::at(
+            src,
+            name.span(),
+            format!("node `{}` has no `type`", name.get_ref()),
+        )
+        .help(format!("add `type = \"...\"`, one of {}", valid_types())));
     };
     let Some(kind) = ty_value.get_ref().as_str() else {
-        return Err(ProjectError::at(src, ty_value.span(), "`type` must be a string")
-            .help(format!("one of {}", valid_types())));
+        return Err(
+            ProjectError::at(src, ty_value.span(), "`type` must be a string")
+                .help(format!("one of {}", valid_types())),
+        );
     };
     let Some(ty) = node_type(kind) else {
-        return Err(ProjectError::at(src, ty_value.span(), format!("unknown node type \"{kind}\""))
-            .help(format!("valid types are {}", valid_types())));
+        return Err(ProjectError::at(
+            src,
+            ty_value.span(),
+            format!("unknown node type \"{kind}\""),
+        )
+        .help(format!("valid types are {}", valid_types())));
     };
     spans.node_types.push(ty_value.span());
 
@@ -435,17 +476,24 @@ fn parse_node(
             return Err(ProjectError::at(
                 src,
                 key.span(),
-                format!("unknown parameter `{}` for node `{}` of type \"{kind}\"", key.get_ref(), name.get_ref()),
+                format!(
+                    "unknown parameter `{}` for node `{}` of type \"{kind}\"",
+                    key.get_ref(),
+                    name.get_ref()
+                ),
             )
             .help(help));
         };
         let converted = to_param(value.get_ref()).and_then(|v| {
-            downbeat_graph::Params::validate(std::slice::from_ref(spec), [(spec.name.to_string(), v.clone())])
-                .map(|_| v)
-                .map_err(|e| match e {
-                    ParamError::Invalid { message, .. } => message,
-                    other => other.to_string(),
-                })
+            downbeat_graph::Params::validate(
+                std::slice::from_ref(spec),
+                [(spec.name.to_string(), v.clone())],
+            )
+            .map(|_| v)
+            .map_err(|e| match e {
+                ParamError::Invalid { message, .. } => message,
+                other => other.to_string(),
+            })
         });
         match converted {
             Ok(v) => params.push((spec.name.to_string(), v)),
@@ -453,9 +501,18 @@ fn parse_node(
                 return Err(ProjectError::at(
                     src,
                     value.span(),
-                    format!("bad value for `{}` of node `{}`: {message}", spec.name, name.get_ref()),
+                    format!(
+                        "bad value for `{}` of node `{}`: {message}",
+                        spec.name,
+                        name.get_ref()
+                    ),
                 )
-                .help(format!("`{}`: {} (default {})", spec.name, spec.doc, default_text(&spec.kind))))
+                .help(format!(
+                    "`{}`: {} (default {})",
+                    spec.name,
+                    spec.doc,
+                    default_text(&spec.kind)
+                )))
             }
         }
     }
@@ -502,10 +559,15 @@ fn parse_edge(
     edges: &mut Vec<(String, String)>,
     spans: &mut Spans,
 ) -> Result<(), ProjectError> {
-    let syntax = "write edges as strings of node names joined by `->`, e.g. \"osc -> filter -> out\"";
+    let syntax =
+        "write edges as strings of node names joined by `->`, e.g. \"osc -> filter -> out\"";
     let Some(chain) = edge.get_ref().as_str() else {
-        return Err(ProjectError::at(src, edge.span(), format!("an edge must be a string, got {}", show(edge.get_ref())))
-            .help(syntax));
+        return Err(ProjectError::at(
+            src,
+            edge.span(),
+            format!("an edge must be a string, got {}", show(edge.get_ref())),
+        )
+        .help(syntax));
     };
     let span = edge.span();
     // Point at a name inside the string when the source spells it out literally.
@@ -525,18 +587,34 @@ fn parse_edge(
             _ => span.clone(),
         };
         if name.is_empty() {
-            return Err(ProjectError::at(src, span, format!("edge \"{chain}\" has an empty node name")).help(syntax));
+            return Err(ProjectError::at(
+                src,
+                span,
+                format!("edge \"{chain}\" has an empty node name"),
+            )
+            .help(syntax));
         }
         names.push((name.to_string(), name_span));
         offset += piece.len() + 2;
     }
     if names.len() < 2 {
-        return Err(ProjectError::at(src, span, format!("edge \"{chain}\" names only one node")).help(syntax));
+        return Err(
+            ProjectError::at(src, span, format!("edge \"{chain}\" names only one node"))
+                .help(syntax),
+        );
     }
     for pair in names.windows(2) {
         edges.push((pair[0].0.clone(), pair[1].0.clone()));
-        let whole = if inner_start.is_some() { pair[0].1.start..pair[1].1.end } else { span.clone() };
-        spans.edges.push(EdgeSpan { whole, from: pair[0].1.clone(), to: pair[1].1.clone() });
+        let whole = if inner_start.is_some() {
+            pair[0].1.start..pair[1].1.end
+        } else {
+            span.clone()
+        };
+        spans.edges.push(EdgeSpan {
+            whole,
+            from: pair[0].1.clone(),
+            to: pair[1].1.clone(),
+        });
     }
     Ok(())
 }

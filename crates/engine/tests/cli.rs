@@ -32,9 +32,9 @@ fn every_malformed_project_fails_with_exit_2_and_names_the_line() {
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         let header = text.lines().next().unwrap();
-        let spec = header
-            .strip_prefix("# expect: ")
-            .unwrap_or_else(|| panic!("{} lacks an `# expect: LINE | TEXT` header", file.display()));
+        let spec = header.strip_prefix("# expect: ").unwrap_or_else(|| {
+            panic!("{} lacks an `# expect: LINE | TEXT` header", file.display())
+        });
         let (line, needle) = spec.split_once(" | ").unwrap();
         let path = file.to_str().unwrap();
         let out = downbeat(&["check", path]);
@@ -44,7 +44,10 @@ fn every_malformed_project_fails_with_exit_2_and_names_the_line() {
             err.contains(&format!("{path}:{line}:")),
             "{path}: message does not name line {line}:\n{err}"
         );
-        assert!(err.contains(needle), "{path}: message lacks `{needle}`:\n{err}");
+        assert!(
+            err.contains(needle),
+            "{path}: message lacks `{needle}`:\n{err}"
+        );
         assert!(!err.contains("panicked"), "{path}: panicked\n{err}");
         let run = downbeat(&["run", path, "--device", "offline", "--seconds", "0.1"]);
         assert_eq!(run.status.code(), Some(2), "{path}: `run` exit code");
@@ -55,7 +58,11 @@ fn every_malformed_project_fails_with_exit_2_and_names_the_line() {
 fn missing_file_and_bad_arguments_exit_2() {
     let out = downbeat(&["check", "no/such/project.toml"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("no/such/project.toml"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no/such/project.toml"),
+        "{}",
+        stderr(&out)
+    );
 
     let hello = "examples/projects/hello.toml";
     for args in [
@@ -73,7 +80,10 @@ fn missing_file_and_bad_arguments_exit_2() {
 
 #[test]
 fn example_projects_check_clean() {
-    for p in ["examples/projects/hello.toml", "examples/projects/fanin84.toml"] {
+    for p in [
+        "examples/projects/hello.toml",
+        "examples/projects/fanin84.toml",
+    ] {
         let out = downbeat(&["check", p]);
         assert!(out.status.success(), "{p}: {}", stderr(&out));
     }
@@ -108,7 +118,14 @@ fn fanin84_offline_render_is_long_enough_audible_and_bit_identical() {
         ]);
         assert!(out.status.success(), "{}", stderr(&out));
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
-        for key in ["blocks", "load_p50", "load_p99", "load_p999", "load_max", "missed"] {
+        for key in [
+            "blocks",
+            "load_p50",
+            "load_p99",
+            "load_p999",
+            "load_max",
+            "missed",
+        ] {
             assert!(json.get(key).is_some(), "JSON lacks {key}: {json}");
         }
         assert_eq!(json["blocks"], 431, "5 s at 44.1 kHz in 512-frame blocks");
@@ -151,7 +168,14 @@ fn virtual_device_runs_in_real_time_and_records() {
 
 #[test]
 fn text_summary_names_the_percentiles() {
-    let out = downbeat(&["run", "examples/projects/hello.toml", "--device", "offline", "--seconds", "1"]);
+    let out = downbeat(&[
+        "run",
+        "examples/projects/hello.toml",
+        "--device",
+        "offline",
+        "--seconds",
+        "1",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     for word in ["blocks", "P50", "P99", "P99.9", "max", "deadline misses"] {

@@ -23,5 +23,5 @@ pub use error::GraphError;
 pub use graph::{Edge, Endpoint, Graph, NodeId};
 pub use node::{Node, ProcessContext};
 pub use param::{ParamError, ParamKind, ParamSpec, ParamValue, Params};
-pub use registry::{node_type, node_types, NodeConfig, NodeType};
+pub use registry::{node_type, node_types, BuildFn, NodeConfig, NodeType};
 pub use schedule::Schedule;

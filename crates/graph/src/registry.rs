@@ -12,6 +12,9 @@ pub struct NodeConfig {
     pub max_block: usize,
 }
 
+/// Builds a node from validated parameters; see [`NodeType::build`].
+pub type BuildFn = fn(&Params, &NodeConfig) -> Result<Box<dyn Node>, ParamError>;
+
 /// A kind of node that can be built by name, with declared parameters.
 #[derive(Clone, Copy, Debug)]
 pub struct NodeType {
@@ -23,7 +26,7 @@ pub struct NodeType {
     pub params: &'static [ParamSpec],
     /// Builds the node from validated parameters. Runs off the audio thread. May refuse a
     /// combination of parameters with [`ParamError::Invalid`].
-    pub build: fn(&Params, &NodeConfig) -> Result<Box<dyn Node>, ParamError>,
+    pub build: BuildFn,
 }
 
 impl NodeType {

@@ -113,7 +113,8 @@ fn refused(ty: &str, params: &[(&str, ParamValue)]) -> String {
 #[test]
 fn bad_parameters_are_refused_naming_the_parameter() {
     use ParamValue::{Float, Int, List, Text};
-    let cases: Vec<(&str, Vec<(&str, ParamValue)>, &str)> = vec![
+    type Case = (&'static str, Vec<(&'static str, ParamValue)>, &'static str);
+    let cases: Vec<Case> = vec![
         (
             "spectral_compressor",
             vec![("fft_size", Int(1000))],

@@ -395,6 +395,9 @@ pub fn deinterleave(interleaved: &[f32], planar: &mut [&mut [f32]]) -> usize {
 fn interleave_frames(planar: &[&[f32]], start: usize, out: &mut [f32]) {
     let ch = planar.len();
     let frames = out.len() / ch;
+    if frames == 0 {
+        return;
+    }
     let range = start..start + frames;
     match planar {
         [mono] => out.copy_from_slice(&mono[range]),
@@ -423,6 +426,9 @@ fn interleave_frames(planar: &[&[f32]], start: usize, out: &mut [f32]) {
 fn deinterleave_frames(src: &[f32], planar: &mut [&mut [f32]], start: usize) {
     let ch = planar.len();
     let frames = src.len() / ch;
+    if frames == 0 {
+        return;
+    }
     let range = start..start + frames;
     match planar {
         [mono] => mono[range].copy_from_slice(src),

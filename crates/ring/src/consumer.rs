@@ -162,7 +162,7 @@ impl<T: Copy> Consumer<T> {
     /// ```
     #[inline]
     pub fn read_chunk(&mut self, n: usize) -> Result<ReadChunk<'_, T>, ChunkError> {
-        if n > self.ready as usize && (n > self.capacity as usize || n > self.refresh() as usize) {
+        if n > self.ready as usize && n > self.refresh() as usize {
             return Err(ChunkError {
                 requested: n,
                 available: self.ready as usize,

@@ -24,6 +24,7 @@ use core::mem::size_of;
 
 use crate::element::{Element, ElementKind};
 use crate::error::LayoutError;
+#[cfg(all(target_endian = "little", not(loom)))]
 use crate::position;
 
 /// First header word: the bytes `DBRG`.

@@ -145,7 +145,7 @@ impl<T: Copy> Producer<T> {
     /// ```
     #[inline]
     pub fn write_chunk(&mut self, n: usize) -> Result<WriteChunk<'_, T>, ChunkError> {
-        if n > self.free as usize && (n > self.capacity as usize || n > self.refresh() as usize) {
+        if n > self.free as usize && n > self.refresh() as usize {
             return Err(ChunkError {
                 requested: n,
                 available: self.free as usize,

@@ -47,7 +47,10 @@ fn param_records_are_never_torn_across_threads() {
     while next < n {
         match rx.pop() {
             Some(c) => {
-                assert_eq!((c.id, c.value, c.frame), (next, next as f32 * 0.5, next * 3));
+                assert_eq!(
+                    (c.id, c.value, c.frame),
+                    (next, next as f32 * 0.5, next * 3)
+                );
                 next += 1;
             }
             None => common::backoff(),
@@ -79,7 +82,10 @@ fn interleave_handles_any_block_length_and_channel_count() {
     let mut out = [0.0; 5];
     assert_eq!(interleave(&[&[1.0; 4], &[2.0; 3]], &mut out), 2);
     assert_eq!(interleave(&[], &mut out), 0);
-    assert_eq!(deinterleave(&[1.0; 7], &mut [&mut [0.0; 9], &mut [0.0; 9]]), 3);
+    assert_eq!(
+        deinterleave(&[1.0; 7], &mut [&mut [0.0; 9], &mut [0.0; 9]]),
+        3
+    );
     assert_eq!(deinterleave(&[1.0; 7], &mut []), 0);
 }
 
@@ -94,7 +100,11 @@ fn audio_queue_moves_whole_frames_through_the_wrap() {
             let frames = rng.below(14);
             if rng.below(2) == 0 {
                 let planar: Vec<Vec<f32>> = (0..channels)
-                    .map(|c| (0..frames).map(|f| ((next_in + f) * 16 + c) as f32).collect())
+                    .map(|c| {
+                        (0..frames)
+                            .map(|f| ((next_in + f) * 16 + c) as f32)
+                            .collect()
+                    })
                     .collect();
                 let views: Vec<&[f32]> = planar.iter().map(Vec::as_slice).collect();
                 next_in += tx.push_planar(&views);

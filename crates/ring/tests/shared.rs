@@ -45,7 +45,10 @@ fn every_mismatch_is_an_error() {
 
     let mut mem = fresh.clone();
     *word(&mut mem, layout::header::MAGIC) = 0x1234;
-    assert_eq!(attach::<f32>(&mut mem).unwrap_err(), LayoutError::BadMagic { found: 0x1234 });
+    assert_eq!(
+        attach::<f32>(&mut mem).unwrap_err(),
+        LayoutError::BadMagic { found: 0x1234 }
+    );
 
     let mut mem = fresh.clone();
     *word(&mut mem, layout::header::VERSION) = 2;
@@ -67,10 +70,16 @@ fn every_mismatch_is_an_error() {
     // A kind whose size disagrees with the size field, or an unknown kind.
     let mut mem = fresh.clone();
     *word(&mut mem, layout::header::ELEMENT_SIZE) = 8;
-    assert!(matches!(attach::<f32>(&mut mem), Err(LayoutError::ElementMismatch { .. })));
+    assert!(matches!(
+        attach::<f32>(&mut mem),
+        Err(LayoutError::ElementMismatch { .. })
+    ));
     let mut mem = fresh.clone();
     *word(&mut mem, layout::header::ELEMENT_KIND) = 77;
-    assert!(matches!(attach::<f32>(&mut mem), Err(LayoutError::ElementMismatch { .. })));
+    assert!(matches!(
+        attach::<f32>(&mut mem),
+        Err(LayoutError::ElementMismatch { .. })
+    ));
 
     let mut mem = fresh.clone();
     *word(&mut mem, layout::header::CAPACITY) = 1 << 31;
@@ -82,17 +91,29 @@ fn every_mismatch_is_an_error() {
     // A capacity larger than the memory: must not read past the end.
     let mut mem = fresh.clone();
     *word(&mut mem, layout::header::CAPACITY) = 1000;
-    assert!(matches!(attach::<f32>(&mut mem), Err(LayoutError::TooSmall { needed: 4384, .. })));
+    assert!(matches!(
+        attach::<f32>(&mut mem),
+        Err(LayoutError::TooSmall { needed: 4384, .. })
+    ));
 
     let mut mem = fresh.clone();
     *word(&mut mem, layout::header::RECORD_LEN) = 3;
-    assert!(matches!(attach::<f32>(&mut mem), Err(LayoutError::BadCapacity { .. })));
+    assert!(matches!(
+        attach::<f32>(&mut mem),
+        Err(LayoutError::BadCapacity { .. })
+    ));
     *word(&mut mem, layout::header::RECORD_LEN) = 0;
-    assert!(matches!(attach::<f32>(&mut mem), Err(LayoutError::BadCapacity { .. })));
+    assert!(matches!(
+        attach::<f32>(&mut mem),
+        Err(LayoutError::BadCapacity { .. })
+    ));
     *word(&mut mem, layout::header::RECORD_LEN) = 2;
     assert_eq!(
         attach::<f32>(&mut mem).unwrap_err(),
-        LayoutError::RecordMismatch { expected: 1, found: 2 }
+        LayoutError::RecordMismatch {
+            expected: 1,
+            found: 2
+        }
     );
 
     for (write, read) in [(16, 0), (0, 16), (9, 0), (13, 4)] {
@@ -129,11 +150,17 @@ fn bad_pointers_are_errors() {
         ));
         assert_eq!(
             Consumer::<u8>::from_raw(ptr, 100).unwrap_err(),
-            LayoutError::TooSmall { needed: 384, got: 100 }
+            LayoutError::TooSmall {
+                needed: 384,
+                got: 100
+            }
         );
         assert_eq!(
             layout.init(ptr, 391).unwrap_err(),
-            LayoutError::TooSmall { needed: 392, got: 391 }
+            LayoutError::TooSmall {
+                needed: 392,
+                got: 391
+            }
         );
     }
     // Errors explain themselves.
@@ -174,7 +201,10 @@ fn a_peer_scribbling_on_the_indices_cannot_push_us_out_of_bounds() {
         // SAFETY: both index words are inside `mem`, 4-aligned, and only accessed atomically.
         unsafe { &*ptr.add(offset).cast::<std::sync::atomic::AtomicU32>() }
     };
-    let (read, write) = (index(layout::READ_INDEX_OFFSET), index(layout::WRITE_INDEX_OFFSET));
+    let (read, write) = (
+        index(layout::READ_INDEX_OFFSET),
+        index(layout::WRITE_INDEX_OFFSET),
+    );
     // SAFETY: `mem` outlives both ends.
     let (mut tx, mut rx) = unsafe {
         (

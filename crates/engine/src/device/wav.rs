@@ -7,7 +7,12 @@ use super::DeviceError;
 /// ```no_run
 /// downbeat::device::write_wav("tone.wav".as_ref(), &[0.0, 0.5, -0.5, 0.0], 2, 48000).unwrap();
 /// ```
-pub fn write_wav(path: &Path, samples: &[f32], channels: usize, sample_rate: u32) -> Result<(), DeviceError> {
+pub fn write_wav(
+    path: &Path,
+    samples: &[f32],
+    channels: usize,
+    sample_rate: u32,
+) -> Result<(), DeviceError> {
     let mut w = create(path, channels, sample_rate)?;
     for &s in samples {
         w.write_sample(s).map_err(|e| io(path, e))?;
@@ -17,7 +22,11 @@ pub fn write_wav(path: &Path, samples: &[f32], channels: usize, sample_rate: u32
 
 pub(crate) type Writer = hound::WavWriter<std::io::BufWriter<std::fs::File>>;
 
-pub(crate) fn create(path: &Path, channels: usize, sample_rate: u32) -> Result<Writer, DeviceError> {
+pub(crate) fn create(
+    path: &Path,
+    channels: usize,
+    sample_rate: u32,
+) -> Result<Writer, DeviceError> {
     let spec = hound::WavSpec {
         channels: channels as u16,
         sample_rate,

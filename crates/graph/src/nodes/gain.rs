@@ -36,7 +36,7 @@ static PARAMS: &[ParamSpec] = &[
     CHANNELS,
     ParamSpec {
         name: "gain",
-        doc: "linear gain factor",
+        doc: "linear gain factor (live)",
         kind: ParamKind::Float {
             min: 0.0,
             max: 16.0,

@@ -181,14 +181,18 @@ where
     if let Err(note) = prefault::code() {
         notes.push(note);
     }
-    let backtraces = options.backtraces.unwrap_or_else(|| std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0"));
+    let backtraces = options
+        .backtraces
+        .unwrap_or_else(|| std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0"));
     std::thread::scope(|scope| {
         let guard = std::thread::Builder::new()
             .name("downbeat-guard".into())
             .stack_size(options.stack_size)
             .spawn_scoped(scope, move || guarded(options, backtraces, notes, f))
             .expect("downbeat_rt::guard: cannot spawn the guard thread");
-        guard.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        guard
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })
 }
 
@@ -199,7 +203,11 @@ where
 {
     let mut state = Box::new(state::GuardState::new());
     state.reset();
-    prefault::stack(options.stack_prefault.min(options.stack_size.saturating_sub(64 * 1024)));
+    prefault::stack(
+        options
+            .stack_prefault
+            .min(options.stack_size.saturating_sub(64 * 1024)),
+    );
 
     let installed = state::Installed::new(&state);
     let syscall_tracking = if options.track_syscalls {
@@ -241,10 +249,24 @@ where
             notes.push(note.clone());
         }
     }
-    if backtraces && state.allocs.backtrace.get().or(state.frees.backtrace.get()).is_some() {
+    if backtraces
+        && state
+            .allocs
+            .backtrace
+            .get()
+            .or(state.frees.backtrace.get())
+            .is_some()
+    {
         notes.push("page faults and context switches include capturing the backtraces".into());
     }
-    let report = Report::build(&mut state, options, rusage, allocation_tracking, syscall_tracking, notes);
+    let report = Report::build(
+        &mut state,
+        options,
+        rusage,
+        allocation_tracking,
+        syscall_tracking,
+        notes,
+    );
     (value, report)
 }
 
@@ -265,7 +287,12 @@ fn warm_up(installed: &state::Installed<'_>) {
         // wakes nobody. Both go through the trap like the code under test.
         unsafe {
             libc::syscall(libc::SYS_getpid);
-            libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1);
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                1,
+            );
         }
     }
 }

@@ -35,7 +35,8 @@ impl Allow {
         const FUTEX_CMD_MASK: u32 = !(128 | 256);
         match self {
             Allow::FutexWake => {
-                (number == nr::FUTEX && detail & FUTEX_CMD_MASK == FUTEX_WAKE) || number == nr::FUTEX_WAKE
+                (number == nr::FUTEX && detail & FUTEX_CMD_MASK == FUTEX_WAKE)
+                    || number == nr::FUTEX_WAKE
             }
             Allow::Syscall(allowed) => allowed == number,
         }

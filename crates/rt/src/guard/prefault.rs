@@ -46,18 +46,29 @@ pub(crate) fn code() -> Result<(), String> {
     for m in &mappings {
         let of_binary = !m.path.is_empty() && executable.contains(&m.path);
         // The anonymous mapping right after a binary's data is its bss.
-        let bss = m.path.is_empty() && previous.is_some_and(|p| p.end == m.start && p.perms.contains('w') && executable.contains(&p.path));
+        let bss = m.path.is_empty()
+            && previous.is_some_and(|p| {
+                p.end == m.start && p.perms.contains('w') && executable.contains(&p.path)
+            });
         previous = Some(m);
         if !(of_binary || bss) || !m.perms.starts_with('r') {
             continue;
         }
         // Writing populates private copies for data, the state those pages
         // reach on their first store anyway; contents stay the same.
-        let advice = if m.perms.contains('w') { libc::MADV_POPULATE_WRITE } else { libc::MADV_POPULATE_READ };
+        let advice = if m.perms.contains('w') {
+            libc::MADV_POPULATE_WRITE
+        } else {
+            libc::MADV_POPULATE_READ
+        };
         // SAFETY: the range is a current mapping of this process and the
         // advice only faults pages in, never changes their contents.
-        let failed = unsafe { libc::madvise(m.start as *mut libc::c_void, m.end - m.start, advice) } != 0;
-        if failed && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) && m.path != "[vdso]" {
+        let failed =
+            unsafe { libc::madvise(m.start as *mut libc::c_void, m.end - m.start, advice) } != 0;
+        if failed
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL)
+            && m.path != "[vdso]"
+        {
             unsupported = true;
         }
     }
@@ -104,7 +115,10 @@ mod tests {
     #[test]
     fn parses_maps_lines() {
         let m = Mapping::parse("7f00-7f10 r-xp 00001000 08:01 1234    /usr/lib/libc.so.6").unwrap();
-        assert_eq!((m.start, m.end, m.perms, m.path), (0x7f00, 0x7f10, "r-xp", "/usr/lib/libc.so.6"));
+        assert_eq!(
+            (m.start, m.end, m.perms, m.path),
+            (0x7f00, 0x7f10, "r-xp", "/usr/lib/libc.so.6")
+        );
         let anon = Mapping::parse("7f10-7f20 rw-p 00000000 00:00 0 ").unwrap();
         assert_eq!(anon.path, "");
     }

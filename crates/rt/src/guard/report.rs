@@ -149,7 +149,8 @@ impl Report {
                 syscalls.push(entry);
             }
         }
-        let by_kind = |a: &SyscallCount, b: &SyscallCount| (a.nr, a.futex_op).cmp(&(b.nr, b.futex_op));
+        let by_kind =
+            |a: &SyscallCount, b: &SyscallCount| (a.nr, a.futex_op).cmp(&(b.nr, b.futex_op));
         syscalls.sort_by(by_kind);
         allowed_syscalls.sort_by(by_kind);
         let mut blocking_calls: Vec<BlockingCall> = Vec::new();
@@ -212,7 +213,8 @@ impl Report {
         } else {
             self.allocations.count + self.frees.count
         };
-        let syscalls: u64 = self.syscalls.iter().map(|s| s.count).sum::<u64>() + self.other_syscalls;
+        let syscalls: u64 =
+            self.syscalls.iter().map(|s| s.count).sum::<u64>() + self.other_syscalls;
         let blocking: u64 = self.blocking_calls.iter().map(|b| b.count).sum();
         let rusage = self
             .rusage
@@ -229,7 +231,11 @@ impl Report {
     /// assert_eq!(report.syscall_count("getpid"), 1);
     /// ```
     pub fn syscall_count(&self, name: &str) -> u64 {
-        self.syscalls.iter().filter(|s| s.name == name).map(|s| s.count).sum()
+        self.syscalls
+            .iter()
+            .filter(|s| s.name == name)
+            .map(|s| s.count)
+            .sum()
     }
 
     /// How many allowed calls of the system call called `name` the scope
@@ -273,8 +279,16 @@ impl fmt::Display for Report {
             if h.count == 0 {
                 return Ok(());
             }
-            let allowed = if self.allocations_allowed { " (allowed)" } else { "" };
-            write!(f, "  {what}{allowed}: {} totalling {} bytes; sizes", h.count, h.bytes)?;
+            let allowed = if self.allocations_allowed {
+                " (allowed)"
+            } else {
+                ""
+            };
+            write!(
+                f,
+                "  {what}{allowed}: {} totalling {} bytes; sizes",
+                h.count, h.bytes
+            )?;
             for size in &h.sizes {
                 write!(f, " {size}")?;
             }
@@ -309,7 +323,11 @@ impl fmt::Display for Report {
         }
         if let Some(r) = self.rusage {
             if r.voluntary_context_switches > 0 {
-                writeln!(f, "  voluntary context switches (blocked): {}", r.voluntary_context_switches)?;
+                writeln!(
+                    f,
+                    "  voluntary context switches (blocked): {}",
+                    r.voluntary_context_switches
+                )?;
             }
             if r.page_faults() > 0 {
                 writeln!(
@@ -326,7 +344,10 @@ impl fmt::Display for Report {
                 writeln!(f, "    allowed system call {call}")?;
             }
             if preempted > 0 {
-                writeln!(f, "    involuntary context switches (preempted): {preempted}")?;
+                writeln!(
+                    f,
+                    "    involuntary context switches (preempted): {preempted}"
+                )?;
             }
         }
         if !self.notes.is_empty() {

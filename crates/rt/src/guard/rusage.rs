@@ -39,12 +39,18 @@ impl Rusage {
 
     pub(crate) fn since(&self, start: &Rusage) -> Rusage {
         Rusage {
-            voluntary_context_switches: self.voluntary_context_switches.saturating_sub(start.voluntary_context_switches),
+            voluntary_context_switches: self
+                .voluntary_context_switches
+                .saturating_sub(start.voluntary_context_switches),
             involuntary_context_switches: self
                 .involuntary_context_switches
                 .saturating_sub(start.involuntary_context_switches),
-            minor_page_faults: self.minor_page_faults.saturating_sub(start.minor_page_faults),
-            major_page_faults: self.major_page_faults.saturating_sub(start.major_page_faults),
+            minor_page_faults: self
+                .minor_page_faults
+                .saturating_sub(start.minor_page_faults),
+            major_page_faults: self
+                .major_page_faults
+                .saturating_sub(start.major_page_faults),
         }
     }
 }
@@ -60,14 +66,24 @@ pub(crate) fn snapshot() -> Result<Rusage, String> {
     let failed = unsafe {
         super::seccomp::untracked_syscall(
             super::syscalls::nr::GETRUSAGE,
-            [libc::RUSAGE_THREAD as u64, usage.as_mut_ptr() as u64, 0, 0, 0, 0],
+            [
+                libc::RUSAGE_THREAD as u64,
+                usage.as_mut_ptr() as u64,
+                0,
+                0,
+                0,
+                0,
+            ],
         )
     } != 0;
     #[cfg(not(target_arch = "x86_64"))]
     // SAFETY: `usage` is a writable `struct rusage`.
     let failed = unsafe { libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()) } != 0;
     if failed {
-        return Err("getrusage(RUSAGE_THREAD) failed: context switches and page faults are not tracked".into());
+        return Err(
+            "getrusage(RUSAGE_THREAD) failed: context switches and page faults are not tracked"
+                .into(),
+        );
     }
     // SAFETY: filled in by the successful call.
     let usage = unsafe { usage.assume_init() };

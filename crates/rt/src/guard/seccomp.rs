@@ -62,7 +62,15 @@ mod imp {
     );
 
     extern "C" {
-        fn downbeat_rt_guard_syscall(nr: i64, a0: u64, a1: u64, a2: u64, a3: u64, a4: u64, a5: u64) -> i64;
+        fn downbeat_rt_guard_syscall(
+            nr: i64,
+            a0: u64,
+            a1: u64,
+            a2: u64,
+            a3: u64,
+            a4: u64,
+            a5: u64,
+        ) -> i64;
         static downbeat_rt_guard_syscall_return: u8;
     }
 
@@ -81,11 +89,21 @@ mod imp {
     }
 
     fn stmt(code: u32, k: u32) -> libc::sock_filter {
-        libc::sock_filter { code: code as u16, jt: 0, jf: 0, k }
+        libc::sock_filter {
+            code: code as u16,
+            jt: 0,
+            jf: 0,
+            k,
+        }
     }
 
     fn jeq(k: u32, jt: u8, jf: u8) -> libc::sock_filter {
-        libc::sock_filter { code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16, jt, jf, k }
+        libc::sock_filter {
+            code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+            jt,
+            jf,
+            k,
+        }
     }
 
     /// Allows the stub, `rt_sigreturn` and process creation, traps the rest.
@@ -140,7 +158,10 @@ mod imp {
             // SAFETY: both pointers are valid; `on_sigsys` has the
             // SA_SIGINFO signature.
             if unsafe { libc::sigaction(libc::SIGSYS, &action, old.as_mut_ptr()) } != 0 {
-                return Err(format!("sigaction(SIGSYS) failed: {}", io::Error::last_os_error()));
+                return Err(format!(
+                    "sigaction(SIGSYS) failed: {}",
+                    io::Error::last_os_error()
+                ));
             }
             // SAFETY: written by the successful `sigaction` above.
             Ok(unsafe { old.assume_init() })
@@ -151,7 +172,12 @@ mod imp {
     /// Puts the calling thread, and only it, under the trapping filter. It
     /// cannot be removed again: call this on a thread that is about to end.
     pub(crate) fn install() -> Result<(), String> {
-        let unavailable = |what: &str| format!("seccomp unavailable: {what} failed: {}", io::Error::last_os_error());
+        let unavailable = |what: &str| {
+            format!(
+                "seccomp unavailable: {what} failed: {}",
+                io::Error::last_os_error()
+            )
+        };
         install_handler()?;
         // SAFETY: plain integer arguments; affects only this thread.
         if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
@@ -191,9 +217,20 @@ mod imp {
         let regs = unsafe { &mut (*context).uc_mcontext.gregs };
         // The kernel rolls RAX back to the number before delivering the trap.
         let number = regs[libc::REG_RAX as usize];
-        let args = [libc::REG_RDI, libc::REG_RSI, libc::REG_RDX, libc::REG_R10, libc::REG_R8, libc::REG_R9]
-            .map(|r| regs[r as usize] as u64);
-        let detail = if number == nr::FUTEX { args[1] as u32 } else { 0 };
+        let args = [
+            libc::REG_RDI,
+            libc::REG_RSI,
+            libc::REG_RDX,
+            libc::REG_R10,
+            libc::REG_R8,
+            libc::REG_R9,
+        ]
+        .map(|r| regs[r as usize] as u64);
+        let detail = if number == nr::FUTEX {
+            args[1] as u32
+        } else {
+            0
+        };
         state::record_syscall(number, detail);
         let result = match number {
             nr::RT_SIGPROCMASK => sigprocmask(args, context),
@@ -221,9 +258,18 @@ mod imp {
         if result == 0 {
             let mut mask = 0_u64;
             // SAFETY: queries the mask into a local 8-byte kernel sigset.
-            unsafe { untracked_syscall(nr::RT_SIGPROCMASK, [0, 0, ptr::addr_of_mut!(mask) as u64, 8, 0, 0]) };
+            unsafe {
+                untracked_syscall(
+                    nr::RT_SIGPROCMASK,
+                    [0, 0, ptr::addr_of_mut!(mask) as u64, 8, 0, 0],
+                )
+            };
             // SAFETY: `uc_sigmask` starts with the kernel's 8-byte mask.
-            unsafe { ptr::addr_of_mut!((*context).uc_sigmask).cast::<u64>().write(mask & !SIGSYS_BIT) };
+            unsafe {
+                ptr::addr_of_mut!((*context).uc_sigmask)
+                    .cast::<u64>()
+                    .write(mask & !SIGSYS_BIT)
+            };
         }
         result
     }

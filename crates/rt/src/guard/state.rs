@@ -83,20 +83,21 @@ pub(crate) struct SyscallLog {
     pub(crate) overflow: AtomicU64,
 }
 
-/// Marks a used key, so that `read(2)` with no detail is not an empty slot.
-const USED: u64 = 1 << 63;
+/// An empty slot. No real key has all bits set: only `futex` keys carry a
+/// detail, and `futex` is not number -1.
+const EMPTY: u64 = u64::MAX;
 
 impl SyscallLog {
     const fn new() -> Self {
         Self {
-            keys: [const { AtomicU64::new(0) }; SYSCALL_SLOTS],
+            keys: [const { AtomicU64::new(EMPTY) }; SYSCALL_SLOTS],
             counts: [const { AtomicU64::new(0) }; SYSCALL_SLOTS],
             overflow: AtomicU64::new(0),
         }
     }
 
     fn key(nr: i64, detail: u32) -> u64 {
-        USED | ((nr as u64 & 0x7fff_ffff) << 32) | u64::from(detail)
+        (u64::from(nr as u32) << 32) | u64::from(detail)
     }
 
     fn record(&self, nr: i64, detail: u32) {
@@ -104,7 +105,7 @@ impl SyscallLog {
         let start = (key ^ (key >> 29)) as usize % SYSCALL_SLOTS;
         for i in 0..SYSCALL_SLOTS {
             let slot = (start + i) % SYSCALL_SLOTS;
-            match self.keys[slot].compare_exchange(0, key, Relaxed, Relaxed) {
+            match self.keys[slot].compare_exchange(EMPTY, key, Relaxed, Relaxed) {
                 Ok(_) => {}
                 Err(existing) if existing == key => {}
                 Err(_) => continue,
@@ -117,7 +118,7 @@ impl SyscallLog {
 
     fn reset(&self) {
         for (key, count) in self.keys.iter().zip(&self.counts) {
-            key.store(0, Relaxed);
+            key.store(EMPTY, Relaxed);
             count.store(0, Relaxed);
         }
         self.overflow.store(0, Relaxed);
@@ -125,14 +126,19 @@ impl SyscallLog {
 
     /// `(number, detail, count)` for every kind seen.
     pub(crate) fn entries(&self) -> impl Iterator<Item = (i64, u32, u64)> + '_ {
-        self.keys.iter().zip(&self.counts).filter_map(|(key, count)| {
-            let key = key.load(Relaxed);
-            (key != 0).then(|| {
-                // Sign-extend the 31 stored bits back into a number.
-                let nr = i64::from((((key >> 32) as u32) << 1) as i32 >> 1);
-                (nr, key as u32, count.load(Relaxed))
+        self.keys
+            .iter()
+            .zip(&self.counts)
+            .filter_map(|(key, count)| {
+                let key = key.load(Relaxed);
+                (key != EMPTY).then(|| {
+                    (
+                        i64::from((key >> 32) as u32 as i32),
+                        key as u32,
+                        count.load(Relaxed),
+                    )
+                })
             })
-        })
     }
 }
 
@@ -177,7 +183,8 @@ impl BlockingLog {
         }
         // SAFETY: a non-null pointer in `names` always comes from a
         // `&'static str` whose length is stored in `lens` right after it.
-        existing == name.as_ptr().cast_mut() || unsafe { std::slice::from_raw_parts(existing, len) } == name.as_bytes()
+        existing == name.as_ptr().cast_mut()
+            || unsafe { std::slice::from_raw_parts(existing, len) } == name.as_bytes()
     }
 
     fn reset(&self) {
@@ -339,7 +346,10 @@ mod tests {
         }
         let mut seen: Vec<_> = log.entries().collect();
         seen.sort();
-        assert_eq!(seen, [(-1, 0, 2), (0, 0, 2), (202, 129, 2), (0x4000_0001, 7, 2)]);
+        assert_eq!(
+            seen,
+            [(-1, 0, 2), (0, 0, 2), (202, 129, 2), (0x4000_0001, 7, 2)]
+        );
     }
 
     #[test]

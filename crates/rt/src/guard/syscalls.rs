@@ -407,7 +407,10 @@ pub fn syscall_name(nr: i64) -> Cow<'static, str> {
     u16::try_from(nr)
         .ok()
         .and_then(|nr| NAMES.binary_search_by_key(&nr, |&(n, _)| n).ok())
-        .map_or_else(|| Cow::Owned(format!("syscall_{nr}")), |i| Cow::Borrowed(NAMES[i].1))
+        .map_or_else(
+            || Cow::Owned(format!("syscall_{nr}")),
+            |i| Cow::Borrowed(NAMES[i].1),
+        )
 }
 
 /// The x86_64 Linux number of the system call called `name`, for
@@ -449,8 +452,16 @@ pub(crate) fn futex_op_name(op: u32) -> Cow<'static, str> {
         13 => "FUTEX_LOCK_PI2",
         _ => return Cow::Owned(format!("op {op:#x}")),
     };
-    let private = if op & FUTEX_PRIVATE_FLAG != 0 { "_PRIVATE" } else { "" };
-    let clock = if op & FUTEX_CLOCK_REALTIME != 0 { "|FUTEX_CLOCK_REALTIME" } else { "" };
+    let private = if op & FUTEX_PRIVATE_FLAG != 0 {
+        "_PRIVATE"
+    } else {
+        ""
+    };
+    let clock = if op & FUTEX_CLOCK_REALTIME != 0 {
+        "|FUTEX_CLOCK_REALTIME"
+    } else {
+        ""
+    };
     Cow::Owned(format!("{base}{private}{clock}"))
 }
 
@@ -504,7 +515,10 @@ mod tests {
     #[test]
     fn futex_ops_read_like_the_headers() {
         assert_eq!(futex_op_name(1 | 128), "FUTEX_WAKE_PRIVATE");
-        assert_eq!(futex_op_name(9 | 128 | 256), "FUTEX_WAIT_BITSET_PRIVATE|FUTEX_CLOCK_REALTIME");
+        assert_eq!(
+            futex_op_name(9 | 128 | 256),
+            "FUTEX_WAIT_BITSET_PRIVATE|FUTEX_CLOCK_REALTIME"
+        );
         assert_eq!(futex_op_name(0x7f), "op 0x7f");
     }
 }

@@ -1,0 +1,73 @@
+//! Where seccomp is not permitted, the guard falls back with a clear note.
+
+use downbeat_rt::guard;
+
+downbeat_rt::install_guard_allocator!();
+
+/// Forbids `seccomp(2)` (EPERM) on the calling thread and the threads it
+/// spawns, like a container sandbox would.
+fn forbid_seccomp_on_this_thread() {
+    let ld_nr = libc::sock_filter {
+        code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+        jt: 0,
+        jf: 0,
+        k: 0,
+    };
+    let is_seccomp = libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 1,
+        k: libc::SYS_seccomp as u32,
+    };
+    let deny = libc::sock_filter {
+        code: (libc::BPF_RET | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+    };
+    let allow = libc::sock_filter {
+        code: (libc::BPF_RET | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k: libc::SECCOMP_RET_ALLOW,
+    };
+    let filter = [ld_nr, is_seccomp, deny, allow];
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    // SAFETY: a valid program for this thread only (no TSYNC).
+    unsafe {
+        assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+        assert_eq!(
+            libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog),
+            0
+        );
+    }
+}
+
+#[test]
+fn falls_back_when_seccomp_is_not_permitted() {
+    let report = std::thread::spawn(|| {
+        forbid_seccomp_on_this_thread();
+        guard::check(|| {
+            let _ = std::process::id();
+            Box::new(1)
+        })
+    })
+    .join()
+    .unwrap();
+    let reason = report.syscall_tracking.as_ref().unwrap_err();
+    assert!(reason.contains("seccomp unavailable"), "{report}");
+    assert!(reason.contains("Operation not permitted"), "{report}");
+    assert!(report.notes.contains(reason), "{report}");
+    assert!(
+        report.to_string().contains("seccomp unavailable"),
+        "{report}"
+    );
+    assert!(report.syscalls.is_empty(), "{report}");
+    assert!(!report.is_complete());
+    // The other trackers carry on.
+    assert_eq!(report.allocations.count, 1, "{report}");
+    assert!(report.rusage.is_some());
+}
