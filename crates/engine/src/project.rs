@@ -172,6 +172,8 @@ struct EdgeSpan {
 struct Spans {
     node_names: Vec<Range<usize>>,
     node_types: Vec<Range<usize>>,
+    /// Per node: each parameter's name and the span of its value.
+    params: Vec<Vec<(String, Range<usize>)>>,
     edges: Vec<EdgeSpan>,
     nodes_table: Range<usize>,
 }
@@ -322,11 +324,16 @@ impl Project {
         for (i, n) in self.nodes.iter().enumerate() {
             let ty = node_type(&n.kind).expect("type checked while parsing");
             let node = ty.instantiate(n.params.clone(), &cfg).map_err(|e| {
-                ProjectError::at(
-                    &self.source(),
-                    self.spans.node_names[i].clone(),
-                    format!("node `{}`: {e}", n.name),
-                )
+                // Point at the offending value when the file spells it out.
+                let span = match &e {
+                    ParamError::Invalid { name, .. } => self.spans.params[i]
+                        .iter()
+                        .find(|(p, _)| p == name)
+                        .map(|(_, s)| s.clone()),
+                    ParamError::Unknown { .. } => None,
+                };
+                let span = span.unwrap_or_else(|| self.spans.node_names[i].clone());
+                ProjectError::at(&self.source(), span, format!("node `{}`: {e}", n.name))
             })?;
             let id = graph.add_boxed(n.name.clone(), node);
             if n.kind == "output" {
@@ -462,6 +469,7 @@ fn parse_node(
     spans.node_types.push(ty_value.span());
 
     let mut params = Vec::new();
+    let mut param_spans = Vec::new();
     for (key, value) in table.get_ref() {
         if key.get_ref() == "type" {
             continue;
@@ -496,7 +504,10 @@ fn parse_node(
             })
         });
         match converted {
-            Ok(v) => params.push((spec.name.to_string(), v)),
+            Ok(v) => {
+                params.push((spec.name.to_string(), v));
+                param_spans.push((spec.name.to_string(), value.span()));
+            }
             Err(message) => {
                 return Err(ProjectError::at(
                     src,
@@ -516,6 +527,7 @@ fn parse_node(
             }
         }
     }
+    spans.params.push(param_spans);
     Ok(ProjectNode {
         name: name.get_ref().clone(),
         kind: kind.to_string(),
