@@ -1,2 +1,55 @@
 //! Side-by-side benchmarks of Downbeat against rival libraries.
-fn main() {}
+//!
+//! `downbeat-bench SUITE [--json] [--quick] [--runs N]`; each suite lives in its own module and
+//! reports through [`report::Report`], so adding one means adding a module and a variant below.
+
+use clap::{Parser, Subcommand};
+
+mod report;
+mod ring;
+
+#[derive(Parser)]
+#[command(name = "downbeat-bench", about = "Benchmarks Downbeat against other libraries")]
+struct Cli {
+    #[command(subcommand)]
+    suite: Suite,
+}
+
+#[derive(Subcommand)]
+enum Suite {
+    /// SPSC ring buffer: Downbeat vs rtrb, ringbuf and crossbeam ArrayQueue.
+    Ring(Common),
+}
+
+/// Options every suite understands.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Common {
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Smoke mode: tiny workloads and one run, to check the harness works (numbers meaningless).
+    #[arg(long)]
+    pub quick: bool,
+    /// Repetitions per case (default 7; 1 with --quick).
+    #[arg(long)]
+    pub runs: Option<usize>,
+}
+
+impl Common {
+    pub fn runs(&self) -> usize {
+        self.runs
+            .unwrap_or(if self.quick { 1 } else { 7 })
+            .max(1)
+    }
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let report = match &cli.suite {
+        Suite::Ring(common) => ring::run(common),
+    };
+    let json = match &cli.suite {
+        Suite::Ring(common) => common.json,
+    };
+    report.print(json);
+}
