@@ -33,6 +33,9 @@ pub struct Common {
     /// Repetitions per case (default 7; 1 with --quick).
     #[arg(long)]
     pub runs: Option<usize>,
+    /// Run only this case (repeatable); all cases when absent.
+    #[arg(long = "case", value_name = "CASE")]
+    pub cases: Vec<String>,
 }
 
 impl Common {
@@ -40,6 +43,11 @@ impl Common {
         self.runs
             .unwrap_or(if self.quick { 1 } else { 7 })
             .max(1)
+    }
+
+    /// Whether the user asked for `case` (or for everything).
+    pub fn wants(&self, case: &str) -> bool {
+        self.cases.is_empty() || self.cases.iter().any(|c| c == case)
     }
 }
 

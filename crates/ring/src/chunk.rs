@@ -6,6 +6,7 @@ use core::slice;
 
 use crate::consumer::Consumer;
 use crate::element::Element;
+use crate::position;
 use crate::producer::Producer;
 
 /// Free slots lent by [`Producer::write_chunk`]: write them in place, then commit.
@@ -25,25 +26,28 @@ use crate::producer::Producer;
 /// ```
 pub struct WriteChunk<'a, T> {
     producer: &'a mut Producer<T>,
+    /// The write index when the chunk was lent; only the chunk can move it.
+    tail: u32,
     len: u32,
 }
 
 impl<'a, T: Copy> WriteChunk<'a, T> {
-    pub(crate) fn new(producer: &'a mut Producer<T>, len: u32) -> Self {
-        Self { producer, len }
+    pub(crate) fn new(producer: &'a mut Producer<T>, tail: u32, len: u32) -> Self {
+        Self {
+            producer,
+            tail,
+            len,
+        }
     }
 
     /// Raw parts of the two runs of slots.
     fn parts(&self) -> (*mut T, usize, *mut T, usize) {
-        let (first, second) = self.producer.spans(self.len);
+        let slot = position::slot(self.tail, self.producer.capacity);
+        let (first, second) = self.producer.spans(slot, self.len);
         let data = self.producer.data.as_ptr();
-        // SAFETY: `slot < capacity`, so the offset stays inside the storage.
-        (
-            unsafe { data.add(self.producer.slot as usize) },
-            first,
-            data,
-            second,
-        )
+        // SAFETY: `slot < capacity` (the producer checked `tail`), so the offset stays inside
+        // the storage.
+        (unsafe { data.add(slot as usize) }, first, data, second)
     }
 
     /// Number of slots lent.
@@ -109,7 +113,7 @@ impl<'a, T: Copy> WriteChunk<'a, T> {
             "commit of {n} slots exceeds chunk of {}",
             self.len
         );
-        self.producer.advance(n as u32);
+        self.producer.publish(self.tail, n as u32);
     }
 }
 
@@ -197,12 +201,18 @@ impl<T> fmt::Debug for WriteChunk<'_, T> {
 /// ```
 pub struct ReadChunk<'a, T> {
     consumer: &'a mut Consumer<T>,
+    /// The read index when the chunk was lent; only the chunk can move it.
+    head: u32,
     len: u32,
 }
 
 impl<'a, T: Copy> ReadChunk<'a, T> {
-    pub(crate) fn new(consumer: &'a mut Consumer<T>, len: u32) -> Self {
-        Self { consumer, len }
+    pub(crate) fn new(consumer: &'a mut Consumer<T>, head: u32, len: u32) -> Self {
+        Self {
+            consumer,
+            head,
+            len,
+        }
     }
 
     /// The elements as two slices, oldest first; the second is empty unless the chunk wraps
@@ -215,14 +225,15 @@ impl<'a, T: Copy> ReadChunk<'a, T> {
     /// assert_eq!(rx.read_chunk(2).unwrap().as_slices(), (&[5, 6][..], &[][..]));
     /// ```
     pub fn as_slices(&self) -> (&[T], &[T]) {
-        let (first, second) = self.consumer.spans(self.len);
+        let slot = position::slot(self.head, self.consumer.capacity);
+        let (first, second) = self.consumer.spans(slot, self.len);
         let data = self.consumer.data.as_ptr();
         // SAFETY: the runs are published slots inside the storage, initialised by the producer
         // before its release store that our acquire load saw; it will not write them again until
         // we commit, which needs the `&mut` this chunk holds.
         unsafe {
             (
-                slice::from_raw_parts(data.add(self.consumer.slot as usize), first),
+                slice::from_raw_parts(data.add(slot as usize), first),
                 slice::from_raw_parts(data, second),
             )
         }
@@ -270,7 +281,7 @@ impl<'a, T: Copy> ReadChunk<'a, T> {
             "commit of {n} slots exceeds chunk of {}",
             self.len
         );
-        self.consumer.advance(n as u32);
+        self.consumer.release(self.head, n as u32);
     }
 
     /// Removes every element of the chunk.

@@ -8,6 +8,7 @@ use core::ptr::NonNull;
 use crate::chunk::ReadChunk;
 use crate::error::ChunkError;
 use crate::position;
+use crate::producer::clamp;
 use crate::region::Region;
 use crate::sync::{AtomicU32, Ordering};
 
@@ -28,14 +29,11 @@ use crate::sync::{AtomicU32, Ordering};
 pub struct Consumer<T> {
     pub(crate) data: NonNull<T>,
     write: NonNull<AtomicU32>,
+    /// Our own index, and the only copy of our position (see the producer for why).
     read: NonNull<AtomicU32>,
     pub(crate) capacity: u32,
-    /// Where the next element is read from; the published read index is `slot + lap`.
-    pub(crate) slot: u32,
-    lap: u32,
-    /// Elements known to be readable without looking at the producer's index, which lives on a
-    /// cache line the producer writes.
-    pub(crate) ready: u32,
+    /// The producer's index as last read; refreshed only when it says the ring is empty.
+    tail: u32,
     pub(crate) region: Arc<Region>,
     _owns: PhantomData<T>,
 }
@@ -52,24 +50,19 @@ impl<T: Copy> Consumer<T> {
     /// The region holds a valid layout with `capacity` elements of `T` at `data_offset` and
     /// consistent indices, and no other consumer is attached to it.
     pub(crate) unsafe fn attach(region: Arc<Region>, data_offset: usize, capacity: u32) -> Self {
-        let read = region.read_index();
+        let write = region.write_index();
         // SAFETY: the index is valid while the region lives, and the caller checked its value.
-        let position = unsafe { read.as_ref() }.load(Ordering::Acquire);
-        let (slot, lap) = position::split(position, capacity);
-        let mut consumer = Self {
+        let tail = unsafe { write.as_ref() }.load(Ordering::Acquire);
+        Self {
             // SAFETY: the storage lies inside the region.
             data: unsafe { region.base().add(data_offset).cast() },
-            write: region.write_index(),
-            read,
+            write,
+            read: region.read_index(),
             capacity,
-            slot,
-            lap,
-            ready: 0,
+            tail,
             region,
             _owns: PhantomData,
-        };
-        consumer.refresh();
-        consumer
+        }
     }
 
     /// Removes and returns the oldest element, or `None` if the ring is empty.
@@ -83,14 +76,16 @@ impl<T: Copy> Consumer<T> {
     /// ```
     #[inline]
     pub fn pop(&mut self) -> Option<T> {
-        if self.ready == 0 && self.refresh() == 0 {
+        let head = self.position();
+        if self.ready(head, 1) == 0 {
             return None;
         }
-        self.region.track_read(self.slot, 1);
-        // SAFETY: `ready > 0`: the producer published `slot` and will not write it again until
-        // `advance` releases it.
-        let value = unsafe { self.data.as_ptr().add(self.slot as usize).read() };
-        self.advance(1);
+        let slot = position::slot(head, self.capacity);
+        self.region.track_read(slot, 1);
+        // SAFETY: an element is ready, so the producer published `slot` (below `capacity`
+        // because `head` is valid) and will not write it again until `release` moves past it.
+        let value = unsafe { self.data.as_ptr().add(slot as usize).read() };
+        self.release(head, 1);
         Some(value)
     }
 
@@ -104,12 +99,16 @@ impl<T: Copy> Consumer<T> {
     /// assert_eq!(rx.peek(), Some(&3));
     /// ```
     pub fn peek(&self) -> Option<&T> {
-        if self.ready == 0 && self.fresh_ready() == 0 {
+        let head = self.position();
+        let cached = position::valid(head, self.capacity)
+            && ready(head, self.tail, self.capacity) > 0;
+        if !cached && self.available_read() == 0 {
             return None;
         }
-        self.region.track_read(self.slot, 1);
-        // SAFETY: the slot is published and stays untouched while `&self` blocks `advance`.
-        Some(unsafe { &*self.data.as_ptr().add(self.slot as usize) })
+        let slot = position::slot(head, self.capacity);
+        self.region.track_read(slot, 1);
+        // SAFETY: the slot is published and stays untouched while `&self` blocks `release`.
+        Some(unsafe { &*self.data.as_ptr().add(slot as usize) })
     }
 
     /// Moves as many of the oldest elements as fit into `dst`; returns how many.
@@ -124,22 +123,24 @@ impl<T: Copy> Consumer<T> {
     /// ```
     #[inline]
     pub fn pop_slice(&mut self, dst: &mut [T]) -> usize {
-        let n = self.reserve(dst.len());
+        let head = self.position();
+        let n = self.ready(head, clamp(dst.len())).min(clamp(dst.len()));
         if n == 0 {
             // Skipping the store keeps the index's cache line shared while the ring stays empty.
             return 0;
         }
-        let (first, second) = self.spans(n);
-        self.region.track_read(self.slot, n);
-        // SAFETY: `reserve` guarantees `n <= ready` and `n <= dst.len()`; the two spans are the
+        let slot = position::slot(head, self.capacity);
+        let (first, second) = self.spans(slot, n);
+        self.region.track_read(slot, n);
+        // SAFETY: `n` is at most the ready elements and `dst.len()`; the two spans are the
         // published slots from `slot`, before and after the end of the storage.
         unsafe {
             let src = self.data.as_ptr();
-            src.add(self.slot as usize)
+            src.add(slot as usize)
                 .copy_to_nonoverlapping(dst.as_mut_ptr(), first);
             src.copy_to_nonoverlapping(dst.as_mut_ptr().add(first), second);
         }
-        self.advance(n);
+        self.release(head, n);
         n as usize
     }
 
@@ -162,14 +163,17 @@ impl<T: Copy> Consumer<T> {
     /// ```
     #[inline]
     pub fn read_chunk(&mut self, n: usize) -> Result<ReadChunk<'_, T>, ChunkError> {
-        if n > self.ready as usize && n > self.refresh() as usize {
+        let head = self.position();
+        let ready = self.ready(head, clamp(n));
+        if n > ready as usize {
             return Err(ChunkError {
                 requested: n,
-                available: self.ready as usize,
+                available: ready as usize,
             });
         }
-        self.region.track_read(self.slot, n as u32);
-        Ok(ReadChunk::new(self, n as u32))
+        self.region
+            .track_read(position::slot(head, self.capacity), n as u32);
+        Ok(ReadChunk::new(self, head, n as u32))
     }
 
     /// Elements ready right now; the producer may add more at any moment.
@@ -181,7 +185,14 @@ impl<T: Copy> Consumer<T> {
     /// assert_eq!(rx.available_read(), 1);
     /// ```
     pub fn available_read(&self) -> usize {
-        self.fresh_ready() as usize
+        let head = self.position();
+        if !position::valid(head, self.capacity) {
+            return 0;
+        }
+        match fresh_tail(self.write_index(), head, self.capacity) {
+            Some(tail) => ready(head, tail, self.capacity) as usize,
+            None => 0,
+        }
     }
 
     /// Whether nothing is ready right now.
@@ -192,7 +203,9 @@ impl<T: Copy> Consumer<T> {
     /// assert!(rx.is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
-        self.ready == 0 && self.fresh_ready() == 0
+        let head = self.position();
+        (!position::valid(head, self.capacity) || ready(head, self.tail, self.capacity) == 0)
+            && self.available_read() == 0
     }
 
     /// Capacity in elements.
@@ -206,64 +219,92 @@ impl<T: Copy> Consumer<T> {
         self.capacity as usize
     }
 
+    /// Up to `want` ready elements, for adapters that size a chunk before asking for it.
     #[inline]
     pub(crate) fn reserve(&mut self, want: usize) -> u32 {
-        let want = want.min(self.capacity as usize) as u32;
-        if self.ready < want {
-            self.refresh();
+        let head = self.position();
+        self.ready(head, clamp(want)).min(clamp(want))
+    }
+
+    /// Elements ready from position `head`: the cached count if it reaches `want`, otherwise a
+    /// fresh one. Zero for a position a misbehaving peer has corrupted.
+    #[inline(always)]
+    pub(crate) fn ready(&mut self, head: u32, want: u32) -> u32 {
+        if !position::valid(head, self.capacity) {
+            return 0;
         }
-        want.min(self.ready)
-    }
-
-    /// Lengths of the runs of `n` slots from `slot` before and after the end of the storage.
-    #[inline(always)]
-    pub(crate) fn spans(&self, n: u32) -> (usize, usize) {
-        let first = n.min(self.capacity - self.slot);
-        (first as usize, (n - first) as usize)
-    }
-
-    /// Releases the next `n` slots back to the producer.
-    #[inline(always)]
-    pub(crate) fn advance(&mut self, n: u32) {
-        debug_assert!(n <= self.ready);
-        self.region.track_read(self.slot, n);
-        self.ready -= n;
-        let slot = self.slot + n;
-        if slot >= self.capacity {
-            self.slot = slot - self.capacity;
-            self.lap = self.capacity - self.lap;
+        let cached = ready(head, self.tail, self.capacity);
+        if cached >= want {
+            cached
         } else {
-            self.slot = slot;
+            self.refresh(head)
         }
-        // SAFETY: the index lives as long as the region, which we hold.
-        let read = unsafe { self.read.as_ref() };
-        // Release: our reads of these slots must be done before the producer reuses them.
-        read.store(self.slot + self.lap, Ordering::Release);
     }
 
     #[cold]
     #[inline(never)]
-    fn refresh(&mut self) -> u32 {
-        self.ready = self.fresh_ready();
-        self.ready
+    fn refresh(&mut self, head: u32) -> u32 {
+        match fresh_tail(self.write_index(), head, self.capacity) {
+            Some(tail) => {
+                self.tail = tail;
+                ready(head, tail, self.capacity)
+            }
+            None => 0,
+        }
     }
 
-    fn fresh_ready(&self) -> u32 {
-        // SAFETY: the index lives as long as the region, which we hold.
-        let write = unsafe { self.write.as_ref() };
-        // Acquire: the slots before this position must be visible with their contents.
-        let tail = write.load(Ordering::Acquire);
-        if !position::valid(tail, self.capacity) {
-            // Only a peer breaking the protocol gets here; reading nothing keeps us in bounds.
-            return 0;
-        }
-        let ready = position::distance(self.slot + self.lap, tail, self.capacity);
-        if ready > self.capacity {
-            0
-        } else {
-            ready
-        }
+    /// Lengths of the runs of `n` slots from `slot` before and after the end of the storage.
+    #[inline(always)]
+    pub(crate) fn spans(&self, slot: u32, n: u32) -> (usize, usize) {
+        let first = n.min(self.capacity - slot);
+        (first as usize, (n - first) as usize)
     }
+
+    /// Hands the `n` slots after position `head` back to the producer.
+    #[inline(always)]
+    pub(crate) fn release(&mut self, head: u32, n: u32) {
+        self.region
+            .track_read(position::slot(head, self.capacity), n);
+        // SAFETY: the index lives as long as the region, which we hold.
+        let read = unsafe { self.read.as_ref() };
+        // Release: our reads of these slots must be done before the producer reuses them.
+        read.store(position::advance(head, n, self.capacity), Ordering::Release);
+    }
+}
+
+impl<T> Consumer<T> {
+    /// Our read index. Only we store to it, so a relaxed load returns our own last store.
+    #[inline(always)]
+    fn position(&self) -> u32 {
+        // SAFETY: the index lives as long as the region, which we hold.
+        unsafe { self.read.as_ref() }.load(Ordering::Relaxed)
+    }
+
+    fn write_index(&self) -> &AtomicU32 {
+        // SAFETY: the index lives as long as the region, which we hold.
+        unsafe { self.write.as_ref() }
+    }
+}
+
+/// Elements between us at `head` and the producer at `tail`; zero if they are inconsistent.
+#[inline(always)]
+fn ready(head: u32, tail: u32, capacity: u32) -> u32 {
+    let n = position::distance(head, tail, capacity);
+    if n > capacity {
+        0
+    } else {
+        n
+    }
+}
+
+/// The producer's index, if it is consistent with ours.
+#[inline(always)]
+fn fresh_tail(write: &AtomicU32, head: u32, capacity: u32) -> Option<u32> {
+    // Acquire: the slots before this position must be visible with their contents.
+    let tail = write.load(Ordering::Acquire);
+    // Anything else comes from a peer breaking the protocol; reading nothing keeps us in bounds.
+    (position::valid(tail, capacity) && position::distance(head, tail, capacity) <= capacity)
+        .then_some(tail)
 }
 
 #[cfg(all(target_endian = "little", not(loom)))]
@@ -332,8 +373,8 @@ impl<T> fmt::Debug for Consumer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Consumer")
             .field("capacity", &self.capacity)
-            .field("read_index", &(self.slot + self.lap))
-            .field("cached_ready", &self.ready)
+            .field("read_index", &self.position())
+            .field("cached_write_index", &self.tail)
             .finish()
     }
 }

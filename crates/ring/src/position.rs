@@ -2,8 +2,6 @@
 //!
 //! Counting to twice the capacity tells a full ring (positions `capacity` apart) from an empty one
 //! (positions equal) without wasting a slot, for any capacity, with compares instead of a modulo.
-//! Each side keeps its own position split as `slot + lap`, where `lap` is `0` or `capacity`, so
-//! the hot path never has to turn a position back into a slot.
 
 /// Slots from position `from` forward to position `to`.
 #[inline(always)]
@@ -16,13 +14,25 @@ pub(crate) fn distance(from: u32, to: u32, capacity: u32) -> u32 {
     }
 }
 
-/// Splits a valid position into `(slot, lap)`.
-#[inline]
-pub(crate) fn split(position: u32, capacity: u32) -> (u32, u32) {
+/// The storage slot of a valid position.
+#[inline(always)]
+pub(crate) fn slot(position: u32, capacity: u32) -> u32 {
     if position < capacity {
-        (position, 0)
+        position
     } else {
-        (position - capacity, capacity)
+        position - capacity
+    }
+}
+
+/// The position `n <= capacity` slots after a valid one.
+#[inline(always)]
+pub(crate) fn advance(position: u32, n: u32, capacity: u32) -> u32 {
+    // Below 3 * 2^30, so no overflow.
+    let next = position + n;
+    if next >= 2 * capacity {
+        next - 2 * capacity
+    } else {
+        next
     }
 }
 
@@ -48,10 +58,11 @@ mod tests {
     }
 
     #[test]
-    fn split_and_valid() {
-        assert_eq!(split(2, 3), (2, 0));
-        assert_eq!(split(3, 3), (0, 3));
-        assert_eq!(split(5, 3), (2, 3));
+    fn slots_advance_and_validity() {
+        assert_eq!((slot(2, 3), slot(3, 3), slot(5, 3)), (2, 0, 2));
+        assert_eq!((advance(5, 1, 3), advance(4, 3, 3), advance(0, 0, 0)), (0, 1, 0));
+        let max = crate::layout::MAX_CAPACITY as u32;
+        assert_eq!(advance(2 * max - 1, max, max), max - 1);
         assert!(valid(0, 0) && valid(5, 3) && !valid(6, 3) && !valid(1, 0));
     }
 }

@@ -25,15 +25,15 @@ use crate::sync::{AtomicU32, Ordering};
 /// ```
 pub struct Producer<T> {
     pub(crate) data: NonNull<T>,
+    /// Our own index. It is the only copy of our position: keeping another in this struct would
+    /// cost a store per push, and under contention every extra store waits in the store buffer
+    /// behind the index store that is waiting for its cache line.
     write: NonNull<AtomicU32>,
     read: NonNull<AtomicU32>,
     pub(crate) capacity: u32,
-    /// Where the next element goes; the published write index is `slot + lap`.
-    pub(crate) slot: u32,
-    lap: u32,
-    /// Slots known to be free without looking at the consumer's index, which lives on a cache
-    /// line the consumer writes: reading it only when this runs out keeps that line still.
-    pub(crate) free: u32,
+    /// The consumer's index as last read. Its cache line is written by the consumer, so reading
+    /// it only when this one says the ring is full keeps that line still.
+    head: u32,
     pub(crate) region: Arc<Region>,
     _owns: PhantomData<T>,
 }
@@ -50,24 +50,19 @@ impl<T: Copy> Producer<T> {
     /// The region holds a valid layout with `capacity` elements of `T` at `data_offset` and
     /// consistent indices, and no other producer is attached to it.
     pub(crate) unsafe fn attach(region: Arc<Region>, data_offset: usize, capacity: u32) -> Self {
-        let write = region.write_index();
+        let read = region.read_index();
         // SAFETY: the index is valid while the region lives, and the caller checked its value.
-        let position = unsafe { write.as_ref() }.load(Ordering::Acquire);
-        let (slot, lap) = position::split(position, capacity);
-        let mut producer = Self {
+        let head = unsafe { read.as_ref() }.load(Ordering::Acquire);
+        Self {
             // SAFETY: the storage lies inside the region.
             data: unsafe { region.base().add(data_offset).cast() },
-            write,
-            read: region.read_index(),
+            write: region.write_index(),
+            read,
             capacity,
-            slot,
-            lap,
-            free: 0,
+            head,
             region,
             _owns: PhantomData,
-        };
-        producer.refresh();
-        producer
+        }
     }
 
     /// Appends one element, or hands it back if the ring is full.
@@ -84,14 +79,16 @@ impl<T: Copy> Producer<T> {
     /// ```
     #[inline]
     pub fn push(&mut self, value: T) -> Result<(), Full<T>> {
-        if self.free == 0 && self.refresh() == 0 {
+        let tail = self.position();
+        if self.room(tail, 1) == 0 {
             return Err(Full(value));
         }
-        self.region.track_write(self.slot, 1);
-        // SAFETY: `free > 0`, so `slot` (always below `capacity`) is outside the consumer's
-        // readable range until `advance` publishes it.
-        unsafe { self.data.as_ptr().add(self.slot as usize).write(value) };
-        self.advance(1);
+        let slot = position::slot(tail, self.capacity);
+        self.region.track_write(slot, 1);
+        // SAFETY: there is room, so `slot` (below `capacity` because `tail` is valid) is outside
+        // the consumer's readable range until `publish` moves the index past it.
+        unsafe { self.data.as_ptr().add(slot as usize).write(value) };
+        self.publish(tail, 1);
         Ok(())
     }
 
@@ -105,22 +102,24 @@ impl<T: Copy> Producer<T> {
     /// ```
     #[inline]
     pub fn push_slice(&mut self, src: &[T]) -> usize {
-        let n = self.reserve(src.len());
+        let tail = self.position();
+        let n = self.room(tail, clamp(src.len())).min(clamp(src.len()));
         if n == 0 {
             // Skipping the store keeps the index's cache line shared while the ring stays full.
             return 0;
         }
-        let (first, second) = self.spans(n);
-        // SAFETY: `reserve` guarantees `n <= free` and `n <= src.len()`; `spans` splits the `n`
-        // free slots from `slot` into the part before the end of the storage and the part
-        // wrapped to its start, none of which the consumer may read yet.
+        let slot = position::slot(tail, self.capacity);
+        let (first, second) = self.spans(slot, n);
+        self.region.track_write(slot, n);
+        // SAFETY: `n` is at most the free slots and `src.len()`; `spans` splits the `n` slots from
+        // `slot` into the run before the end of the storage and the run wrapped to its start,
+        // none of which the consumer may read yet.
         unsafe {
             let dst = self.data.as_ptr();
-            src.as_ptr()
-                .copy_to_nonoverlapping(dst.add(self.slot as usize), first);
+            src.as_ptr().copy_to_nonoverlapping(dst.add(slot as usize), first);
             src.as_ptr().add(first).copy_to_nonoverlapping(dst, second);
         }
-        self.advance(n);
+        self.publish(tail, n);
         n as usize
     }
 
@@ -145,14 +144,17 @@ impl<T: Copy> Producer<T> {
     /// ```
     #[inline]
     pub fn write_chunk(&mut self, n: usize) -> Result<WriteChunk<'_, T>, ChunkError> {
-        if n > self.free as usize && n > self.refresh() as usize {
+        let tail = self.position();
+        let free = self.room(tail, clamp(n));
+        if n > free as usize {
             return Err(ChunkError {
                 requested: n,
-                available: self.free as usize,
+                available: free as usize,
             });
         }
-        self.region.track_write(self.slot, n as u32);
-        Ok(WriteChunk::new(self, n as u32))
+        self.region
+            .track_write(position::slot(tail, self.capacity), n as u32);
+        Ok(WriteChunk::new(self, tail, n as u32))
     }
 
     /// Free slots right now; the consumer may free more at any moment.
@@ -164,7 +166,14 @@ impl<T: Copy> Producer<T> {
     /// assert_eq!(tx.available_write(), 4);
     /// ```
     pub fn available_write(&self) -> usize {
-        self.fresh_free() as usize
+        let tail = self.position();
+        if !position::valid(tail, self.capacity) {
+            return 0;
+        }
+        match fresh_head(self.read_index(), tail, self.capacity) {
+            Some(head) => free(head, tail, self.capacity) as usize,
+            None => 0,
+        }
     }
 
     /// Whether no slot is free right now.
@@ -175,7 +184,9 @@ impl<T: Copy> Producer<T> {
     /// assert!(tx.is_full());
     /// ```
     pub fn is_full(&self) -> bool {
-        self.free == 0 && self.fresh_free() == 0
+        let tail = self.position();
+        (!position::valid(tail, self.capacity) || free(self.head, tail, self.capacity) == 0)
+            && self.available_write() == 0
     }
 
     /// Capacity in elements.
@@ -189,62 +200,83 @@ impl<T: Copy> Producer<T> {
         self.capacity as usize
     }
 
-    /// Up to `want` slots that are free, re-reading the consumer's index only when the cached
-    /// count is short.
+    /// Up to `want` free slots, for adapters that size a chunk before asking for it.
     #[inline]
     pub(crate) fn reserve(&mut self, want: usize) -> u32 {
-        let want = want.min(self.capacity as usize) as u32;
-        if self.free < want {
-            self.refresh();
+        let tail = self.position();
+        self.room(tail, clamp(want)).min(clamp(want))
+    }
+
+    /// Free slots from position `tail`: the cached count if it reaches `want`, otherwise a fresh
+    /// one. Zero for a position a misbehaving peer has corrupted, which keeps every later access
+    /// in bounds.
+    #[inline(always)]
+    pub(crate) fn room(&mut self, tail: u32, want: u32) -> u32 {
+        if !position::valid(tail, self.capacity) {
+            return 0;
         }
-        want.min(self.free)
-    }
-
-    /// Lengths of the runs of `n` slots from `slot` before and after the end of the storage.
-    #[inline(always)]
-    pub(crate) fn spans(&self, n: u32) -> (usize, usize) {
-        let first = n.min(self.capacity - self.slot);
-        (first as usize, (n - first) as usize)
-    }
-
-    /// Publishes the next `n` slots, whose contents must already be written.
-    #[inline(always)]
-    pub(crate) fn advance(&mut self, n: u32) {
-        debug_assert!(n <= self.free);
-        self.region.track_write(self.slot, n);
-        self.free -= n;
-        let slot = self.slot + n;
-        if slot >= self.capacity {
-            self.slot = slot - self.capacity;
-            self.lap = self.capacity - self.lap;
+        let cached = free(self.head, tail, self.capacity);
+        if cached >= want {
+            cached
         } else {
-            self.slot = slot;
+            self.refresh(tail)
         }
-        // SAFETY: the index lives as long as the region, which we hold.
-        let write = unsafe { self.write.as_ref() };
-        // Release: the consumer that acquires this position must also see the slots before it.
-        write.store(self.slot + self.lap, Ordering::Release);
     }
 
     #[cold]
     #[inline(never)]
-    fn refresh(&mut self) -> u32 {
-        self.free = self.fresh_free();
-        self.free
+    fn refresh(&mut self, tail: u32) -> u32 {
+        match fresh_head(self.read_index(), tail, self.capacity) {
+            Some(head) => {
+                self.head = head;
+                free(head, tail, self.capacity)
+            }
+            None => 0,
+        }
     }
 
-    fn fresh_free(&self) -> u32 {
-        // SAFETY: the index lives as long as the region, which we hold.
-        let read = unsafe { self.read.as_ref() };
-        // Acquire: slots the consumer released must be read out before we overwrite them.
-        let head = read.load(Ordering::Acquire);
-        if !position::valid(head, self.capacity) {
-            // Only a peer breaking the protocol gets here; refusing to write keeps us in bounds.
-            return 0;
-        }
-        let used = position::distance(head, self.slot + self.lap, self.capacity);
-        self.capacity.saturating_sub(used)
+    /// Lengths of the runs of `n` slots from `slot` before and after the end of the storage.
+    #[inline(always)]
+    pub(crate) fn spans(&self, slot: u32, n: u32) -> (usize, usize) {
+        let first = n.min(self.capacity - slot);
+        (first as usize, (n - first) as usize)
     }
+
+    /// Publishes the `n` slots after position `tail`, whose contents must already be written.
+    #[inline(always)]
+    pub(crate) fn publish(&mut self, tail: u32, n: u32) {
+        self.region
+            .track_write(position::slot(tail, self.capacity), n);
+        // SAFETY: the index lives as long as the region, which we hold.
+        let write = unsafe { self.write.as_ref() };
+        // Release: the consumer that acquires this position must also see the slots before it.
+        write.store(
+            position::advance(tail, n, self.capacity),
+            Ordering::Release,
+        );
+    }
+}
+
+/// Free slots between the consumer at `head` and us at `tail`.
+#[inline(always)]
+fn free(head: u32, tail: u32, capacity: u32) -> u32 {
+    capacity.saturating_sub(position::distance(head, tail, capacity))
+}
+
+/// The consumer's index, if it is consistent with ours.
+#[inline(always)]
+fn fresh_head(read: &AtomicU32, tail: u32, capacity: u32) -> Option<u32> {
+    // Acquire: slots the consumer released must be read out before we overwrite them.
+    let head = read.load(Ordering::Acquire);
+    // Anything else comes from a peer breaking the protocol; refusing to write keeps us in bounds.
+    (position::valid(head, capacity) && position::distance(head, tail, capacity) <= capacity)
+        .then_some(head)
+}
+
+/// A slice length as a slot count; no ring holds more than `u32::MAX` anyway.
+#[inline(always)]
+pub(crate) fn clamp(n: usize) -> u32 {
+    n.min(u32::MAX as usize) as u32
 }
 
 #[cfg(all(target_endian = "little", not(loom)))]
@@ -315,12 +347,26 @@ impl<T: crate::Element> Producer<T> {
     }
 }
 
+impl<T> Producer<T> {
+    /// Our write index. Only we store to it, so a relaxed load returns our own last store.
+    #[inline(always)]
+    fn position(&self) -> u32 {
+        // SAFETY: the index lives as long as the region, which we hold.
+        unsafe { self.write.as_ref() }.load(Ordering::Relaxed)
+    }
+
+    fn read_index(&self) -> &AtomicU32 {
+        // SAFETY: the index lives as long as the region, which we hold.
+        unsafe { self.read.as_ref() }
+    }
+}
+
 impl<T> fmt::Debug for Producer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Producer")
             .field("capacity", &self.capacity)
-            .field("write_index", &(self.slot + self.lap))
-            .field("cached_free", &self.free)
+            .field("write_index", &self.position())
+            .field("cached_read_index", &self.head)
             .finish()
     }
 }

@@ -249,14 +249,7 @@ where
             notes.push(note.clone());
         }
     }
-    if backtraces
-        && state
-            .allocs
-            .backtrace
-            .get()
-            .or(state.frees.backtrace.get())
-            .is_some()
-    {
+    if backtraces && state.allocs.count.load(SeqCst) + state.frees.count.load(SeqCst) > 0 {
         notes.push("page faults and context switches include capturing the backtraces".into());
     }
     let report = Report::build(

@@ -1,6 +1,5 @@
 //! What a scope did, and which of it is a violation.
 
-use std::backtrace::Backtrace;
 use std::borrow::Cow;
 use std::fmt;
 
@@ -20,8 +19,9 @@ pub struct HeapActivity {
     /// The first 64 sizes, in order.
     pub sizes: Vec<usize>,
     /// Where the first one happened, when backtraces were on (see
-    /// [`Options::backtraces`]).
-    pub backtrace: Option<Backtrace>,
+    /// [`Options::backtraces`]): one frame per line pair, innermost first,
+    /// starting at the code that called the allocator.
+    pub backtrace: Option<String>,
 }
 
 impl HeapActivity {
@@ -30,9 +30,54 @@ impl HeapActivity {
             count: *log.count.get_mut(),
             bytes: *log.bytes.get_mut(),
             sizes: log.sizes(),
-            backtrace: log.backtrace.take(),
+            backtrace: render(&log.frames()),
         }
     }
+}
+
+/// Resolves return addresses to `name` and `at file:line` lines, dropping the
+/// guard's own frames at both ends (allocator and stack walk inside, the guard
+/// thread's plumbing outside).
+fn render(frames: &[usize]) -> Option<String> {
+    if frames.is_empty() {
+        return None;
+    }
+    // One entry per function, inlined ones included, innermost first.
+    let mut resolved: Vec<(String, Option<String>)> = Vec::new();
+    for &ip in frames {
+        let before = resolved.len();
+        // A return address is one past its call: step back into the call so
+        // inlined frames and line numbers come out right.
+        backtrace::resolve(ip.saturating_sub(1) as *mut std::ffi::c_void, |symbol| {
+            let name = symbol.name().map_or_else(|| format!("{ip:#x}"), |n| format!("{n:#}"));
+            let place = symbol
+                .filename()
+                .zip(symbol.lineno())
+                .map(|(file, line)| format!("{}:{line}", file.display()));
+            resolved.push((name, place));
+        });
+        if resolved.len() == before {
+            resolved.push((format!("{ip:#x}"), None));
+        }
+    }
+    let plumbing = |(name, _): &(String, Option<String>)| {
+        ["downbeat_rt::guard::", "<downbeat_rt::guard::", "backtrace::", "__rust", "__rdl_"]
+            .iter()
+            .any(|p| name.starts_with(p))
+    };
+    let last = resolved
+        .iter()
+        .position(|(n, _)| n.starts_with("downbeat_rt::guard::guarded"))
+        .unwrap_or(resolved.len());
+    let first = resolved[..last].iter().rposition(plumbing).map_or(0, |i| i + 1);
+    let mut out = String::new();
+    for (i, (name, place)) in resolved[first..last].iter().enumerate() {
+        out.push_str(&format!("{i:>3}: {name}\n"));
+        if let Some(place) = place {
+            out.push_str(&format!("       at {place}\n"));
+        }
+    }
+    Some(out)
 }
 
 /// One kind of system call and how often the scope made it.
@@ -298,7 +343,7 @@ impl fmt::Display for Report {
             writeln!(f)?;
             if let Some(trace) = &h.backtrace {
                 writeln!(f, "    first one at:")?;
-                for line in trace.to_string().lines() {
+                for line in trace.lines() {
                     writeln!(f, "      {line}")?;
                 }
             }

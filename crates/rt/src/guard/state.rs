@@ -6,16 +6,16 @@
 //! array of atomics: recording never allocates, locks or makes a system call,
 //! and a nested writer can never see a torn slot.
 
-use std::backtrace::Backtrace;
 use std::cell::Cell;
 use std::ptr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
-use std::sync::OnceLock;
 
 /// How many allocation (or free) sizes are kept verbatim; counts and byte
 /// totals stay exact past it.
 pub(crate) const RECORDED_SIZES: usize = 64;
+/// Frames kept of the first allocation's (and free's) backtrace.
+const BACKTRACE_FRAMES: usize = 48;
 /// Distinct `(system call, futex op)` kinds itemised per scope.
 const SYSCALL_SLOTS: usize = 64;
 /// Distinct blocking-call names itemised per scope.
@@ -33,7 +33,10 @@ pub(crate) struct HeapLog {
     pub(crate) count: AtomicU64,
     pub(crate) bytes: AtomicU64,
     pub(crate) sizes: [AtomicUsize; RECORDED_SIZES],
-    pub(crate) backtrace: OnceLock<Backtrace>,
+    /// Return addresses of the first event, resolved to names only after
+    /// the scope: resolving allocates and takes locks.
+    frames: [AtomicUsize; BACKTRACE_FRAMES],
+    depth: AtomicUsize,
 }
 
 impl HeapLog {
@@ -42,7 +45,8 @@ impl HeapLog {
             count: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             sizes: [const { AtomicUsize::new(0) }; RECORDED_SIZES],
-            backtrace: OnceLock::new(),
+            frames: [const { AtomicUsize::new(0) }; BACKTRACE_FRAMES],
+            depth: AtomicUsize::new(0),
         }
     }
 
@@ -59,9 +63,17 @@ impl HeapLog {
     fn reset(&self) {
         self.count.store(0, Relaxed);
         self.bytes.store(0, Relaxed);
-        for size in &self.sizes {
-            size.store(0, Relaxed);
+        for word in self.sizes.iter().chain(&self.frames) {
+            word.store(0, Relaxed);
         }
+        self.depth.store(0, Relaxed);
+    }
+
+    /// The first event's return addresses, innermost first; empty unless
+    /// backtraces were captured.
+    pub(crate) fn frames(&self) -> Vec<usize> {
+        let depth = self.depth.load(Relaxed);
+        self.frames[..depth].iter().map(|f| f.load(Relaxed)).collect()
     }
 
     /// The recorded sizes, in order.
@@ -298,14 +310,31 @@ fn with_armed(f: impl FnOnce(&GuardState)) {
     }
 }
 
-/// Takes a backtrace for `log` without recording the capture's own heap and
-/// system-call traffic, which would otherwise recurse into the allocator.
+/// Records the return addresses of the current call stack into `log`.
+///
+/// Walks the stack without `std::backtrace`, whose capture takes a
+/// process-wide lock that this thread may already hold (a panic hook
+/// printing a backtrace, an error type capturing one) and then allocates:
+/// capturing through it from the allocator would deadlock.
 fn capture(state: &GuardState, log: &HeapLog) {
     if !state.capture_backtraces.load(Relaxed) {
         return;
     }
+    // Nothing the walk does may count, should it allocate or call the kernel.
     state.armed.store(false, Relaxed);
-    let _ = log.backtrace.set(Backtrace::force_capture());
+    let mut depth = 0;
+    #[cfg(unix)]
+    // SAFETY: "unsynchronized" guards against unwinders that are not
+    // thread-safe (Windows' dbghelp); the Unix unwinder is, and the walk
+    // only reads this thread's own stack.
+    unsafe {
+        backtrace::trace_unsynchronized(|frame| {
+            log.frames[depth].store(frame.ip() as usize, Relaxed);
+            depth += 1;
+            depth < BACKTRACE_FRAMES
+        });
+    }
+    log.depth.store(depth, Relaxed);
     state.armed.store(true, Relaxed);
 }
 
