@@ -9,7 +9,10 @@ mod report;
 mod ring;
 
 #[derive(Parser)]
-#[command(name = "downbeat-bench", about = "Benchmarks Downbeat against other libraries")]
+#[command(
+    name = "downbeat-bench",
+    about = "Benchmarks Downbeat against other libraries"
+)]
 struct Cli {
     #[command(subcommand)]
     suite: Suite,
@@ -40,9 +43,7 @@ pub struct Common {
 
 impl Common {
     pub fn runs(&self) -> usize {
-        self.runs
-            .unwrap_or(if self.quick { 1 } else { 7 })
-            .max(1)
+        self.runs.unwrap_or(if self.quick { 1 } else { 7 }).max(1)
     }
 
     /// Whether the user asked for `case` (or for everything).

@@ -88,7 +88,10 @@ impl Report {
     /// Prints the report: JSON on one line, or an aligned table.
     pub fn print(&self, json: bool) {
         if json {
-            println!("{}", serde_json::to_string(self).expect("report serialises"));
+            println!(
+                "{}",
+                serde_json::to_string(self).expect("report serialises")
+            );
         } else {
             print!("{}", self.table());
         }
@@ -273,7 +276,8 @@ mod tests {
         r.ratio("lat", "lat", "downbeat", "rtrb", Better::Lower);
         assert_eq!(r.ratios["tp_vs_rtrb"], 1.2);
         assert_eq!(r.ratios["lat_vs_rtrb"], 1.25);
-        let json: serde_json::Value = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         assert_eq!(json["results"][0]["impl"], "downbeat");
         assert!(r.table().contains("tp_vs_rtrb"));
     }

@@ -7,7 +7,10 @@ fn main() {
     let sr = 48_000.0;
     let mut g = Graph::new();
     let osc = g.add("osc", Sine::new(2, sr, 220.0, 0.5, 0.0));
-    let lp = g.add("lp", Biquad::new(2, sr, FilterMode::Lowpass, 800.0, 0.707).unwrap());
+    let lp = g.add(
+        "lp",
+        Biquad::new(2, sr, FilterMode::Lowpass, 800.0, 0.707).unwrap(),
+    );
     let amp = g.add("amp", Gain::new(2, 0.8));
     let out = g.add("out", Output::new(2));
     g.connect(osc, lp);
@@ -16,7 +19,12 @@ fn main() {
     g.set_output(out);
 
     // Off the audio thread: check the graph and allocate every buffer.
-    let mut schedule = g.compile(CompileConfig { sample_rate: sr, max_block: 256 }).unwrap();
+    let mut schedule = g
+        .compile(CompileConfig {
+            sample_rate: sr,
+            max_block: 256,
+        })
+        .unwrap();
     // On the audio thread: one call per block, no allocation.
     schedule.process(256);
     println!("first sample: {}", schedule.output().channel(0)[0]);

@@ -3,8 +3,11 @@
 use std::time::Instant;
 
 use downbeat_graph::Schedule;
+use downbeat_rt::pool::{Pool, PoolConfig};
+use downbeat_rt::reclaim::Collector;
 
 use crate::load::{LoadMeter, LoadSummary};
+use crate::swap::{self, ScheduleSender, Swapper};
 
 /// Blocks of load history kept exactly by default: about 10 minutes at 48 kHz / 256.
 pub const DEFAULT_HISTORY: usize = 120_000;
@@ -32,6 +35,8 @@ pub const DEFAULT_HISTORY: usize = 120_000;
 /// ```
 pub struct Engine {
     schedule: Schedule,
+    pool: Option<Pool>,
+    swapper: Option<Swapper>,
     meter: LoadMeter,
     seconds_per_frame: f64,
 }
@@ -48,9 +53,65 @@ impl Engine {
         let seconds_per_frame = 1.0 / schedule.config().sample_rate as f64;
         Self {
             schedule,
+            pool: None,
+            swapper: None,
             meter: LoadMeter::new(blocks),
             seconds_per_frame,
         }
+    }
+
+    /// Processes on `threads` threads: the audio thread plus `threads - 1` pool workers
+    /// at real-time priority where permitted. `1` processes serially on the audio thread.
+    /// Returns notes on what could not be set up (priority, pinning).
+    pub fn set_threads(&mut self, threads: usize) -> Vec<String> {
+        self.pool = None;
+        if threads <= 1 {
+            return Vec::new();
+        }
+        let pool = Pool::new(PoolConfig {
+            workers: Some(threads - 1),
+            ..PoolConfig::default()
+        });
+        let notes = pool.notes().to_vec();
+        self.pool = Some(pool);
+        notes
+    }
+
+    /// Threads processing each block, the audio thread included.
+    pub fn threads(&self) -> usize {
+        self.pool.as_ref().map_or(1, |p| p.workers() + 1)
+    }
+
+    /// Futex wakes of parked workers made from the audio thread so far.
+    pub fn pool_wakes(&self) -> u64 {
+        self.pool.as_ref().map_or(0, Pool::wakes)
+    }
+
+    /// Opens a hot-swap channel: schedules sent through the [`ScheduleSender`] replace the
+    /// running one at the next block boundary (no block is dropped or repeated), and the
+    /// replaced ones are freed when the [`Collector`] collects, off the audio thread.
+    /// `capacity` schedules may be in flight. A second call replaces the first channel.
+    ///
+    /// ```
+    /// use downbeat::{project::Project, Engine};
+    /// let p = Project::parse("edges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\n[nodes.out]\ntype = \"output\"\n", "x.toml").unwrap();
+    /// let mut engine = Engine::new(p.build().unwrap());
+    /// let (mut sender, mut collector) = engine.swap_channel(4);
+    /// sender.send(p.build().unwrap()).unwrap();
+    /// let mut block = vec![0.0; engine.block_size() * 2];
+    /// engine.process(&mut block); // swaps at the block boundary
+    /// assert_eq!(engine.swaps(), 1);
+    /// assert_eq!(collector.collect(), 1); // the old schedule, freed here
+    /// ```
+    pub fn swap_channel(&mut self, capacity: usize) -> (ScheduleSender, Collector) {
+        let (sender, swapper, collector) = swap::channel(&self.schedule, capacity);
+        self.swapper = Some(swapper);
+        (sender, collector)
+    }
+
+    /// Schedules swapped in so far.
+    pub fn swaps(&self) -> u64 {
+        self.swapper.as_ref().map_or(0, |s| s.swaps)
     }
 
     /// Fills `out` with the next `out.len() / channels` frames, interleaved, and records the
@@ -64,8 +125,14 @@ impl Engine {
         let ch = self.channels();
         assert_eq!(out.len() % ch, 0, "buffer is not a whole number of frames");
         let max = self.schedule.config().max_block;
+        if let Some(swapper) = self.swapper.as_mut() {
+            swapper.take(&mut self.schedule);
+        }
         for piece in out.chunks_mut(max * ch) {
-            self.schedule.process(piece.len() / ch);
+            match &self.pool {
+                Some(pool) => self.schedule.process_parallel(piece.len() / ch, pool),
+                None => self.schedule.process(piece.len() / ch),
+            }
             self.schedule.output_interleaved(piece);
         }
         let frames = out.len() / ch;

@@ -32,6 +32,10 @@ enum Command {
         /// Also write the audio to this WAV file (32-bit float).
         #[arg(long, value_name = "FILE.wav")]
         out: Option<PathBuf>,
+        /// Threads processing the graph, the audio thread included (1 = serial).
+        /// Default: every core.
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+        threads: Option<u16>,
         /// Print the summary as one JSON object on stdout.
         #[arg(long)]
         json: bool,
@@ -80,6 +84,8 @@ struct Summary {
     block_size: usize,
     channels: usize,
     nodes: usize,
+    threads: usize,
+    pool_wakes: u64,
     seconds: f64,
     wall_seconds: f64,
     late_wakeups: u64,
@@ -132,6 +138,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             device,
             seconds,
             out,
+            threads,
             json,
         } => {
             if let Some(dir) = out.as_ref().and_then(|o| o.parent()) {
@@ -145,6 +152,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let (p, schedule) = load(&project)?;
             let nodes = schedule.len();
             let mut engine = Engine::new(schedule);
+            let threads = threads.map_or_else(downbeat_rt::pool::available_cores, usize::from);
+            for note in engine.set_threads(threads) {
+                eprintln!("note: {note}");
+            }
             let length = RunLength::seconds(seconds, engine.sample_rate());
             let mut dev: Box<dyn Device> = match device {
                 DeviceKind::Virtual => Box::new(Virtual::new(out.clone())),
@@ -161,6 +172,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 block_size: engine.block_size(),
                 channels: engine.channels(),
                 nodes,
+                threads: engine.threads(),
+                pool_wakes: engine.pool_wakes(),
                 seconds: report.frames as f64 / engine.sample_rate() as f64,
                 wall_seconds: report.wall_seconds,
                 late_wakeups: report.late_wakeups,
@@ -182,8 +195,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
 fn print_summary(s: &Summary, out: Option<&PathBuf>) {
     let l = &s.load;
     println!(
-        "{} on the {} device: {} nodes, {} Hz, {} frames per block, {:.2} s of audio in {:.2} s",
-        s.project, s.device, s.nodes, s.sample_rate, s.block_size, s.seconds, s.wall_seconds
+        "{} on the {} device: {} nodes on {} thread(s), {} Hz, {} frames per block, {:.2} s of audio in {:.2} s",
+        s.project, s.device, s.nodes, s.threads, s.sample_rate, s.block_size, s.seconds, s.wall_seconds
     );
     println!(
         "blocks {}  load P0 {:.3}  P25 {:.3}  P50 {:.3}  P75 {:.3}  P99 {:.3}  P99.9 {:.3}  max {:.3}",

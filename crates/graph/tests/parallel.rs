@@ -1,6 +1,8 @@
 //! The parallel processor gives exactly the serial processor's output.
 
-use downbeat_graph::nodes::{CompressorSettings, Karplus, KarplusSettings, Mix, Noise, Output, SpectralCompressor};
+use downbeat_graph::nodes::{
+    CompressorSettings, Karplus, KarplusSettings, Mix, Noise, Output, SpectralCompressor,
+};
 use downbeat_graph::{CompileConfig, Graph, Schedule};
 use downbeat_rt::pool::{Pool, PoolConfig};
 use proptest::prelude::*;
@@ -29,8 +31,14 @@ fn fan_in(shape: &[usize], seed: u64) -> Schedule {
         } else {
             g.add(format!("src{k}"), Noise::new(2, 0.1, seed + k as u64))
         };
-        let comp = CompressorSettings { fft_size: 256, ..CompressorSettings::default() };
-        let c = g.add(format!("c0_{k}"), SpectralCompressor::new(2, SR, &comp).unwrap());
+        let comp = CompressorSettings {
+            fft_size: 256,
+            ..CompressorSettings::default()
+        };
+        let c = g.add(
+            format!("c0_{k}"),
+            SpectralCompressor::new(2, SR, &comp).unwrap(),
+        );
         g.connect(id, c);
         prev.push(c);
     }
@@ -66,7 +74,12 @@ fn render(mut s: Schedule, pool: Option<&Pool>, blocks: &[usize]) -> Vec<f32> {
 
 #[test]
 fn parallel_output_is_bit_identical_to_serial() {
-    let pool = Pool::new(PoolConfig { workers: Some(3), realtime_priority: None, pin: false, ..PoolConfig::default() });
+    let pool = Pool::new(PoolConfig {
+        workers: Some(3),
+        realtime_priority: None,
+        pin: false,
+        ..PoolConfig::default()
+    });
     let blocks: Vec<usize> = (0..200).map(|i| [128, 64, 1, 100][i % 4]).collect();
     let shape = [24, 6, 3, 2, 1];
     let serial = render(fan_in(&shape, 7), None, &blocks);
@@ -77,7 +90,10 @@ fn parallel_output_is_bit_identical_to_serial() {
 
 #[test]
 fn a_pool_without_workers_runs_everything_on_the_caller() {
-    let pool = Pool::new(PoolConfig { workers: Some(0), ..PoolConfig::default() });
+    let pool = Pool::new(PoolConfig {
+        workers: Some(0),
+        ..PoolConfig::default()
+    });
     let blocks = [128; 20];
     let a = render(fan_in(&[4, 2, 1], 1), None, &blocks);
     let b = render(fan_in(&[4, 2, 1], 1), Some(&pool), &blocks);

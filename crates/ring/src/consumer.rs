@@ -77,10 +77,12 @@ impl<T: Copy> Consumer<T> {
     #[inline]
     pub fn pop(&mut self) -> Option<T> {
         let head = self.position();
-        if self.ready(head, 1) == 0 {
+        let cap = self.capacity;
+        // One compare covers a corrupted index and a zero capacity alike.
+        if head >= 2 * cap || (head == self.tail && self.refresh(head) == 0) {
             return None;
         }
-        let slot = position::slot(head, self.capacity);
+        let slot = position::slot(head, cap);
         self.region.track_read(slot, 1);
         // SAFETY: an element is ready, so the producer published `slot` (below `capacity`
         // because `head` is valid) and will not write it again until `release` moves past it.
@@ -100,8 +102,8 @@ impl<T: Copy> Consumer<T> {
     /// ```
     pub fn peek(&self) -> Option<&T> {
         let head = self.position();
-        let cached = position::valid(head, self.capacity)
-            && ready(head, self.tail, self.capacity) > 0;
+        let cached =
+            position::valid(head, self.capacity) && ready(head, self.tail, self.capacity) > 0;
         if !cached && self.available_read() == 0 {
             return None;
         }
@@ -230,7 +232,7 @@ impl<T: Copy> Consumer<T> {
     /// fresh one. Zero for a position a misbehaving peer has corrupted.
     #[inline(always)]
     pub(crate) fn ready(&mut self, head: u32, want: u32) -> u32 {
-        if !position::valid(head, self.capacity) {
+        if head >= 2 * self.capacity {
             return 0;
         }
         let cached = ready(head, self.tail, self.capacity);

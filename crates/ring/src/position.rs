@@ -60,7 +60,10 @@ mod tests {
     #[test]
     fn slots_advance_and_validity() {
         assert_eq!((slot(2, 3), slot(3, 3), slot(5, 3)), (2, 0, 2));
-        assert_eq!((advance(5, 1, 3), advance(4, 3, 3), advance(0, 0, 0)), (0, 1, 0));
+        assert_eq!(
+            (advance(5, 1, 3), advance(4, 3, 3), advance(0, 0, 0)),
+            (0, 1, 0)
+        );
         let max = crate::layout::MAX_CAPACITY as u32;
         assert_eq!(advance(2 * max - 1, max, max), max - 1);
         assert!(valid(0, 0) && valid(5, 3) && !valid(6, 3) && !valid(1, 0));

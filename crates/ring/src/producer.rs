@@ -80,10 +80,14 @@ impl<T: Copy> Producer<T> {
     #[inline]
     pub fn push(&mut self, value: T) -> Result<(), Full<T>> {
         let tail = self.position();
-        if self.room(tail, 1) == 0 {
+        let cap = self.capacity;
+        // One compare covers a corrupted index and a zero capacity alike.
+        if tail >= 2 * cap
+            || (position::distance(self.head, tail, cap) >= cap && self.refresh(tail) == 0)
+        {
             return Err(Full(value));
         }
-        let slot = position::slot(tail, self.capacity);
+        let slot = position::slot(tail, cap);
         self.region.track_write(slot, 1);
         // SAFETY: there is room, so `slot` (below `capacity` because `tail` is valid) is outside
         // the consumer's readable range until `publish` moves the index past it.
@@ -116,7 +120,8 @@ impl<T: Copy> Producer<T> {
         // none of which the consumer may read yet.
         unsafe {
             let dst = self.data.as_ptr();
-            src.as_ptr().copy_to_nonoverlapping(dst.add(slot as usize), first);
+            src.as_ptr()
+                .copy_to_nonoverlapping(dst.add(slot as usize), first);
             src.as_ptr().add(first).copy_to_nonoverlapping(dst, second);
         }
         self.publish(tail, n);
@@ -212,7 +217,7 @@ impl<T: Copy> Producer<T> {
     /// in bounds.
     #[inline(always)]
     pub(crate) fn room(&mut self, tail: u32, want: u32) -> u32 {
-        if !position::valid(tail, self.capacity) {
+        if tail >= 2 * self.capacity {
             return 0;
         }
         let cached = free(self.head, tail, self.capacity);
@@ -250,10 +255,7 @@ impl<T: Copy> Producer<T> {
         // SAFETY: the index lives as long as the region, which we hold.
         let write = unsafe { self.write.as_ref() };
         // Release: the consumer that acquires this position must also see the slots before it.
-        write.store(
-            position::advance(tail, n, self.capacity),
-            Ordering::Release,
-        );
+        write.store(position::advance(tail, n, self.capacity), Ordering::Release);
     }
 }
 

@@ -6,3 +6,4 @@
 
 pub mod guard;
 pub mod pool;
+pub mod reclaim;

@@ -67,7 +67,10 @@ fn first_allocation_backtrace_is_captured_on_request() {
         .expect("backtrace requested");
     // Starts at the allocation in the test, not inside the guard.
     assert!(trace.lines().next().unwrap().contains("alloc::"), "{trace}");
-    assert!(trace.contains("first_allocation_backtrace_is_captured_on_request"), "{trace}");
+    assert!(
+        trace.contains("first_allocation_backtrace_is_captured_on_request"),
+        "{trace}"
+    );
     assert!(!trace.contains("downbeat_rt::guard::guarded"), "{trace}");
     assert!(report.to_string().contains("first one at"), "{report}");
     // The capture itself allocates; none of that may be counted.

@@ -49,7 +49,9 @@ fn render(frames: &[usize]) -> Option<String> {
         // A return address is one past its call: step back into the call so
         // inlined frames and line numbers come out right.
         backtrace::resolve(ip.saturating_sub(1) as *mut std::ffi::c_void, |symbol| {
-            let name = symbol.name().map_or_else(|| format!("{ip:#x}"), |n| format!("{n:#}"));
+            let name = symbol
+                .name()
+                .map_or_else(|| format!("{ip:#x}"), |n| format!("{n:#}"));
             let place = symbol
                 .filename()
                 .zip(symbol.lineno())
@@ -61,15 +63,24 @@ fn render(frames: &[usize]) -> Option<String> {
         }
     }
     let plumbing = |(name, _): &(String, Option<String>)| {
-        ["downbeat_rt::guard::", "<downbeat_rt::guard::", "backtrace::", "__rust", "__rdl_"]
-            .iter()
-            .any(|p| name.starts_with(p))
+        [
+            "downbeat_rt::guard::",
+            "<downbeat_rt::guard::",
+            "backtrace::",
+            "__rust",
+            "__rdl_",
+        ]
+        .iter()
+        .any(|p| name.starts_with(p))
     };
     let last = resolved
         .iter()
         .position(|(n, _)| n.starts_with("downbeat_rt::guard::guarded"))
         .unwrap_or(resolved.len());
-    let first = resolved[..last].iter().rposition(plumbing).map_or(0, |i| i + 1);
+    let first = resolved[..last]
+        .iter()
+        .rposition(plumbing)
+        .map_or(0, |i| i + 1);
     let mut out = String::new();
     for (i, (name, place)) in resolved[first..last].iter().enumerate() {
         out.push_str(&format!("{i:>3}: {name}\n"));

@@ -73,7 +73,10 @@ impl HeapLog {
     /// backtraces were captured.
     pub(crate) fn frames(&self) -> Vec<usize> {
         let depth = self.depth.load(Relaxed);
-        self.frames[..depth].iter().map(|f| f.load(Relaxed)).collect()
+        self.frames[..depth]
+            .iter()
+            .map(|f| f.load(Relaxed))
+            .collect()
     }
 
     /// The recorded sizes, in order.

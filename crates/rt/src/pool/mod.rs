@@ -239,7 +239,9 @@ impl Pool {
         {
             std::hint::spin_loop();
         }
-        self.shared.job.store(std::ptr::null_mut(), Ordering::Release);
+        self.shared
+            .job
+            .store(std::ptr::null_mut(), Ordering::Release);
     }
 }
 

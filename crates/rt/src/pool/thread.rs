@@ -16,7 +16,8 @@ pub fn set_current_thread_realtime(priority: i32) -> Result<(), String> {
             sched_priority: priority,
         };
         // SAFETY: plain FFI call on the calling thread with a valid parameter struct.
-        let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+        let rc =
+            unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
         if rc == 0 {
             Ok(())
         } else {
@@ -48,7 +49,8 @@ pub fn pin_current_thread(core: usize) -> Result<(), String> {
         // SAFETY: `core` was just checked against the set's capacity.
         unsafe { libc::CPU_SET(core, &mut set) };
         // SAFETY: FFI call with a valid, initialised set for the calling thread (pid 0).
-        let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        let rc =
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
         if rc == 0 {
             Ok(())
         } else {
