@@ -30,6 +30,7 @@ const BIN_WIDTH: f64 = 0.001;
 #[derive(Clone, Debug)]
 pub struct LoadMeter {
     samples: Vec<f32>,
+    kept: usize,
     histogram: Box<[u64]>,
     overflow: u64,
     count: u64,
@@ -41,9 +42,11 @@ pub struct LoadMeter {
 impl LoadMeter {
     /// A meter that keeps the first `capacity` values exactly.
     pub fn new(capacity: usize) -> Self {
+        // Touched now, so recording never takes a page fault on the audio thread.
         Self {
-            samples: Vec::with_capacity(capacity),
-            histogram: vec![0; BINS].into_boxed_slice(),
+            samples: downbeat_graph::prefaulted(capacity),
+            kept: 0,
+            histogram: downbeat_graph::prefaulted(BINS).into_boxed_slice(),
             overflow: 0,
             count: 0,
             missed: 0,
@@ -54,8 +57,9 @@ impl LoadMeter {
 
     /// Records the load of one callback.
     pub fn record(&mut self, load: f64) {
-        if self.samples.len() < self.samples.capacity() {
-            self.samples.push(load as f32);
+        if let Some(slot) = self.samples.get_mut(self.kept) {
+            *slot = load as f32;
+            self.kept += 1;
         }
         let bin = (load / BIN_WIDTH) as usize;
         match self.histogram.get_mut(bin) {
@@ -72,7 +76,7 @@ impl LoadMeter {
 
     /// The values kept exactly, in order.
     pub fn samples(&self) -> &[f32] {
-        &self.samples
+        &self.samples[..self.kept]
     }
 
     /// Callbacks recorded.
@@ -82,7 +86,7 @@ impl LoadMeter {
 
     /// Forgets everything recorded so far, keeping the allocations.
     pub fn reset(&mut self) {
-        self.samples.clear();
+        self.kept = 0;
         self.histogram.fill(0);
         self.overflow = 0;
         self.count = 0;
@@ -97,8 +101,8 @@ impl LoadMeter {
         if self.count == 0 {
             return 0.0;
         }
-        if self.samples.len() as u64 == self.count {
-            let mut sorted = self.samples.clone();
+        if self.kept as u64 == self.count {
+            let mut sorted = self.samples().to_vec();
             sorted.sort_by(f32::total_cmp);
             let i = ((q * (sorted.len() - 1) as f64).round() as usize).min(sorted.len() - 1);
             return sorted[i] as f64;

@@ -135,9 +135,9 @@ impl Graph {
             let mut p = std::mem::take(&mut preds[slot]);
             p.sort_unstable();
             let (input, in_buf) = match p.len() {
-                0 => (InputPlan::Silence, vec![0.0; in_ch * cfg.max_block]),
+                0 => (InputPlan::Silence, crate::prefaulted(in_ch * cfg.max_block)),
                 1 => (InputPlan::Direct(p[0]), Vec::new()),
-                _ => (InputPlan::Sum(p), vec![0.0; in_ch * cfg.max_block]),
+                _ => (InputPlan::Sum(p), crate::prefaulted(in_ch * cfg.max_block)),
             };
             names.push(entry.name);
             slots.push(Slot {
@@ -146,7 +146,7 @@ impl Graph {
                 out_ch,
                 input,
                 in_buf,
-                out_buf: vec![0.0; out_ch * cfg.max_block],
+                out_buf: crate::prefaulted(out_ch * cfg.max_block),
                 successors: std::mem::take(&mut succs[slot]),
             });
         }

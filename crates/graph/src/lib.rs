@@ -17,7 +17,7 @@ mod param;
 mod registry;
 mod schedule;
 
-pub use buffer::{AudioMut, AudioRef};
+pub use buffer::{prefaulted, AudioMut, AudioRef};
 pub use compile::CompileConfig;
 pub use error::GraphError;
 pub use graph::{Edge, Endpoint, Graph, NodeId};

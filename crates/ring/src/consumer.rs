@@ -243,8 +243,7 @@ impl<T: Copy> Consumer<T> {
         }
     }
 
-    #[cold]
-    #[inline(never)]
+    #[inline(always)]
     fn refresh(&mut self, head: u32) -> u32 {
         match fresh_tail(self.write_index(), head, self.capacity) {
             Some(tail) => {

@@ -228,8 +228,7 @@ impl<T: Copy> Producer<T> {
         }
     }
 
-    #[cold]
-    #[inline(never)]
+    #[inline(always)]
     fn refresh(&mut self, tail: u32) -> u32 {
         match fresh_head(self.read_index(), tail, self.capacity) {
             Some(head) => {

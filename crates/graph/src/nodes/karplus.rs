@@ -229,7 +229,7 @@ impl Karplus {
             settings: settings.clone(),
             tuning: tunings[0],
             tunings,
-            ring: vec![0.0; lowest],
+            ring: crate::prefaulted(lowest),
             write: 0,
             ap_x1: 0.0,
             ap_y1: 0.0,
