@@ -6,6 +6,7 @@ pub mod device;
 pub mod engine;
 pub mod load;
 pub mod project;
+pub mod report;
 pub mod swap;
 
 pub use engine::Engine;

@@ -39,6 +39,9 @@ enum Command {
         /// Print the summary as one JSON object on stdout.
         #[arg(long)]
         json: bool,
+        /// Write an HTML load report with plots (load over time, histogram, time per node).
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
     },
     /// Checks a project file and its graph without running it.
     Check {
@@ -140,13 +143,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
             out,
             threads,
             json,
+            report,
         } => {
-            if let Some(dir) = out.as_ref().and_then(|o| o.parent()) {
-                if !dir.as_os_str().is_empty() && !dir.is_dir() {
-                    return Err(Failure::Input(format!(
-                        "--out: directory `{}` does not exist",
-                        dir.display()
-                    )));
+            for (flag, path) in [("--out", &out), ("--report", &report)] {
+                if let Some(dir) = path.as_ref().and_then(|o| o.parent()) {
+                    if !dir.as_os_str().is_empty() && !dir.is_dir() {
+                        return Err(Failure::Input(format!(
+                            "{flag}: directory `{}` does not exist",
+                            dir.display()
+                        )));
+                    }
                 }
             }
             let (p, schedule) = load(&project)?;
@@ -156,12 +162,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
             for note in engine.set_threads(threads) {
                 eprintln!("note: {note}");
             }
+            engine.schedule().set_profiling(report.is_some());
             let length = RunLength::seconds(seconds, engine.sample_rate());
             let mut dev: Box<dyn Device> = match device {
                 DeviceKind::Virtual => Box::new(Virtual::new(out.clone())),
                 DeviceKind::Offline => Box::new(Offline::new(out.clone())),
             };
-            let report = dev.run(&mut engine, length).map_err(|e| match e {
+            let run_report = dev.run(&mut engine, length).map_err(|e| match e {
                 DeviceError::Config(m) => Failure::Input(m),
                 other => Failure::Runtime(other.to_string()),
             })?;
@@ -174,11 +181,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 nodes,
                 threads: engine.threads(),
                 pool_wakes: engine.pool_wakes(),
-                seconds: report.frames as f64 / engine.sample_rate() as f64,
-                wall_seconds: report.wall_seconds,
-                late_wakeups: report.late_wakeups,
+                seconds: run_report.frames as f64 / engine.sample_rate() as f64,
+                wall_seconds: run_report.wall_seconds,
+                late_wakeups: run_report.late_wakeups,
                 load: engine.summary(),
             };
+            if let Some(path) = &report {
+                write_report(path, &summary, &engine)?;
+            }
             if json {
                 println!(
                     "{}",
@@ -190,6 +200,31 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+fn write_report(path: &std::path::Path, s: &Summary, engine: &Engine) -> Result<(), Failure> {
+    let schedule = engine.schedule();
+    let blocks = s.load.blocks.max(1) as f64;
+    let node_us = (0..schedule.len())
+        .map(|i| {
+            let us = schedule.node_time(i).as_secs_f64() * 1e6 / blocks;
+            (schedule.names()[i].clone(), us)
+        })
+        .collect();
+    let subtitle = format!(
+        "{} device, {} thread(s), {} nodes, {} Hz, {} frames per block, {:.1} s of audio",
+        s.device, s.threads, s.nodes, s.sample_rate, s.block_size, s.seconds
+    );
+    let data = downbeat::report::ReportData {
+        title: &s.project,
+        subtitle: &subtitle,
+        summary: s.load,
+        samples: engine.load().samples(),
+        node_us,
+        budget_us: s.block_size as f64 / s.sample_rate as f64 * 1e6,
+    };
+    downbeat::report::write(path, &data)
+        .map_err(|e| Failure::Runtime(format!("cannot write `{}`: {e}", path.display())))
 }
 
 fn print_summary(s: &Summary, out: Option<&PathBuf>) {
