@@ -27,7 +27,10 @@ const H: f64 = 260.0;
 const PAD: f64 = 48.0;
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn axis(svg: &mut String, y_max: f64, y_label: &str, x_label: &str) {
@@ -57,7 +60,9 @@ fn axis(svg: &mut String, y_max: f64, y_label: &str, x_label: &str) {
 }
 
 fn load_over_time(d: &ReportData<'_>) -> String {
-    let mut svg = format!(r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" id="load-time">"#);
+    let mut svg = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" id="load-time">"#
+    );
     let y_max = (d.summary.load_max.max(1.0) * 1.05).min(10.0);
     axis(&mut svg, y_max, "load", "callback");
     let n = d.samples.len().max(1);
@@ -85,7 +90,9 @@ fn load_over_time(d: &ReportData<'_>) -> String {
 }
 
 fn histogram(d: &ReportData<'_>) -> String {
-    let mut svg = format!(r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" id="load-histogram">"#);
+    let mut svg = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" id="load-histogram">"#
+    );
     let x_max = d.summary.load_max.max(0.01) * 1.05;
     let bins = 60;
     let mut counts = vec![0u64; bins];
@@ -117,11 +124,16 @@ fn histogram(d: &ReportData<'_>) -> String {
     ];
     for (k, (name, v)) in marks.iter().enumerate() {
         let x = PAD + plot_w * (v / x_max);
+        // Labels near the right edge go to the left of their line.
+        let (tx, anchor) = if x > W - 120.0 {
+            (x - 3.0, "end")
+        } else {
+            (x + 3.0, "start")
+        };
         let _ = write!(
             svg,
-            r##"<line x1="{x:.1}" y1="10" x2="{x:.1}" y2="{}" stroke="#e6550d"/><text x="{:.1}" y="{}" font-size="11" fill="#e6550d" class="mark">{name} {v:.3}</text>"##,
+            r##"<line x1="{x:.1}" y1="10" x2="{x:.1}" y2="{}" stroke="#e6550d"/><text x="{tx:.1}" y="{}" font-size="11" fill="#e6550d" text-anchor="{anchor}" class="mark">{name} {v:.3}</text>"##,
             H - PAD,
-            x + 3.0,
             22.0 + 13.0 * k as f64
         );
     }
@@ -145,7 +157,9 @@ fn node_times(d: &ReportData<'_>) -> String {
     let row = 16.0;
     let h = PAD + row * nodes.len() as f64;
     let label_w = 150.0;
-    let mut svg = format!(r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" id="node-times">"#);
+    let mut svg = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" id="node-times">"#
+    );
     let max = nodes.iter().map(|n| n.1).fold(1e-9, f64::max);
     for (i, (name, us)) in nodes.iter().enumerate() {
         let y = 10.0 + row * i as f64;

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Extra checks for downbeat-ring, run by the top-level ./test after the workspace tests:
+# loom models, Miri on the whole crate, the wasm32 build, and a smoke run of the ring benchmark.
+# Loom and Miri build into target dirs of their own so they do not invalidate the main cache.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+step() { printf '\n--> ring: %s\n' "$*"; }
+
+step "toolchains"
+if ! rustup toolchain list | grep -q '^nightly'; then
+    rustup toolchain install nightly --profile minimal
+fi
+installed=$(rustup component list --toolchain nightly --installed)
+if ! grep -q '^miri' <<<"$installed" || ! grep -q '^rust-src' <<<"$installed"; then
+    rustup component add miri rust-src --toolchain nightly
+fi
+if ! rustup target list --installed | grep -q '^wasm32-unknown-unknown$'; then
+    rustup target add wasm32-unknown-unknown
+fi
+
+step "loom"
+RUSTFLAGS="--cfg loom" cargo test -p downbeat-ring --test loom --release \
+    --target-dir target/loom
+
+step "miri"
+cargo +nightly miri test -p downbeat-ring --target-dir target/miri
+
+step "wasm32-unknown-unknown"
+cargo build -p downbeat-ring --target wasm32-unknown-unknown
+
+step "benchmark smoke run (numbers meaningless)"
+cargo run --release -p downbeat-bench -- ring --quick --json > /dev/null
+
+step "ok"
