@@ -24,4 +24,4 @@ pub use graph::{Edge, Endpoint, Graph, NodeId};
 pub use node::{Node, ProcessContext};
 pub use param::{ParamError, ParamKind, ParamSpec, ParamValue, Params};
 pub use registry::{node_type, node_types, BuildFn, NodeConfig, NodeType};
-pub use schedule::Schedule;
+pub use schedule::{NodeRunner, Schedule};

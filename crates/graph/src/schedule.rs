@@ -118,6 +118,9 @@ pub struct Schedule {
     // predecessors are done (see `Kahn`).
     slots: Box<[UnsafeCell<Slot>]>,
     indegree: Box<[usize]>,
+    // Topology, outside the cells so any thread may read it while nodes run.
+    preds: Box<[Box<[usize]>]>,
+    succs: Box<[Box<[usize]>]>,
     remaining: Box<[AtomicUsize]>,
     ready: ReadyQueue,
     to_do: AtomicUsize,
@@ -140,17 +143,24 @@ impl Schedule {
         cfg: CompileConfig,
     ) -> Self {
         let n = slots.len();
-        let indegree = slots
+        let preds: Box<[Box<[usize]>]> = slots
             .iter()
             .map(|s| match &s.input {
-                InputPlan::Silence => 0,
-                InputPlan::Direct(_) => 1,
-                InputPlan::Sum(p) => p.len(),
+                InputPlan::Silence => Box::from([]),
+                InputPlan::Direct(p) => Box::from([*p]),
+                InputPlan::Sum(p) => p.clone().into_boxed_slice(),
             })
             .collect();
+        let succs = slots
+            .iter()
+            .map(|s| s.successors.clone().into_boxed_slice())
+            .collect();
+        let indegree = preds.iter().map(|p| p.len()).collect();
         Self {
             slots: slots.into_iter().map(UnsafeCell::new).collect(),
             indegree,
+            preds,
+            succs,
             remaining: (0..n).map(|_| AtomicUsize::new(0)).collect(),
             ready: ReadyQueue::new(n),
             to_do: AtomicUsize::new(0),
@@ -263,6 +273,23 @@ impl Schedule {
         }
     }
 
+    /// Runs one block with a scheduler of the caller's own: `f` gets a [`NodeRunner`] that
+    /// processes single nodes, and must run every node exactly once, each after all of its
+    /// predecessors. This is how the benchmarks drive rival schedulers over the very same
+    /// nodes; [`process_parallel`](Schedule::process_parallel) is the built-in one.
+    ///
+    /// # Panics
+    /// If `frames` is 0 or exceeds the `max_block` the schedule was compiled for.
+    pub fn with_runner<R>(&mut self, frames: usize, f: impl FnOnce(&NodeRunner<'_>) -> R) -> R {
+        let ctx = self.begin(frames);
+        let r = f(&NodeRunner {
+            schedule: self,
+            ctx,
+        });
+        self.end(frames);
+        r
+    }
+
     /// Starts or stops measuring the time each node takes (two clock reads per node).
     pub fn set_profiling(&self, on: bool) {
         self.profiling.store(on, Ordering::Relaxed);
@@ -305,10 +332,8 @@ impl Schedule {
     }
 
     fn slot(&self, i: usize) -> &Slot {
-        // SAFETY: a slot is written only by the one thread processing it. Callers use this
-        // outside processing (which needs `&mut self`) or, in `Kahn::do_work`, for a slot
-        // the calling thread has just finished processing, which nobody writes again
-        // until the next block.
+        // SAFETY: only called through `&self` outside processing, which needs `&mut self`
+        // (or a `NodeRunner`/`Kahn`, which never call this), so no thread writes any slot.
         unsafe { &*self.slots[i].get() }
     }
 
@@ -344,16 +369,12 @@ impl Schedule {
 
     /// Successors of the node at processing position `i`, as processing positions.
     pub fn successors(&self, i: usize) -> &[usize] {
-        &self.slot(i).successors
+        &self.succs[i]
     }
 
     /// Predecessors of the node at processing position `i`, as processing positions.
     pub fn predecessors(&self, i: usize) -> &[usize] {
-        match &self.slot(i).input {
-            InputPlan::Silence => &[],
-            InputPlan::Direct(p) => std::slice::from_ref(p),
-            InputPlan::Sum(p) => p,
-        }
+        &self.preds[i]
     }
 }
 
@@ -393,7 +414,7 @@ impl WorkList for Kahn<'_> {
         // SAFETY: see the `Sync` impl: `i` is ours alone and its predecessors are done.
         unsafe { s.run_slot(i, &self.ctx) };
         let mut reserved = None;
-        for &next in &s.slot(i).successors {
+        for &next in s.successors(i).iter() {
             if s.remaining[next].fetch_sub(1, Ordering::AcqRel) == 1 {
                 if reserved.is_none() {
                     reserved = Some(next);
@@ -412,5 +433,49 @@ impl WorkList for Kahn<'_> {
 
     fn ready(&self) -> usize {
         self.schedule.ready_len()
+    }
+}
+
+/// Processes single nodes of one block, for schedulers outside this crate; see
+/// [`Schedule::with_runner`].
+pub struct NodeRunner<'a> {
+    schedule: &'a Schedule,
+    ctx: ProcessContext,
+}
+
+// SAFETY: a `NodeRunner` only exists inside `with_runner`, which holds `&mut Schedule`;
+// concurrent use goes through the unsafe `run`, whose contract rules out data races.
+unsafe impl Sync for NodeRunner<'_> {}
+
+impl NodeRunner<'_> {
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.schedule.len()
+    }
+
+    /// True when there are no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.schedule.is_empty()
+    }
+
+    /// Predecessors of node `i` (processing positions).
+    pub fn predecessors(&self, i: usize) -> &[usize] {
+        self.schedule.predecessors(i)
+    }
+
+    /// Successors of node `i` (processing positions).
+    pub fn successors(&self, i: usize) -> &[usize] {
+        self.schedule.successors(i)
+    }
+
+    /// Sums node `i`'s inputs and processes it.
+    ///
+    /// # Safety
+    /// Within one block, each node must be run exactly once, never concurrently with
+    /// itself, and only after `run` of each of its predecessors has returned with a
+    /// happens-before relation to this call (e.g. through an `AcqRel` counter).
+    pub unsafe fn run(&self, i: usize) {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.schedule.run_slot(i, &self.ctx) }
     }
 }
