@@ -5,6 +5,10 @@
 
 use clap::{Parser, Subcommand};
 
+mod alloc;
+mod clock;
+mod gc;
+mod notify;
 mod report;
 mod ring;
 
@@ -22,6 +26,14 @@ struct Cli {
 enum Suite {
     /// SPSC ring buffer: Downbeat vs rtrb, ringbuf and crossbeam ArrayQueue.
     Ring(Common),
+    /// Periodic tick lateness (seed 003): Ticker vs sleep loop, spin_sleep, busy wait, Go, cyclictest.
+    Clock(Common),
+    /// Async updates from the audio thread (seed 000): notify strategies vs the seed's baselines.
+    Notify(Common),
+    /// Real-time allocator: Downbeat's TLSF pool vs glibc malloc and rlsf, latency percentiles.
+    Alloc(Common),
+    /// Snapshot garbage collector vs stop-the-world mark-and-sweep on a synth workload.
+    Gc(gc::GcArgs),
 }
 
 /// Options every suite understands.
@@ -56,9 +68,15 @@ fn main() {
     let cli = Cli::parse();
     let report = match &cli.suite {
         Suite::Ring(common) => ring::run(common),
+        Suite::Clock(common) => clock::run(common),
+        Suite::Notify(common) => notify::run(common),
+        Suite::Alloc(common) => alloc::run(common),
+        Suite::Gc(args) => gc::run(args),
     };
     let json = match &cli.suite {
-        Suite::Ring(common) => common.json,
+        Suite::Ring(common) | Suite::Clock(common) | Suite::Notify(common) => common.json,
+        Suite::Alloc(common) => common.json,
+        Suite::Gc(args) => args.common.json,
     };
     report.print(json);
 }

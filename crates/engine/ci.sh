@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
-# The load report in a real browser: render a report, screenshot it with headless Chromium,
-# and check that the plots are there and drawn.
+# Real parts for the engine: the JACK device against a running `jackd -d dummy`, and the load
+# report rendered and screenshotted in headless Chromium. Installs what it needs when missing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-if ! command -v chromium >/dev/null; then
-    echo "installing chromium (Debian package) for the report screenshot test"
+need=()
+command -v chromium >/dev/null || need+=(chromium)
+command -v jackd >/dev/null || need+=(jackd2)
+command -v jack_rec >/dev/null || need+=(jackd2)
+[ -e /usr/include/jack/jack.h ] || need+=(libjack-jackd2-dev)
+if [ ${#need[@]} -gt 0 ]; then
+    echo "installing ${need[*]} (Debian packages) for the engine's device and report tests"
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
+echo "--- JACK device (each test starts its own jackd -d dummy -r 48000 -p 256)"
+export JACK_NO_AUDIO_RESERVATION=1
+cargo clippy -q -p downbeat --features jack --all-targets -- -D warnings
+cargo test -p downbeat --features jack --test jack
+
+echo "--- load report in headless Chromium"
 out=target/report-check
 rm -rf "$out" && mkdir -p "$out"
 cargo run -q -p downbeat -- run examples/projects/fanin84.toml --device offline --seconds 3 \

@@ -9,6 +9,8 @@ use downbeat::project::Project;
 use downbeat::{Engine, LoadSummary};
 use serde::Serialize;
 
+mod jitter;
+
 /// Downbeat: a real-time audio runtime. Runs audio graphs described in project files.
 #[derive(Parser)]
 #[command(name = "downbeat", version, about, long_about = None)]
@@ -29,6 +31,10 @@ enum Command {
         /// Seconds of audio to produce.
         #[arg(long, default_value_t = 10.0, value_parser = parse_seconds)]
         seconds: f64,
+        /// With `--device jack`: connect the outputs, in order, to the JACK input ports whose
+        /// names start with this (e.g. `system:playback`).
+        #[arg(long, value_name = "PORT")]
+        connect: Option<String>,
         /// Also write the audio to this WAV file (32-bit float).
         #[arg(long, value_name = "FILE.wav")]
         out: Option<PathBuf>,
@@ -50,6 +56,31 @@ enum Command {
     },
     /// Lists the node types and their parameters.
     Nodes,
+    /// Measures how late a periodic tick wakes up on this machine (a cyclictest-like meter).
+    Jitter {
+        /// Tick period, e.g. 16ms, 1.45ms or 500us.
+        #[arg(long, default_value = "16ms", value_parser = jitter::parse_period)]
+        period: std::time::Duration,
+        /// How long to measure.
+        #[arg(long, default_value_t = 10.0, value_parser = parse_seconds)]
+        seconds: f64,
+        /// Background threads that sleep 1 ms in a loop, to load the scheduler.
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=5000))]
+        load: u16,
+        /// Do not ask for real-time priority (what a user without permission gets; setting
+        /// DOWNBEAT_NO_RT=1 does the same).
+        #[arg(long)]
+        no_rt: bool,
+        /// How the last stretch before each deadline is waited for.
+        #[arg(long, value_enum, default_value_t = jitter::SpinMode::Adaptive)]
+        spin: jitter::SpinMode,
+        /// Pin the ticking thread to this core.
+        #[arg(long, value_name = "CORE")]
+        pin: Option<usize>,
+        /// Print the result as one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -58,6 +89,8 @@ enum DeviceKind {
     Virtual,
     /// As fast as possible (use with --out to render a file).
     Offline,
+    /// A JACK server's real-time callback (build with `--features jack`).
+    Jack,
 }
 
 fn parse_seconds(s: &str) -> Result<f64, String> {
@@ -92,6 +125,7 @@ struct Summary {
     seconds: f64,
     wall_seconds: f64,
     late_wakeups: u64,
+    xruns: u64,
     #[serde(flatten)]
     load: LoadSummary,
 }
@@ -136,6 +170,52 @@ fn run(cli: Cli) -> Result<(), Failure> {
             print!("{}", downbeat::project::node_reference());
             Ok(())
         }
+        Command::Jitter {
+            period,
+            seconds,
+            load,
+            no_rt,
+            spin,
+            pin,
+            json,
+        } => {
+            if pin.is_some_and(|c| c >= downbeat_rt::pool::available_cores()) {
+                return Err(Failure::Input(format!(
+                    "--pin {}: this machine has cores 0 to {}",
+                    pin.unwrap_or_default(),
+                    downbeat_rt::pool::available_cores() - 1
+                )));
+            }
+            let args = jitter::Args {
+                period,
+                seconds,
+                load: usize::from(load),
+                no_rt,
+                spin,
+                pin,
+                json,
+            };
+            if !json {
+                println!(
+                    "downbeat jitter: period {:.3} ms for {seconds} s, {load} load thread(s)",
+                    period.as_secs_f64() * 1e3
+                );
+            }
+            let summary = jitter::run(&args).map_err(Failure::Runtime)?;
+            for note in &summary.notes {
+                eprintln!("note: {note}");
+            }
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string(&summary).expect("summary serializes")
+                );
+            } else {
+                println!("scheduling: {}", summary.realtime);
+                print!("{}", jitter::render(&summary, spin));
+            }
+            Ok(())
+        }
         Command::Run {
             project,
             device,
@@ -144,7 +224,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
             threads,
             json,
             report,
+            connect,
         } => {
+            if connect.is_some() && !matches!(device, DeviceKind::Jack) {
+                return Err(Failure::Input(
+                    "--connect only applies to `--device jack`".into(),
+                ));
+            }
             for (flag, path) in [("--out", &out), ("--report", &report)] {
                 if let Some(dir) = path.as_ref().and_then(|o| o.parent()) {
                     if !dir.as_os_str().is_empty() && !dir.is_dir() {
@@ -155,7 +241,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     }
                 }
             }
-            let (p, schedule) = load(&project)?;
+            let (p, schedule) = match device {
+                DeviceKind::Jack => load_for_jack(&project)?,
+                _ => load(&project)?,
+            };
             let nodes = schedule.len();
             let mut engine = Engine::new(schedule);
             let threads = threads.map_or_else(downbeat_rt::pool::available_cores, usize::from);
@@ -167,9 +256,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let mut dev: Box<dyn Device> = match device {
                 DeviceKind::Virtual => Box::new(Virtual::new(out.clone())),
                 DeviceKind::Offline => Box::new(Offline::new(out.clone())),
+                DeviceKind::Jack => jack_device(connect.clone(), out.clone())?,
             };
             let run_report = dev.run(&mut engine, length).map_err(|e| match e {
                 DeviceError::Config(m) => Failure::Input(m),
+                DeviceError::Unavailable(m) => Failure::Runtime(m),
                 other => Failure::Runtime(other.to_string()),
             })?;
             let summary = Summary {
@@ -184,6 +275,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 seconds: run_report.frames as f64 / engine.sample_rate() as f64,
                 wall_seconds: run_report.wall_seconds,
                 late_wakeups: run_report.late_wakeups,
+                xruns: dev.xruns(),
                 load: engine.summary(),
             };
             if let Some(path) = &report {
@@ -200,6 +292,45 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+#[cfg(feature = "jack")]
+fn jack_device(connect: Option<String>, out: Option<PathBuf>) -> Result<Box<dyn Device>, Failure> {
+    Ok(Box::new(downbeat::device::Jack::new(
+        "downbeat", connect, out,
+    )))
+}
+
+#[cfg(not(feature = "jack"))]
+fn jack_device(_: Option<String>, _: Option<PathBuf>) -> Result<Box<dyn Device>, Failure> {
+    Err(Failure::Input(NO_JACK.into()))
+}
+
+#[cfg(not(feature = "jack"))]
+const NO_JACK: &str = "this build has no JACK support; rebuild with the `jack` feature: \
+    `cargo run --release --features jack -- run PROJECT --device jack` (needs libjack, \
+    Debian: libjack-jackd2-dev)";
+
+/// Loads a project at the JACK server's sample rate, which the device must follow.
+#[cfg(feature = "jack")]
+fn load_for_jack(path: &PathBuf) -> Result<(Project, downbeat_graph::Schedule), Failure> {
+    let mut project = Project::load(path).map_err(|e| Failure::Input(e.to_string()))?;
+    let rate = downbeat::device::Jack::server_sample_rate("downbeat")
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    if rate != project.sample_rate {
+        eprintln!(
+            "note: following the JACK server's sample rate, {rate} Hz (the project asks for {} Hz)",
+            project.sample_rate
+        );
+        project.sample_rate = rate;
+    }
+    let schedule = project.build().map_err(|e| Failure::Input(e.to_string()))?;
+    Ok((project, schedule))
+}
+
+#[cfg(not(feature = "jack"))]
+fn load_for_jack(_: &PathBuf) -> Result<(Project, downbeat_graph::Schedule), Failure> {
+    Err(Failure::Input(NO_JACK.into()))
 }
 
 fn write_report(path: &std::path::Path, s: &Summary, engine: &Engine) -> Result<(), Failure> {
@@ -240,10 +371,10 @@ fn print_summary(s: &Summary, out: Option<&PathBuf>) {
     println!(
         "deadline misses {} (load above 1.0){}",
         l.missed,
-        if s.device == "virtual" {
-            format!(", late wake-ups {}", s.late_wakeups)
-        } else {
-            String::new()
+        match s.device {
+            "virtual" => format!(", late wake-ups {}", s.late_wakeups),
+            "jack" => format!(", JACK xruns {}", s.xruns),
+            _ => String::new(),
         }
     );
     if let Some(out) = out {

@@ -176,3 +176,27 @@ fn a_thousand_hot_swaps_while_running_drop_no_block_and_stay_clean() {
     );
     assert_eq!(silent, 0, "a swap produced a silent block");
 }
+
+#[test]
+fn driver_callback_renderer_is_clean() {
+    use downbeat::device::{Recording, Renderer};
+    // The body of the JACK process callback: render, record, hand out interleaved frames.
+    let mut engine = Engine::new(project("hello.toml").build().unwrap());
+    let recording = Recording::new(48_000, engine.channels());
+    let mut r = Renderer::new(engine.channels(), 48_000, Some(recording.clone()));
+    for _ in 0..20 {
+        r.render(&mut engine, 256);
+    }
+    let report = guard::check(|| {
+        for n in [256, 1024, 77, 256, 4096] {
+            let block = r.render(&mut engine, n);
+            assert_eq!(block.len(), n * 2);
+        }
+    });
+    assert_complete(&report);
+    report.assert_clean();
+    assert_eq!(
+        recording.frames().len(),
+        (20 * 256 + 256 + 1024 + 77 + 256 + 4096) * 2
+    );
+}

@@ -1,1 +1,386 @@
-//! The snapshot garbage collector for real-time audio (seed 002).
+//! The snapshot garbage collector for real-time audio (seed 002): the first collector of Kjetil
+//! Matheussen's thesis, *Rollendurchmesserzeitsammler*.
+//!
+//! Audio code that must create objects while it plays (a voice per note, a delay line per
+//! plucked string, a scripting language's objects) allocates here on the audio thread in O(1)
+//! and never frees: a collector on other threads finds what is unreachable and hands it back.
+//! The audio thread only ever waits for one thing, a `memcpy` of the used part of a small heap,
+//! and only if that copy is still running when its next block starts.
+//!
+//! # How it works
+//!
+//! * Two heaps. The **pointer heap** (default 4 MiB) holds objects that may reference other
+//!   objects; it is allocated from the thesis' *poolmem*: one free list per size in words, and a
+//!   bump pointer when the list is empty. The **atomic heap** holds pointer-free blocks (sample
+//!   buffers, delay lines) on the TLSF allocator of [`downbeat_rt::alloc`]; it is never copied
+//!   or scanned.
+//! * A fixed array of **root slots**. What the roots reach at the end of a block survives.
+//! * The per-block protocol. [`Mutator::begin_block`] waits only if the snapshot requested after
+//!   the previous block is still copying, then applies a bounded number of frees the collector
+//!   sent back. Ending the [`Block`] decides whether to collect: if the collector is idle, the
+//!   previous block did not start a snapshot (at most one every two blocks), and something was
+//!   allocated or a full snapshot is due, it asks the **snapshot thread** to copy the used part
+//!   of the pointer heap and the roots with `memcpy`. The **mark-and-sweep thread** then marks
+//!   the copy and sweeps: unreachable objects are zeroed in the live heap and their addresses
+//!   go back to the audio thread through a wait-free ring; it never waits for the collector.
+//! * The worst case is rehearsed. At start-up the copy rate p(M) is measured on a buffer much
+//!   larger than the caches; at least once a second the snapshot is a **full** one, padded to
+//!   `heap_size / p(M)`, so that a heap too large for the block size glitches in rehearsal, not
+//!   in the concert. When the pointer heap's used part enters the safety buffer (the top 30%),
+//!   [`Stats::safety_warnings`] counts it.
+//!
+//! # Precise scanning, and why
+//!
+//! The thesis scans conservatively: every word that looks like a pointer into the heap is one.
+//! In Rust, reading uninitialised padding bytes as integers is undefined behaviour, and a
+//! conservative collector would also keep garbage alive through stale sample values. So this
+//! collector is **precise**: each object's header carries its pointer map, the number of leading
+//! fields that are references (the rest are data words), and a field is followed only if it
+//! names the start of an allocated object. References are opaque handles ([`Gc`], [`Atomic`])
+//! that can only come from allocation, so a data word can never be mistaken for one.
+//!
+//! # Example
+//!
+//! ```
+//! use downbeat_gc::{start, Config};
+//!
+//! let (mut audio, collector) = start(Config::small()).unwrap();
+//! // The audio callback, one block at a time:
+//! for block_no in 0..100 {
+//!     let mut block = audio.begin_block();
+//!     if block_no % 10 == 0 {
+//!         // note-on: a voice object (2 references, 2 data words) and its delay line
+//!         let voice = block.alloc(2, 2).unwrap();
+//!         let line = block.alloc_atomic(480 * 4).unwrap();
+//!         block.samples(line).unwrap().fill(0.0);
+//!         block.set_atomic(voice, 0, Some(line));
+//!         block.set_data(voice, 0, 440f64.to_bits());
+//!         // Chain it to the previous voice, kept alive by root slot 0.
+//!         block.set_ref(voice, 1, block.root(0));
+//!         block.set_root(0, Some(voice));
+//!     }
+//!     if block_no % 40 == 0 {
+//!         block.set_root(0, None); // all notes off: everything becomes garbage
+//!     }
+//!     // ... render audio ...
+//! } // dropping `block` ends it
+//! # std::thread::sleep(std::time::Duration::from_millis(20));
+//! # for _ in 0..4 { drop(audio.begin_block()); std::thread::sleep(std::time::Duration::from_millis(5)); }
+//! let stats = collector.stats();
+//! println!(
+//!     "{} collections, {} objects freed, partial snapshots {:?} on average",
+//!     stats.cycles, stats.objects_freed, stats.partial_snapshot.average()
+//! );
+//! ```
+
+#![warn(missing_docs)]
+
+mod collector;
+mod handshake;
+mod mutator;
+mod rate;
+mod shared;
+mod stats;
+mod words;
+
+/// The atomics the handshake is built on (loom's in the model, see `handshake`).
+mod sync {
+    pub(crate) use std::sync::atomic::{AtomicU8, Ordering};
+}
+
+use std::cell::UnsafeCell;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use downbeat_ring::RingBuffer;
+
+pub use collector::Collector;
+pub use mutator::{Block, Mutator, MutatorStats};
+pub use rate::measure_copy_rate;
+pub use stats::{Stats, Timing};
+
+use collector::Sweeper;
+use mutator::MutatorParts;
+use shared::{Shared, SharedStats, Snapshot};
+use words::MarkState;
+
+/// A reference to an object in the pointer heap. Copy it freely within a block; across blocks
+/// it stays valid only while something reachable from a root holds it.
+///
+/// ```
+/// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+/// let mut b = m.begin_block();
+/// let a: downbeat_gc::Gc = b.alloc(0, 1).unwrap();
+/// let copy = a;
+/// assert_eq!(a, copy);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Gc(u32);
+
+/// A reference to a pointer-free block in the atomic heap (samples, bytes).
+///
+/// ```
+/// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+/// let mut b = m.begin_block();
+/// let a: downbeat_gc::Atomic = b.alloc_atomic(64).unwrap();
+/// assert_eq!(b.samples(a).unwrap().len(), 16);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Atomic(u64);
+
+/// Which collector runs.
+///
+/// ```
+/// let config = downbeat_gc::Config { mode: downbeat_gc::Mode::StopTheWorld, ..downbeat_gc::Config::small() };
+/// # let _ = config;
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The thesis' collector: snapshot on a thread at audio priority, mark and sweep on another.
+    Snapshot,
+    /// The baseline it is compared with: mark and sweep of the live heap on the audio thread,
+    /// at the same points the snapshot collector would start a collection.
+    StopTheWorld,
+}
+
+/// How the snapshot thread learns that a snapshot was requested.
+///
+/// ```
+/// let config = downbeat_gc::Config { wake: downbeat_gc::Wake::Unpark, ..downbeat_gc::Config::small() };
+/// # let _ = config;
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// It checks every [`Config::poll`]: the audio thread makes no system call at all.
+    Poll,
+    /// The audio thread unparks it: one futex wake when it was asleep, at most once every two
+    /// blocks; the copy starts sooner.
+    Unpark,
+}
+
+/// Sizes and policies, fixed at [`start`].
+///
+/// ```
+/// let config = downbeat_gc::Config { heap_bytes: 1 << 20, ..downbeat_gc::Config::default() };
+/// assert_eq!(config.roots, 4096);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Size of the pointer heap (copied by snapshots). Default 4 MiB.
+    pub heap_bytes: usize,
+    /// Size of the atomic heap. Default 32 MiB.
+    pub atomic_bytes: usize,
+    /// Root slots. Default 4096.
+    pub roots: usize,
+    /// Largest object, in words, header included. Default 512.
+    pub max_object_words: usize,
+    /// Most atomic blocks alive at once. Default 65536.
+    pub atomic_slots: usize,
+    /// How often a full snapshot is forced. Default one second.
+    pub full_snapshot_every: Duration,
+    /// Fraction of the pointer heap usable before the safety-buffer warning. Default 0.7.
+    pub safety_fraction: f64,
+    /// Which collector. Default [`Mode::Snapshot`].
+    pub mode: Mode,
+    /// How the snapshot thread is woken. Default [`Wake::Poll`].
+    pub wake: Wake,
+    /// Polling interval of the collector threads. Default 100 µs.
+    pub poll: Duration,
+    /// Frees applied per `begin_block` at most. Default 4096.
+    pub free_budget: usize,
+    /// p(M) in bytes per nanosecond; `None` measures it at start-up (about 0.1 s).
+    pub copy_rate: Option<f64>,
+    /// SCHED_FIFO priority for the snapshot thread (match the audio thread's); `None` leaves
+    /// it at normal priority.
+    pub snapshot_priority: Option<i32>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            heap_bytes: 4 << 20,
+            atomic_bytes: 32 << 20,
+            roots: 4096,
+            max_object_words: 512,
+            atomic_slots: 65536,
+            full_snapshot_every: Duration::from_secs(1),
+            safety_fraction: 0.7,
+            mode: Mode::Snapshot,
+            wake: Wake::Poll,
+            poll: Duration::from_micros(100),
+            free_budget: 4096,
+            copy_rate: None,
+            snapshot_priority: None,
+        }
+    }
+}
+
+impl Config {
+    /// A small configuration for tests and examples: 256 KiB pointer heap, 1 MiB atomic heap,
+    /// 64 roots, and an assumed copy rate of 5 bytes/ns instead of a measurement.
+    ///
+    /// ```
+    /// assert_eq!(downbeat_gc::Config::small().roots, 64);
+    /// ```
+    pub fn small() -> Self {
+        Self {
+            heap_bytes: 256 << 10,
+            atomic_bytes: 1 << 20,
+            roots: 64,
+            atomic_slots: 4096,
+            copy_rate: Some(5.0),
+            ..Self::default()
+        }
+    }
+}
+
+/// Why an operation of the collector failed.
+///
+/// ```
+/// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+/// assert_eq!(m.begin_block().alloc(10_000, 0), Err(downbeat_gc::GcError::TooLarge));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GcError {
+    /// The heap has no room for this allocation (the collector may catch up later).
+    OutOfMemory,
+    /// The object is larger than [`Config::max_object_words`].
+    TooLarge,
+    /// Every atomic slot is in use.
+    OutOfSlots,
+    /// The atomic heap refused the request.
+    Alloc(downbeat_rt::alloc::AllocError),
+    /// The configuration cannot work.
+    Config(String),
+}
+
+impl fmt::Display for GcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GcError::OutOfMemory => f.write_str("the collected heap is full"),
+            GcError::TooLarge => f.write_str("object larger than Config::max_object_words"),
+            GcError::OutOfSlots => f.write_str("every atomic slot is in use"),
+            GcError::Alloc(e) => write!(f, "atomic heap: {e}"),
+            GcError::Config(why) => write!(f, "invalid collector configuration: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for GcError {}
+
+/// Builds the heaps, measures p(M) if needed and starts the collector threads. Not real-time
+/// safe: call it before the audio starts, then move the [`Mutator`] to the audio thread.
+///
+/// ```
+/// let (mutator, collector) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+/// assert_eq!(mutator.heap_used(), 0);
+/// assert!(collector.is_idle());
+/// ```
+pub fn start(config: Config) -> Result<(Mutator, Collector), GcError> {
+    let heap_words = config.heap_bytes / 8;
+    if heap_words < 16 || heap_words >= u32::MAX as usize / 2 {
+        return Err(GcError::Config(
+            "heap_bytes must be between 128 B and 16 GiB".into(),
+        ));
+    }
+    if config.atomic_slots == 0 || config.atomic_slots > u32::MAX as usize || config.roots == 0 {
+        return Err(GcError::Config(
+            "atomic_slots and roots must be positive".into(),
+        ));
+    }
+    if config.max_object_words < 2 {
+        return Err(GcError::Config(
+            "max_object_words must be at least 2".into(),
+        ));
+    }
+    let copy_rate = match config.copy_rate {
+        Some(r) if r > 0.0 => r,
+        Some(_) => return Err(GcError::Config("copy_rate must be positive".into())),
+        None => measure_copy_rate(64 << 20, 8),
+    };
+    let zeros = |n: usize| (0..n).map(|_| AtomicU64::new(0)).collect::<Box<[_]>>();
+    let heap = zeros(heap_words);
+    prefault(&heap);
+    let mut snapshot_heap = vec![0u64; heap_words].into_boxed_slice();
+    // calloc'd pages may be unbacked: the first full snapshot would fault every one of them
+    // in and miss its prediction.
+    for w in snapshot_heap.iter_mut().step_by(512) {
+        *w = std::hint::black_box(0);
+    }
+    let shared = Arc::new(Shared {
+        heap,
+        roots: zeros(config.roots),
+        handshake: handshake::Handshake::new(),
+        req_top: AtomicUsize::new(0),
+        req_full: AtomicBool::new(false),
+        req_atomic_allocs: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        snapshot: UnsafeCell::new(Snapshot {
+            heap: snapshot_heap,
+            roots: vec![0; config.roots].into_boxed_slice(),
+            top: 0,
+            atomic_allocs: 0,
+        }),
+        snapshot_thread: OnceLock::new(),
+        collector_thread: OnceLock::new(),
+        copy_rate,
+        stats: SharedStats::default(),
+    });
+    let (mut frees_tx, mut frees_rx) = RingBuffer::new(heap_words / 2 + config.atomic_slots);
+    let (mut atomic_tx, mut atomic_rx) = RingBuffer::new(config.atomic_slots);
+    // Run each ring once round so its pages are backed before the audio thread touches them.
+    while frees_tx.push(0u64).is_ok() {}
+    while frees_rx.pop().is_some() {}
+    while atomic_tx.push(0u64).is_ok() {}
+    while atomic_rx.pop().is_some() {}
+    let mutator = Mutator::new(MutatorParts {
+        shared: shared.clone(),
+        mode: config.mode,
+        wake: config.wake,
+        max_words: config.max_object_words,
+        atomic_bytes: config.atomic_bytes,
+        slots: config.atomic_slots,
+        frees: frees_rx,
+        new_atomic: atomic_tx,
+        full_every: config.full_snapshot_every,
+        safety_fraction: config.safety_fraction,
+        free_budget: config.free_budget,
+    })?;
+    let mut threads = Vec::new();
+    if config.mode == Mode::Snapshot {
+        let sweeper = Sweeper {
+            state: MarkState::new(heap_words, config.atomic_slots),
+            known: Vec::with_capacity(config.atomic_slots),
+            popped: 0,
+            new_atomic: atomic_rx,
+            frees: frees_tx,
+        };
+        let s = shared.clone();
+        let poll = config.poll;
+        threads.push(
+            std::thread::Builder::new()
+                .name("downbeat-gc-sweep".into())
+                .spawn(move || collector::mark_sweep_thread(s, sweeper, poll))
+                .map_err(|e| GcError::Config(format!("cannot spawn a thread: {e}")))?,
+        );
+        let s = shared.clone();
+        let (wake, priority) = (config.wake, config.snapshot_priority);
+        let t = std::thread::Builder::new()
+            .name("downbeat-gc-snapshot".into())
+            .spawn(move || collector::snapshot_thread(s, wake, poll, priority))
+            .map_err(|e| GcError::Config(format!("cannot spawn a thread: {e}")))?;
+        let _ = shared.snapshot_thread.set(t.thread().clone());
+        threads.push(t);
+    }
+    Ok((mutator, Collector { shared, threads }))
+}
+
+/// Writes every page so the audio thread's first touch is not a page fault.
+fn prefault(words: &[AtomicU64]) {
+    for w in words.iter().step_by(512) {
+        w.store(0, std::sync::atomic::Ordering::Relaxed);
+    }
+}

@@ -29,9 +29,10 @@ use crate::sync::{AtomicU32, Ordering};
 pub struct Consumer<T> {
     pub(crate) data: NonNull<T>,
     write: NonNull<AtomicU32>,
-    /// Our own index, and the only copy of our position (see the producer for why).
     read: NonNull<AtomicU32>,
     pub(crate) capacity: u32,
+    /// Our position: the read index as we last stored it.
+    head: u32,
     /// The producer's index as last read; refreshed only when it says the ring is empty.
     tail: u32,
     pub(crate) region: Arc<Region>,
@@ -50,15 +51,22 @@ impl<T: Copy> Consumer<T> {
     /// The region holds a valid layout with `capacity` elements of `T` at `data_offset` and
     /// consistent indices, and no other consumer is attached to it.
     pub(crate) unsafe fn attach(region: Arc<Region>, data_offset: usize, capacity: u32) -> Self {
-        let write = region.write_index();
-        // SAFETY: the index is valid while the region lives, and the caller checked its value.
-        let tail = unsafe { write.as_ref() }.load(Ordering::Acquire);
+        let (write, read) = (region.write_index(), region.read_index());
+        // SAFETY: the indices are valid while the region lives, and the caller checked their
+        // values.
+        let (tail, head) = unsafe {
+            (
+                write.as_ref().load(Ordering::Acquire),
+                read.as_ref().load(Ordering::Acquire),
+            )
+        };
         Self {
             // SAFETY: the storage lies inside the region.
             data: unsafe { region.base().add(data_offset).cast() },
             write,
-            read: region.read_index(),
+            read,
             capacity,
+            head,
             tail,
             region,
             _owns: PhantomData,
@@ -78,16 +86,15 @@ impl<T: Copy> Consumer<T> {
     pub fn pop(&mut self) -> Option<T> {
         let head = self.position();
         let cap = self.capacity;
-        // One compare covers a corrupted index and a zero capacity alike.
-        if head >= 2 * cap || (head == self.tail && self.refresh(head) == 0) {
+        if head == self.tail && self.refresh(head) == 0 {
             return None;
         }
         let slot = position::slot(head, cap);
         self.region.track_read(slot, 1);
-        // SAFETY: an element is ready, so the producer published `slot` (below `capacity`
-        // because `head` is valid) and will not write it again until `release` moves past it.
+        // SAFETY: an element is ready, so the producer published `slot` (below `capacity`:
+        // `head` is ours and valid) and will not write it again until we move past it.
         let value = unsafe { self.data.as_ptr().add(slot as usize).read() };
-        self.release(head, 1);
+        self.store(position::next(head, cap));
         Some(value)
     }
 
@@ -102,9 +109,7 @@ impl<T: Copy> Consumer<T> {
     /// ```
     pub fn peek(&self) -> Option<&T> {
         let head = self.position();
-        let cached =
-            position::valid(head, self.capacity) && ready(head, self.tail, self.capacity) > 0;
-        if !cached && self.available_read() == 0 {
+        if ready(head, self.tail, self.capacity) == 0 && self.available_read() == 0 {
             return None;
         }
         let slot = position::slot(head, self.capacity);
@@ -188,9 +193,6 @@ impl<T: Copy> Consumer<T> {
     /// ```
     pub fn available_read(&self) -> usize {
         let head = self.position();
-        if !position::valid(head, self.capacity) {
-            return 0;
-        }
         match fresh_tail(self.write_index(), head, self.capacity) {
             Some(tail) => ready(head, tail, self.capacity) as usize,
             None => 0,
@@ -206,8 +208,7 @@ impl<T: Copy> Consumer<T> {
     /// ```
     pub fn is_empty(&self) -> bool {
         let head = self.position();
-        (!position::valid(head, self.capacity) || ready(head, self.tail, self.capacity) == 0)
-            && self.available_read() == 0
+        ready(head, self.tail, self.capacity) == 0 && self.available_read() == 0
     }
 
     /// Capacity in elements.
@@ -229,12 +230,9 @@ impl<T: Copy> Consumer<T> {
     }
 
     /// Elements ready from position `head`: the cached count if it reaches `want`, otherwise a
-    /// fresh one. Zero for a position a misbehaving peer has corrupted.
+    /// fresh one.
     #[inline(always)]
     pub(crate) fn ready(&mut self, head: u32, want: u32) -> u32 {
-        if head >= 2 * self.capacity {
-            return 0;
-        }
         let cached = ready(head, self.tail, self.capacity);
         if cached >= want {
             cached
@@ -243,7 +241,8 @@ impl<T: Copy> Consumer<T> {
         }
     }
 
-    #[inline(always)]
+    #[cold]
+    #[inline(never)]
     fn refresh(&mut self, head: u32) -> u32 {
         match fresh_tail(self.write_index(), head, self.capacity) {
             Some(tail) => {
@@ -266,19 +265,23 @@ impl<T: Copy> Consumer<T> {
     pub(crate) fn release(&mut self, head: u32, n: u32) {
         self.region
             .track_read(position::slot(head, self.capacity), n);
+        self.store(position::advance(head, n, self.capacity));
+    }
+
+    #[inline(always)]
+    fn store(&mut self, head: u32) {
+        self.head = head;
         // SAFETY: the index lives as long as the region, which we hold.
         let read = unsafe { self.read.as_ref() };
         // Release: our reads of these slots must be done before the producer reuses them.
-        read.store(position::advance(head, n, self.capacity), Ordering::Release);
+        read.store(head, Ordering::Release);
     }
 }
 
 impl<T> Consumer<T> {
-    /// Our read index. Only we store to it, so a relaxed load returns our own last store.
     #[inline(always)]
     fn position(&self) -> u32 {
-        // SAFETY: the index lives as long as the region, which we hold.
-        unsafe { self.read.as_ref() }.load(Ordering::Relaxed)
+        self.head
     }
 
     fn write_index(&self) -> &AtomicU32 {
@@ -298,7 +301,8 @@ fn ready(head: u32, tail: u32, capacity: u32) -> u32 {
     }
 }
 
-/// The producer's index, if it is consistent with ours.
+/// The producer's index, if it is consistent with ours; out of line and by value, as for the
+/// producer.
 #[inline(always)]
 fn fresh_tail(write: &AtomicU32, head: u32, capacity: u32) -> Option<u32> {
     // Acquire: the slots before this position must be visible with their contents.

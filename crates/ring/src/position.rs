@@ -36,6 +36,28 @@ pub(crate) fn advance(position: u32, n: u32, capacity: u32) -> u32 {
     }
 }
 
+/// The position after a valid one.
+///
+/// The next operation loads its position back from this one's store, so this sits on the
+/// dependency chain that carries from each push to the next (and pop to pop). Wrapping is rare
+/// and predictable, so it should be a branch the CPU speculates past, leaving a single add on
+/// the chain, rather than a select that waits for the compare; the call to a cold function is
+/// what keeps the compiler from turning the branch into a select.
+#[inline(always)]
+pub(crate) fn next(position: u32, capacity: u32) -> u32 {
+    let next = position + 1;
+    if next == 2 * capacity {
+        wrapped();
+        0
+    } else {
+        next
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn wrapped() {}
+
 /// Whether a position read from shared memory can be trusted.
 #[inline(always)]
 pub(crate) fn valid(position: u32, capacity: u32) -> bool {
@@ -66,6 +88,10 @@ mod tests {
         );
         let max = crate::layout::MAX_CAPACITY as u32;
         assert_eq!(advance(2 * max - 1, max, max), max - 1);
+        assert_eq!(
+            (next(4, 3), next(5, 3), next(0, 1), next(1, 1)),
+            (5, 0, 1, 0)
+        );
         assert!(valid(0, 0) && valid(5, 3) && !valid(6, 3) && !valid(1, 0));
     }
 }

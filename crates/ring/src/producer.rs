@@ -25,12 +25,12 @@ use crate::sync::{AtomicU32, Ordering};
 /// ```
 pub struct Producer<T> {
     pub(crate) data: NonNull<T>,
-    /// Our own index. It is the only copy of our position: keeping another in this struct would
-    /// cost a store per push, and under contention every extra store waits in the store buffer
-    /// behind the index store that is waiting for its cache line.
     write: NonNull<AtomicU32>,
     read: NonNull<AtomicU32>,
     pub(crate) capacity: u32,
+    /// Our position: the write index as we last stored it. Only we write the index, so we never
+    /// need to read it back.
+    tail: u32,
     /// The consumer's index as last read. Its cache line is written by the consumer, so reading
     /// it only when this one says the ring is full keeps that line still.
     head: u32,
@@ -50,15 +50,22 @@ impl<T: Copy> Producer<T> {
     /// The region holds a valid layout with `capacity` elements of `T` at `data_offset` and
     /// consistent indices, and no other producer is attached to it.
     pub(crate) unsafe fn attach(region: Arc<Region>, data_offset: usize, capacity: u32) -> Self {
-        let read = region.read_index();
-        // SAFETY: the index is valid while the region lives, and the caller checked its value.
-        let head = unsafe { read.as_ref() }.load(Ordering::Acquire);
+        let (write, read) = (region.write_index(), region.read_index());
+        // SAFETY: the indices are valid while the region lives, and the caller checked their
+        // values.
+        let (tail, head) = unsafe {
+            (
+                write.as_ref().load(Ordering::Acquire),
+                read.as_ref().load(Ordering::Acquire),
+            )
+        };
         Self {
             // SAFETY: the storage lies inside the region.
             data: unsafe { region.base().add(data_offset).cast() },
-            write: region.write_index(),
+            write,
             read,
             capacity,
+            tail,
             head,
             region,
             _owns: PhantomData,
@@ -81,18 +88,15 @@ impl<T: Copy> Producer<T> {
     pub fn push(&mut self, value: T) -> Result<(), Full<T>> {
         let tail = self.position();
         let cap = self.capacity;
-        // One compare covers a corrupted index and a zero capacity alike.
-        if tail >= 2 * cap
-            || (position::distance(self.head, tail, cap) >= cap && self.refresh(tail) == 0)
-        {
+        if position::distance(self.head, tail, cap) >= cap && self.refresh(tail) == 0 {
             return Err(Full(value));
         }
         let slot = position::slot(tail, cap);
         self.region.track_write(slot, 1);
-        // SAFETY: there is room, so `slot` (below `capacity` because `tail` is valid) is outside
+        // SAFETY: there is room, so `slot` (below `capacity`: `tail` is ours and valid) is outside
         // the consumer's readable range until `publish` moves the index past it.
         unsafe { self.data.as_ptr().add(slot as usize).write(value) };
-        self.publish(tail, 1);
+        self.store(position::next(tail, cap));
         Ok(())
     }
 
@@ -172,9 +176,6 @@ impl<T: Copy> Producer<T> {
     /// ```
     pub fn available_write(&self) -> usize {
         let tail = self.position();
-        if !position::valid(tail, self.capacity) {
-            return 0;
-        }
         match fresh_head(self.read_index(), tail, self.capacity) {
             Some(head) => free(head, tail, self.capacity) as usize,
             None => 0,
@@ -190,8 +191,7 @@ impl<T: Copy> Producer<T> {
     /// ```
     pub fn is_full(&self) -> bool {
         let tail = self.position();
-        (!position::valid(tail, self.capacity) || free(self.head, tail, self.capacity) == 0)
-            && self.available_write() == 0
+        free(self.head, tail, self.capacity) == 0 && self.available_write() == 0
     }
 
     /// Capacity in elements.
@@ -213,13 +213,9 @@ impl<T: Copy> Producer<T> {
     }
 
     /// Free slots from position `tail`: the cached count if it reaches `want`, otherwise a fresh
-    /// one. Zero for a position a misbehaving peer has corrupted, which keeps every later access
-    /// in bounds.
+    /// one.
     #[inline(always)]
     pub(crate) fn room(&mut self, tail: u32, want: u32) -> u32 {
-        if tail >= 2 * self.capacity {
-            return 0;
-        }
         let cached = free(self.head, tail, self.capacity);
         if cached >= want {
             cached
@@ -228,7 +224,8 @@ impl<T: Copy> Producer<T> {
         }
     }
 
-    #[inline(always)]
+    #[cold]
+    #[inline(never)]
     fn refresh(&mut self, tail: u32) -> u32 {
         match fresh_head(self.read_index(), tail, self.capacity) {
             Some(head) => {
@@ -251,10 +248,16 @@ impl<T: Copy> Producer<T> {
     pub(crate) fn publish(&mut self, tail: u32, n: u32) {
         self.region
             .track_write(position::slot(tail, self.capacity), n);
+        self.store(position::advance(tail, n, self.capacity));
+    }
+
+    #[inline(always)]
+    fn store(&mut self, tail: u32) {
+        self.tail = tail;
         // SAFETY: the index lives as long as the region, which we hold.
         let write = unsafe { self.write.as_ref() };
         // Release: the consumer that acquires this position must also see the slots before it.
-        write.store(position::advance(tail, n, self.capacity), Ordering::Release);
+        write.store(tail, Ordering::Release);
     }
 }
 
@@ -265,6 +268,9 @@ fn free(head: u32, tail: u32, capacity: u32) -> u32 {
 }
 
 /// The consumer's index, if it is consistent with ours.
+///
+/// Out of line and by value: a call that took `&mut self` would make the compiler keep the whole
+/// producer in memory, where a loop that owns it could otherwise hold it in registers.
 #[inline(always)]
 fn fresh_head(read: &AtomicU32, tail: u32, capacity: u32) -> Option<u32> {
     // Acquire: slots the consumer released must be read out before we overwrite them.
@@ -349,11 +355,9 @@ impl<T: crate::Element> Producer<T> {
 }
 
 impl<T> Producer<T> {
-    /// Our write index. Only we store to it, so a relaxed load returns our own last store.
     #[inline(always)]
     fn position(&self) -> u32 {
-        // SAFETY: the index lives as long as the region, which we hold.
-        unsafe { self.write.as_ref() }.load(Ordering::Relaxed)
+        self.tail
     }
 
     fn read_index(&self) -> &AtomicU32 {

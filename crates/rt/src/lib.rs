@@ -4,6 +4,9 @@
 //! allocates, frees, locks or makes system calls.
 #![warn(missing_docs)]
 
+pub mod alloc;
+pub mod clock;
 pub mod guard;
+pub mod notify;
 pub mod pool;
 pub mod reclaim;

@@ -60,6 +60,27 @@ fn reading_the_clock_is_clean_because_it_is_a_vdso_call() {
     assert_nothing(&report);
 }
 
+/// The guard faults in its thread's stack before arming (256 KiB by
+/// default): code using a deep stack must not report the first touch.
+#[test]
+fn deep_stack_use_is_clean() {
+    // One frame per KiB, each touched, and not inlined: a single big frame
+    // would be probed at the entry of the guard's own function, before
+    // arming, and prove nothing.
+    #[inline(never)]
+    fn descend(kib: usize) {
+        let mut frame = [0_u8; 1024];
+        frame[0] = 1;
+        black_box(&mut frame);
+        if kib > 1 {
+            descend(kib - 1);
+        }
+        black_box(&mut frame);
+    }
+    let report = guard::check(|| descend(160));
+    assert_nothing(&report);
+}
+
 #[test]
 fn other_threads_heap_traffic_is_not_counted() {
     let stop = std::sync::atomic::AtomicBool::new(false);
@@ -151,11 +172,15 @@ fn allowed_unpark_is_counted_not_failed() {
 #[test]
 fn allowing_a_syscall_by_number() {
     let getpid = guard::syscall_number("getpid").unwrap();
-    let (pid, report) = guard::check_with(
-        &Options::new().allow(Allow::Syscall(getpid)),
-        std::process::id,
-    );
+    let options = Options::new().allow(Allow::Syscall(getpid));
+    let (pid, report) = guard::check_with(&options, std::process::id);
     assert_eq!(pid, std::process::id());
     assert!(report.is_clean(), "{report}");
     assert_eq!(report.allowed_syscall_count("getpid"), 1, "{report}");
+
+    // Only that one: its neighbour getppid stays a violation.
+    // SAFETY: getppid has no preconditions.
+    let (_, report) = guard::check_with(&options, || unsafe { libc::getppid() });
+    assert_eq!(report.syscall_count("getppid"), 1, "{report}");
+    assert!(!report.is_clean());
 }

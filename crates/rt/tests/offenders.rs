@@ -252,7 +252,10 @@ fn spawning_a_thread_is_reported_and_works() {
     // glibc's signal masking around it (and mmap, unless a cached stack is
     // reused), its allocations and the join's wait.
     assert!(report.syscall_count("rt_sigprocmask") >= 1, "{report}");
-    assert_eq!(report.syscall_count("clone3") + report.syscall_count("clone"), 0);
+    assert_eq!(
+        report.syscall_count("clone3") + report.syscall_count("clone"),
+        0
+    );
     assert!(report.allocations.count >= 1, "{report}");
 }
 

@@ -3,11 +3,17 @@
 //! A device owns the timing. [`Offline`] renders as fast as it can; [`Virtual`] calls the
 //! engine once per block period in real time, like a sound card would.
 
+#[cfg(feature = "jack")]
+mod jack;
 mod offline;
+mod render;
 mod virtual_device;
 mod wav;
 
+#[cfg(feature = "jack")]
+pub use self::jack::Jack;
 pub use offline::Offline;
+pub use render::{Recording, Renderer, MAX_CALLBACK_FRAMES};
 pub use virtual_device::Virtual;
 pub use wav::write_wav;
 
@@ -47,6 +53,8 @@ pub struct DeviceReport {
 pub enum DeviceError {
     /// The run cannot be done as asked; the message says why and what to do instead.
     Config(String),
+    /// The audio server cannot be reached or stopped during the run.
+    Unavailable(String),
     /// Writing the output failed.
     Io {
         /// What was being written.
@@ -59,7 +67,7 @@ pub enum DeviceError {
 impl fmt::Display for DeviceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DeviceError::Config(m) => f.write_str(m),
+            DeviceError::Config(m) | DeviceError::Unavailable(m) => f.write_str(m),
             DeviceError::Io { what, source } => write!(f, "{what}: {source}"),
         }
     }
@@ -74,4 +82,10 @@ pub trait Device {
 
     /// Runs `engine` for `length`, then returns.
     fn run(&mut self, engine: &mut Engine, length: RunLength) -> Result<DeviceReport, DeviceError>;
+
+    /// Over- and underruns the audio server reported during the last run (0 for devices
+    /// without a server).
+    fn xruns(&self) -> u64 {
+        0
+    }
 }

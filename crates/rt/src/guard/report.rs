@@ -9,7 +9,7 @@ use super::syscalls::{futex_op_name, nr, syscall_name};
 use super::Options;
 
 /// Allocations, or frees, seen in a scope.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HeapActivity {
     /// How many (exact).
@@ -150,7 +150,7 @@ pub struct BlockingCall {
 ///
 /// guard::check(|| 1 + 1).assert_clean();
 /// ```
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Report {
     /// Allocations, reallocations included (counted at their new size).

@@ -159,7 +159,7 @@ mod imp {
             // SA_SIGINFO signature.
             if unsafe { libc::sigaction(libc::SIGSYS, &action, old.as_mut_ptr()) } != 0 {
                 return Err(format!(
-                    "sigaction(SIGSYS) failed: {}",
+                    "seccomp unavailable: sigaction(SIGSYS) failed: {}",
                     io::Error::last_os_error()
                 ));
             }

@@ -1,0 +1,3 @@
+module downbeat.invalid/bench/go
+
+go 1.21

@@ -1,0 +1,321 @@
+//! The alloc suite: 10^6 alloc/free pairs of random sizes (16 B - 64 KiB, mostly delay-line
+//! sized) after a fragmentation warm-up, through Downbeat's TLSF pool, glibc `malloc` and
+//! `rlsf::Tlsf`. Each pair is timed on its own; the run happens under the guard so the system
+//! calls and page faults it makes are counted.
+
+use std::alloc::Layout;
+use std::hint::black_box;
+use std::mem::MaybeUninit;
+use std::ptr::NonNull;
+use std::time::Instant;
+
+use downbeat_rt::alloc::{Pool, RtAlloc};
+use downbeat_rt::guard::{self, Options};
+
+use crate::report::{quantile, Better, Report};
+use crate::Common;
+
+const OURS: &str = "downbeat";
+const LIVE: usize = 1024;
+const POOL: usize = 64 << 20;
+/// Samples slower than this are counted as stalls (the VM's, or the allocator's).
+const STALL_NS: f64 = 10_000.0;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Object-sized blocks, delay lines of plucked strings (50-400 Hz at 48 kHz as f32), and some
+/// long lines up to 64 KiB, as in the thesis' benchmark program.
+fn size(rng: &mut Rng) -> usize {
+    let u = rng.unit();
+    let s = if u < 0.4 {
+        16.0 + rng.unit() * 240.0
+    } else if u < 0.9 {
+        4.0 * (48_000.0 / (50.0 + rng.unit() * 350.0))
+    } else {
+        // Log-uniform 4 KiB - 64 KiB.
+        4096.0 * 16f64.powf(rng.unit())
+    };
+    (s as usize).clamp(16, 64 * 1024)
+}
+
+trait Heap {
+    fn alloc(&mut self, size: usize) -> Option<NonNull<u8>>;
+    /// # Safety
+    /// `p` from `alloc` of `size`, freed once.
+    unsafe fn free(&mut self, p: NonNull<u8>, size: usize);
+}
+
+struct Ours(RtAlloc);
+impl Heap for Ours {
+    #[inline(always)]
+    fn alloc(&mut self, size: usize) -> Option<NonNull<u8>> {
+        self.0
+            .alloc(Layout::from_size_align(size, 16).unwrap())
+            .ok()
+    }
+    #[inline(always)]
+    unsafe fn free(&mut self, p: NonNull<u8>, _: usize) {
+        // SAFETY: forwarded.
+        unsafe { self.0.free(p) }
+    }
+}
+
+struct Glibc;
+impl Heap for Glibc {
+    #[inline(always)]
+    fn alloc(&mut self, size: usize) -> Option<NonNull<u8>> {
+        // SAFETY: plain malloc.
+        NonNull::new(unsafe { libc::malloc(size) }.cast())
+    }
+    #[inline(always)]
+    unsafe fn free(&mut self, p: NonNull<u8>, _: usize) {
+        // SAFETY: forwarded; from malloc.
+        unsafe { libc::free(p.as_ptr().cast()) }
+    }
+}
+
+type RlsfTlsf = rlsf::Tlsf<'static, u32, u32, 28, 32>;
+struct Rlsf(RlsfTlsf);
+impl Heap for Rlsf {
+    #[inline(always)]
+    fn alloc(&mut self, size: usize) -> Option<NonNull<u8>> {
+        self.0.allocate(Layout::from_size_align(size, 16).unwrap())
+    }
+    #[inline(always)]
+    unsafe fn free(&mut self, p: NonNull<u8>, _: usize) {
+        // SAFETY: forwarded.
+        unsafe { self.0.deallocate(p, 16) }
+    }
+}
+
+/// rlsf's pool, allocated and touched outside the measured scope.
+fn rlsf_pool() -> &'static mut [MaybeUninit<u8>] {
+    let pool = Box::leak(vec![MaybeUninit::new(0u8); POOL].into_boxed_slice());
+    // A zeroed allocation may be untouched pages: back them, as our pool does.
+    for i in (0..POOL).step_by(4096) {
+        pool[i] = MaybeUninit::new(black_box(1));
+    }
+    pool
+}
+
+struct RunResult {
+    sorted_ns: Vec<f64>,
+    syscalls: u64,
+    faults: u64,
+    stalls: usize,
+    failed: usize,
+}
+
+/// Everything a run carries from warm-up to measurement to clean-up, allocated up front so the
+/// measured scope allocates nothing of its own.
+struct State {
+    live: Vec<Option<(NonNull<u8>, usize)>>,
+    rng: Rng,
+    samples: Vec<f64>,
+    failed: usize,
+}
+
+// SAFETY: the pointers are blocks of a heap that moves between threads together with the state
+// (or glibc's, which any thread may free); nothing aliases them.
+unsafe impl Send for State {}
+
+impl State {
+    fn new(pairs: usize, seed: u64) -> Self {
+        Self {
+            live: vec![None; LIVE],
+            rng: Rng(seed | 1),
+            // Written now so the measured scope does not fault these pages in.
+            samples: vec![-1.0; pairs],
+            failed: 0,
+        }
+    }
+
+    /// Frees one random live block and allocates another of a random size.
+    #[inline(always)]
+    fn step<H: Heap>(&mut self, heap: &mut H) -> bool {
+        let slot = (self.rng.next() % LIVE as u64) as usize;
+        if let Some((p, s)) = self.live[slot].take() {
+            // SAFETY: allocated below with this size.
+            unsafe { heap.free(p, s) };
+        }
+        let s = size(&mut self.rng);
+        match heap.alloc(s) {
+            Some(p) => {
+                // Touch the block like a delay line being cleared at its start.
+                // SAFETY: at least 16 bytes.
+                unsafe { p.as_ptr().write_bytes(0, 16) };
+                self.live[slot] = Some((p, s));
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn warm_up<H: Heap>(&mut self, heap: &mut H, steps: usize) {
+        for _ in 0..steps {
+            self.step(heap);
+        }
+    }
+
+    fn timed<H: Heap>(&mut self, heap: &mut H) {
+        for i in 0..self.samples.len() {
+            let t = Instant::now();
+            let ok = self.step(heap);
+            self.samples[i] = t.elapsed().as_nanos() as f64;
+            self.failed += usize::from(!ok);
+        }
+        black_box(&self.samples);
+    }
+
+    fn release<H: Heap>(&mut self, heap: &mut H) {
+        for (p, s) in self.live.iter_mut().filter_map(Option::take) {
+            // SAFETY: as in `step`.
+            unsafe { heap.free(p, s) };
+        }
+    }
+}
+
+/// Runs the timed part on the guard's thread, so the system calls and page faults it makes
+/// are counted.
+fn measure(state: &mut State, timed: impl FnOnce(&mut State) + Send) -> RunResult {
+    // Allocations are expected for glibc: only system calls and faults are counted here.
+    let options = Options::new().allow_allocations(true).stack_size(1 << 20);
+    let ((), report) = guard::check_with(&options, || timed(&mut *state));
+    let mut sorted_ns = state.samples.clone();
+    sorted_ns.sort_by(f64::total_cmp);
+    let stalls = sorted_ns.iter().filter(|&&x| x > STALL_NS).count();
+    let syscalls = report.syscalls.iter().map(|s| s.count).sum::<u64>()
+        + report.allowed_syscalls.iter().map(|s| s.count).sum::<u64>();
+    let faults = report.rusage.as_ref().map_or(0, |r| r.page_faults());
+    RunResult {
+        sorted_ns,
+        syscalls,
+        faults,
+        stalls,
+        failed: state.failed,
+    }
+}
+
+/// `rlsf::Tlsf` holds raw pointers and is not `Send`; it is moved whole to the measuring thread
+/// and back.
+struct SendRlsf(Rlsf);
+// SAFETY: the heap and its pool are used by one thread at a time.
+unsafe impl Send for SendRlsf {}
+
+/// glibc gives every new thread an arena of its own; one arena makes the warm-up on this
+/// thread shape the heap the measuring thread then uses.
+fn one_glibc_arena() {
+    const M_ARENA_MAX: libc::c_int = -8;
+    // SAFETY: mallopt only changes a tuning parameter.
+    unsafe { libc::mallopt(M_ARENA_MAX, 1) };
+}
+
+pub fn run(common: &Common) -> Report {
+    let mut report = Report::new("alloc");
+    let pairs = if common.quick { 20_000 } else { 1_000_000 };
+    let warmup = if common.quick { 5_000 } else { 200_000 };
+    let runs = common
+        .runs
+        .unwrap_or(if common.quick { 1 } else { 3 })
+        .max(1);
+    let impls = [OURS, "glibc", "rlsf"];
+    let cases = ["p50", "p99", "p99.9", "p99.99", "max"];
+    let mut rows: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); cases.len() + 3]; impls.len()];
+    one_glibc_arena();
+    let pool = Pool::new(POOL).expect("pool");
+    if let Some(note) = pool.note() {
+        report.notes.push(note.to_owned());
+    }
+    for run in 0..runs {
+        for (k, name) in impls.iter().enumerate() {
+            if !common.wants(name) {
+                continue;
+            }
+            let seed = 0x5eed + run as u64;
+            let mut state = State::new(pairs, seed);
+            let r = match *name {
+                OURS => {
+                    // Warm up as one owner, measure as another on the guard's thread: the pool's
+                    // state carries over, as it would from one audio callback to the next.
+                    let mut heap = Ours(pool.bind().expect("unbound"));
+                    state.warm_up(&mut heap, warmup);
+                    drop(heap);
+                    let pool = &pool;
+                    let r = measure(&mut state, |st| {
+                        let mut heap = Ours(pool.bind().expect("unbound"));
+                        st.timed(&mut heap);
+                    });
+                    state.release(&mut Ours(pool.bind().expect("unbound")));
+                    r
+                }
+                "glibc" => {
+                    state.warm_up(&mut Glibc, warmup);
+                    let r = measure(&mut state, |st| st.timed(&mut Glibc));
+                    state.release(&mut Glibc);
+                    r
+                }
+                _ => {
+                    let mut t = RlsfTlsf::new();
+                    t.insert_free_block(rlsf_pool());
+                    let mut heap = SendRlsf(Rlsf(t));
+                    state.warm_up(&mut heap.0, warmup);
+                    let heap_ref = &mut heap;
+                    let r = measure(&mut state, move |st| st.timed(&mut heap_ref.0));
+                    state.release(&mut heap.0);
+                    r
+                }
+            };
+            for (c, q) in [0.5, 0.99, 0.999, 0.9999, 1.0].iter().enumerate() {
+                rows[k][c].push(quantile(&r.sorted_ns, *q));
+            }
+            rows[k][5].push(r.syscalls as f64);
+            rows[k][6].push(r.faults as f64);
+            rows[k][7].push(r.stalls as f64);
+            if r.failed > 0 {
+                report
+                    .notes
+                    .push(format!("{name} run {run}: {} allocations failed", r.failed));
+            }
+        }
+    }
+    for (k, name) in impls.iter().enumerate() {
+        for (c, case) in cases.iter().enumerate() {
+            if !rows[k][c].is_empty() {
+                report.add(&format!("pair_{case}"), name, "ns", &rows[k][c]);
+            }
+        }
+        if !rows[k][5].is_empty() {
+            report.add("syscalls", name, "calls", &rows[k][5]);
+            report.add("page_faults", name, "faults", &rows[k][6]);
+            report.add("stalls_over_10us", name, "samples", &rows[k][7]);
+        }
+    }
+    for case in cases {
+        for rival in ["glibc", "rlsf"] {
+            report.ratio(
+                &format!("pair_{case}"),
+                &format!("pair_{case}"),
+                OURS,
+                rival,
+                Better::Lower,
+            );
+        }
+    }
+    report.notes.push(format!(
+        "{pairs} timed pairs per run after {warmup} warm-up pairs, {LIVE} live blocks, sizes 16 B-64 KiB \
+         (40% objects, 50% delay lines 50-400 Hz, 10% log-uniform 4-64 KiB); each pair includes \
+         one Instant::now() pair of timing overhead; stalls = samples over 10 us; {runs} runs"
+    ));
+    report
+}

@@ -1,0 +1,237 @@
+//! The JACK device against a real `jackd -d dummy` server (run by `crates/engine/ci.sh`
+//! with `--features jack`; each test starts its own named server).
+#![cfg(feature = "jack")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+struct Server {
+    name: String,
+    child: Child,
+}
+
+impl Server {
+    fn start(tag: &str) -> Self {
+        let name = format!("downbeat-{tag}-{}", std::process::id());
+        let child = Command::new("jackd")
+            .args(["-n", &name, "-d", "dummy", "-r", "48000", "-p", "256"])
+            .env("JACK_NO_AUDIO_RESERVATION", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("jackd is installed (apt-get install jackd2)");
+        let s = Server { name, child };
+        let t = Instant::now();
+        while !s.lsp().status.success() {
+            assert!(t.elapsed() < Duration::from_secs(10), "jackd did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        s
+    }
+
+    fn lsp(&self) -> Output {
+        Command::new("jack_lsp")
+            .env("JACK_DEFAULT_SERVER", &self.name)
+            .output()
+            .unwrap()
+    }
+
+    fn wait_for_port(&self, port: &str) {
+        let t = Instant::now();
+        while !String::from_utf8_lossy(&self.lsp().stdout).contains(port) {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "port {port} never appeared"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn downbeat(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_downbeat"));
+        c.args(args)
+            .current_dir(repo())
+            .env("JACK_DEFAULT_SERVER", &self.name)
+            .env("JACK_NO_AUDIO_RESERVATION", "1");
+        c
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("downbeat-jack-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn peak(path: &Path) -> (usize, f32) {
+    let mut r = hound::WavReader::open(path).unwrap();
+    let spec = r.spec();
+    let samples: Vec<f32> = match spec.sample_format {
+        hound::SampleFormat::Float => r.samples::<f32>().map(Result::unwrap).collect(),
+        hound::SampleFormat::Int => {
+            let scale = (1u64 << (spec.bits_per_sample - 1)) as f32;
+            r.samples::<i32>()
+                .map(|s| s.unwrap() as f32 / scale)
+                .collect()
+        }
+    };
+    let p = samples.iter().fold(0.0f32, |m, s| m.max(s.abs()));
+    (samples.len() / spec.channels as usize, p)
+}
+
+const HELLO: &str = "examples/projects/hello.toml";
+
+#[test]
+fn renders_three_seconds_through_jack() {
+    let server = Server::start("render");
+    let wav = tmp("render.wav");
+    let out = server
+        .downbeat(&[
+            "run",
+            HELLO,
+            "--device",
+            "jack",
+            "--seconds",
+            "3",
+            "--out",
+            wav.to_str().unwrap(),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["device"], "jack");
+    assert!(json.get("xruns").is_some());
+    let (frames, p) = peak(&wav);
+    assert_eq!(frames, 3 * 48_000);
+    assert!(p > 0.05, "silent recording (peak {p})");
+}
+
+#[test]
+fn another_client_receives_the_audio() {
+    let server = Server::start("rec");
+    let mut run = server
+        .downbeat(&["run", HELLO, "--device", "jack", "--seconds", "5"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    server.wait_for_port("downbeat:out_2");
+    let rec = tmp("jack_rec.wav");
+    let status = Command::new("jack_rec")
+        .args([
+            "-f",
+            rec.to_str().unwrap(),
+            "-d",
+            "1",
+            "-b",
+            "32",
+            "downbeat:out_1",
+            "downbeat:out_2",
+        ])
+        .env("JACK_DEFAULT_SERVER", &server.name)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "jack_rec failed");
+    assert!(run.wait().unwrap().success());
+    let (frames, p) = peak(&rec);
+    assert!(frames >= 40_000, "jack_rec recorded {frames} frames");
+    assert!(p > 0.05, "jack_rec heard silence (peak {p})");
+}
+
+#[test]
+fn server_dying_mid_run_ends_cleanly_with_a_valid_recording() {
+    let mut server = Server::start("kill");
+    let wav = tmp("killed.wav");
+    let child = server
+        .downbeat(&[
+            "run",
+            HELLO,
+            "--device",
+            "jack",
+            "--seconds",
+            "30",
+            "--out",
+            wav.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    server.wait_for_port("downbeat:out_1");
+    std::thread::sleep(Duration::from_millis(1500));
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let t = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "downbeat hung after the server died"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("JACK server stopped"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let (frames, p) = peak(&wav);
+    assert!(
+        frames > 24_000 && frames < 30 * 48_000,
+        "{frames} frames recorded"
+    );
+    assert!(p > 0.05);
+}
+
+#[test]
+fn no_server_and_bad_connections_get_clear_messages() {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_downbeat"));
+    let out = c
+        .args(["run", HELLO, "--device", "jack", "--seconds", "1"])
+        .current_dir(repo())
+        .env(
+            "JACK_DEFAULT_SERVER",
+            format!("no-such-server-{}", std::process::id()),
+        )
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("jackd -d dummy"),
+        "message should say how to start a server: {err}"
+    );
+
+    let server = Server::start("connect");
+    let out = server
+        .downbeat(&[
+            "run",
+            HELLO,
+            "--device",
+            "jack",
+            "--seconds",
+            "1",
+            "--connect",
+            "nowhere:in",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("nowhere:in"), "{err}");
+}

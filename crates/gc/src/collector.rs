@@ -1,0 +1,271 @@
+//! The snapshot thread and the mark-and-sweep thread.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use downbeat_ring::{Consumer, Producer};
+
+use crate::shared::Shared;
+use crate::stats::Stats;
+use crate::words::{Header, MarkState};
+use crate::Wake;
+
+/// The collector's threads; dropping it stops and joins them (the [`Mutator`](crate::Mutator)
+/// then simply stops collecting).
+///
+/// ```
+/// let (mut mutator, collector) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+/// mutator.begin_block();
+/// println!("{:?}", collector.stats());
+/// drop(collector);
+/// mutator.begin_block(); // still works, nothing is collected any more
+/// ```
+pub struct Collector {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) threads: Vec<JoinHandle<()>>,
+}
+
+impl Collector {
+    /// What the collector has measured so far.
+    ///
+    /// ```
+    /// let (_m, c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// assert!(c.stats().copy_rate > 0.0);
+    /// ```
+    pub fn stats(&self) -> Stats {
+        let s = &self.shared.stats;
+        let heap_bytes = self.shared.heap.len() * 8;
+        Stats {
+            partial_snapshot: s.partial.read(),
+            full_snapshot: s.full.read(),
+            roots_snapshot: s.roots.read(),
+            mark: s.mark.read(),
+            sweep: s.sweep.read(),
+            cycles: s.cycles.load(Ordering::Relaxed),
+            snapshot_bytes: s.snapshot_bytes.load(Ordering::Relaxed),
+            objects_freed: s.objects_freed.load(Ordering::Relaxed),
+            bytes_freed: s.bytes_freed.load(Ordering::Relaxed),
+            atomic_freed: s.atomic_freed.load(Ordering::Relaxed),
+            safety_warnings: s.safety_warnings.load(Ordering::Relaxed),
+            late_full_snapshots: s.late_full_snapshots.load(Ordering::Relaxed),
+            predicted_full_snapshot: predicted(heap_bytes, self.shared.copy_rate),
+            copy_rate: self.shared.copy_rate,
+            priority_note: s.priority_note.get().cloned(),
+        }
+    }
+
+    /// Whether no collection is in progress (nothing requested, copied or being swept).
+    ///
+    /// ```
+    /// let (_m, c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// assert!(c.is_idle());
+    /// ```
+    pub fn is_idle(&self) -> bool {
+        self.shared.handshake.is_idle()
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        for t in &self.threads {
+            t.thread().unpark();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+pub(crate) fn predicted(heap_bytes: usize, rate: f64) -> Duration {
+    Duration::from_nanos((heap_bytes as f64 / rate) as u64)
+}
+
+fn wait(wake: Wake, poll: Duration) {
+    match wake {
+        Wake::Poll => std::thread::sleep(poll),
+        Wake::Unpark => std::thread::park_timeout(poll.max(Duration::from_millis(5))),
+    }
+}
+
+/// Tries SCHED_FIFO at `priority` for the calling thread; the reason when refused.
+fn set_realtime(priority: i32) -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param {
+            sched_priority: priority,
+        };
+        // SAFETY: plain call on the calling thread with a valid parameter struct.
+        let rc =
+            unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "snapshot thread runs at normal priority: SCHED_FIFO {priority} refused ({})",
+                std::io::Error::from_raw_os_error(rc)
+            ))
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(format!(
+            "real-time priority {priority} not implemented on this OS"
+        ))
+    }
+}
+
+pub(crate) fn snapshot_thread(
+    shared: Arc<Shared>,
+    wake: Wake,
+    poll: Duration,
+    priority: Option<i32>,
+) {
+    if let Some(p) = priority {
+        if let Err(note) = set_realtime(p) {
+            let _ = shared.stats.priority_note.set(note);
+        }
+    }
+    let heap_bytes = shared.heap.len() * 8;
+    let pad = predicted(heap_bytes, shared.copy_rate);
+    while !shared.stop.load(Ordering::Acquire) {
+        if !shared.handshake.requested() {
+            wait(wake, poll);
+            continue;
+        }
+        // SAFETY: in REQUESTED the snapshot buffers are ours (see `shared`), and the audio
+        // thread's Release store of REQUESTED, read above with Acquire, orders its writes
+        // before these reads; it does not write again until we publish MARKING.
+        let snap = unsafe { &mut *shared.snapshot.get() };
+        let t0 = Instant::now();
+        let n_roots = shared.roots.len();
+        // SAFETY: AtomicU64 has u64's layout; nobody writes the roots during the copy.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                shared.roots.as_ptr().cast::<u64>(),
+                snap.roots.as_mut_ptr(),
+                n_roots,
+            )
+        };
+        let t1 = Instant::now();
+        let top = shared.req_top.load(Ordering::Relaxed);
+        let full = shared.req_full.load(Ordering::Relaxed);
+        let words = if full { shared.heap.len() } else { top };
+        // SAFETY: as for the roots; `words` is within both buffers.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                shared.heap.as_ptr().cast::<u64>(),
+                snap.heap.as_mut_ptr(),
+                words,
+            )
+        };
+        if full {
+            // The thesis' worst-case rehearsal: never let a full snapshot be faster than the
+            // slowest the machine is assumed to copy, so a heap that will not fit shows up now.
+            while t1.elapsed() < pad {
+                std::hint::spin_loop();
+            }
+        }
+        let t2 = Instant::now();
+        snap.top = top;
+        snap.atomic_allocs = shared.req_atomic_allocs.load(Ordering::Relaxed);
+        let s = &shared.stats;
+        s.roots.record((t1 - t0).as_nanos() as u64);
+        if full {
+            s.full.record((t2 - t1).as_nanos() as u64);
+        } else {
+            s.partial.record((t2 - t1).as_nanos() as u64);
+        }
+        s.snapshot_bytes
+            .fetch_add(((words + n_roots) * 8) as u64, Ordering::Relaxed);
+        shared.handshake.copied();
+        if let Some(t) = shared.collector_thread.get() {
+            t.unpark();
+        }
+    }
+}
+
+pub(crate) struct Sweeper {
+    pub(crate) state: MarkState,
+    pub(crate) known: Vec<u64>,
+    pub(crate) popped: u64,
+    pub(crate) new_atomic: Consumer<u64>,
+    pub(crate) frees: Producer<u64>,
+}
+
+pub(crate) fn mark_sweep_thread(shared: Arc<Shared>, mut sw: Sweeper, poll: Duration) {
+    let _ = shared.collector_thread.set(std::thread::current());
+    while !shared.stop.load(Ordering::Acquire) {
+        if !shared.handshake.marking() {
+            std::thread::park_timeout(poll.max(Duration::from_millis(2)));
+            continue;
+        }
+        collect_snapshot(&shared, &mut sw);
+        shared.handshake.swept();
+    }
+}
+
+/// One mark-and-sweep of the snapshot.
+pub(crate) fn collect_snapshot(shared: &Shared, sw: &mut Sweeper) {
+    // SAFETY: in MARKING the snapshot buffers are ours; the snapshot thread's Release store,
+    // read with Acquire by the caller, makes its copy visible.
+    let snap = unsafe { &*shared.snapshot.get() };
+    while sw.popped < snap.atomic_allocs {
+        let r = sw
+            .new_atomic
+            .pop()
+            .expect("every counted atomic allocation was queued before the count");
+        sw.known.push(r);
+        sw.popped += 1;
+    }
+    let t0 = Instant::now();
+    sw.state
+        .mark(&snap.heap[..], snap.top, &snap.roots[..], snap.roots.len());
+    let t1 = Instant::now();
+    let (mut freed, mut bytes) = (0u64, 0u64);
+    let mut i = 0;
+    while i < snap.top {
+        let h = Header(snap.heap[i]);
+        let words = h.words().max(2);
+        if h.is_allocated() && !sw.state.is_marked(i) {
+            // Unreachable in the snapshot means unreachable for good: the audio thread cannot
+            // name it any more, so writing it while the audio thread runs races with nothing.
+            for w in i + 1..i + words {
+                shared.heap[w].store(0, Ordering::Relaxed);
+            }
+            shared.heap[i].store(Header::free(words).0, Ordering::Relaxed);
+            if sw.frees.push(i as u64).is_err() {
+                unreachable!("the frees queue holds every object and slot at once");
+            }
+            freed += 1;
+            bytes += words as u64 * 8;
+        }
+        i += words;
+    }
+    let mut afreed = 0u64;
+    let mut k = 0;
+    while k < sw.known.len() {
+        let r = sw.known[k];
+        let slot = (r & 0xffff_ffff) as usize;
+        if sw.state.atomic_marks[slot] == r {
+            sw.state.atomic_marks[slot] = 0;
+            k += 1;
+        } else {
+            sw.known.swap_remove(k);
+            if sw.frees.push(r).is_err() {
+                unreachable!("the frees queue holds every object and slot at once");
+            }
+            afreed += 1;
+        }
+    }
+    let t2 = Instant::now();
+    let s = &shared.stats;
+    s.mark.record((t1 - t0).as_nanos() as u64);
+    s.sweep.record((t2 - t1).as_nanos() as u64);
+    s.objects_freed.fetch_add(freed, Ordering::Relaxed);
+    s.bytes_freed.fetch_add(bytes, Ordering::Relaxed);
+    s.atomic_freed.fetch_add(afreed, Ordering::Relaxed);
+    s.cycles.fetch_add(1, Ordering::Relaxed);
+}

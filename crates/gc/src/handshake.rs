@@ -1,0 +1,71 @@
+//! The block/snapshot handshake: one atomic phase, three owners in turn.
+//!
+//! This file is also compiled into the loom model (`tests/loom.rs`), with `super::sync` naming
+//! loom's atomics there and std's here, so the model checks exactly this code.
+
+use super::sync::{AtomicU8, Ordering};
+
+const IDLE: u8 = 0;
+const REQUESTED: u8 = 1;
+const MARKING: u8 = 2;
+
+/// Whose turn it is: the audio thread requests (IDLE -> REQUESTED), the snapshot thread copies
+/// and hands over (REQUESTED -> MARKING), the mark-and-sweep thread finishes (MARKING -> IDLE).
+/// Every hand-over is a Release store read with Acquire by the next owner, so what one owner
+/// wrote is visible to the next.
+pub(crate) struct Handshake {
+    phase: AtomicU8,
+}
+
+impl Handshake {
+    pub(crate) fn new() -> Self {
+        Self {
+            phase: AtomicU8::new(IDLE),
+        }
+    }
+
+    /// Audio thread, end of a block: starts a collection if none is in progress. Its heap
+    /// writes so far happen before the snapshot thread's copy.
+    pub(crate) fn try_request(&self) -> bool {
+        // Acquire: the previous sweep's writes to the heap are visible before we let a new
+        // copy read them (and before we reuse what it freed).
+        if self.phase.load(Ordering::Acquire) != IDLE {
+            return false;
+        }
+        self.phase.store(REQUESTED, Ordering::Release);
+        true
+    }
+
+    /// Audio thread, start of a block: whether the requested copy is still running (the block
+    /// must wait). False means the copy is complete and visible as done.
+    pub(crate) fn copying(&self) -> bool {
+        self.phase.load(Ordering::Acquire) == REQUESTED
+    }
+
+    /// Snapshot thread: whether a copy was requested (then the heap is quiet and ours to read).
+    pub(crate) fn requested(&self) -> bool {
+        self.phase.load(Ordering::Acquire) == REQUESTED
+    }
+
+    /// Snapshot thread: the copy is complete; the audio thread may run and the mark-and-sweep
+    /// thread may read the snapshot.
+    pub(crate) fn copied(&self) {
+        self.phase.store(MARKING, Ordering::Release);
+    }
+
+    /// Mark-and-sweep thread: whether a snapshot is ready for it.
+    pub(crate) fn marking(&self) -> bool {
+        self.phase.load(Ordering::Acquire) == MARKING
+    }
+
+    /// Mark-and-sweep thread: the sweep's writes are done; a new collection may start.
+    pub(crate) fn swept(&self) {
+        self.phase.store(IDLE, Ordering::Release);
+    }
+
+    /// Anyone: whether no collection is in progress.
+    #[allow(dead_code)]
+    pub(crate) fn is_idle(&self) -> bool {
+        self.phase.load(Ordering::Acquire) == IDLE
+    }
+}

@@ -1,0 +1,885 @@
+//! The audio thread's side: allocation, field access, roots, and the per-block protocol.
+
+use std::alloc::Layout;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use downbeat_ring::{Consumer, Producer};
+use downbeat_rt::alloc::Tlsf;
+
+use crate::shared::Shared;
+use crate::words::{Header, MarkState, ATOMIC_TAG};
+use crate::{Atomic, Gc, GcError, Mode, Wake};
+
+/// An atomic-heap block the mutator handed out: where it is and which incarnation.
+#[derive(Clone, Copy)]
+pub(crate) struct Slot {
+    ptr: *mut u8,
+    bytes: usize,
+    gen: u32,
+    live: bool,
+}
+
+/// The memory behind the atomic heap, faulted in at start-up.
+pub(crate) struct AtomicMemory {
+    mem: Box<[u128]>,
+}
+
+impl AtomicMemory {
+    pub(crate) fn new(bytes: usize) -> Self {
+        let mut mem = vec![0u128; bytes.div_ceil(16).max(4)].into_boxed_slice();
+        // Fresh zeroed pages may not be backed yet; write one word per page.
+        for i in (0..mem.len()).step_by(4096 / 16) {
+            // SAFETY: i is in bounds; volatile so the write is not optimised away.
+            unsafe { std::ptr::write_volatile(&mut mem[i], 0) };
+        }
+        #[cfg(unix)]
+        // SAFETY: the range is one live allocation. Failure only means it may be paged out,
+        // which the pool's note already covers for the pointer heap's owner to see.
+        unsafe {
+            libc::mlock(mem.as_ptr().cast(), mem.len() * 16);
+        }
+        Self { mem }
+    }
+}
+
+/// How long `begin_block` spins for an unfinished snapshot before it starts yielding.
+const SPIN_LIMIT: Duration = Duration::from_millis(2);
+
+/// Counters the audio thread keeps for itself (no sharing, no atomics on its hot path).
+#[derive(Clone, Copy, Debug, Default)]
+#[non_exhaustive]
+pub struct MutatorStats {
+    /// Blocks run.
+    pub blocks: u64,
+    /// Time the last `begin_block`/`end_block` pair spent waiting for or doing collection
+    /// work (waiting for a snapshot; in stop-the-world mode also mark and sweep).
+    pub last_blocking: Duration,
+    /// Longest such time.
+    pub max_blocking: Duration,
+    /// Sum of such times.
+    pub total_blocking: Duration,
+    /// Blocks that had to wait at all.
+    pub blocked_blocks: u64,
+    /// Pointer-heap objects allocated.
+    pub objects_allocated: u64,
+    /// Pointer-heap objects returned to the free lists.
+    pub objects_freed: u64,
+    /// Atomic blocks allocated.
+    pub atomic_allocated: u64,
+    /// Atomic blocks returned to the atomic heap.
+    pub atomic_freed: u64,
+    /// Their bytes (as requested).
+    pub atomic_bytes_freed: u64,
+    /// Time spent applying frees (pointer and atomic) in `begin_block`.
+    pub free_time: Duration,
+    /// Snapshots requested.
+    pub snapshots_requested: u64,
+    /// Of which full.
+    pub full_requested: u64,
+}
+
+/// The audio thread's handle to the collected heaps. Use it through [`begin_block`].
+///
+/// [`begin_block`]: Mutator::begin_block
+pub struct Mutator {
+    shared: Arc<Shared>,
+    mode: Mode,
+    wake: Wake,
+    heap_words: usize,
+    max_words: usize,
+    top: usize,
+    /// Per size class (words): first free block's index + 1, or 0.
+    free_heads: Box<[u32]>,
+    tlsf: Tlsf,
+    slots: Box<[Slot]>,
+    slots_used: usize,
+    free_slots: Vec<u32>,
+    frees: Consumer<u64>,
+    new_atomic: Producer<u64>,
+    atomic_allocs: u64,
+    requested_last: bool,
+    allocs_since: u64,
+    last_full: Instant,
+    full_every: Duration,
+    safety_words: usize,
+    in_safety: bool,
+    free_budget: usize,
+    block_start: Instant,
+    blocking: Duration,
+    stw: Option<Box<MarkState>>,
+    stats: MutatorStats,
+    // Declared last: the TLSF and the slots point into it.
+    _atomic_memory: AtomicMemory,
+}
+
+// SAFETY: the raw pointers in `slots` point into `_atomic_memory`, which moves with the
+// mutator; nothing else holds them.
+unsafe impl Send for Mutator {}
+
+pub(crate) struct MutatorParts {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) mode: Mode,
+    pub(crate) wake: Wake,
+    pub(crate) max_words: usize,
+    pub(crate) atomic_bytes: usize,
+    pub(crate) slots: usize,
+    pub(crate) frees: Consumer<u64>,
+    pub(crate) new_atomic: Producer<u64>,
+    pub(crate) full_every: Duration,
+    pub(crate) safety_fraction: f64,
+    pub(crate) free_budget: usize,
+}
+
+impl Mutator {
+    pub(crate) fn new(p: MutatorParts) -> Result<Self, GcError> {
+        let heap_words = p.shared.heap.len();
+        let memory = AtomicMemory::new(p.atomic_bytes);
+        let start = NonNull::new(memory.mem.as_ptr() as *mut u8).expect("boxed slice");
+        // SAFETY: the memory lives in the mutator next to the TLSF, is dropped after it
+        // (field order), and only the TLSF hands out parts of it.
+        let tlsf = unsafe { Tlsf::new(start, memory.mem.len() * 16) }.map_err(GcError::Alloc)?;
+        let stw = matches!(p.mode, Mode::StopTheWorld)
+            .then(|| Box::new(MarkState::new(heap_words, p.slots)));
+        Ok(Self {
+            mode: p.mode,
+            wake: p.wake,
+            heap_words,
+            max_words: p.max_words,
+            top: 0,
+            free_heads: vec![0; p.max_words + 1].into_boxed_slice(),
+            tlsf,
+            slots: vec![
+                Slot {
+                    ptr: std::ptr::null_mut(),
+                    bytes: 0,
+                    gen: 1,
+                    live: false
+                };
+                p.slots
+            ]
+            .into_boxed_slice(),
+            slots_used: 0,
+            free_slots: {
+                let mut v = Vec::with_capacity(p.slots);
+                // Back its pages now; see `MarkState::new`.
+                v.resize(p.slots, 0u32);
+                v.clear();
+                v
+            },
+            frees: p.frees,
+            new_atomic: p.new_atomic,
+            atomic_allocs: 0,
+            requested_last: false,
+            allocs_since: 0,
+            last_full: Instant::now(),
+            full_every: p.full_every,
+            safety_words: (heap_words as f64 * p.safety_fraction) as usize,
+            in_safety: false,
+            free_budget: p.free_budget,
+            block_start: Instant::now(),
+            blocking: Duration::ZERO,
+            stw,
+            stats: MutatorStats::default(),
+            shared: p.shared,
+            _atomic_memory: memory,
+        })
+    }
+
+    /// Starts one audio block: waits only if the snapshot taken after the previous block is
+    /// still being copied, then applies up to the configured number of frees the collector has
+    /// sent back. Real-time safe (no allocation, lock or system call; the wait spins, and yields
+    /// only after a long spin).
+    ///
+    /// ```
+    /// let (mut mutator, _collector) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// let mut block = mutator.begin_block();
+    /// let voice = block.alloc(2, 1).unwrap();
+    /// block.set_root(0, Some(voice));
+    /// drop(block); // ends the block
+    /// ```
+    pub fn begin_block(&mut self) -> Block<'_> {
+        let start = Instant::now();
+        let mut spins = 0u32;
+        while self.shared.handshake.copying() && !self.shared.stop.load(Ordering::Relaxed) {
+            spins += 1;
+            if spins % 64 != 0 || start.elapsed() < SPIN_LIMIT {
+                std::hint::spin_loop();
+            } else {
+                // The snapshot thread runs at audio priority and copies a bounded amount; a
+                // wait this long means it was preempted, and spinning would keep it off the CPU.
+                std::thread::yield_now();
+            }
+        }
+        let waited = if spins > 0 {
+            start.elapsed()
+        } else {
+            Duration::ZERO
+        };
+        self.blocking = waited;
+        if spins > 0 {
+            self.stats.blocked_blocks += 1;
+        }
+        let f0 = Instant::now();
+        let n = self.apply_frees(self.free_budget);
+        if n > 0 {
+            self.stats.free_time += f0.elapsed();
+        }
+        self.block_start = Instant::now();
+        Block { m: self }
+    }
+
+    /// Returns up to `budget` blocks the collector freed to the allocators.
+    fn apply_frees(&mut self, budget: usize) -> usize {
+        let mut n = 0;
+        while n < budget {
+            let Some(r) = self.frees.pop() else { break };
+            n += 1;
+            if r & ATOMIC_TAG != 0 {
+                self.release_slot(r);
+            } else {
+                let i = r as usize;
+                let words = Header(self.word(i)).words();
+                self.push_free(i, words);
+                self.stats.objects_freed += 1;
+            }
+        }
+        n
+    }
+
+    fn release_slot(&mut self, r: u64) {
+        let slot = (r & 0xffff_ffff) as usize;
+        let gen = ((r >> 32) & 0x7fff_ffff) as u32;
+        let s = &mut self.slots[slot];
+        if !s.live || s.gen != gen {
+            debug_assert!(false, "collector freed a stale atomic block");
+            return;
+        }
+        s.live = false;
+        s.gen = (s.gen + 1) & 0x7fff_ffff;
+        let (ptr, bytes) = (s.ptr, s.bytes);
+        // SAFETY: the slot was live with this generation, so `ptr` is a live TLSF block of
+        // ours, and marking the slot dead first means it is freed once.
+        unsafe { self.tlsf.free(NonNull::new_unchecked(ptr)) };
+        self.free_slots.push(slot as u32);
+        self.stats.atomic_freed += 1;
+        self.stats.atomic_bytes_freed += bytes as u64;
+    }
+
+    /// Links a zeroed, free-headed block into its size class. The link lives in the first
+    /// payload word, which allocation clears again.
+    fn push_free(&mut self, i: usize, words: usize) {
+        self.set_word(i + 1, self.free_heads[words] as u64);
+        self.free_heads[words] = i as u32 + 1;
+    }
+
+    #[inline]
+    fn word(&self, i: usize) -> u64 {
+        self.shared.heap[i].load(Ordering::Relaxed)
+    }
+    #[inline]
+    fn set_word(&self, i: usize, v: u64) {
+        self.shared.heap[i].store(v, Ordering::Relaxed)
+    }
+
+    fn end_block(&mut self) {
+        self.stats.blocks += 1;
+        if self.top > self.safety_words {
+            if !self.in_safety {
+                self.in_safety = true;
+                self.shared
+                    .stats
+                    .safety_warnings
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+        } else {
+            self.in_safety = false;
+        }
+        let now = Instant::now();
+        let since_full = now.saturating_duration_since(self.last_full);
+        let full_due = since_full >= self.full_every;
+        match self.mode {
+            Mode::Snapshot => {
+                let wanted = !self.requested_last && (self.allocs_since > 0 || full_due);
+                // The request fields are only read by the snapshot thread after it sees the
+                // request, and nobody reads them while the collector is busy.
+                if wanted && self.shared.handshake.is_idle() {
+                    self.shared.req_top.store(self.top, Ordering::Relaxed);
+                    self.shared.req_full.store(full_due, Ordering::Relaxed);
+                    self.shared
+                        .req_atomic_allocs
+                        .store(self.atomic_allocs, Ordering::Relaxed);
+                }
+                if wanted && self.shared.handshake.try_request() {
+                    if let Wake::Unpark = self.wake {
+                        if let Some(t) = self.shared.snapshot_thread.get() {
+                            t.unpark();
+                        }
+                    }
+                    self.requested_last = true;
+                    self.allocs_since = 0;
+                    self.stats.snapshots_requested += 1;
+                    if full_due {
+                        self.last_full = now;
+                        self.stats.full_requested += 1;
+                    }
+                } else {
+                    self.requested_last = false;
+                    if since_full >= 2 * self.full_every {
+                        // The one-second window passed without a chance to take it.
+                        self.shared
+                            .stats
+                            .late_full_snapshots
+                            .fetch_add(1, Ordering::Relaxed);
+                        self.last_full = now;
+                    }
+                }
+            }
+            Mode::StopTheWorld => {
+                if !self.requested_last && (self.allocs_since > 0 || full_due) {
+                    if full_due {
+                        self.last_full = now;
+                    }
+                    let t0 = Instant::now();
+                    self.collect_here();
+                    self.blocking += t0.elapsed();
+                    self.requested_last = true;
+                    self.allocs_since = 0;
+                } else {
+                    self.requested_last = false;
+                }
+            }
+        }
+        let b = self.blocking;
+        self.stats.last_blocking = b;
+        self.stats.total_blocking += b;
+        self.stats.max_blocking = self.stats.max_blocking.max(b);
+    }
+
+    /// Stop-the-world mark and sweep of the live heap on the calling (audio) thread: the
+    /// baseline the snapshot collector is measured against.
+    fn collect_here(&mut self) {
+        let mut st = self.stw.take().expect("stop-the-world state");
+        let t0 = Instant::now();
+        let heap: &[AtomicU64] = &self.shared.heap;
+        let roots: &[AtomicU64] = &self.shared.roots;
+        st.mark(heap, self.top, roots, roots.len());
+        let t1 = Instant::now();
+        let mut i = 0;
+        let (mut freed, mut bytes) = (0u64, 0u64);
+        while i < self.top {
+            let h = Header(self.word(i));
+            let words = h.words().max(2);
+            if h.is_allocated() && !st.is_marked(i) {
+                for w in i + 1..i + words {
+                    self.set_word(w, 0);
+                }
+                self.set_word(i, Header::free(words).0);
+                self.push_free(i, words);
+                freed += 1;
+                bytes += words as u64 * 8;
+            }
+            i += words;
+        }
+        self.stats.objects_freed += freed;
+        let mut afreed = 0u64;
+        for slot in 0..self.slots_used {
+            let s = self.slots[slot];
+            if s.live {
+                let r = atomic_ref(slot, s.gen);
+                if st.atomic_marks[slot] != r {
+                    self.release_slot(r);
+                    afreed += 1;
+                }
+            }
+            st.atomic_marks[slot] = 0;
+        }
+        let t2 = Instant::now();
+        let s = &self.shared.stats;
+        s.mark.record((t1 - t0).as_nanos() as u64);
+        s.sweep.record((t2 - t1).as_nanos() as u64);
+        s.objects_freed.fetch_add(freed, Ordering::Relaxed);
+        s.bytes_freed.fetch_add(bytes, Ordering::Relaxed);
+        s.atomic_freed.fetch_add(afreed, Ordering::Relaxed);
+        s.cycles.fetch_add(1, Ordering::Relaxed);
+        self.stw = Some(st);
+    }
+
+    /// Whether a snapshot has been requested and is not copied yet: `begin_block` would wait.
+    ///
+    /// ```
+    /// let (m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// assert!(!m.snapshot_pending());
+    /// ```
+    pub fn snapshot_pending(&self) -> bool {
+        self.shared.handshake.copying() && !self.shared.stop.load(Ordering::Relaxed)
+    }
+
+    /// What the audio thread counted.
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// m.begin_block();
+    /// assert_eq!(m.stats().blocks, 1);
+    /// ```
+    pub fn stats(&self) -> MutatorStats {
+        self.stats
+    }
+
+    /// Bytes of the pointer heap below its highest allocation (the part a partial snapshot
+    /// copies).
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// m.begin_block().alloc(1, 0).unwrap();
+    /// assert_eq!(m.heap_used(), 16);
+    /// ```
+    pub fn heap_used(&self) -> usize {
+        self.top * 8
+    }
+
+    /// Payload bytes in use in the atomic heap.
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// m.begin_block().alloc_atomic(100).unwrap();
+    /// assert_eq!(m.atomic_used(), 112);
+    /// ```
+    pub fn atomic_used(&self) -> usize {
+        self.tlsf.used()
+    }
+
+    /// Live objects and atomic blocks as the audio thread sees them: allocated and not yet
+    /// returned. Equals what is reachable once the collector has caught up.
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// m.begin_block().alloc(0, 1).unwrap();
+    /// assert_eq!(m.live(), (1, 0));
+    /// ```
+    pub fn live(&self) -> (u64, u64) {
+        (
+            self.stats.objects_allocated - self.stats.objects_freed,
+            self.stats.atomic_allocated - self.stats.atomic_freed,
+        )
+    }
+
+    /// Checks the heap's invariants: every block on a free list has a free header of its
+    /// class and a zeroed payload (freed blocks are zeroed by the collector, so a stale
+    /// reference can never resurrect anything), and the linear walk of headers ends exactly
+    /// at the top. O(heap): for tests, not for the audio thread. Returns the number of free
+    /// blocks checked.
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// assert_eq!(m.audit(), Ok(0));
+    /// ```
+    pub fn audit(&self) -> Result<usize, String> {
+        let mut checked = 0;
+        for class in 0..self.free_heads.len() {
+            let mut link = self.free_heads[class];
+            while link != 0 {
+                let i = link as usize - 1;
+                let h = Header(self.word(i));
+                if h.is_allocated() || h.words() != class {
+                    return Err(format!("free block {i} has header {h:?}, class {class}"));
+                }
+                for w in i + 2..i + class {
+                    if self.word(w) != 0 {
+                        return Err(format!("freed block {i} not zeroed at word {w}"));
+                    }
+                }
+                link = self.word(i + 1) as u32;
+                checked += 1;
+                if checked > self.heap_words {
+                    return Err("free list cycle".into());
+                }
+            }
+        }
+        let mut i = 0;
+        while i < self.top {
+            let w = Header(self.word(i)).words();
+            if w < 2 {
+                return Err(format!("header at {i} has size {w}"));
+            }
+            i += w;
+        }
+        if i != self.top {
+            return Err(format!("header walk ends at {i}, top is {}", self.top));
+        }
+        Ok(checked)
+    }
+}
+
+fn atomic_ref(slot: usize, gen: u32) -> u64 {
+    ATOMIC_TAG | ((gen as u64) << 32) | slot as u64
+}
+
+/// One audio block's access to the heaps; ending it (dropping it or calling [`end`]) runs
+/// the collector's `end_block` decision.
+///
+/// Objects have a fixed number of leading reference fields and then data words, all zero
+/// when allocated. A [`Gc`] is only guaranteed to stay valid while it is reachable from a root
+/// slot at the end of every block (references held in local variables across blocks are not
+/// roots). Misuse cannot corrupt memory: every access is bounds checked.
+///
+/// [`end`]: Block::end
+pub struct Block<'m> {
+    m: &'m mut Mutator,
+}
+
+impl Drop for Block<'_> {
+    fn drop(&mut self) {
+        self.m.end_block();
+    }
+}
+
+impl Block<'_> {
+    /// Ends the block (same as dropping it).
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// m.begin_block().end();
+    /// ```
+    pub fn end(self) {}
+
+    /// Allocates an object with `refs` reference fields followed by `data` 64-bit data words,
+    /// all zero. O(1): a pop from its size class's free list or a bump of the heap top.
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// let mut b = m.begin_block();
+    /// let o = b.alloc(1, 2).unwrap();
+    /// assert_eq!(b.get_ref(o, 0), None);
+    /// assert_eq!(b.data(o, 1), 0);
+    /// ```
+    pub fn alloc(&mut self, refs: usize, data: usize) -> Result<Gc, GcError> {
+        let m = &mut *self.m;
+        let words = 1 + (refs + data).max(1);
+        if words > m.max_words || refs > 0xffff {
+            return Err(GcError::TooLarge);
+        }
+        let mut i = m.take_free(words);
+        if i.is_none() && m.top + words > m.heap_words {
+            // Memory may be waiting in the frees queue.
+            m.apply_frees(m.free_budget);
+            i = m.take_free(words);
+        }
+        let i = match i {
+            Some(i) => i,
+            None if m.top + words <= m.heap_words => {
+                let i = m.top;
+                m.top += words;
+                i
+            }
+            None => return Err(GcError::OutOfMemory),
+        };
+        m.set_word(i, Header::used(words, refs).0);
+        m.stats.objects_allocated += 1;
+        m.allocs_since += 1;
+        Ok(Gc(i as u32 + 1))
+    }
+
+    /// Allocates a pointer-free block of at least `bytes` bytes, zeroed only if fresh (sample
+    /// buffers are usually overwritten anyway), from the TLSF atomic heap. O(1).
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// let mut b = m.begin_block();
+    /// let line = b.alloc_atomic(4 * 480).unwrap();
+    /// b.samples(line).unwrap().fill(0.0);
+    /// assert_eq!(b.samples(line).unwrap().len(), 480);
+    /// ```
+    pub fn alloc_atomic(&mut self, bytes: usize) -> Result<Atomic, GcError> {
+        let m = &mut *self.m;
+        if m.free_slots.is_empty() && m.slots_used == m.slots.len() {
+            m.apply_frees(m.free_budget);
+        }
+        let slot = match m.free_slots.pop() {
+            Some(s) => s as usize,
+            None if m.slots_used < m.slots.len() => {
+                m.slots_used += 1;
+                m.slots_used - 1
+            }
+            None => return Err(GcError::OutOfSlots),
+        };
+        let layout = Layout::from_size_align(bytes.max(1), 16).map_err(|_| GcError::TooLarge)?;
+        let ptr = match m.tlsf.alloc(layout) {
+            Ok(p) => p,
+            Err(_) => {
+                m.apply_frees(m.free_budget);
+                match m.tlsf.alloc(layout) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        m.free_slots.push(slot as u32);
+                        return Err(match e {
+                            downbeat_rt::alloc::AllocError::OutOfMemory => GcError::OutOfMemory,
+                            e => GcError::Alloc(e),
+                        });
+                    }
+                }
+            }
+        };
+        let s = &mut m.slots[slot];
+        s.ptr = ptr.as_ptr();
+        s.bytes = bytes;
+        s.live = true;
+        let r = atomic_ref(slot, s.gen);
+        // Only the snapshot collector needs to hear of it; stop-the-world scans the slots.
+        if m.mode == Mode::Snapshot && m.new_atomic.push(r).is_err() {
+            unreachable!("the queue holds one entry per slot");
+        }
+        m.atomic_allocs += 1;
+        m.allocs_since += 1;
+        m.stats.atomic_allocated += 1;
+        Ok(Atomic(r))
+    }
+
+    fn slot(&self, a: Atomic) -> Option<Slot> {
+        let slot = (a.0 & 0xffff_ffff) as usize;
+        let gen = ((a.0 >> 32) & 0x7fff_ffff) as u32;
+        self.m
+            .slots
+            .get(slot)
+            .copied()
+            .filter(|s| s.live && s.gen == gen)
+    }
+
+    /// The atomic block's bytes, or `None` if the handle is stale (its block was collected).
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// let mut b = m.begin_block();
+    /// let a = b.alloc_atomic(3).unwrap();
+    /// b.bytes(a).unwrap().copy_from_slice(b"abc");
+    /// assert_eq!(b.bytes(a).unwrap(), b"abc");
+    /// ```
+    pub fn bytes(&mut self, a: Atomic) -> Option<&mut [u8]> {
+        let s = self.slot(a)?;
+        // SAFETY: a live slot names a live TLSF block of at least `bytes` bytes that only this
+        // mutator touches, and `&mut self` makes this the only view of it right now.
+        Some(unsafe { std::slice::from_raw_parts_mut(s.ptr, s.bytes) })
+    }
+
+    /// The atomic block as `f32` samples (its length in bytes / 4).
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// let mut b = m.begin_block();
+    /// let a = b.alloc_atomic(16).unwrap();
+    /// b.samples(a).unwrap()[3] = 0.5;
+    /// assert_eq!(b.samples(a).unwrap()[3], 0.5);
+    /// ```
+    pub fn samples(&mut self, a: Atomic) -> Option<&mut [f32]> {
+        let s = self.slot(a)?;
+        // SAFETY: as in `bytes`; the block is 16-byte aligned, so f32-aligned.
+        Some(unsafe { std::slice::from_raw_parts_mut(s.ptr.cast::<f32>(), s.bytes / 4) })
+    }
+
+    /// Header of a live object; panics on a stale or foreign reference.
+    fn header(&self, o: Gc) -> (usize, Header) {
+        let i = o.0 as usize - 1;
+        let h = Header(self.m.word(i));
+        assert!(h.is_allocated(), "stale object reference {o:?}");
+        (i, h)
+    }
+
+    fn ref_field(&self, o: Gc, field: usize) -> usize {
+        let (i, h) = self.header(o);
+        assert!(
+            field < h.ptrs(),
+            "reference field {field} of {o:?} out of range"
+        );
+        i + 1 + field
+    }
+
+    fn data_field(&self, o: Gc, index: usize) -> usize {
+        let (i, h) = self.header(o);
+        let w = i + 1 + h.ptrs() + index;
+        assert!(w < i + h.words(), "data word {index} of {o:?} out of range");
+        w
+    }
+
+    /// Reads reference field `field` as an object reference (`None` if null or an atomic
+    /// block).
+    ///
+    /// # Panics
+    ///
+    /// If `o` is stale or `field` is not one of its reference fields.
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// let mut b = m.begin_block();
+    /// let (a, c) = (b.alloc(1, 0).unwrap(), b.alloc(0, 1).unwrap());
+    /// b.set_ref(a, 0, Some(c));
+    /// assert_eq!(b.get_ref(a, 0), Some(c));
+    /// ```
+    pub fn get_ref(&self, o: Gc, field: usize) -> Option<Gc> {
+        let v = self.m.word(self.ref_field(o, field));
+        (v != 0 && v & ATOMIC_TAG == 0).then_some(Gc(v as u32))
+    }
+
+    /// Writes reference field `field`.
+    ///
+    /// # Panics
+    ///
+    /// As [`get_ref`](Self::get_ref).
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// let mut b = m.begin_block();
+    /// let a = b.alloc(1, 0).unwrap();
+    /// b.set_ref(a, 0, Some(a));
+    /// b.set_ref(a, 0, None);
+    /// assert_eq!(b.get_ref(a, 0), None);
+    /// ```
+    pub fn set_ref(&mut self, o: Gc, field: usize, value: Option<Gc>) {
+        let w = self.ref_field(o, field);
+        self.m.set_word(w, value.map_or(0, |g| g.0 as u64));
+    }
+
+    /// Reads reference field `field` as an atomic-block reference.
+    ///
+    /// # Panics
+    ///
+    /// As [`get_ref`](Self::get_ref).
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// let mut b = m.begin_block();
+    /// let (o, line) = (b.alloc(1, 0).unwrap(), b.alloc_atomic(64).unwrap());
+    /// b.set_atomic(o, 0, Some(line));
+    /// assert_eq!(b.get_atomic(o, 0), Some(line));
+    /// ```
+    pub fn get_atomic(&self, o: Gc, field: usize) -> Option<Atomic> {
+        let v = self.m.word(self.ref_field(o, field));
+        (v & ATOMIC_TAG != 0).then_some(Atomic(v))
+    }
+
+    /// Writes reference field `field` with an atomic-block reference.
+    ///
+    /// # Panics
+    ///
+    /// As [`get_ref`](Self::get_ref).
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// let mut b = m.begin_block();
+    /// let o = b.alloc(1, 0).unwrap();
+    /// b.set_atomic(o, 0, None);
+    /// ```
+    pub fn set_atomic(&mut self, o: Gc, field: usize, value: Option<Atomic>) {
+        let w = self.ref_field(o, field);
+        self.m.set_word(w, value.map_or(0, |a| a.0));
+    }
+
+    /// Reads data word `index` (counted after the reference fields).
+    ///
+    /// # Panics
+    ///
+    /// If `o` is stale or `index` is out of range.
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// let mut b = m.begin_block();
+    /// let o = b.alloc(0, 1).unwrap();
+    /// b.set_data(o, 0, 42);
+    /// assert_eq!(b.data(o, 0), 42);
+    /// ```
+    pub fn data(&self, o: Gc, index: usize) -> u64 {
+        self.m.word(self.data_field(o, index))
+    }
+
+    /// Writes data word `index`.
+    ///
+    /// # Panics
+    ///
+    /// As [`data`](Self::data).
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// let mut b = m.begin_block();
+    /// let o = b.alloc(0, 1).unwrap();
+    /// b.set_data(o, 0, 0.5f64.to_bits());
+    /// assert_eq!(f64::from_bits(b.data(o, 0)), 0.5);
+    /// ```
+    pub fn set_data(&mut self, o: Gc, index: usize, value: u64) {
+        let w = self.data_field(o, index);
+        self.m.set_word(w, value);
+    }
+
+    /// Reads root slot `slot` as an object reference.
+    ///
+    /// # Panics
+    ///
+    /// If `slot` is beyond the configured number of roots.
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// assert_eq!(m.begin_block().root(3), None);
+    /// ```
+    pub fn root(&self, slot: usize) -> Option<Gc> {
+        let v = self.m.shared.roots[slot].load(Ordering::Relaxed);
+        (v != 0 && v & ATOMIC_TAG == 0).then_some(Gc(v as u32))
+    }
+
+    /// Writes root slot `slot`. Whatever the roots reach at the end of a block survives.
+    ///
+    /// # Panics
+    ///
+    /// As [`root`](Self::root).
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// let mut b = m.begin_block();
+    /// let o = b.alloc(0, 1).unwrap();
+    /// b.set_root(3, Some(o));
+    /// assert_eq!(b.root(3), Some(o));
+    /// ```
+    pub fn set_root(&mut self, slot: usize, value: Option<Gc>) {
+        self.m.shared.roots[slot].store(value.map_or(0, |g| g.0 as u64), Ordering::Relaxed);
+    }
+
+    /// Writes root slot `slot` with an atomic-block reference.
+    ///
+    /// # Panics
+    ///
+    /// As [`root`](Self::root).
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// let mut b = m.begin_block();
+    /// let a = b.alloc_atomic(8).unwrap();
+    /// b.set_root_atomic(0, Some(a));
+    /// ```
+    pub fn set_root_atomic(&mut self, slot: usize, value: Option<Atomic>) {
+        self.m.shared.roots[slot].store(value.map_or(0, |a| a.0), Ordering::Relaxed);
+    }
+
+    /// Time since `begin_block` returned, for load measurement.
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// let b = m.begin_block();
+    /// assert!(b.elapsed().as_secs() < 1);
+    /// ```
+    pub fn elapsed(&self) -> Duration {
+        self.m.block_start.elapsed()
+    }
+}
+
+impl Mutator {
+    fn take_free(&mut self, words: usize) -> Option<usize> {
+        let head = self.free_heads[words];
+        if head == 0 {
+            return None;
+        }
+        let i = head as usize - 1;
+        self.free_heads[words] = self.word(i + 1) as u32;
+        // The rest of the payload was zeroed by the sweep; only the link needs clearing.
+        self.set_word(i + 1, 0);
+        Some(i)
+    }
+}
