@@ -57,6 +57,7 @@ func main() {
 	json.NewEncoder(os.Stdout).Encode(map[string]float64{
 		"ticks":       float64(len(lateness)),
 		"p50_us":      float64(q(0.5)) / 1e3,
+		"p99_us":      float64(q(0.99)) / 1e3,
 		"p999_us":     float64(q(0.999)) / 1e3,
 		"max_us":      float64(lateness[len(lateness)-1]) / 1e3,
 		"cpu_percent": cpu.Seconds() / wall.Seconds() * 100,

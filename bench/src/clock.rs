@@ -39,6 +39,7 @@ const LOAD: usize = 200;
 #[derive(Clone, Copy)]
 struct Sample {
     p50: f64,
+    p99: f64,
     p999: f64,
     max: f64,
     cpu: Option<f64>,
@@ -50,6 +51,7 @@ impl Sample {
         let us: Vec<f64> = lateness_ns.iter().map(|&n| n as f64 / 1e3).collect();
         Self {
             p50: quantile(&us, 0.5),
+            p99: quantile(&us, 0.99),
             p999: quantile(&us, 0.999),
             max: us.last().copied().unwrap_or(f64::NAN),
             cpu,
@@ -208,6 +210,7 @@ fn go(bin: &Path, period: Duration, run: Duration, load: usize) -> Option<Sample
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
     Some(Sample {
         p50: v["p50_us"].as_f64()?,
+        p99: v["p99_us"].as_f64()?,
         p999: v["p999_us"].as_f64()?,
         max: v["max_us"].as_f64()?,
         cpu: v["cpu_percent"].as_f64(),
@@ -368,6 +371,7 @@ pub fn run(common: &Common) -> Report {
         let pick =
             |f: fn(&Sample) -> Option<f64>| -> Vec<f64> { samples.iter().filter_map(f).collect() };
         report.add(&format!("{case} p50"), imp, "µs", &pick(|s| Some(s.p50)));
+        report.add(&format!("{case} p99"), imp, "µs", &pick(|s| Some(s.p99)));
         report.add(&format!("{case} p99.9"), imp, "µs", &pick(|s| Some(s.p999)));
         report.add(&format!("{case} max"), imp, "µs", &pick(|s| Some(s.max)));
         let cpu = pick(|s| s.cpu);
@@ -382,9 +386,12 @@ pub fn run(common: &Common) -> Report {
     };
     for case in &case_names {
         let key = format!("p999 {case}").replace(' ', "_");
+        let key99 = format!("p99 {case}").replace(' ', "_");
         for rival in [SLEEP, SPIN_SLEEP, BUSY, GO] {
             report.ratio(&key, &format!("{case} p99.9"), OURS, rival, Better::Lower);
+            report.ratio(&key99, &format!("{case} p99"), OURS, rival, Better::Lower);
         }
+        report.ratio(&key, &format!("{case} p99.9"), OURS, CYCLICTEST, Better::Lower);
         let p999 = report.median(&format!("{case} p99.9"), OURS);
         let sleep = report.median(&format!("{case} p99.9"), SLEEP);
         if let (Some(ours), Some(sleep)) = (p999, sleep) {

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod alloc;
 mod clock;
 mod gc;
+mod graph;
 mod notify;
 mod report;
 mod ring;
@@ -32,6 +33,8 @@ enum Suite {
     Notify(Common),
     /// Real-time allocator: Downbeat's TLSF pool vs glibc malloc and rlsf, latency percentiles.
     Alloc(Common),
+    /// Parallel graph processing (seed 001): serial, rayon spawn, rayon broadcast, Downbeat's pool.
+    Graph(Common),
     /// Snapshot garbage collector vs stop-the-world mark-and-sweep on a synth workload.
     Gc(gc::GcArgs),
 }
@@ -72,10 +75,11 @@ fn main() {
         Suite::Notify(common) => notify::run(common),
         Suite::Alloc(common) => alloc::run(common),
         Suite::Gc(args) => gc::run(args),
+        Suite::Graph(common) => graph::run(common),
     };
     let json = match &cli.suite {
         Suite::Ring(common) | Suite::Clock(common) | Suite::Notify(common) => common.json,
-        Suite::Alloc(common) => common.json,
+        Suite::Alloc(common) | Suite::Graph(common) => common.json,
         Suite::Gc(args) => args.common.json,
     };
     report.print(json);

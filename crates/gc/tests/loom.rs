@@ -42,6 +42,8 @@ fn two_collections_hand_over_cleanly() {
     if builder.preemption_bound.is_none() {
         builder.preemption_bound = Some(2);
     }
+    // Three threads that wait for each other by spinning take many branches per execution.
+    builder.max_branches = 100_000;
     builder.check(|| {
         let w = Arc::new(World {
             hs: Handshake::new(),
