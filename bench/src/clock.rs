@@ -391,7 +391,13 @@ pub fn run(common: &Common) -> Report {
             report.ratio(&key, &format!("{case} p99.9"), OURS, rival, Better::Lower);
             report.ratio(&key99, &format!("{case} p99"), OURS, rival, Better::Lower);
         }
-        report.ratio(&key, &format!("{case} p99.9"), OURS, CYCLICTEST, Better::Lower);
+        report.ratio(
+            &key,
+            &format!("{case} p99.9"),
+            OURS,
+            CYCLICTEST,
+            Better::Lower,
+        );
         let p999 = report.median(&format!("{case} p99.9"), OURS);
         let sleep = report.median(&format!("{case} p99.9"), SLEEP);
         if let (Some(ours), Some(sleep)) = (p999, sleep) {

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use crossbeam_queue::ArrayQueue;
 use downbeat::project::Project;
 use downbeat_graph::nodes::{Gain, Output};
-use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, Node, NodeRunner, ProcessContext, Schedule};
+use downbeat_graph::{
+    AudioMut, AudioRef, CompileConfig, Graph, Node, NodeRunner, ProcessContext, Schedule,
+};
 use downbeat_rt::guard::{self, Allow, Options};
 use downbeat_rt::pool::{available_cores, Pool, PoolConfig};
 
@@ -100,7 +102,12 @@ impl Runner {
     /// decrement, so only the thread that takes a node's in-degree to zero spawns it.
     fn rayon_spawn(&self, r: &NodeRunner<'_>) {
         self.reset(r);
-        fn run_node<'s>(s: &rayon::Scope<'s>, r: &'s NodeRunner<'s>, deg: &'s [AtomicUsize], mut i: usize) {
+        fn run_node<'s>(
+            s: &rayon::Scope<'s>,
+            r: &'s NodeRunner<'s>,
+            deg: &'s [AtomicUsize],
+            mut i: usize,
+        ) {
             loop {
                 // SAFETY: `i` is handed out once, after its last predecessor's AcqRel
                 // decrement (or, for a source, before anything runs).
@@ -239,7 +246,9 @@ fn audio_thread_calls(kind: Scheduler, project: &Project, callbacks: usize) -> (
     for _ in 0..20 {
         runner.block(&mut s, project.block_size);
     }
-    let opts = Options::new().allow(Allow::FutexWake).allow_allocations(true);
+    let opts = Options::new()
+        .allow(Allow::FutexWake)
+        .allow_allocations(true);
     let (_, report) = guard::check_with(&opts, || {
         for _ in 0..callbacks {
             runner.block(&mut s, project.block_size);
@@ -334,7 +343,11 @@ fn helper_cpu(kind: Scheduler, seconds: f64) -> f64 {
     for _ in 0..10 {
         runner.block(&mut s, 16);
     }
-    let (p0, t0, w0) = (cpu(libc::RUSAGE_SELF), cpu(libc::RUSAGE_THREAD), Instant::now());
+    let (p0, t0, w0) = (
+        cpu(libc::RUSAGE_SELF),
+        cpu(libc::RUSAGE_THREAD),
+        Instant::now(),
+    );
     let mut deadline = Instant::now();
     while w0.elapsed().as_secs_f64() < seconds {
         deadline += period;
@@ -360,14 +373,22 @@ pub fn run(common: &Common) -> Report {
         project.nodes.len(),
         project.sample_rate,
         project.block_size,
-        if pace { ", paced in real time" } else { ", unpaced (--quick)" },
+        if pace {
+            ", paced in real time"
+        } else {
+            ", unpaced (--quick)"
+        },
         cores.saturating_sub(1).max(1),
         cores.max(2)
     ));
 
     if common.wants("fanin84") {
         // Interleave repetitions across schedulers so machine noise hits all alike.
-        let reps = if common.quick { 1 } else { common.runs.unwrap_or(1).max(1) };
+        let reps = if common.quick {
+            1
+        } else {
+            common.runs.unwrap_or(1).max(1)
+        };
         let mut loads: Vec<Vec<f64>> = vec![Vec::new(); ALL.len()];
         let mut notes = Vec::new();
         for _ in 0..reps {
@@ -387,15 +408,38 @@ pub fn run(common: &Common) -> Report {
         for (k, &kind) in ALL.iter().enumerate() {
             let mut sorted = loads[k].clone();
             sorted.sort_by(f64::total_cmp);
-            for (q, label) in [(0.0, "P0"), (0.25, "P25"), (0.5, "P50"), (0.75, "P75"), (0.99, "P99"), (1.0, "P100")] {
-                report.add(&format!("fanin84_load_{label}"), kind.name(), "load", &[quantile(&sorted, q)]);
+            for (q, label) in [
+                (0.0, "P0"),
+                (0.25, "P25"),
+                (0.5, "P50"),
+                (0.75, "P75"),
+                (0.99, "P99"),
+                (1.0, "P100"),
+            ] {
+                report.add(
+                    &format!("fanin84_load_{label}"),
+                    kind.name(),
+                    "load",
+                    &[quantile(&sorted, q)],
+                );
             }
             let missed = loads[k].iter().filter(|&&l| l > 1.0).count() as f64;
             report.add("fanin84_missed", kind.name(), "callbacks", &[missed]);
-            let (sys, alloc) = audio_thread_calls(kind, &project, if common.quick { 10 } else { 200 });
-            report.add("fanin84_audio_syscalls", kind.name(), "per callback", &[sys]);
+            let (sys, alloc) =
+                audio_thread_calls(kind, &project, if common.quick { 10 } else { 200 });
+            report.add(
+                "fanin84_audio_syscalls",
+                kind.name(),
+                "per callback",
+                &[sys],
+            );
             if alloc.is_finite() {
-                report.add("fanin84_audio_allocs", kind.name(), "per callback", &[alloc]);
+                report.add(
+                    "fanin84_audio_allocs",
+                    kind.name(),
+                    "per callback",
+                    &[alloc],
+                );
             }
         }
         for rival in ["serial", "rayon_spawn", "rayon_broadcast"] {
@@ -433,7 +477,12 @@ pub fn run(common: &Common) -> Report {
                     times.sort_by(f64::total_cmp);
                     per_run.push(quantile(&times, 0.5));
                 }
-                report.add(&format!("overhead_{shape}"), kind.name(), "ns/node", &per_run);
+                report.add(
+                    &format!("overhead_{shape}"),
+                    kind.name(),
+                    "ns/node",
+                    &per_run,
+                );
             }
             for rival in ["rayon_spawn", "rayon_broadcast", "serial"] {
                 let case = format!("overhead_{shape}");
@@ -448,7 +497,13 @@ pub fn run(common: &Common) -> Report {
             let share = helper_cpu(kind, seconds) * 100.0;
             report.add("idle_helper_cpu", kind.name(), "% of a core", &[share]);
         }
-        report.ratio("idle_helper_cpu", "idle_helper_cpu", "downbeat", "rayon_spawn", Better::Lower);
+        report.ratio(
+            "idle_helper_cpu",
+            "idle_helper_cpu",
+            "downbeat",
+            "rayon_spawn",
+            Better::Lower,
+        );
     }
     report
 }

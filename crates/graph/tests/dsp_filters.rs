@@ -3,46 +3,10 @@
 use std::f64::consts::{FRAC_1_SQRT_2, SQRT_2, TAU};
 
 use downbeat_graph::nodes::{Biquad, FilterMode, Gain, Mix};
-use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
+use downbeat_graph::Node;
 
-const SR: f32 = 48000.0;
-
-/// Runs `input` (one `Vec` per channel) through `node` in blocks of `block`. The output
-/// buffer is filled with NaN before every call, so unwritten samples are caught.
-fn run(node: &mut dyn Node, input: &[Vec<f32>], block: usize) -> Vec<Vec<f32>> {
-    let ic = node.input_channels();
-    let oc = node.output_channels();
-    assert_eq!(input.len(), ic);
-    let frames = input[0].len();
-    let mut inbuf = vec![0.0f32; ic * block];
-    let mut outbuf = vec![0.0f32; oc * block];
-    let mut out = vec![Vec::with_capacity(frames); oc];
-    let mut pos = 0;
-    while pos < frames {
-        let n = block.min(frames - pos);
-        for (c, ch) in input.iter().enumerate() {
-            inbuf[c * block..c * block + n].copy_from_slice(&ch[pos..pos + n]);
-        }
-        outbuf.fill(f32::NAN);
-        let ctx = ProcessContext {
-            sample_rate: SR,
-            frames: n,
-            position: pos as u64,
-        };
-        node.process(
-            &ctx,
-            AudioRef::new(&inbuf, ic, block, n),
-            AudioMut::new(&mut outbuf, oc, block, n),
-        );
-        for (c, ch) in out.iter_mut().enumerate() {
-            let written = &outbuf[c * block..c * block + n];
-            assert!(written.iter().all(|s| !s.is_nan()), "unwritten output");
-            ch.extend_from_slice(written);
-        }
-        pos += n;
-    }
-    out
-}
+mod common;
+use common::{run, SR};
 
 fn sine(freq: f64, amp: f64, frames: usize) -> Vec<f32> {
     (0..frames)

@@ -1,41 +1,11 @@
 //! Source nodes driven directly through `Node::process`: `sine`, `noise`, `karplus`.
 
 use downbeat_graph::nodes::{Karplus, KarplusSettings, Noise, Sine};
-use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
+use downbeat_graph::Node;
 use realfft::RealFftPlanner;
 
-const SR: f32 = 48000.0;
-
-/// Renders `frames` frames of a source in blocks of `block`, one `Vec` per channel. The
-/// output buffer is filled with NaN before every call, so unwritten samples are caught.
-fn render(node: &mut dyn Node, frames: usize, block: usize) -> Vec<Vec<f32>> {
-    assert_eq!(node.input_channels(), 0);
-    let oc = node.output_channels();
-    let mut buf = vec![0.0f32; oc * block];
-    let mut out = vec![Vec::with_capacity(frames); oc];
-    let mut pos = 0;
-    while pos < frames {
-        let n = block.min(frames - pos);
-        buf.fill(f32::NAN);
-        let ctx = ProcessContext {
-            sample_rate: SR,
-            frames: n,
-            position: pos as u64,
-        };
-        node.process(
-            &ctx,
-            AudioRef::new(&[], 0, block, n),
-            AudioMut::new(&mut buf, oc, block, n),
-        );
-        for (c, ch) in out.iter_mut().enumerate() {
-            let written = &buf[c * block..c * block + n];
-            assert!(written.iter().all(|s| s.is_finite()), "unwritten output");
-            ch.extend_from_slice(written);
-        }
-        pos += n;
-    }
-    out
-}
+mod common;
+use common::{render, SR};
 
 /// Magnitude spectrum of `x` (rectangular window), one value per bin.
 fn spectrum(x: &[f32]) -> Vec<f64> {
