@@ -213,7 +213,10 @@ fn measure(args: &Args) -> Result<Measured, String> {
         .map_err(|e| format!("cannot start the ticking thread: {e}"))?;
     let started = Instant::now();
     let mut shown = 0;
-    while !ticking.is_finished() {
+    let mut running = true;
+    while running {
+        // One more look after the thread ends, so a record set at the very end is shown too.
+        running = !ticking.is_finished();
         std::thread::sleep(Duration::from_millis(20));
         let now = max_ns.load(Ordering::Relaxed);
         if now > shown {

@@ -124,7 +124,9 @@ fn main() {
         }
         let mut out = [0.0f32; FRAMES];
         for slot in 0..VOICES {
-            let Some(v) = b.get_ref(table, slot) else { continue };
+            let Some(v) = b.get_ref(table, slot) else {
+                continue;
+            };
             if b.data(v, 1) <= n {
                 b.set_ref(table, slot, None); // note-off: its graph is garbage now
             } else {

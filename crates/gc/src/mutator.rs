@@ -10,7 +10,7 @@ use downbeat_ring::{Consumer, Producer};
 use downbeat_rt::alloc::Tlsf;
 
 use crate::shared::Shared;
-use crate::words::{Header, MarkState, ATOMIC_TAG};
+use crate::words::{backed, Header, MarkState, ATOMIC_TAG};
 use crate::{Atomic, Gc, GcError, Mode, Wake};
 
 /// An atomic-heap block the mutator handed out: where it is and which incarnation.
@@ -162,13 +162,7 @@ impl Mutator {
             ]
             .into_boxed_slice(),
             slots_used: 0,
-            free_slots: {
-                let mut v = Vec::with_capacity(p.slots);
-                // Back its pages now; see `MarkState::new`.
-                v.resize(p.slots, 0u32);
-                v.clear();
-                v
-            },
+            free_slots: backed(p.slots),
             frees: p.frees,
             new_atomic: p.new_atomic,
             atomic_allocs: 0,

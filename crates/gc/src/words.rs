@@ -59,6 +59,16 @@ pub(crate) struct MarkState {
     pub(crate) atomic_marks: Vec<u64>,
 }
 
+/// An empty vector with room for `cap` elements whose pages are already written: a fresh
+/// allocation may be unbacked (calloc, mmap), and its first touch on the audio thread would be
+/// a page fault.
+pub(crate) fn backed<T: Copy + Default>(cap: usize) -> Vec<T> {
+    let mut v = Vec::with_capacity(cap);
+    v.extend(std::iter::repeat_n(T::default(), cap));
+    v.clear();
+    v
+}
+
 #[inline]
 fn get(bits: &[u64], i: usize) -> bool {
     bits[i / 64] & (1 << (i % 64)) != 0
@@ -73,7 +83,7 @@ impl MarkState {
         let mut st = Self {
             starts: vec![0; heap_words.div_ceil(64)],
             marks: vec![0; heap_words.div_ceil(64)],
-            stack: Vec::with_capacity(heap_words / 2 + 1),
+            stack: backed(heap_words / 2 + 1),
             atomic_marks: vec![0; slots],
         };
         // Write every page now (calloc'd memory may be unbacked): in stop-the-world mode this
@@ -87,8 +97,6 @@ impl MarkState {
         st.atomic_marks
             .iter_mut()
             .for_each(|w| *w = std::hint::black_box(0));
-        st.stack.resize(heap_words / 2 + 1, 0);
-        st.stack.clear();
         st
     }
 

@@ -241,6 +241,7 @@ impl<T: Copy> Consumer<T> {
         }
     }
 
+    /// Re-reads the producer's index; out of line for the same reasons as the producer's.
     #[cold]
     #[inline(never)]
     fn refresh(&mut self, head: u32) -> u32 {
@@ -301,8 +302,7 @@ fn ready(head: u32, tail: u32, capacity: u32) -> u32 {
     }
 }
 
-/// The producer's index, if it is consistent with ours; out of line and by value, as for the
-/// producer.
+/// The producer's index, if it is consistent with ours.
 #[inline(always)]
 fn fresh_tail(write: &AtomicU32, head: u32, capacity: u32) -> Option<u32> {
     // Acquire: the slots before this position must be visible with their contents.

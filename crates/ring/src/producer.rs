@@ -224,6 +224,8 @@ impl<T: Copy> Producer<T> {
         }
     }
 
+    /// Re-reads the consumer's index. Out of line: the hot path stays a handful of instructions,
+    /// and a caller retrying on a full ring pays one call next to a cache miss.
     #[cold]
     #[inline(never)]
     fn refresh(&mut self, tail: u32) -> u32 {
@@ -268,9 +270,6 @@ fn free(head: u32, tail: u32, capacity: u32) -> u32 {
 }
 
 /// The consumer's index, if it is consistent with ours.
-///
-/// Out of line and by value: a call that took `&mut self` would make the compiler keep the whole
-/// producer in memory, where a loop that owns it could otherwise hold it in registers.
 #[inline(always)]
 fn fresh_head(read: &AtomicU32, tail: u32, capacity: u32) -> Option<u32> {
     // Acquire: slots the consumer released must be read out before we overwrite them.
