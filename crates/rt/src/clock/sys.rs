@@ -87,26 +87,5 @@ pub fn set_timer_slack(slack: Duration) -> Result<(), String> {
 
 /// Gives the calling thread `SCHED_RR` at `priority` (1..=99).
 pub fn set_round_robin(priority: i32) -> Result<(), String> {
-    #[cfg(target_os = "linux")]
-    {
-        let param = libc::sched_param {
-            sched_priority: priority,
-        };
-        // SAFETY: plain FFI call on the calling thread with a valid parameter struct.
-        let rc =
-            unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_RR, &param) };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(format!(
-                "SCHED_RR {priority} refused: {}",
-                std::io::Error::from_raw_os_error(rc)
-            ))
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = priority;
-        Err("real-time priority is only implemented on Linux".into())
-    }
+    crate::pool::set_current_thread_round_robin(priority)
 }

@@ -44,7 +44,10 @@
 mod thread;
 mod worker;
 
-pub use thread::{available_cores, pin_current_thread, set_current_thread_realtime};
+pub use thread::{
+    available_cores, pin_current_thread, set_current_thread_realtime,
+    set_current_thread_round_robin,
+};
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -10,19 +10,43 @@ pub fn available_cores() -> usize {
 /// # Errors
 /// The system's reason, e.g. when the process lacks `CAP_SYS_NICE` or an `RLIMIT_RTPRIO`.
 pub fn set_current_thread_realtime(priority: i32) -> Result<(), String> {
+    set_policy(Policy::Fifo, priority)
+}
+
+/// Gives the calling thread `SCHED_RR` at `priority` (1..=99).
+///
+/// # Errors
+/// The system's reason, as for [`set_current_thread_realtime`].
+pub fn set_current_thread_round_robin(priority: i32) -> Result<(), String> {
+    set_policy(Policy::RoundRobin, priority)
+}
+
+enum Policy {
+    Fifo,
+    RoundRobin,
+}
+
+fn set_policy(policy: Policy, priority: i32) -> Result<(), String> {
+    let name = match policy {
+        Policy::Fifo => "SCHED_FIFO",
+        Policy::RoundRobin => "SCHED_RR",
+    };
     #[cfg(target_os = "linux")]
     {
+        let policy = match policy {
+            Policy::Fifo => libc::SCHED_FIFO,
+            Policy::RoundRobin => libc::SCHED_RR,
+        };
         let param = libc::sched_param {
             sched_priority: priority,
         };
         // SAFETY: plain FFI call on the calling thread with a valid parameter struct.
-        let rc =
-            unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+        let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), policy, &param) };
         if rc == 0 {
             Ok(())
         } else {
             Err(format!(
-                "SCHED_FIFO {priority} refused: {}",
+                "{name} {priority} refused: {}",
                 std::io::Error::from_raw_os_error(rc)
             ))
         }
@@ -30,7 +54,7 @@ pub fn set_current_thread_realtime(priority: i32) -> Result<(), String> {
     #[cfg(not(target_os = "linux"))]
     {
         let _ = priority;
-        Err("real-time priority is only implemented on Linux".into())
+        Err(format!("{name} is only implemented on Linux"))
     }
 }
 
