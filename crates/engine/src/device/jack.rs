@@ -43,7 +43,7 @@ impl Jack {
     /// [`DeviceError::Unavailable`] when no server runs.
     pub fn server_sample_rate(name: &str) -> Result<u32, DeviceError> {
         let (client, _) = open(&format!("{name}-probe"))?;
-        Ok(client.sample_rate() as u32)
+        Ok(client.sample_rate())
     }
 }
 
@@ -147,7 +147,7 @@ impl Device for Jack {
 
     fn run(&mut self, engine: &mut Engine, length: RunLength) -> Result<DeviceReport, DeviceError> {
         let (client, _) = open(&self.name)?;
-        if client.sample_rate() as u32 != engine.sample_rate() {
+        if client.sample_rate() != engine.sample_rate() {
             return Err(DeviceError::Config(format!(
                 "the JACK server runs at {} Hz but the project at {} Hz",
                 client.sample_rate(),
