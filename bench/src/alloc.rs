@@ -315,7 +315,9 @@ pub fn run(common: &Common) -> Report {
     report.notes.push(format!(
         "{pairs} timed pairs per run after {warmup} warm-up pairs, {LIVE} live blocks, sizes 16 B-64 KiB \
          (40% objects, 50% delay lines 50-400 Hz, 10% log-uniform 4-64 KiB); each pair includes \
-         one Instant::now() pair of timing overhead; stalls = samples over 10 us; {runs} runs"
+         one Instant::now() pair of timing overhead; stalls = samples over 10 us; \
+         syscalls and page faults counted by the guard over the timed pairs only; glibc limited \
+         to one arena (M_ARENA_MAX=1) so its warm-up shapes the measured heap; {runs} runs"
     ));
     report
 }

@@ -64,7 +64,6 @@ impl Handshake {
     }
 
     /// Anyone: whether no collection is in progress.
-    #[allow(dead_code)]
     pub(crate) fn is_idle(&self) -> bool {
         self.phase.load(Ordering::Acquire) == IDLE
     }

@@ -30,6 +30,19 @@ struct World {
 // SAFETY: every cell access is ordered by the handshake, which is what the model checks.
 unsafe impl Sync for World {}
 
+/// Reads a modelled cell.
+fn get(cell: &UnsafeCell<u32>) -> u32 {
+    // SAFETY: loom tracks the access; a read that races a write fails the model (a causality
+    // violation) instead of happening.
+    cell.with(|p| unsafe { *p })
+}
+
+/// Writes a modelled cell.
+fn set(cell: &UnsafeCell<u32>, value: u32) {
+    // SAFETY: as in `get`.
+    cell.with_mut(|p| unsafe { *p = value })
+}
+
 fn spin_until(cond: impl Fn() -> bool) {
     while !cond() {
         thread::yield_now();
@@ -62,16 +75,16 @@ fn the_copy_sits_between_two_blocks() {
             let w = w.clone();
             thread::spawn(move || {
                 spin_until(|| w.hs.requested());
-                let v = w.heap[0].with(|p| unsafe { *p });
-                w.snapshot[0].with_mut(|p| unsafe { *p = v });
+                let v = get(&w.heap[0]);
+                set(&w.snapshot[0], v);
                 w.hs.copied();
                 v
             })
         };
-        w.heap[0].with_mut(|p| unsafe { *p = 1 });
+        set(&w.heap[0], 1);
         assert!(w.hs.try_request());
         spin_until(|| !w.hs.copying());
-        w.heap[0].with_mut(|p| unsafe { *p = 2 });
+        set(&w.heap[0], 2);
         assert_eq!(snap.join().unwrap(), 1);
     });
 }
@@ -83,15 +96,15 @@ fn the_sweep_is_visible_to_the_next_copy() {
     model(|| {
         let w = world();
         // Collection 1 requested and copied already (single-threaded set-up).
-        w.snapshot[0].with_mut(|p| unsafe { *p = 1 });
+        set(&w.snapshot[0], 1);
         assert!(w.hs.try_request());
         w.hs.copied();
         let sweep = {
             let w = w.clone();
             thread::spawn(move || {
                 assert!(w.hs.marking());
-                let seen = w.snapshot[0].with(|p| unsafe { *p });
-                w.heap[1].with_mut(|p| unsafe { *p = 0 });
+                let seen = get(&w.snapshot[0]);
+                set(&w.heap[1], 0);
                 w.hs.swept();
                 seen
             })
@@ -99,10 +112,10 @@ fn the_sweep_is_visible_to_the_next_copy() {
         // The audio thread runs a block meanwhile (other cells than the sweep's), then requests
         // collection 2; from there on the heap is the next copy's to read, which the first
         // model checks, so reading it here stands for the copy.
-        w.heap[0].with_mut(|p| unsafe { *p = 2 });
+        set(&w.heap[0], 2);
         spin_until(|| w.hs.try_request());
         assert!(w.hs.requested());
-        let garbage = w.heap[1].with(|p| unsafe { *p });
+        let garbage = get(&w.heap[1]);
         assert_eq!(garbage, 0, "the next copy sees the zeroed garbage");
         assert_eq!(sweep.join().unwrap(), 1);
     });

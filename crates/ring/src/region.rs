@@ -1,6 +1,6 @@
 //! The block of memory a ring lives in, owned or borrowed, and who frees it.
 
-use alloc::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
+use alloc::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use alloc::sync::Arc;
 use core::ptr::NonNull;
 
@@ -13,8 +13,8 @@ use crate::sync::AtomicU32;
 /// through the `Arc`.
 pub(crate) struct Region {
     base: NonNull<u8>,
-    /// The allocation and its layout, when we allocated the memory and must free it.
-    owned: Option<(NonNull<u8>, Layout)>,
+    /// `Some` when we allocated the memory and must free it.
+    owned: Option<Layout>,
     /// Loom cannot model atomics living in raw memory, so under loom the indices live here.
     #[cfg(loom)]
     indices: [AtomicU32; 2],
@@ -35,29 +35,26 @@ impl Region {
     pub(crate) fn allocate<T>(ring: &RingLayout) -> (Arc<Self>, usize) {
         let align = LINE.max(core::mem::align_of::<T>());
         let offset = layout::data_offset(core::mem::align_of::<T>());
-        // Ask for 16-byte alignment and align by hand: the allocator then serves large rings
-        // with `calloc`, whose fresh pages are zero without being written, instead of an
-        // aligned allocation followed by a `memset` that drags every line into this core's
-        // cache before the producer and consumer ever run.
         let bytes = core::mem::size_of::<T>()
             .checked_mul(ring.capacity())
-            .and_then(|data| data.checked_add(offset + align))
-            .and_then(|bytes| Layout::from_size_align(bytes, 16).ok())
+            .and_then(|data| data.checked_add(offset))
+            .and_then(|bytes| Layout::from_size_align(bytes, align).ok())
             .expect("ring buffer size overflows isize::MAX");
         // SAFETY: the size is at least `DATA_OFFSET`, never zero.
-        let start = unsafe { alloc_zeroed(bytes) };
-        if start.is_null() {
+        let base = unsafe { alloc(bytes) };
+        let Some(base) = NonNull::new(base) else {
             handle_alloc_error(bytes)
-        }
-        // SAFETY: the allocation has `align` spare bytes, so the aligned base and the whole
-        // layout after it stay inside it.
-        let base = unsafe { NonNull::new_unchecked(start.add(start.align_offset(align))) };
+        };
+        // Zeroes make every slot a valid `Element` from the start. Writing them ourselves, rather
+        // than taking lazily zeroed pages from `alloc_zeroed`, faults every page in here, at
+        // construction, instead of on the audio thread the first time the ring wraps.
+        // SAFETY: the allocation is `bytes.size()` bytes long and ours alone.
+        unsafe { base.as_ptr().write_bytes(0, bytes.size()) };
         // SAFETY: the allocation is fresh, at least `DATA_OFFSET` bytes, aligned to `LINE`.
         unsafe { layout::write_header(base.as_ptr(), ring) };
         let region = Self {
             base,
-            // SAFETY: `start` is the non-null pointer the allocator returned.
-            owned: Some((unsafe { NonNull::new_unchecked(start) }, bytes)),
+            owned: Some(bytes),
             #[cfg(loom)]
             indices: [AtomicU32::new(0), AtomicU32::new(0)],
             #[cfg(loom)]
@@ -117,10 +114,10 @@ impl Region {
 
 impl Drop for Region {
     fn drop(&mut self) {
-        if let Some((start, bytes)) = self.owned {
+        if let Some(bytes) = self.owned {
             // SAFETY: allocated in `allocate` with exactly this layout; `Arc` runs this once,
             // after both ends are gone.
-            unsafe { dealloc(start.as_ptr(), bytes) };
+            unsafe { dealloc(self.base.as_ptr(), bytes) };
         }
     }
 }
