@@ -4,16 +4,23 @@
 
 use std::time::Duration;
 
-use downbeat_gc::{start, Config, Mode, Mutator};
+use downbeat_gc::{start, Collector, Config, Mode, Mutator};
 use downbeat_rt::guard;
 
 downbeat_rt::install_guard_allocator!();
 
 /// Note-ons and note-offs: voices with a delay line, chained from root 0, dropped every 16
 /// blocks so the collector has garbage to return while we watch.
-fn play(m: &mut Mutator, blocks: usize, wait_for_copy: bool) -> u64 {
+fn play(m: &mut Mutator, blocks: usize, wait_for_copy: bool, collector: &Collector) -> u64 {
     let mut sum = 0u64;
     for n in 0..blocks {
+        if n % 100 == 99 {
+            // Let the collector catch up now and then (spinning, no system call), so that
+            // collections complete inside the watched scope however busy the machine is.
+            while !collector.is_idle() {
+                std::hint::spin_loop();
+            }
+        }
         if wait_for_copy {
             // Spin (no system call) so the block never has to fall back to yielding; the
             // snapshot thread needs a little time on a busy two-core machine.
@@ -50,17 +57,18 @@ fn check(mode: Mode) {
         full_snapshot_every: Duration::from_millis(10),
         // Room for everything the scope allocates even if the collector (a normal-priority
         // thread) falls behind on a loaded machine: the test is about the audio side.
+        heap_bytes: 4 << 20,
         atomic_bytes: 16 << 20,
         atomic_slots: 16384,
         ..Config::small()
     };
     let (mut m, collector) = start(config).unwrap();
     // Warm up outside the guard: code paths, thread start-up, a few collections.
-    play(&mut m, 200, true);
+    play(&mut m, 200, true, &collector);
     std::thread::sleep(Duration::from_millis(20));
     let before = m.stats();
     let (_, report) = guard::check_with(&guard::Options::new(), || {
-        play(&mut m, 2000, true);
+        play(&mut m, 2000, true, &collector);
     });
     assert!(report.is_complete(), "{report}");
     report.assert_clean();

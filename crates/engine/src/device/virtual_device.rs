@@ -68,9 +68,12 @@ impl Device for Virtual {
         };
         let mut buf = vec![0.0f32; block * ch];
         let period = Duration::from_secs_f64(block as f64 / rate as f64);
+        // Like a driver's callback thread: real-time priority above the pool's workers where
+        // the system allows (silently an ordinary thread otherwise), so workers spinning for
+        // work never starve the thread that hands it out.
         let options = TickerOptions {
             timer_slack: Some(Duration::from_nanos(1)),
-            ..TickerOptions::plain()
+            ..TickerOptions::default()
         };
         // Read before the ticker starts, so the wall time covers every period it waits.
         let started = Instant::now();
