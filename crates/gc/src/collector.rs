@@ -92,29 +92,8 @@ fn wait(wake: Wake, poll: Duration) {
 
 /// Tries SCHED_FIFO at `priority` for the calling thread; the reason when refused.
 fn set_realtime(priority: i32) -> Result<(), String> {
-    #[cfg(target_os = "linux")]
-    {
-        let param = libc::sched_param {
-            sched_priority: priority,
-        };
-        // SAFETY: plain call on the calling thread with a valid parameter struct.
-        let rc =
-            unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(format!(
-                "snapshot thread runs at normal priority: SCHED_FIFO {priority} refused ({})",
-                std::io::Error::from_raw_os_error(rc)
-            ))
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        Err(format!(
-            "real-time priority {priority} not implemented on this OS"
-        ))
-    }
+    downbeat_rt::pool::set_current_thread_realtime(priority)
+        .map_err(|e| format!("snapshot thread runs at normal priority: {e}"))
 }
 
 pub(crate) fn snapshot_thread(
