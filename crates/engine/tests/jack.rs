@@ -58,10 +58,28 @@ impl Server {
     }
 }
 
+impl Server {
+    /// Stops the server as `kill` would (SIGTERM), so it removes its shared-memory
+    /// registration; a SIGKILLed jackd leaves it behind and JACK allows only a few servers.
+    fn stop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = Command::new("kill")
+                .arg(self.child.id().to_string())
+                .status();
+            let t = Instant::now();
+            while let Ok(None) = self.child.try_wait() {
+                if t.elapsed() > Duration::from_secs(5) {
+                    let _ = self.child.kill();
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
     }
 }
 
@@ -178,8 +196,7 @@ fn server_dying_mid_run_ends_cleanly_with_a_valid_recording() {
         .unwrap();
     server.wait_for_port("downbeat:out_1");
     std::thread::sleep(Duration::from_millis(1500));
-    server.child.kill().unwrap();
-    server.child.wait().unwrap();
+    server.stop();
     let t = Instant::now();
     let out = child.wait_with_output().unwrap();
     assert!(
