@@ -23,7 +23,7 @@ if ! pgrep -x jackd >/dev/null && ! pgrep -x jackdbus >/dev/null; then
     rm -rf /dev/shm/jack-* /dev/shm/jack_* 2>/dev/null || true
 fi
 cargo clippy -q -p downbeat --features jack --all-targets -- -D warnings
-cargo test -p downbeat --features jack --test jack
+cargo test -p downbeat --features jack --test jack -- --test-threads=1
 
 echo "--- load report in headless Chromium"
 out=target/report-check
