@@ -147,11 +147,17 @@ impl Graph {
                 input,
                 in_buf,
                 out_buf: crate::prefaulted(out_ch * cfg.max_block),
-                successors: std::mem::take(&mut succs[slot]),
             });
         }
 
-        Ok(Schedule::new(slots, names, order, slot_of[output], cfg))
+        Ok(Schedule::new(
+            slots,
+            succs,
+            names,
+            order,
+            slot_of[output],
+            cfg,
+        ))
     }
 }
 

@@ -30,7 +30,6 @@ pub(crate) struct Slot {
     pub(crate) input: InputPlan,
     pub(crate) in_buf: Vec<f32>,
     pub(crate) out_buf: Vec<f32>,
-    pub(crate) successors: Vec<usize>,
 }
 
 /// Nodes made ready during one block, in the order they became ready. Each node is pushed
@@ -117,7 +116,6 @@ pub struct Schedule {
     // holds `&mut self`; the parallel one hands a node to one thread once all its
     // predecessors are done (see `Kahn`).
     slots: Box<[UnsafeCell<Slot>]>,
-    indegree: Box<[usize]>,
     // Topology, outside the cells so any thread may read it while nodes run.
     preds: Box<[Box<[usize]>]>,
     succs: Box<[Box<[usize]>]>,
@@ -137,6 +135,7 @@ pub struct Schedule {
 impl Schedule {
     pub(crate) fn new(
         slots: Vec<Slot>,
+        succs: Vec<Vec<usize>>,
         names: Vec<String>,
         original: Vec<usize>,
         output: usize,
@@ -151,16 +150,10 @@ impl Schedule {
                 InputPlan::Sum(p) => p.clone().into_boxed_slice(),
             })
             .collect();
-        let succs = slots
-            .iter()
-            .map(|s| s.successors.clone().into_boxed_slice())
-            .collect();
-        let indegree = preds.iter().map(|p| p.len()).collect();
         Self {
             slots: slots.into_iter().map(UnsafeCell::new).collect(),
-            indegree,
             preds,
-            succs,
+            succs: succs.into_iter().map(Vec::into_boxed_slice).collect(),
             remaining: (0..n).map(|_| AtomicUsize::new(0)).collect(),
             ready: ReadyQueue::new(n),
             to_do: AtomicUsize::new(0),
@@ -203,7 +196,8 @@ impl Schedule {
     pub fn process_parallel(&mut self, frames: usize, pool: &Pool) {
         let ctx = self.begin(frames);
         self.ready.reset();
-        for (i, &d) in self.indegree.iter().enumerate() {
+        for (i, p) in self.preds.iter().enumerate() {
+            let d = p.len();
             self.remaining[i].store(d, Ordering::Relaxed);
             if d == 0 {
                 self.ready.push(i);
