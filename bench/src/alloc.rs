@@ -13,6 +13,7 @@ use downbeat_rt::alloc::{Pool, RtAlloc};
 use downbeat_rt::guard::{self, Options};
 
 use crate::report::{quantile, Better, Report};
+use crate::rng::Rng;
 use crate::Common;
 
 const OURS: &str = "downbeat";
@@ -20,19 +21,6 @@ const LIVE: usize = 1024;
 const POOL: usize = 64 << 20;
 /// Samples slower than this are counted as stalls (the VM's, or the allocator's).
 const STALL_NS: f64 = 10_000.0;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 /// Object-sized blocks, delay lines of plucked strings (50-400 Hz at 48 kHz as f32), and some
 /// long lines up to 64 KiB, as in the thesis' benchmark program.

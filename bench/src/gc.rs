@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use downbeat_gc::{measure_copy_rate, start, Block, Config, Gc, Mode, Stats};
 
 use crate::report::{quantile, Report};
+use crate::rng::Rng;
 use crate::Common;
 
 /// Options of the gc suite.
@@ -28,22 +29,6 @@ const RATE: f64 = 44_100.0;
 /// 256 frames at 44.1 kHz: the thesis' 5.8 ms.
 const BLOCK: Duration = Duration::from_nanos(5_804_989);
 const TABLE: usize = 256;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn between(&mut self, a: f64, b: f64) -> f64 {
-        a + (b - a) * self.unit()
-    }
-}
 
 const SQUARE: u64 = 1;
 const GRAIN: u64 = 2;

@@ -12,6 +12,7 @@ mod graph;
 mod notify;
 mod report;
 mod ring;
+mod rng;
 
 #[derive(Parser)]
 #[command(
