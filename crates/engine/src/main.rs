@@ -146,7 +146,16 @@ fn main() -> ExitCode {
 }
 
 fn load(path: &PathBuf) -> Result<(Project, downbeat_graph::Schedule), Failure> {
-    let project = Project::load(path).map_err(|e| Failure::Input(e.to_string()))?;
+    load_adapted(path, |_| Ok(()))
+}
+
+/// Loads a project, lets `adapt` change it (e.g. to a server's sample rate), and builds it.
+fn load_adapted(
+    path: &PathBuf,
+    adapt: impl FnOnce(&mut Project) -> Result<(), Failure>,
+) -> Result<(Project, downbeat_graph::Schedule), Failure> {
+    let mut project = Project::load(path).map_err(|e| Failure::Input(e.to_string()))?;
+    adapt(&mut project)?;
     let schedule = project.build().map_err(|e| Failure::Input(e.to_string()))?;
     Ok((project, schedule))
 }
@@ -242,7 +251,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 }
             }
             let (p, schedule) = match device {
-                DeviceKind::Jack => load_for_jack(&project)?,
+                DeviceKind::Jack => load_adapted(&project, follow_jack_rate)?,
                 _ => load(&project)?,
             };
             let nodes = schedule.len();
@@ -311,10 +320,9 @@ const NO_JACK: &str = "this build has no JACK support; rebuild with the `jack` f
     `cargo run --release --features jack -- run PROJECT --device jack` (needs libjack, \
     Debian: libjack-jackd2-dev)";
 
-/// Loads a project at the JACK server's sample rate, which the device must follow.
+/// Sets the project to the JACK server's sample rate, which the device must follow.
 #[cfg(feature = "jack")]
-fn load_for_jack(path: &PathBuf) -> Result<(Project, downbeat_graph::Schedule), Failure> {
-    let mut project = Project::load(path).map_err(|e| Failure::Input(e.to_string()))?;
+fn follow_jack_rate(project: &mut Project) -> Result<(), Failure> {
     let rate = downbeat::device::Jack::server_sample_rate("downbeat")
         .map_err(|e| Failure::Runtime(e.to_string()))?;
     if rate != project.sample_rate {
@@ -324,12 +332,11 @@ fn load_for_jack(path: &PathBuf) -> Result<(Project, downbeat_graph::Schedule), 
         );
         project.sample_rate = rate;
     }
-    let schedule = project.build().map_err(|e| Failure::Input(e.to_string()))?;
-    Ok((project, schedule))
+    Ok(())
 }
 
 #[cfg(not(feature = "jack"))]
-fn load_for_jack(_: &PathBuf) -> Result<(Project, downbeat_graph::Schedule), Failure> {
+fn follow_jack_rate(_: &mut Project) -> Result<(), Failure> {
     Err(Failure::Input(NO_JACK.into()))
 }
 
