@@ -43,10 +43,14 @@ const BULK = 64;
  * API as ringbuf.js 0.4, laid out in Downbeat's shared layout so that Rust (native or
  * WebAssembly) can sit on the other end.
  *
- * One thread pushes and another pops; neither ever waits for the other. Each side keeps the
- * other's index cached and reloads it only when the cache says full (producer) or empty
- * (consumer), and the two indices live on separate cache lines, so a busy ring does not make
- * the cores fight over one line.
+ * One thread pushes and another pops; neither ever waits for the other. Each side keeps its own
+ * position privately and the other's cached, reloading that only when the cache says full
+ * (producer) or empty (consumer); the two indices live on separate cache lines. So a busy ring
+ * does not make the cores fight over one line, and an operation costs one atomic store.
+ *
+ * Like a Rust `Producer` or `Consumer`, a `RingBuffer` object is one side's handle: make one per
+ * thread and side, and do not push (or pop) through two objects over the same memory at once.
+ * One object may do both within a single thread.
  *
  * ```js
  * import { RingBuffer } from "@downbeat/ringbuf";
@@ -139,6 +143,10 @@ export class RingBuffer {
   private readonly _write: Int32Array;
   /** The read index word (consumer stores, producer loads). */
   private readonly _read: Int32Array;
+  /** The producer's own position: it alone writes the write index, so memory never differs. */
+  private _writePos: number;
+  /** The consumer's own position, likewise. */
+  private _readPos: number;
   /** The producer's last view of the read index: stale only towards "less room". */
   private _readCache: number;
   /** The consumer's last view of the write index: stale only towards "less to read". */
@@ -171,8 +179,8 @@ export class RingBuffer {
     this._write = new Int32Array(sab, byteOffset + WRITE_INDEX_OFFSET, 1);
     this._read = new Int32Array(sab, byteOffset + READ_INDEX_OFFSET, 1);
     this._storage = new type(sab, byteOffset + HEADER_BYTES, capacity);
-    this._readCache = Atomics.load(this._read, 0);
-    this._writeCache = Atomics.load(this._write, 0);
+    this._readCache = this._readPos = Atomics.load(this._read, 0);
+    this._writeCache = this._writePos = Atomics.load(this._write, 0);
   }
 
   /** The name of the element type, such as `"Float32Array"` (as in ringbuf.js). */
@@ -212,22 +220,36 @@ export class RingBuffer {
    */
   push(elements: ArrayLike<number | bigint>, length?: number, offset = 0): number {
     const cap = this._cap;
-    const write = Atomics.load(this._write, 0);
-    let want = elements.length - offset;
-    if (length !== undefined && length < want) want = length;
-    let free = cap - this._distance(write, this._readCache, cap);
-    if (free < want) {
-      this._readCache = Atomics.load(this._read, 0);
-      free = cap - this._distance(write, this._readCache, cap);
+    const write = this._writePos;
+    let n = elements.length - offset;
+    if (length !== undefined && length < n) n = length;
+    let used = write - this._readCache;
+    if (used < 0) used += this._span;
+    if (cap - used < n) {
+      used = write - this._loadRead();
+      if (used < 0) used += this._span;
     }
-    let n = want < free ? want : free;
+    if (cap - used < n) n = cap - used;
     if (this._rec !== 1) n -= n % this._rec;
     if (!(n > 0)) return 0;
     const slot = write < cap ? write : write - cap;
-    const first = cap - slot < n ? cap - slot : n;
-    copy(elements, offset, this._storage, slot, first);
-    if (first < n) copy(elements, offset + first, this._storage, 0, n - first);
-    Atomics.store(this._write, 0, this._advance(write, n));
+    const storage = this._storage;
+    if (n < BULK) {
+      // The common small case (single elements, parameter records) in one loop, no call.
+      const src = elements as ArrayLike<number>;
+      const dst = storage as Float64Array;
+      for (let i = 0, k = slot; i < n; i++) {
+        dst[k] = src[offset + i];
+        if (++k === cap) k = 0;
+      }
+    } else {
+      const first = cap - slot < n ? cap - slot : n;
+      copy(elements, offset, storage, slot, first);
+      if (first < n) copy(elements, offset + first, storage, 0, n - first);
+    }
+    // Inline rather than _advance(): this is the one hot line every push ends with.
+    const next = write + n;
+    Atomics.store(this._write, 0, (this._writePos = next >= this._span ? next - this._span : next));
     return n;
   }
 
@@ -248,23 +270,35 @@ export class RingBuffer {
    * @param offset Index in `elements` where the first value goes; default 0.
    */
   pop(elements: TypedArray | (number | bigint)[], length?: number, offset = 0): number {
-    const read = Atomics.load(this._read, 0);
-    let want = elements.length - offset;
-    if (length !== undefined && length < want) want = length;
-    let used = this._distance(this._writeCache, read, 0);
-    if (used < want) {
-      this._writeCache = Atomics.load(this._write, 0);
-      used = this._distance(this._writeCache, read, 0);
+    const read = this._readPos;
+    let n = elements.length - offset;
+    if (length !== undefined && length < n) n = length;
+    let used = this._writeCache - read;
+    if (used < 0) used += this._span;
+    if (used < n) {
+      used = this._loadWrite() - read;
+      if (used < 0) used += this._span;
     }
-    let n = want < used ? want : used;
+    if (used < n) n = used;
     if (this._rec !== 1) n -= n % this._rec;
     if (!(n > 0)) return 0;
     const cap = this._cap;
     const slot = read < cap ? read : read - cap;
-    const first = cap - slot < n ? cap - slot : n;
-    copy(this._storage, slot, elements, offset, first);
-    if (first < n) copy(this._storage, 0, elements, offset + first, n - first);
-    Atomics.store(this._read, 0, this._advance(read, n));
+    const storage = this._storage;
+    if (n < BULK) {
+      const src = storage as Float64Array;
+      const dst = elements as Float64Array;
+      for (let i = 0, k = slot; i < n; i++) {
+        dst[offset + i] = src[k];
+        if (++k === cap) k = 0;
+      }
+    } else {
+      const first = cap - slot < n ? cap - slot : n;
+      copy(storage, slot, elements, offset, first);
+      if (first < n) copy(storage, 0, elements, offset + first, n - first);
+    }
+    const next = read + n;
+    Atomics.store(this._read, 0, (this._readPos = next >= this._span ? next - this._span : next));
     return n;
   }
 
@@ -311,16 +345,17 @@ export class RingBuffer {
    */
   writeCallbackWithOffset(amount: number, cb: RingBufferOffsetCallback): number {
     const cap = this._cap;
-    const write = Atomics.load(this._write, 0);
-    this._readCache = Atomics.load(this._read, 0);
-    let n = cap - this._distance(write, this._readCache, cap);
+    const write = this._writePos;
+    let n = write - this._loadRead();
+    if (n < 0) n += this._span;
+    n = cap - n;
     if (amount < n) n = amount;
     if (this._rec !== 1) n -= n % this._rec;
     if (!(n > 0)) return 0;
     const slot = write < cap ? write : write - cap;
     const first = cap - slot < n ? cap - slot : n;
     const done = this._done(cb(this._storage, slot, first, 0, n - first), n);
-    if (done > 0) Atomics.store(this._write, 0, this._advance(write, done));
+    if (done > 0) Atomics.store(this._write, 0, (this._writePos = this._advance(write, done)));
     return done;
   }
 
@@ -369,9 +404,9 @@ export class RingBuffer {
    * @returns How many elements were consumed.
    */
   readCallbackWithOffset(amount: number, cb: RingBufferOffsetCallback): number {
-    const read = Atomics.load(this._read, 0);
-    this._writeCache = Atomics.load(this._write, 0);
-    let n = this._distance(this._writeCache, read, 0);
+    const read = this._readPos;
+    let n = this._loadWrite() - read;
+    if (n < 0) n += this._span;
     if (amount < n) n = amount;
     if (this._rec !== 1) n -= n % this._rec;
     if (!(n > 0)) return 0;
@@ -379,7 +414,7 @@ export class RingBuffer {
     const slot = read < cap ? read : read - cap;
     const first = cap - slot < n ? cap - slot : n;
     const done = this._done(cb(this._storage, slot, first, 0, n - first), n);
-    if (done > 0) Atomics.store(this._read, 0, this._advance(read, done));
+    if (done > 0) Atomics.store(this._read, 0, (this._readPos = this._advance(read, done)));
     return done;
   }
 
@@ -433,6 +468,28 @@ export class RingBuffer {
       return corrupt;
     }
     return d;
+  }
+
+  /**
+   * Producer: refreshes the cached read index. A value no consumer could have written (outside
+   * the index space, or more than the capacity behind us) means a peer scribbled on memory:
+   * cache "full" instead, so we never overwrite slots we do not own.
+   */
+  private _loadRead(): number {
+    const read = Atomics.load(this._read, 0);
+    let used = this._writePos - read;
+    if (used < 0) used += this._span;
+    const ok = read >= 0 && read < this._span && used <= this._cap;
+    return (this._readCache = ok ? read : this._advance(this._writePos, this._cap));
+  }
+
+  /** Consumer: refreshes the cached write index; a corrupt value caches "empty". */
+  private _loadWrite(): number {
+    const write = Atomics.load(this._write, 0);
+    let used = write - this._readPos;
+    if (used < 0) used += this._span;
+    const ok = write >= 0 && write < this._span && used <= this._cap;
+    return (this._writeCache = ok ? write : this._readPos);
   }
 
   /** `index + n` in the index space. */

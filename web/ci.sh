@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The Web twin, run by the top-level ./test: builds @downbeat/ringbuf, runs its Node tests, the
+# Rust<->JavaScript interop tests over a shared WebAssembly.Memory, the browser tests in real
+# headless Chromium, and a smoke run of the Node benchmark. Installs what it needs when missing
+# (npm packages from the lock file, Debian's chromium, nightly Rust with rust-src).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+step() { printf '\n--> web: %s\n' "$*"; }
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# node --test prints "# pass N" / "# fail N"; keep a running total for the summary line.
+passed=0
+failed=0
+run_tests() {
+    local status=0
+    node --test --test-reporter=tap "$@" 2>&1 | tee "$log" | grep -E '^(not ok|# (pass|fail))' || true
+    status=${PIPESTATUS[0]}
+    passed=$((passed + $(awk '/^# pass/ {n += $3} END {print n + 0}' "$log")))
+    failed=$((failed + $(awk '/^# fail/ {n += $3} END {print n + 0}' "$log")))
+    if [ "$status" -ne 0 ]; then
+        grep -A30 '^not ok' "$log" | head -120
+        echo "web: $passed passed, $failed failed"
+        exit 1
+    fi
+}
+
+step "packages"
+command -v node >/dev/null || { echo "web: Node.js 20 or later is required"; exit 1; }
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    npm ci --no-audit --no-fund --loglevel=error
+fi
+npm run --silent build
+
+step "@downbeat/ringbuf (node:test)"
+run_tests packages/ringbuf/test/*.test.mjs
+
+step "interop: downbeat-ring in wasm32 over a shared WebAssembly.Memory"
+bash interop/build-wasm.sh
+run_tests interop/*.test.mjs
+
+step "browser: demo and OfflineAudioContext in headless Chromium"
+if ! command -v chromium >/dev/null; then
+    echo "installing chromium (Debian package) for the browser tests"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+run_tests test-browser/*.test.mjs
+
+step "benchmark smoke run (numbers meaningless)"
+node bench/node.mjs --quick --json >/dev/null
+
+echo "web: $passed passed, $failed failed"
