@@ -38,6 +38,9 @@ export type RingBufferOffsetCallback = (
  */
 const BULK = 64;
 
+/** log2 of the number of storage views a ring keeps for bulk pops. */
+const VIEW_CACHE_BITS = 6;
+
 /**
  * A wait-free single-producer single-consumer ring buffer in a `SharedArrayBuffer`: the same
  * API as ringbuf.js 0.4, laid out in Downbeat's shared layout so that Rust (native or
@@ -153,6 +156,10 @@ export class RingBuffer {
   private _writeCache: number;
   /** The element slots. */
   private readonly _storage: TypedArray;
+  /** Storage views for bulk pops, see `_view`. */
+  private readonly _views: (TypedArray | null)[] = new Array(1 << VIEW_CACHE_BITS).fill(null);
+  /** The slot each cached view starts at. */
+  private readonly _viewSlots = new Int32Array(1 << VIEW_CACHE_BITS);
   /** Byte offset of the header in the buffer. */
   private readonly _offset: number;
   /** The memory holding the ring. */
@@ -294,8 +301,14 @@ export class RingBuffer {
       }
     } else {
       const first = cap - slot < n ? cap - slot : n;
-      copy(storage, slot, elements, offset, first);
-      if (first < n) copy(storage, 0, elements, offset + first, n - first);
+      if (ArrayBuffer.isView(elements)) {
+        const dst = elements as Float64Array;
+        dst.set(this._view(slot, first) as Float64Array, offset);
+        if (first < n) dst.set(this._view(0, n - first) as Float64Array, offset + first);
+      } else {
+        copy(storage, slot, elements, offset, first);
+        if (first < n) copy(storage, 0, elements, offset + first, n - first);
+      }
     }
     const next = read + n;
     Atomics.store(this._read, 0, (this._readPos = next >= this._span ? next - this._span : next));
@@ -468,6 +481,21 @@ export class RingBuffer {
       return corrupt;
     }
     return d;
+  }
+
+  /**
+   * A view of `n` storage slots from `slot`, for `TypedArray.set`. Views are kept in a small
+   * direct-mapped cache, because a consumer popping blocks of one size visits the same few runs
+   * again and again: after the first lap such pops create no object at all.
+   */
+  private _view(slot: number, n: number): TypedArray {
+    const h = Math.imul(slot + 1, 0x9e3779b1) >>> (32 - VIEW_CACHE_BITS);
+    const cached = this._views[h];
+    if (cached !== null && this._viewSlots[h] === slot && cached.length === n) return cached;
+    const view = this._storage.subarray(slot, slot + n);
+    this._views[h] = view;
+    this._viewSlots[h] = slot;
+    return view;
   }
 
   /**

@@ -62,6 +62,17 @@ const paths = {
       }
     };
   },
+  "bulk push/pop of whole 128-sample blocks (TypedArray.set, cached views)": () => {
+    const ring = f32(4096);
+    const block = new Float32Array(128);
+    const out = new Float32Array(128);
+    return (n) => {
+      for (let i = 0; i < n; i++) {
+        ring.push(block);
+        ring.pop(out);
+      }
+    };
+  },
   "zero-copy callbacks": () => {
     const ring = f32(1000);
     // A number kept in a closure would be boxed on every change; a typed array cell is not.
