@@ -32,6 +32,7 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
     npm ci --no-audit --no-fund --loglevel=error
 fi
 npm run --silent build
+npm run --silent typecheck
 
 step "@downbeat/ringbuf (node:test)"
 run_tests packages/ringbuf/test/*.test.mjs

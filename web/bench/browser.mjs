@@ -17,6 +17,7 @@
 import os from "node:os";
 import { chromium } from "playwright-core";
 import { startServer } from "../demo/serve.mjs";
+import { CHROMIUM_ARGS, EXECUTABLE } from "../test-browser/chromium.mjs";
 
 const args = process.argv.slice(2);
 const has = (f) => args.includes(f);
@@ -34,7 +35,6 @@ const startStrings = Number(opt("--start", 128)) | 0;
 const maxStrings = Number(opt("--max", 65536)) | 0;
 const strumMs = Number(opt("--strum-ms", 200));
 const modes = opt("--modes", "ring,postmessage").split(",");
-const EXECUTABLE = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const IMPL = { ring: "downbeat-ring", postmessage: "postmessage" };
 
 const log = (...a) => (json ? console.error : console.log)(...a);
@@ -43,19 +43,9 @@ const t0 = performance.now();
 const server = await startServer({ port: 0 });
 const browser = await chromium.launch({
   executablePath: EXECUTABLE,
-  // Not playwright's headless mode, which adds --mute-audio: --headless=new below instead.
+  // Not playwright's headless mode, which adds --mute-audio: see chromium.mjs.
   headless: false,
-  args: [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-    "--autoplay-policy=no-user-gesture-required",
-  ],
+  args: CHROMIUM_ARGS,
 });
 
 /** Plays `strings` strings over `mode` for `seconds` after a warm-up; counts underruns. */

@@ -13,22 +13,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 import { RINGBUF_ROOT as DEFAULT_RINGBUF_ROOT, startServer } from "../demo/serve.mjs";
+import { CHROMIUM_ARGS, EXECUTABLE } from "./chromium.mjs";
 
-const EXECUTABLE = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const RINGBUF_ROOT = process.env.RINGBUF_DIST ?? DEFAULT_RINGBUF_ROOT;
-
-/** Chromium flags for AudioWorklet + SharedArrayBuffer, headless, without a sound card. */
-export const CHROMIUM_ARGS = [
-  "--headless=new",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-  "--disable-quic",
-  "--autoplay-policy=no-user-gesture-required",
-];
 
 let server;
 let browser;
@@ -42,8 +29,7 @@ before(async () => {
   );
   server = await startServer({ port: 0, ringbufRoot: RINGBUF_ROOT });
   profile = mkdtempSync(join(tmpdir(), "downbeat-chromium-"));
-  // headless: false keeps playwright from adding its own --headless and --mute-audio;
-  // --headless=new above is what makes it headless. The persistent context gives a fresh profile.
+  // headless: false: see chromium.mjs. The persistent context gives a fresh profile.
   browser = await chromium.launchPersistentContext(profile, {
     executablePath: EXECUTABLE,
     headless: false,

@@ -34,8 +34,8 @@ export type TypedArray =
   | BigUint64Array;
 
 /** The constructor of a {@link TypedArray}, such as `Float32Array`. */
-export interface TypedArrayConstructor {
-  new (buffer: ArrayBufferLike, byteOffset?: number, length?: number): TypedArray;
+export interface TypedArrayConstructor<T extends TypedArray = TypedArray> {
+  new (buffer: ArrayBufferLike, byteOffset?: number, length?: number): T;
   readonly BYTES_PER_ELEMENT: number;
   readonly name: string;
 }
@@ -139,6 +139,16 @@ if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) {
   throw new Error("@downbeat/ringbuf needs a little-endian host");
 }
 
+/** The layout's alignment rule for where a ring starts. */
+function checkOffset(byteOffset: number): void {
+  if (!Number.isInteger(byteOffset) || byteOffset < 0 || byteOffset % 8 !== 0) {
+    throw new RingLayoutError(
+      "Misaligned",
+      `byte offset ${byteOffset} must be a non-negative multiple of 8`,
+    );
+  }
+}
+
 /** What a valid header says. */
 export interface RingShape {
   /** Capacity in elements. */
@@ -167,12 +177,7 @@ export function writeHeader(
   recordLength = 1,
 ): void {
   const kind = elementKind(type);
-  if (!Number.isInteger(byteOffset) || byteOffset < 0 || byteOffset % 8 !== 0) {
-    throw new RingLayoutError(
-      "Misaligned",
-      `byte offset ${byteOffset} must be a non-negative multiple of 8`,
-    );
-  }
+  checkOffset(byteOffset);
   if (!Number.isInteger(capacity) || capacity < 0 || capacity > MAX_CAPACITY) {
     throw new RingLayoutError(
       "BadCapacity",
@@ -217,12 +222,7 @@ export function readHeader(
   expectRecordLength?: number,
 ): RingShape {
   const kind = elementKind(type);
-  if (!Number.isInteger(byteOffset) || byteOffset < 0 || byteOffset % 8 !== 0) {
-    throw new RingLayoutError(
-      "Misaligned",
-      `byte offset ${byteOffset} must be a non-negative multiple of 8`,
-    );
-  }
+  checkOffset(byteOffset);
   if (buffer.byteLength - byteOffset < HEADER_BYTES) {
     throw new RingLayoutError(
       "TooSmall",

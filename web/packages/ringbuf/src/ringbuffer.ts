@@ -14,7 +14,10 @@ import {
  * of the ring's storage: fill (or read) `first`, then `second`. Return how many elements were
  * written (or read), counting from the start of `first`; returning nothing means all of them.
  */
-export type RingBufferCallback = (first: TypedArray, second: TypedArray) => number | void;
+export type RingBufferCallback<T extends TypedArray = TypedArray> = (
+  first: T,
+  second: T,
+) => number | void;
 
 /**
  * Called by {@link RingBuffer.writeCallbackWithOffset} and
@@ -23,8 +26,8 @@ export type RingBufferCallback = (first: TypedArray, second: TypedArray) => numb
  * elements were written (or read), counting from the start of the first run; returning nothing
  * means all of them. No object is created, so this is the variant for an audio thread.
  */
-export type RingBufferOffsetCallback = (
-  storage: TypedArray,
+export type RingBufferOffsetCallback<T extends TypedArray = TypedArray> = (
+  storage: T,
   offset1: number,
   count1: number,
   offset2: number,
@@ -73,7 +76,7 @@ const VIEW_CACHE_BITS = 6;
  * records of several elements (see `recordLength`): then every push, pop and callback moves
  * whole records only.
  */
-export class RingBuffer {
+export class RingBuffer<T extends TypedArray = TypedArray> {
   /**
    * Allocates a `SharedArrayBuffer` for a ring of `capacity` elements of `type` and writes its
    * header. Pass it to the constructor on each side.
@@ -135,7 +138,7 @@ export class RingBuffer {
   }
 
   /** The element type's constructor. */
-  private readonly _type: TypedArrayConstructor;
+  private readonly _type: TypedArrayConstructor<T>;
   /** Capacity in elements. */
   private readonly _cap: number;
   /** Index space: indices run in `0 .. 2 * capacity`. */
@@ -155,9 +158,9 @@ export class RingBuffer {
   /** The consumer's last view of the write index: stale only towards "less to read". */
   private _writeCache: number;
   /** The element slots. */
-  private readonly _storage: TypedArray;
+  private readonly _storage: T;
   /** Storage views for bulk pops, see `_view`. */
-  private readonly _views: (TypedArray | null)[] = new Array(1 << VIEW_CACHE_BITS).fill(null);
+  private readonly _views: (T | null)[] = new Array(1 << VIEW_CACHE_BITS).fill(null);
   /** The slot each cached view starts at. */
   private readonly _viewSlots = new Int32Array(1 << VIEW_CACHE_BITS);
   /** Byte offset of the header in the buffer. */
@@ -175,7 +178,7 @@ export class RingBuffer {
    * @param byteOffset Where the ring starts in `sab` (default 0), a multiple of 8.
    * @throws RingLayoutError if the memory does not hold a valid ring of `type`.
    */
-  constructor(sab: ArrayBufferLike, type: TypedArrayConstructor, byteOffset = 0) {
+  constructor(sab: ArrayBufferLike, type: TypedArrayConstructor<T>, byteOffset = 0) {
     const { capacity, recordLength } = readHeader(sab, byteOffset, type);
     this.buf = sab;
     this._type = type;
@@ -333,9 +336,9 @@ export class RingBuffer {
    *
    * @returns How many elements were published.
    */
-  writeCallback(amount: number, cb: RingBufferCallback): number {
+  writeCallback(amount: number, cb: RingBufferCallback<T>): number {
     return this.writeCallbackWithOffset(amount, (storage, o1, n1, o2, n2) =>
-      cb(storage.subarray(o1, o1 + n1), storage.subarray(o2, o2 + n2)),
+      cb(storage.subarray(o1, o1 + n1) as T, storage.subarray(o2, o2 + n2) as T),
     );
   }
 
@@ -356,7 +359,7 @@ export class RingBuffer {
    *
    * @returns How many elements were published.
    */
-  writeCallbackWithOffset(amount: number, cb: RingBufferOffsetCallback): number {
+  writeCallbackWithOffset(amount: number, cb: RingBufferOffsetCallback<T>): number {
     const cap = this._cap;
     const write = this._writePos;
     let n = write - this._loadRead();
@@ -390,9 +393,9 @@ export class RingBuffer {
    *
    * @returns How many elements were consumed.
    */
-  readCallback(amount: number, cb: RingBufferCallback): number {
+  readCallback(amount: number, cb: RingBufferCallback<T>): number {
     return this.readCallbackWithOffset(amount, (storage, o1, n1, o2, n2) =>
-      cb(storage.subarray(o1, o1 + n1), storage.subarray(o2, o2 + n2)),
+      cb(storage.subarray(o1, o1 + n1) as T, storage.subarray(o2, o2 + n2) as T),
     );
   }
 
@@ -416,7 +419,7 @@ export class RingBuffer {
    *
    * @returns How many elements were consumed.
    */
-  readCallbackWithOffset(amount: number, cb: RingBufferOffsetCallback): number {
+  readCallbackWithOffset(amount: number, cb: RingBufferOffsetCallback<T>): number {
     const read = this._readPos;
     let n = this._loadWrite() - read;
     if (n < 0) n += this._span;
@@ -488,11 +491,11 @@ export class RingBuffer {
    * direct-mapped cache, because a consumer popping blocks of one size visits the same few runs
    * again and again: after the first lap such pops create no object at all.
    */
-  private _view(slot: number, n: number): TypedArray {
+  private _view(slot: number, n: number): T {
     const h = Math.imul(slot + 1, 0x9e3779b1) >>> (32 - VIEW_CACHE_BITS);
     const cached = this._views[h];
     if (cached !== null && this._viewSlots[h] === slot && cached.length === n) return cached;
-    const view = this._storage.subarray(slot, slot + n);
+    const view = this._storage.subarray(slot, slot + n) as T;
     this._views[h] = view;
     this._viewSlots[h] = slot;
     return view;
