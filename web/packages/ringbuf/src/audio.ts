@@ -154,11 +154,13 @@ export class AudioWriter {
  *
  * ```js
  * import { AudioReader, RingBuffer } from "@downbeat/ringbuf";
- * // In an AudioWorkletProcessor, with `sab` received from the main thread:
+ * const sab = RingBuffer.getStorageForCapacity(2 * 1024, Float32Array, 2); // from the main thread
+ * // In an AudioWorkletProcessor:
  * const reader = new AudioReader(new RingBuffer(sab, Float32Array));
- * // process(inputs, outputs):
- * //   const frames = reader.dequeuePlanar(outputs[0]); // deinterleaves straight into the output
- * //   for (const ch of outputs[0]) ch.fill(0, frames);  // silence if the ring ran dry
+ * // process(inputs, outputs), here with a stand-in for the output block:
+ * const output = [new Float32Array(128), new Float32Array(128)];
+ * const frames = reader.dequeuePlanar(output); // deinterleaves straight into the output
+ * for (const channel of output) channel.fill(0, frames); // silence if the ring ran dry
  * ```
  */
 export class AudioReader {

@@ -132,12 +132,14 @@ export class ParameterWriter {
  * Consumer side of a parameter-change queue (see {@link ParameterWriter} for the formats).
  *
  * ```js
- * import { ParameterReader, RingBuffer } from "@downbeat/ringbuf";
- * // In an AudioWorkletProcessor, with `sab` from the main thread:
+ * import { ParameterReader, RingBuffer, getStorageForParamQueue } from "@downbeat/ringbuf";
+ * const sab = getStorageForParamQueue(64); // made by the main thread
+ * // In an AudioWorkletProcessor:
  * const reader = new ParameterReader(new RingBuffer(sab, Uint32Array));
  * const change = { index: 0, value: 0, frame: 0 }; // reused: no garbage per change
+ * const params = new Float32Array(16);
  * // process():
- * //   while (reader.dequeueChange(change)) this.params[change.index] = change.value;
+ * while (reader.dequeueChange(change)) params[change.index] = change.value;
  * ```
  */
 export class ParameterReader {

@@ -61,9 +61,9 @@ const VIEW_CACHE_BITS = 6;
  * ```js
  * import { RingBuffer } from "@downbeat/ringbuf";
  *
- * // Main thread: make the memory, send it to the worklet (or a Worker).
+ * // Main thread: make the memory, then send it to the worklet (or a Worker), e.g. with
+ * // node.port.postMessage(sab).
  * const sab = RingBuffer.getStorageForCapacity(1024, Float32Array);
- * node.port.postMessage(sab);
  *
  * // Each side wraps the same memory.
  * const ring = new RingBuffer(sab, Float32Array);
@@ -405,16 +405,14 @@ export class RingBuffer<T extends TypedArray = TypedArray> {
    * storage, then releases as many as the callback says it read (all if it returns nothing).
    *
    * ```js
-   * // In an AudioWorkletProcessor: play what the ring holds, silence for the rest.
-   * process(inputs, outputs) {
-   *   const out = outputs[0][0];
-   *   const got = this.ring.readCallbackWithOffset(out.length, (s, o1, n1, o2, n2) => {
-   *     for (let i = 0; i < n1; i++) out[i] = s[o1 + i];
-   *     for (let i = 0; i < n2; i++) out[n1 + i] = s[o2 + i];
-   *   });
-   *   out.fill(0, got);
-   *   return true;
-   * }
+   * // In an AudioWorkletProcessor's process(): play what the ring holds, silence for the rest.
+   * const ring = new RingBuffer(RingBuffer.getStorageForCapacity(512, Float32Array), Float32Array);
+   * const out = new Float32Array(128); // outputs[0][0] in a worklet
+   * const got = ring.readCallbackWithOffset(out.length, (s, o1, n1, o2, n2) => {
+   *   for (let i = 0; i < n1; i++) out[i] = s[o1 + i];
+   *   for (let i = 0; i < n2; i++) out[n1 + i] = s[o2 + i];
+   * });
+   * out.fill(0, got);
    * ```
    *
    * @returns How many elements were consumed.
