@@ -7,13 +7,15 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { Worker } from "node:worker_threads";
 import {
+  AudioReader,
+  AudioWriter,
   ParameterReader,
   ParameterWriter,
   RingBuffer,
   RingLayoutError,
   initializeParamQueue,
 } from "@downbeat/ringbuf";
-import { param } from "./pattern.mjs";
+import { audio, param } from "./pattern.mjs";
 
 const WASM = new URL("./build/downbeat_ring.wasm", import.meta.url);
 /** Must match MAX_PAGES in build-wasm.sh. */
@@ -21,10 +23,20 @@ const PAGES = 256;
 /** Element kind codes (docs/ring-layout.md). */
 const KIND = { u32: 5, f32: 9 };
 /** Error codes of crates/ring-wasm. */
-const ERR = { ElementMismatch: -15, RecordMismatch: -17, BadMagic: -13, Misaligned: -11 };
+const ERR = {
+  ElementMismatch: -15,
+  RecordMismatch: -17,
+  BadMagic: -13,
+  Misaligned: -11,
+  Role: -5,
+  Channels: -7,
+};
+/** Bytes from a ring's start to its storage (docs/ring-layout.md). */
+const DATA_OFFSET = 384;
 
 const F32_COUNT = 1_000_000;
 const PARAM_COUNT = 100_000;
+const AUDIO_FRAMES = 200_000;
 
 let bytes;
 let module;
@@ -101,9 +113,12 @@ function place(...sizes) {
   return offsets;
 }
 
-/** Attaches a Rust endpoint, expecting success; detached after the test by `detachAll`. */
-async function attach(kind, offset, len) {
-  const h = await rust.call(`attach_${kind}`, offset, len);
+/**
+ * Attaches a Rust endpoint (`extra`: the channel count of an audio endpoint), expecting success;
+ * detached after the test by `detachAll`.
+ */
+async function attach(kind, offset, len, ...extra) {
+  const h = await rust.call(`attach_${kind}`, offset, len, ...extra);
   assert.ok(h >= 0, `attach_${kind} at ${offset}: error code ${h}`);
   handles.push(h);
   return h;
@@ -360,5 +375,153 @@ test("a wrong element fails the transfer with its index and both values", async 
       [{ side: "js", kind: "param", role: "consume", byteOffset: paramsToJs, count: 50 }],
     ),
     /js param consume: record 0 index: expected \d+, found \d+/,
+  );
+});
+
+/** Bytes of an audio ring of `frames` frames of `channels` samples. */
+const audioBytes = (frames, channels) => RingBuffer.bytesForCapacity(frames * channels, Float32Array);
+
+test("audio rings: JavaScript's and Rust's layouts match, and the record length must be the channel count", async (t) => {
+  t.after(detachAll);
+  const size = audioBytes(251, 5);
+  const [js5, rust5, jsMono, rustStereo] = place(size, size, size, audioBytes(256, 2));
+  RingBuffer.initialize(memory.buffer, js5, 5 * 251, Float32Array, 5);
+  assert.equal(await rust.call("ring_init", rust5, size, KIND.f32, 251, 5), 0);
+  assert.equal(await rust.call("ring_bytes", KIND.f32, 251, 5), size);
+  assert.deepEqual(new Uint8Array(memory.buffer, js5, size), new Uint8Array(memory.buffer, rust5, size));
+  // The same samples, laid out with record length 1: a plain f32 ring.
+  RingBuffer.initialize(memory.buffer, jsMono, 5 * 251, Float32Array);
+  assert.equal(await rust.call("ring_init", rustStereo, audioBytes(256, 2), KIND.f32, 256, 2), 0);
+
+  // Rust's audio endpoints accept JavaScript's ring with recordLength = channels...
+  const rx = await rust.call("attach_audio_reader", js5, size, 5);
+  const tx = await rust.call("attach_audio_writer", js5, size, 5);
+  assert.ok(rx >= 0 && tx >= 0, `attach: ${rx} ${tx}`);
+  handles.push(rx, tx);
+  assert.equal(await rust.call("available", tx), 251);
+  assert.equal(await rust.call("available", rx), 0);
+  assert.equal(await rust.call("consume_audio", tx, 0, 1), ERR.Role);
+  // ...and refuse it for any other channel count, or a ring with another record length.
+  const refused = async (fn, offset, len, channels, code) =>
+    assert.equal(await rust.call(fn, offset, len, channels), code, `${fn} at ${offset}, ${channels} channels`);
+  for (const fn of ["attach_audio_reader", "attach_audio_writer"]) {
+    for (const channels of [1, 2, 4, 6, 0]) await refused(fn, js5, size, channels, ERR.RecordMismatch);
+    await refused(fn, jsMono, size, 5, ERR.RecordMismatch);
+    await refused(fn, jsMono, size, 1000, ERR.Channels);
+  }
+  // The plain f32 endpoints want record length 1, and AudioWriter on Rust's ring sees its frames.
+  assert.equal(await rust.call("attach_f32_consumer", js5, size), ERR.RecordMismatch);
+  const stereo = new RingBuffer(memory.buffer, Float32Array, rustStereo);
+  assert.equal(stereo.recordLength(), 2);
+  assert.equal(stereo.capacity(), 512);
+  const writer = new AudioWriter(stereo);
+  assert.equal(writer.enqueue(new Float32Array(5)), 4, "whole frames only");
+  assert.equal(writer.enqueuePlanar([new Float32Array(300), new Float32Array(300)]), 254);
+  assert.equal(new AudioReader(stereo).dequeuePlanar([new Float32Array(10), new Float32Array(10)]), 10);
+});
+
+test("stereo audio crosses both ways at once: planar blocks in JavaScript, Rust verifying every sample", async (t) => {
+  t.after(detachAll);
+  const frames = 257;
+  const size = audioBytes(frames, 2);
+  const [toRust, toJs] = place(size, size);
+  RingBuffer.initialize(memory.buffer, toRust, 2 * frames, Float32Array, 2); // laid out by JavaScript
+  assert.equal(await rust.call("ring_init", toJs, size, KIND.f32, frames, 2), 0); // and by Rust
+  const rx = await attach("audio_reader", toRust, size, 2);
+  const tx = await attach("audio_writer", toJs, size, 2);
+  const audioTask = { kind: "audio", channels: 2, count: AUDIO_FRAMES };
+  const result = await both(
+    [
+      { ...audioTask, side: "wasm", role: "consume", handle: rx, via: "interleaved" },
+      { ...audioTask, side: "wasm", role: "produce", handle: tx, via: "planar" },
+    ],
+    [
+      { ...audioTask, side: "js", role: "produce", byteOffset: toRust },
+      { ...audioTask, side: "js", role: "consume", byteOffset: toJs, via: "planar" },
+    ],
+  );
+  report(t, "stereo frames (JS enqueuePlanar -> Rust, Rust -> JS dequeuePlanar)", AUDIO_FRAMES, result);
+});
+
+test("5-channel audio crosses both ways at once through rings of 251 frames", async (t) => {
+  t.after(detachAll);
+  const frames = 251; // 1255 samples: no power of two, so the indices wrap at odd places
+  const size = audioBytes(frames, 5);
+  const [toRust, toJs] = place(size, size);
+  assert.equal(await rust.call("ring_init", toRust, size, KIND.f32, frames, 5), 0); // laid out by Rust
+  RingBuffer.initialize(memory.buffer, toJs, 5 * frames, Float32Array, 5); // and by JavaScript
+  const rx = await attach("audio_reader", toRust, size, 5);
+  const tx = await attach("audio_writer", toJs, size, 5);
+  const audioTask = { kind: "audio", channels: 5, count: AUDIO_FRAMES };
+  const result = await both(
+    [
+      { ...audioTask, side: "wasm", role: "consume", handle: rx, via: "planar" },
+      { ...audioTask, side: "wasm", role: "produce", handle: tx, via: "interleaved" },
+    ],
+    [
+      { ...audioTask, side: "js", role: "produce", byteOffset: toRust },
+      { ...audioTask, side: "js", role: "consume", byteOffset: toJs, via: "alternate" },
+    ],
+  );
+  report(t, "5-channel frames (JS enqueuePlanar -> Rust, Rust -> JS dequeue/dequeuePlanar)", AUDIO_FRAMES, result);
+});
+
+test("a wrong audio sample fails the transfer with its frame, channel and both values", async (t) => {
+  t.after(detachAll);
+  const frames = 64;
+  const channels = 3;
+  const size = audioBytes(frames, channels);
+  const [toRust, toJs, toJs2] = place(size, size, size);
+  for (const at of [toRust, toJs, toJs2]) {
+    RingBuffer.initialize(memory.buffer, at, frames * channels, Float32Array, channels);
+  }
+  const storage = (at) => new Float32Array(memory.buffer, at + DATA_OFFSET, frames * channels);
+  const audioTask = { kind: "audio", channels };
+
+  // JavaScript sends frames 0.., Rust expects 1000..: Rust must notice at the first sample.
+  const rx = await attach("audio_reader", toRust, size, channels);
+  await assert.rejects(
+    both(
+      [{ ...audioTask, side: "wasm", role: "consume", handle: rx, start: 1000, count: 2000 }],
+      [{ ...audioTask, side: "js", role: "produce", byteOffset: toRust, count: 50 }],
+    ),
+    /wasm audio consume: frame 1000 channel 0: expected bits 0x[0-9a-f]{8}, found 0x[0-9a-f]{8}/,
+  );
+  // One sample swapped into the wrong channel in flight: channel 2 of frame 7 holds channel 1's.
+  await detachAll();
+  RingBuffer.initialize(memory.buffer, toRust, frames * channels, Float32Array, channels);
+  const writer = new AudioWriter(new RingBuffer(memory.buffer, Float32Array, toRust));
+  const block = [0, 1, 2].map((c) => Float32Array.from({ length: 10 }, (_, f) => audio(f, c)));
+  block[2][7] = audio(7, 1);
+  assert.equal(writer.enqueuePlanar(block), 10);
+  const rx2 = await attach("audio_reader", toRust, size, channels);
+  for (const via of ["interleaved", "planar"]) {
+    await assert.rejects(
+      rust.run([{ ...audioTask, side: "wasm", role: "consume", handle: rx2, via, count: 10, maxBatch: 10 }]),
+      new RegExp(`wasm audio consume: frame 7 channel 2: expected bits 0x[0-9a-f]{8}, found 0x[0-9a-f]{8}`),
+    );
+    // The mismatch popped what was left; send the same ten frames again for the planar reader.
+    assert.equal(await rust.call("available", rx2), 0);
+    assert.equal(writer.enqueuePlanar(block), 10);
+  }
+  assert.equal(await rust.call("mismatch_field", rx2, 0), 7);
+  assert.equal(await rust.call("mismatch_field", rx2, 3), 2);
+
+  // Rust sends 5.., JavaScript expects 0.. (through dequeuePlanar, then through dequeue).
+  const tx = await attach("audio_writer", toJs, size, channels);
+  await assert.rejects(
+    both(
+      [{ ...audioTask, side: "wasm", role: "produce", handle: tx, start: 5, count: 20 }],
+      [{ ...audioTask, side: "js", role: "consume", byteOffset: toJs, via: "planar", count: 2000 }],
+    ),
+    /js audio consume: frame 0 channel 0: expected -32768 \(0xc7000000\), found .* \(0x[0-9a-f]{8}\)/,
+  );
+  // A sample corrupted in the ring before JavaScript reads it: channel 1 of frame 3.
+  const tx2 = await attach("audio_writer", toJs2, size, channels);
+  assert.equal(await rust.call("produce_audio", tx2, 0, 10), 10);
+  storage(toJs2)[3 * channels + 1] = 0.5;
+  await assert.rejects(
+    js.run([{ ...audioTask, side: "js", role: "consume", byteOffset: toJs2, via: "interleaved", count: 10 }]),
+    /js audio consume: frame 3 channel 1: expected -?[\d.]+ \(0x[0-9a-f]{8}\), found 0.5 \(0x3f000000\)/,
   );
 });

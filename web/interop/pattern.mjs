@@ -20,6 +20,15 @@ export function param(i) {
   return { index: paramId(i), value: sample(i), frame: i >>> 0 };
 }
 
+/**
+ * Channel `channel` of frame `frame` of the interleaved audio sequence: sample
+ * `frame + channel * 0x6A09E667` (mod 2^32) of the f32 sequence. Depends on the frame and the
+ * channel only, never on the channel count; channel 0 is the f32 sequence itself.
+ */
+export function audio(frame, channel) {
+  return sample((frame + Math.imul(channel, 0x6a09e667)) >>> 0);
+}
+
 /** The bits of an f32, for messages. */
 export function f32Bits(x) {
   const f = new Float32Array([x]);

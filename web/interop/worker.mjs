@@ -7,16 +7,22 @@
 //   { op: "init", memory, module? }      attach the memory; instantiate the module if given
 //   { op: "call", name, args }           call a wasm export
 //   { op: "run", tasks }                 run tasks to completion, answer per-task stats
-// A task: { side: "wasm" | "js", kind: "f32" | "param", role: "produce" | "consume",
+// A task: { side: "wasm" | "js", kind: "f32" | "param" | "audio", role: "produce" | "consume",
 //           count, start = 0, handle (wasm) | byteOffset (js), maxBatch = 300 }
+// Audio tasks count frames and add { channels, via }: how the side moves them.
+//   wasm: via "interleaved" (produce_audio / consume_audio) or "planar" (the *_planar exports)
+//   js:   produce always goes through AudioWriter.enqueuePlanar from planar blocks of BLOCK
+//         frames; consume via "planar" (dequeuePlanar), "interleaved" (dequeue) or "alternate"
 import { parentPort } from "node:worker_threads";
-import { ParameterReader, ParameterWriter, RingBuffer } from "@downbeat/ringbuf";
-import { f32Bits, hex, param, sample } from "./pattern.mjs";
+import { AudioReader, AudioWriter, ParameterReader, ParameterWriter, RingBuffer } from "@downbeat/ringbuf";
+import { audio, f32Bits, hex, param, sample } from "./pattern.mjs";
 
 /** Give up when no task has moved for this long: a lost element would otherwise hang the test. */
 const STALL_MS = 10_000;
 /** Idle rounds spent spinning before sleeping a little (2 cores, up to 3 busy threads). */
 const SPINS = 200;
+/** Frames of the planar blocks the JavaScript audio producer sends, as an AudioWorklet would. */
+const BLOCK = 128;
 
 let memory = null;
 let wasm = null;
@@ -84,6 +90,15 @@ function describe(t) {
   return `${t.side} ${t.kind} ${t.role}`;
 }
 
+/** The message for sample `channel` of frame `frame` being `found` instead of the sequence's. */
+function audioMismatch(where, frame, channel, found) {
+  const expected = audio(frame, channel);
+  return new Error(
+    `${where}: frame ${frame} channel ${channel}: expected ${expected} (${f32Bits(expected)}), ` +
+      `found ${found} (${f32Bits(found)})`,
+  );
+}
+
 /** Batch sizes vary (deterministically) so that pushes and pops split and wrap everywhere. */
 function batches(max) {
   let k = 0;
@@ -105,18 +120,24 @@ function stepper(task) {
         throw new Error(
           task.kind === "f32"
             ? `${where()}: element ${index}: expected bits ${hex(expected)}, found ${hex(found)}`
-            : `${where()}: record ${index} word ${word}: expected ${hex(expected)}, found ${hex(found)}`,
+            : task.kind === "audio"
+              ? `${where()}: frame ${index} channel ${word}: expected bits ${hex(expected)}, found ${hex(found)}`
+              : `${where()}: record ${index} word ${word}: expected ${hex(expected)}, found ${hex(found)}`,
         );
       }
       if (n < 0) throw new Error(`${where()}: error code ${n}`);
       s.done += n;
       return n;
     };
-    const fn = wasm[`${task.role}_${task.kind === "f32" ? "f32" : "params"}`];
+    const name = { f32: "f32", param: "params", audio: "audio" }[task.kind];
+    const fn = wasm[`${task.role}_${name}${task.via === "planar" ? "_planar" : ""}`];
+    if (!fn) throw new Error(`${where()}: no export for via ${task.via}`);
     s.step = () => check(fn(h, start + s.done, Math.min(batch(), left())));
     if (task.role === "consume") s.leftover = () => wasm.available(h);
     return s;
   }
+
+  if (task.kind === "audio") return audioStepper(s, batch, start);
 
   if (task.kind === "f32") {
     const ring = new RingBuffer(memory.buffer, Float32Array, task.byteOffset);
@@ -188,5 +209,88 @@ function stepper(task) {
     };
     s.leftover = () => ring.availableRead() / 3;
   }
+  return s;
+}
+
+/** The JavaScript side of an audio task: AudioWriter / AudioReader on the ring. */
+function audioStepper(s, batch, start) {
+  const { task } = s;
+  const ch = task.channels;
+  const where = describe(task);
+  const left = () => task.count - s.done;
+  const ring = new RingBuffer(memory.buffer, Float32Array, task.byteOffset);
+  if (ring.recordLength() !== ch) {
+    throw new Error(`${where}: ring has record length ${ring.recordLength()}, not ${ch}`);
+  }
+  const whole = (frames, what) => {
+    if (!Number.isInteger(frames)) throw new Error(`${where}: ${what} moved part of a frame: ${frames}`);
+    return frames;
+  };
+
+  if (task.role === "produce") {
+    const writer = new AudioWriter(ring);
+    // One planar block of BLOCK frames (frames blockStart ..), and views of it from each offset
+    // on, made once: enqueuePlanar always takes frames from the start of the channels it gets.
+    const block = Array.from({ length: ch }, () => new Float32Array(BLOCK));
+    const views = Array.from({ length: BLOCK }, (_, o) => block.map((c) => c.subarray(o)));
+    let blockStart = -BLOCK;
+    s.step = () => {
+      const offset = s.done - blockStart;
+      if (offset >= BLOCK) {
+        blockStart = s.done;
+        for (let c = 0; c < ch; c++) {
+          const channel = block[c];
+          for (let f = 0; f < BLOCK; f++) channel[f] = audio(start + blockStart + f, c);
+        }
+        return step(0);
+      }
+      return step(offset);
+    };
+    const step = (offset) => {
+      const want = Math.min(batch(), left(), BLOCK - offset);
+      const n = whole(writer.enqueuePlanar(views[offset], want), "enqueuePlanar");
+      if (n > want) throw new Error(`${where}: enqueuePlanar took ${n} frames of ${want}`);
+      s.done += n;
+      return n;
+    };
+    return s;
+  }
+
+  const reader = new AudioReader(ring);
+  const max = task.maxBatch ?? 300;
+  const planar = Array.from({ length: ch }, () => new Float32Array(max));
+  const interleaved = new Float32Array(max * ch);
+  // dequeue(buf) fills as much of buf as it can: one view per batch length, made once.
+  const prefixes = Array.from({ length: max + 1 }, (_, n) => interleaved.subarray(0, n * ch));
+  let k = 0;
+  s.step = () => {
+    const want = Math.min(batch(), left());
+    const via = task.via === "alternate" ? (k++ % 2 ? "planar" : "interleaved") : task.via;
+    const first = start + s.done;
+    let n;
+    if (via === "planar") {
+      n = whole(reader.dequeuePlanar(planar, want), "dequeuePlanar");
+      for (let f = 0; f < n; f++) {
+        for (let c = 0; c < ch; c++) {
+          const x = planar[c][f];
+          if (!Object.is(x, audio(first + f, c))) throw audioMismatch(where, first + f, c, x);
+        }
+      }
+    } else if (via === "interleaved") {
+      n = whole(reader.dequeue(prefixes[want]) / ch, "dequeue");
+      for (let f = 0, j = 0; f < n; f++) {
+        for (let c = 0; c < ch; c++, j++) {
+          const x = interleaved[j];
+          if (!Object.is(x, audio(first + f, c))) throw audioMismatch(where, first + f, c, x);
+        }
+      }
+    } else {
+      throw new Error(`${where}: unknown via ${task.via}`);
+    }
+    if (n > want) throw new Error(`${where}: read ${n} frames of ${want}`);
+    s.done += n;
+    return n;
+  };
+  s.leftover = () => ring.availableRead() / ch;
   return s;
 }

@@ -3,9 +3,24 @@
 //!
 //! Plain `extern "C"` exports, no wasm-bindgen. JavaScript lays rings out anywhere in the
 //! module's memory (usually in the [`scratch`](scratch_ptr) region), or asks Rust to with
-//! [`ring_init`]; Rust attaches producers, consumers and parameter queues to them, each kept in
-//! one of [`SLOTS`] static slots and named by its index, the *handle*. The `produce_*` exports
-//! write the deterministic sequences of [`pattern`], the `consume_*` exports read and check them.
+//! [`ring_init`]; Rust attaches producers, consumers, parameter queues and audio queues to them,
+//! each kept in one of [`SLOTS`] static slots and named by its index, the *handle*. The
+//! `produce_*` exports write the deterministic sequences of [`pattern`], the `consume_*` exports
+//! read and check them.
+//!
+//! | export | does |
+//! |---|---|
+//! | [`scratch_ptr`], [`scratch_len`] | the static region JavaScript places rings in |
+//! | [`ring_bytes`], [`ring_init`] | size and lay out a ring of any kind and record length |
+//! | [`attach_f32_producer`], [`attach_f32_consumer`] | `Producer<f32>` / `Consumer<f32>` |
+//! | [`attach_param_writer`], [`attach_param_reader`] | `ParamWriter` / `ParamReader` |
+//! | [`attach_audio_writer`], [`attach_audio_reader`] | `AudioWriter` / `AudioReader` |
+//! | [`detach`], [`available`] | drop an endpoint; what it could move now |
+//! | [`produce_f32`], [`consume_f32`] | the samples of [`pattern::sample`] |
+//! | [`produce_params`], [`consume_params`] | the records of [`pattern::param`] |
+//! | [`produce_audio`], [`consume_audio`] | the frames of [`pattern::audio`], interleaved |
+//! | [`produce_audio_planar`], [`consume_audio_planar`] | the same, through planar blocks |
+//! | [`mismatch_field`] | where the last `consume_*` mismatch was, and the values |
 //!
 //! Every export that can fail returns a negative code: [`ERR_MISMATCH`] and the other `ERR_*`
 //! constants, or a [`LayoutError`] mapped by [`layout_error_code`].
@@ -35,14 +50,22 @@ use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use downbeat_ring::layout::RingLayout;
-use downbeat_ring::{Consumer, ElementKind, LayoutError, ParamReader, ParamWriter, Producer};
+use downbeat_ring::{
+    AudioReader, AudioWriter, Consumer, ElementKind, LayoutError, ParamReader, ParamWriter,
+    Producer,
+};
 
-use crate::pattern::{param, sample};
+use crate::pattern::{audio, param, sample};
 
 /// Number of endpoints that can be attached at once.
 pub const SLOTS: usize = 16;
 /// Size of the [`scratch`](scratch_ptr) region in bytes.
 pub const SCRATCH_BYTES: usize = 256 * 1024;
+/// Most channels an audio endpoint can have: the audio exports move frames through a stack
+/// buffer of [`AUDIO_BLOCK`] samples, which must hold at least one frame.
+pub const MAX_CHANNELS: u32 = 64;
+/// Samples in the stack buffer of the audio exports (whole frames of it are used per round).
+pub const AUDIO_BLOCK: usize = 1024;
 
 /// A received element differs from the sequence; [`mismatch_field`] says where and how.
 pub const ERR_MISMATCH: i32 = -1;
@@ -56,6 +79,9 @@ pub const ERR_NO_SLOT: i32 = -4;
 pub const ERR_ROLE: i32 = -5;
 /// [`ring_init`] or [`ring_bytes`] got an element kind code it cannot lay out (unknown or opaque).
 pub const ERR_KIND: i32 = -6;
+/// An audio attach got more than [`MAX_CHANNELS`] channels (0 channels is the library's
+/// `RecordMismatch`, -17).
+pub const ERR_CHANNELS: i32 = -7;
 
 /// Maps a [`LayoutError`] to the negative code the exports return: `-10 - variant`, in the order
 /// of `docs/ring-layout.md`.
@@ -153,7 +179,8 @@ pub extern "C" fn ring_bytes(kind: u32, records: u32, record_len: u32) -> i32 {
 
 /// Lays out a ring at `ptr` with `RingLayout::init`: `records` records of `record_len`
 /// elements of kind code `kind` (a plain f32 ring is `(9, capacity, 1)`, a parameter queue
-/// `(5, records, 3)`). Returns 0, or a negative code as [`ring_bytes`] does.
+/// `(5, records, 3)`, an audio queue `(9, frames, channels)`). Returns 0, or a negative code as
+/// [`ring_bytes`] does.
 ///
 /// # Safety
 ///
@@ -187,6 +214,8 @@ enum Endpoint {
     F32Consumer(Consumer<f32>),
     ParamWriter(ParamWriter),
     ParamReader(ParamReader),
+    AudioWriter(AudioWriter),
+    AudioReader(AudioReader),
 }
 
 /// Slot states.
@@ -199,8 +228,8 @@ const READY: u32 = 2;
 struct Slot {
     state: AtomicU32,
     endpoint: UnsafeCell<Option<Endpoint>>,
-    /// The last mismatch a `consume_*` call found: sequence index, expected word, found word,
-    /// word within the record.
+    /// The last mismatch a `consume_*` call found: sequence index (frame for audio), expected
+    /// word, found word, word within the record (channel for audio).
     mismatch: UnsafeCell<[u32; 4]>,
 }
 
@@ -313,6 +342,41 @@ pub unsafe extern "C" fn attach_param_reader(ptr: *mut u8, len: usize) -> i32 {
     attach(|| unsafe { ParamReader::from_raw(ptr, len) }.map(Endpoint::ParamReader))
 }
 
+/// Attaches an [`AudioWriter`] for `channels` channels to the audio ring at `ptr` (f32, record
+/// length `channels`); returns its handle, or a negative code: [`ERR_CHANNELS`] above
+/// [`MAX_CHANNELS`], `-17` (`RecordMismatch`) for a ring of another record length or for 0
+/// channels, otherwise as [`attach_f32_producer`].
+///
+/// # Safety
+///
+/// As `AudioWriter::from_raw`, for as long as the handle is attached.
+#[no_mangle]
+pub unsafe extern "C" fn attach_audio_writer(ptr: *mut u8, len: usize, channels: u32) -> i32 {
+    if channels > MAX_CHANNELS {
+        return ERR_CHANNELS;
+    }
+    attach(|| {
+        // SAFETY: forwarded from the caller.
+        unsafe { AudioWriter::from_raw(ptr, len, channels as usize) }.map(Endpoint::AudioWriter)
+    })
+}
+
+/// Attaches an [`AudioReader`] for `channels` channels; as [`attach_audio_writer`].
+///
+/// # Safety
+///
+/// As `AudioReader::from_raw`, for as long as the handle is attached.
+#[no_mangle]
+pub unsafe extern "C" fn attach_audio_reader(ptr: *mut u8, len: usize, channels: u32) -> i32 {
+    if channels > MAX_CHANNELS {
+        return ERR_CHANNELS;
+    }
+    attach(|| {
+        // SAFETY: forwarded from the caller.
+        unsafe { AudioReader::from_raw(ptr, len, channels as usize) }.map(Endpoint::AudioReader)
+    })
+}
+
 /// Drops the endpoint of `handle` and frees its slot; returns 0, [`ERR_HANDLE`] or
 /// [`ERR_BUSY`]. The ring's indices stay where they are, so a new endpoint carries on.
 #[no_mangle]
@@ -334,8 +398,8 @@ pub extern "C" fn detach(handle: i32) -> i32 {
     0
 }
 
-/// Elements (f32 endpoints) or records (parameter endpoints) the endpoint of `handle` could
-/// push or pop now, or a negative code.
+/// Elements (f32 endpoints), records (parameter endpoints) or whole frames (audio endpoints) the
+/// endpoint of `handle` could push or pop now, or a negative code.
 #[no_mangle]
 pub extern "C" fn available(handle: i32) -> i32 {
     with_slot(handle, |endpoint, _| {
@@ -344,6 +408,8 @@ pub extern "C" fn available(handle: i32) -> i32 {
             Endpoint::F32Consumer(c) => c.available_read(),
             Endpoint::ParamWriter(w) => w.available_write(),
             Endpoint::ParamReader(r) => r.available_read(),
+            Endpoint::AudioWriter(w) => w.available_write(),
+            Endpoint::AudioReader(r) => r.available_read(),
         };
         count(n)
     })
@@ -457,9 +523,135 @@ pub extern "C" fn consume_params(handle: i32, expected_start: u32, max: u32) -> 
     })
 }
 
+/// Pushes frames `start, start + 1, ..` of [`pattern::audio`] (frame indices wrap at 2^32), at
+/// most `n` and as many as fit, with `AudioWriter::push_interleaved` from a stack buffer of
+/// [`AUDIO_BLOCK`] samples; returns how many frames, or a negative code.
+#[no_mangle]
+pub extern "C" fn produce_audio(handle: i32, start: u32, n: u32) -> i32 {
+    produce_frames(handle, start, n, false)
+}
+
+/// [`produce_audio`] through `AudioWriter::push_planar`: each round fills one planar block per
+/// channel and lets the writer interleave it into the ring.
+#[no_mangle]
+pub extern "C" fn produce_audio_planar(handle: i32, start: u32, n: u32) -> i32 {
+    produce_frames(handle, start, n, true)
+}
+
+/// Pops at most `max` whole frames with `AudioReader::pop_interleaved` and checks that they are
+/// frames `expected_start, ..` of [`pattern::audio`], every sample bit for bit. Returns how many
+/// frames it popped, or [`ERR_MISMATCH`] (the frames of the stack buffer round that held the bad
+/// one are gone from the ring) with the frame, both values and the channel in
+/// [`mismatch_field`], or another negative code.
+#[no_mangle]
+pub extern "C" fn consume_audio(handle: i32, expected_start: u32, max: u32) -> i32 {
+    consume_frames(handle, expected_start, max, false)
+}
+
+/// [`consume_audio`] through `AudioReader::pop_planar`: the reader deinterleaves each round into
+/// one planar block per channel, which is then checked.
+#[no_mangle]
+pub extern "C" fn consume_audio_planar(handle: i32, expected_start: u32, max: u32) -> i32 {
+    consume_frames(handle, expected_start, max, true)
+}
+
+/// The body of [`produce_audio`] (`planar` false) and [`produce_audio_planar`].
+fn produce_frames(handle: i32, start: u32, n: u32, planar: bool) -> i32 {
+    with_slot(handle, |endpoint, _| {
+        let Endpoint::AudioWriter(writer) = endpoint else {
+            return ERR_ROLE;
+        };
+        let ch = writer.channels();
+        // At least 1: attaching refuses more than `MAX_CHANNELS` channels, and 0.
+        let per_round = AUDIO_BLOCK / ch;
+        let n = n.min(i32::MAX as u32) as usize;
+        let mut block = [0.0f32; AUDIO_BLOCK];
+        let mut pushed = 0;
+        while pushed < n {
+            let frames = per_round.min(n - pushed);
+            let first = start.wrapping_add(pushed as u32);
+            let done = if planar {
+                // Channel `c` in `block[c * frames..][..frames]`.
+                let mut planes: [&[f32]; MAX_CHANNELS as usize] = [&[]; MAX_CHANNELS as usize];
+                for (c, (plane, samples)) in planes
+                    .iter_mut()
+                    .zip(block.chunks_exact_mut(frames))
+                    .take(ch)
+                    .enumerate()
+                {
+                    for (f, sample) in samples.iter_mut().enumerate() {
+                        *sample = audio(first.wrapping_add(f as u32), c as u32);
+                    }
+                    *plane = samples;
+                }
+                writer.push_planar(&planes[..ch])
+            } else {
+                for (k, sample) in block[..frames * ch].iter_mut().enumerate() {
+                    *sample = audio(first.wrapping_add((k / ch) as u32), (k % ch) as u32);
+                }
+                writer.push_interleaved(&block[..frames * ch])
+            };
+            pushed += done;
+            if done < frames {
+                break;
+            }
+        }
+        pushed as i32
+    })
+}
+
+/// The body of [`consume_audio`] (`planar` false) and [`consume_audio_planar`].
+fn consume_frames(handle: i32, expected_start: u32, max: u32, planar: bool) -> i32 {
+    with_slot(handle, |endpoint, mismatch| {
+        let Endpoint::AudioReader(reader) = endpoint else {
+            return ERR_ROLE;
+        };
+        let ch = reader.channels();
+        // At least 1, as in `produce_frames`.
+        let per_round = AUDIO_BLOCK / ch;
+        let max = max.min(i32::MAX as u32) as usize;
+        let mut block = [0.0f32; AUDIO_BLOCK];
+        let mut popped = 0;
+        while popped < max {
+            let frames = per_round.min(max - popped);
+            let got = if planar {
+                let mut planes: [&mut [f32]; MAX_CHANNELS as usize] =
+                    core::array::from_fn(|_| &mut [][..]);
+                for (plane, samples) in planes.iter_mut().zip(block.chunks_exact_mut(frames)) {
+                    *plane = samples;
+                }
+                reader.pop_planar(&mut planes[..ch])
+            } else {
+                reader.pop_interleaved(&mut block[..frames * ch])
+            };
+            for f in 0..got {
+                let frame = expected_start.wrapping_add((popped + f) as u32);
+                for c in 0..ch {
+                    let found = if planar {
+                        block[c * frames + f]
+                    } else {
+                        block[f * ch + c]
+                    };
+                    let (expected, found) = (audio(frame, c as u32).to_bits(), found.to_bits());
+                    if expected != found {
+                        *mismatch = [frame, expected, found, c as u32];
+                        return ERR_MISMATCH;
+                    }
+                }
+            }
+            popped += got;
+            if got < frames {
+                break;
+            }
+        }
+        popped as i32
+    })
+}
+
 /// One word of the last mismatch a `consume_*` call on `handle` reported: `field` 0 is the
-/// sequence index, 1 the expected word (f32 bits, or the record word), 2 the word found, 3 which
-/// word of the record (0 id, 1 value bits, 2 frame; 0 for samples). 0 for a bad handle or field.
+/// sequence index (the frame for audio), 1 the expected word (f32 bits, or the record word), 2
+/// the word found, 3 which word of the record (0 id, 1 value bits, 2 frame; 0 for samples; the
+/// channel for audio). 0 for a bad handle or field.
 #[no_mangle]
 pub extern "C" fn mismatch_field(handle: i32, field: u32) -> u32 {
     let mut word = 0;

@@ -12,6 +12,9 @@ const SAMPLE_MUL: u32 = 0x9E37_79B1;
 const ID_MUL: u32 = 0x85EB_CA6B;
 /// Mixed into every parameter id, so that ids use all 32 bits from the first record.
 const ID_XOR: u32 = 0xDB5E_ED00;
+/// Distance between the channels of the audio sequence in the sample sequence (the square root
+/// of 2 as a 32-bit fraction): far apart, so no channel repeats a nearby frame of another.
+const CHANNEL_STEP: u32 = 0x6A09_E667;
 
 /// Sample `i` of the f32 sequence: 24 hashed bits of `i`, centred on zero and scaled by 2^-8.
 ///
@@ -48,6 +51,23 @@ pub fn param(i: u32) -> ParamChange {
     }
 }
 
+/// Channel `channel` of frame `frame` of the interleaved audio sequence: sample
+/// `frame + channel * 0x6A09E667` (wrapping) of [`sample`], so channel 0 is the f32 sequence
+/// itself and every channel is a different stretch of it.
+///
+/// The value depends on the frame and channel only, never on the channel count, so a frame
+/// split across the end of the ring, a dropped or repeated sample or swapped channels all show.
+/// In JavaScript: `sample((frame + Math.imul(channel, 0x6A09E667)) >>> 0)`.
+///
+/// ```
+/// use downbeat_ring_wasm::pattern::{audio, sample};
+/// assert_eq!(audio(7, 0), sample(7));
+/// assert_ne!(audio(7, 1), audio(7, 0));
+/// ```
+pub fn audio(frame: u32, channel: u32) -> f32 {
+    sample(frame.wrapping_add(channel.wrapping_mul(CHANNEL_STEP)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,5 +91,28 @@ mod tests {
         assert_eq!(sample(123_456_789), -21.281_25);
         assert_eq!(param(0).id, 0xDB5E_ED00);
         assert_eq!(param(1).id, 0x5EB5_276B);
+        assert_eq!(audio(0, 1), sample(0x6A09_E667));
+        assert_eq!(audio(3, 3), sample(0x3E1D_B338));
+        assert_eq!(f64::from(audio(3, 3)), -29_369.621_093_75);
+        assert_eq!(f64::from(audio(0, 1)), -28_448.015_625);
+        assert_eq!(f64::from(audio(123_456, 4)), -15_234.378_906_25);
+    }
+
+    #[test]
+    fn audio_channels_differ_from_their_neighbours() {
+        // A sample shifted by up to a frame of 8 channels, or taken from another channel, would
+        // have to equal the expected one to go unnoticed.
+        for frame in 0..20_000u32 {
+            for channel in 0..8 {
+                let v = audio(frame, channel);
+                for other in 0..8 {
+                    for later in frame..frame + 2 {
+                        if (later, other) != (frame, channel) {
+                            assert_ne!(v, audio(later, other), "{frame} {channel}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }
