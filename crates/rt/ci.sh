@@ -7,3 +7,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUST_BACKTRACE=1 cargo test --release -p downbeat-rt --tests
+
+# RealtimeSanitizer on top of the guard (feature `rtsan`), linked against
+# Debian's LLVM runtime. Its own target dir, so the build above stays cached.
+rtsan_lib=/usr/lib/llvm-22/lib/clang/22/lib/linux/libclang_rt.rtsan-x86_64.a
+if [ ! -e "$rtsan_lib" ]; then
+    echo "installing libclang-rt-22-dev (Debian package) for the rtsan feature"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-rt-22-dev >/dev/null
+fi
+echo "--- guard with RealtimeSanitizer (--features rtsan)"
+export RTSAN_ENABLE=1 RTSAN_LIB_PATH="$rtsan_lib"
+rtsan_target="${CARGO_TARGET_DIR:-target}/rtsan"
+cargo clippy -q -p downbeat-rt --features rtsan --all-targets --target-dir "$rtsan_target" -- -D warnings
+cargo test -p downbeat-rt --features rtsan --test rtsan --target-dir "$rtsan_target"

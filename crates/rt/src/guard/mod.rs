@@ -78,6 +78,55 @@
 //! when nobody else holds them. A plain `std::sync::Mutex` taken
 //! uncontended goes unreported.
 //!
+//! # RealtimeSanitizer (feature `rtsan`)
+//!
+//! With the optional `rtsan` feature, [`check`] and [`check_with`] also run
+//! the closure inside LLVM RealtimeSanitizer's real-time context (through
+//! the `rtsan-standalone` crate): RTSan's interceptors then watch the same
+//! code the guard watches, from inside libc, and print the stack of the
+//! offending call. Without the feature nothing of it is compiled or
+//! linked. To use it on Debian 12:
+//!
+//! ```sh
+//! apt-get install libclang-rt-22-dev
+//! RTSAN_ENABLE=1 \
+//! RTSAN_LIB_PATH=/usr/lib/llvm-22/lib/clang/22/lib/linux/libclang_rt.rtsan-x86_64.a \
+//!     cargo test -p downbeat-rt --features rtsan
+//! ```
+//!
+//! Both variables are read when `rtsan-standalone` is built. `RTSAN_LIB_PATH`
+//! names the runtime to link statically; without it the crate (built with
+//! `default-features = false`, so nothing is downloaded) would try to clone
+//! and build LLVM's compiler-rt. Without `RTSAN_ENABLE` RTSan compiles to
+//! no-ops, and every [`Report`] says so in its notes. At run time RTSan reads
+//! `RTSAN_OPTIONS` (for example `halt_on_error=false` to report every
+//! distinct violation instead of aborting on the first).
+//!
+//! RTSan symbolises its stack with `llvm-symbolizer`, a child process. The
+//! guard thread refuses `execve` (see Limitations), so by default the stack
+//! is printed as addresses with the binary's BuildId (`addr2line -e` turns
+//! them into lines). For a symbolised stack, turn the seccomp trap off with
+//! [`Options::track_syscalls`]`(false)` and set
+//! `RTSAN_OPTIONS=external_symbolizer_path=/usr/lib/llvm-14/bin/llvm-symbolizer`
+//! (any LLVM's `llvm-symbolizer`; that path is Debian's `llvm-14`).
+//!
+//! RTSan catches allocation (`malloc`, `calloc`, ...), I/O such as `write`
+//! and `open`, libc's `syscall()`, `futex` and contended mutexes. It misses
+//! `clock_nanosleep`, `sem_post` and uncontended locks, and raw system calls
+//! that bypass libc; the guard's seccomp trap sees those. What it adds is a
+//! second opinion from inside libc, with a stack at the first violation.
+//!
+//! It differs from the guard in two ways that matter for tests:
+//!
+//! * RTSan **aborts the process** (exit status 43) on the first violation
+//!   and prints `==PID==ERROR: RealtimeSanitizer: unsafe-library-call` and
+//!   the stack on stderr. A test that expects a violation, or a panic,
+//!   inside the scope (the panic machinery writes and allocates) cannot run
+//!   in the same process: run it in a child, as `tests/rtsan.rs` does.
+//! * It has **no allow-list**: [`Allow::FutexWake`] does not apply to it, so
+//!   a worker pool's wake or `Thread::unpark` inside the scope is an RTSan
+//!   error. Wrap such calls in `rtsan_standalone::ScopedDisabler` if needed.
+//!
 //! # Limitations
 //!
 //! * The closure runs on a new thread: thread-local state it initialises on
@@ -104,6 +153,8 @@ mod blocking;
 mod options;
 mod prefault;
 mod report;
+#[cfg(feature = "rtsan")]
+mod rtsan;
 mod rusage;
 mod seccomp;
 mod state;
@@ -181,6 +232,10 @@ where
     if let Err(note) = prefault::code() {
         notes.push(note);
     }
+    #[cfg(feature = "rtsan")]
+    if let Err(note) = rtsan::status() {
+        notes.push(note);
+    }
     let backtraces = options
         .backtraces
         .unwrap_or_else(|| std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0"));
@@ -208,6 +263,8 @@ where
             .stack_prefault
             .min(options.stack_size.saturating_sub(64 * 1024)),
     );
+    #[cfg(feature = "rtsan")]
+    rtsan::prepare();
 
     let installed = state::Installed::new(&state);
     let syscall_tracking = if options.track_syscalls {
@@ -231,6 +288,9 @@ where
     let start = rusage::snapshot();
     let armed = installed.arm();
     compiler_fence(SeqCst);
+    #[cfg(feature = "rtsan")]
+    let value = rtsan::run(f);
+    #[cfg(not(feature = "rtsan"))]
     let value = f();
     compiler_fence(SeqCst);
     drop(armed);
