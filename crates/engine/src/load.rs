@@ -37,6 +37,7 @@ pub struct LoadMeter {
     missed: u64,
     max: f64,
     sum: f64,
+    last: f64,
 }
 
 impl LoadMeter {
@@ -52,6 +53,7 @@ impl LoadMeter {
             missed: 0,
             max: 0.0,
             sum: 0.0,
+            last: 0.0,
         }
     }
 
@@ -72,6 +74,7 @@ impl LoadMeter {
         }
         self.max = self.max.max(load);
         self.sum += load;
+        self.last = load;
     }
 
     /// The values kept exactly, in order.
@@ -84,6 +87,11 @@ impl LoadMeter {
         self.count
     }
 
+    /// The load of the most recent callback (0 before the first).
+    pub fn last(&self) -> f64 {
+        self.last
+    }
+
     /// Forgets everything recorded so far, keeping the allocations.
     pub fn reset(&mut self) {
         self.kept = 0;
@@ -93,6 +101,7 @@ impl LoadMeter {
         self.missed = 0;
         self.max = 0.0;
         self.sum = 0.0;
+        self.last = 0.0;
     }
 
     /// The load at quantile `q` (0..=1). Exact while every value was kept, otherwise

@@ -200,3 +200,35 @@ fn driver_callback_renderer_is_clean() {
         (20 * 256 + 256 + 1024 + 77 + 256 + 4096) * 2
     );
 }
+
+#[test]
+fn meter_tap_in_the_callback_is_clean() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    let delivered = Arc::new(AtomicU64::new(0));
+    let seen = Arc::clone(&delivered);
+    let (mut tap, thread) = downbeat::meters::spawn(2, 1, move |m| {
+        seen.store(m.frames, Ordering::Relaxed);
+    });
+    let mut engine = Engine::new(project("hello.toml").build().unwrap());
+    let mut buf = vec![0.0f32; engine.block_size() * engine.channels()];
+    engine.process(&mut buf);
+    tap.block(&buf, engine.load().last()); // warm-up outside the guard
+    let report = guard::check(|| {
+        for _ in 0..500 {
+            engine.process(&mut buf);
+            tap.block(&buf, engine.load().last());
+        }
+    });
+    assert_complete(&report);
+    report.assert_clean();
+    drop(tap);
+    thread.stop();
+    let frames = 501 * engine.block_size() as u64;
+    assert_eq!(
+        delivered.load(Ordering::Relaxed),
+        frames,
+        "the last meters reach the thread"
+    );
+}

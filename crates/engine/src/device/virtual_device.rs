@@ -1,10 +1,16 @@
+use std::fmt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use downbeat_rt::clock::{Ticker, TickerOptions};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{write_wav, Device, DeviceError, DeviceReport, RunLength};
+use crate::meters::{self, MeterSnapshot};
 use crate::Engine;
+
+/// Receives meter snapshots on the meter thread while the device runs.
+type Watcher = Box<dyn FnMut(MeterSnapshot) + Send>;
 
 /// Longest recording the virtual device keeps in memory, in seconds.
 pub const MAX_RECORD_SECONDS: f64 = 600.0;
@@ -21,6 +27,11 @@ pub const MAX_RECORD_SECONDS: f64 = 600.0;
 /// The recording (with `out`) is preallocated before the run, so the callback never
 /// allocates, and written to a WAV file afterwards.
 ///
+/// While it runs, the level and load of every block reach the message side through
+/// [`meters`](crate::meters) (a notifier the callback triggers, never a lock): on a terminal
+/// they drive a progress line (time played, load, peak level), and
+/// [`watch`](Virtual::watch) hands them to your own code instead.
+///
 /// ```
 /// use downbeat::device::{Device, RunLength, Virtual};
 /// use downbeat::{project::Project, Engine};
@@ -35,15 +46,86 @@ pub const MAX_RECORD_SECONDS: f64 = 600.0;
 /// assert_eq!(engine.summary().blocks, 10);
 /// assert!(report.wall_seconds >= 0.09);
 /// ```
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Virtual {
     out: Option<PathBuf>,
+    quiet: bool,
+    watcher: Option<Watcher>,
 }
 
 impl Virtual {
     /// A virtual device, recording what it plays to `out` when given.
     pub fn new(out: Option<PathBuf>) -> Self {
-        Self { out }
+        Self {
+            out,
+            ..Self::default()
+        }
+    }
+
+    /// Turns the progress line off (it is also hidden when stderr is not a terminal).
+    pub fn without_progress(mut self) -> Self {
+        self.quiet = true;
+        self
+    }
+
+    /// Calls `watcher` on a thread of its own with the meters (frames played, highest load
+    /// and peak level since the previous call) a few times a second while the device runs,
+    /// instead of drawing the progress line.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use downbeat::device::{Device, RunLength, Virtual};
+    /// use downbeat::{project::Project, Engine};
+    ///
+    /// let project = Project::parse(
+    ///     "block_size = 480\nedges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\n[nodes.out]\ntype = \"output\"\n",
+    ///     "inline.toml",
+    /// ).unwrap();
+    /// let mut engine = Engine::new(project.build().unwrap());
+    /// let last = Arc::new(Mutex::new(None));
+    /// let seen = Arc::clone(&last);
+    /// let mut device = Virtual::new(None).watch(move |m| *seen.lock().unwrap() = Some(m));
+    /// device.run(&mut engine, RunLength { frames: 48_00 }).unwrap();
+    /// let last = last.lock().unwrap().expect("meters arrived");
+    /// assert_eq!(last.frames, 4800); // the final values are always delivered
+    /// ```
+    pub fn watch(mut self, watcher: impl FnMut(MeterSnapshot) + Send + 'static) -> Self {
+        self.watcher = Some(Box::new(watcher));
+        self
+    }
+
+    /// Where the meters go for this run: the watcher, the progress line, or nowhere.
+    fn meter_sink(&mut self, length: RunLength, rate: u32) -> Option<(Watcher, ProgressBar)> {
+        if let Some(watcher) = self.watcher.take() {
+            return Some((watcher, ProgressBar::hidden()));
+        }
+        let bar = ProgressBar::new(length.frames);
+        if self.quiet || bar.is_hidden() {
+            return None;
+        }
+        bar.set_style(ProgressStyle::with_template("{bar:30} {msg}").expect("template is valid"));
+        let line = bar.clone();
+        let total = length.frames as f64 / rate as f64;
+        let draw = move |m: MeterSnapshot| {
+            line.set_position(m.frames);
+            line.set_message(format!(
+                "{:.1} / {total:.1} s   load {:.2}   peak {:+.1} dBFS",
+                m.frames as f64 / rate as f64,
+                m.load,
+                m.peak_dbfs()
+            ));
+        };
+        Some((Box::new(draw), bar))
+    }
+}
+
+impl fmt::Debug for Virtual {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Virtual")
+            .field("out", &self.out)
+            .field("quiet", &self.quiet)
+            .field("watched", &self.watcher.is_some())
+            .finish()
     }
 }
 
@@ -68,6 +150,14 @@ impl Device for Virtual {
         };
         let mut buf = vec![0.0f32; block * ch];
         let period = Duration::from_secs_f64(block as f64 / rate as f64);
+        let sink = self.meter_sink(length, rate);
+        let (mut tap, meter_thread, bar) = match sink {
+            Some((watcher, bar)) => {
+                let (tap, thread) = meters::spawn(ch, 1, watcher);
+                (Some(tap), Some(thread), bar)
+            }
+            None => (None, None, ProgressBar::hidden()),
+        };
         // Like a driver's callback thread: real-time priority above the pool's workers where
         // the system allows (silently an ordinary thread otherwise), so workers spinning for
         // work never starve the thread that hands it out.
@@ -92,12 +182,20 @@ impl Device for Virtual {
             let frames = (block as u64).min(left) as usize;
             let buf = &mut buf[..frames * ch];
             engine.process(buf);
+            if let Some(tap) = &mut tap {
+                tap.block(buf, engine.load().last());
+            }
             if self.out.is_some() {
                 recording.extend_from_slice(buf);
             }
             left -= frames as u64;
         }
         let wall_seconds = started.elapsed().as_secs_f64();
+        drop(tap);
+        if let Some(thread) = meter_thread {
+            thread.stop();
+        }
+        bar.finish_and_clear();
         if let Some(path) = &self.out {
             write_wav(path, &recording, ch, rate)?;
         }
