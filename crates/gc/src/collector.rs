@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use downbeat_ring::{Consumer, Producer};
 
-use crate::shared::Shared;
+use crate::shared::{Cycle, Shared};
 use crate::stats::Stats;
 use crate::words::{Header, MarkState};
 use crate::Wake;
@@ -239,12 +239,11 @@ pub(crate) fn collect_snapshot(shared: &Shared, sw: &mut Sweeper) {
             afreed += 1;
         }
     }
-    let t2 = Instant::now();
-    let s = &shared.stats;
-    s.mark.record((t1 - t0).as_nanos() as u64);
-    s.sweep.record((t2 - t1).as_nanos() as u64);
-    s.objects_freed.fetch_add(freed, Ordering::Relaxed);
-    s.bytes_freed.fetch_add(bytes, Ordering::Relaxed);
-    s.atomic_freed.fetch_add(afreed, Ordering::Relaxed);
-    s.cycles.fetch_add(1, Ordering::Relaxed);
+    shared.stats.record_cycle(Cycle {
+        mark: t1 - t0,
+        sweep: t1.elapsed(),
+        objects_freed: freed,
+        bytes_freed: bytes,
+        atomic_freed: afreed,
+    });
 }

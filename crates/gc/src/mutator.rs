@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use downbeat_ring::{Consumer, Producer};
 use downbeat_rt::alloc::Tlsf;
 
-use crate::shared::Shared;
+use crate::shared::{Cycle, Shared};
 use crate::words::{backed, Header, MarkState, ATOMIC_TAG};
 use crate::{Atomic, Gc, GcError, Mode, Wake};
 
@@ -390,14 +390,13 @@ impl Mutator {
             }
             st.atomic_marks[slot] = 0;
         }
-        let t2 = Instant::now();
-        let s = &self.shared.stats;
-        s.mark.record((t1 - t0).as_nanos() as u64);
-        s.sweep.record((t2 - t1).as_nanos() as u64);
-        s.objects_freed.fetch_add(freed, Ordering::Relaxed);
-        s.bytes_freed.fetch_add(bytes, Ordering::Relaxed);
-        s.atomic_freed.fetch_add(afreed, Ordering::Relaxed);
-        s.cycles.fetch_add(1, Ordering::Relaxed);
+        self.shared.stats.record_cycle(Cycle {
+            mark: t1 - t0,
+            sweep: t1.elapsed(),
+            objects_freed: freed,
+            bytes_freed: bytes,
+            atomic_freed: afreed,
+        });
         self.stw = Some(st);
     }
 

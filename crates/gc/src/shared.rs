@@ -14,9 +14,10 @@
 //!   is published.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::thread::Thread;
+use std::time::Duration;
 
 use crate::handshake::Handshake;
 use crate::stats::TimeStat;
@@ -64,4 +65,27 @@ pub(crate) struct SharedStats {
     pub(crate) safety_warnings: AtomicU64,
     pub(crate) late_full_snapshots: AtomicU64,
     pub(crate) priority_note: OnceLock<String>,
+}
+
+/// What one mark-and-sweep cycle did, recorded once whichever path ran it.
+pub(crate) struct Cycle {
+    pub(crate) mark: Duration,
+    pub(crate) sweep: Duration,
+    pub(crate) objects_freed: u64,
+    pub(crate) bytes_freed: u64,
+    pub(crate) atomic_freed: u64,
+}
+
+impl SharedStats {
+    /// Adds a finished cycle (concurrent or stop-the-world) to the totals.
+    pub(crate) fn record_cycle(&self, c: Cycle) {
+        self.mark.record(c.mark.as_nanos() as u64);
+        self.sweep.record(c.sweep.as_nanos() as u64);
+        self.objects_freed
+            .fetch_add(c.objects_freed, Ordering::Relaxed);
+        self.bytes_freed.fetch_add(c.bytes_freed, Ordering::Relaxed);
+        self.atomic_freed
+            .fetch_add(c.atomic_freed, Ordering::Relaxed);
+        self.cycles.fetch_add(1, Ordering::Relaxed);
+    }
 }
