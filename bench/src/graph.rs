@@ -112,17 +112,7 @@ impl Runner {
                 // SAFETY: `i` is handed out once, after its last predecessor's AcqRel
                 // decrement (or, for a source, before anything runs).
                 unsafe { r.run(i) };
-                let mut reserved = None;
-                for &n in r.successors(i) {
-                    if deg[n].fetch_sub(1, Ordering::AcqRel) == 1 {
-                        if reserved.is_none() {
-                            reserved = Some(n);
-                        } else {
-                            s.spawn(move |s| run_node(s, r, deg, n));
-                        }
-                    }
-                }
-                match reserved {
+                match release_successors(r, deg, i, |n| s.spawn(move |s| run_node(s, r, deg, n))) {
                     Some(n) => i = n,
                     None => return,
                 }
@@ -168,16 +158,9 @@ impl Runner {
                 loop {
                     // SAFETY: as in `rayon_spawn`.
                     unsafe { r.run(i) };
-                    let mut reserved = None;
-                    for &n in r.successors(i) {
-                        if deg[n].fetch_sub(1, Ordering::AcqRel) == 1 {
-                            if reserved.is_none() {
-                                reserved = Some(n);
-                            } else {
-                                let _ = queue.push(n);
-                            }
-                        }
-                    }
+                    let reserved = release_successors(r, deg, i, |n| {
+                        let _ = queue.push(n);
+                    });
                     left.fetch_sub(1, Ordering::AcqRel);
                     match reserved {
                         Some(n) => i = n,
@@ -187,6 +170,28 @@ impl Runner {
             }
         });
     }
+}
+
+/// After node `i` ran: counts it off each successor's in-degree and returns the first
+/// successor that became ready, to run next on this thread; every further ready one goes to
+/// `elsewhere` (the two rayon baselines differ only in where that is).
+fn release_successors(
+    r: &NodeRunner<'_>,
+    deg: &[AtomicUsize],
+    i: usize,
+    mut elsewhere: impl FnMut(usize),
+) -> Option<usize> {
+    let mut reserved = None;
+    for &n in r.successors(i) {
+        if deg[n].fetch_sub(1, Ordering::AcqRel) == 1 {
+            if reserved.is_none() {
+                reserved = Some(n);
+            } else {
+                elsewhere(n);
+            }
+        }
+    }
+    reserved
 }
 
 /// Runs `f` on a thread set up like a driver's audio thread: `SCHED_FIFO` above the pool's
