@@ -47,16 +47,60 @@ export function initializeParamQueue(
   writeHeader(buffer, byteOffset, records * PARAM_RECORD_LEN, Uint32Array, PARAM_RECORD_LEN);
 }
 
-/** Which record format a ring carries, from its element type and record length. */
-function formatOf(ring: RingBuffer, who: string): "compat" | "paramqueue" {
-  const type = ring.type();
-  if (type === "Uint8Array" || type === "Uint8ClampedArray") return "compat";
-  if (type === "Uint32Array" && ring.recordLength() === PARAM_RECORD_LEN) return "paramqueue";
-  throw new TypeError(
-    `${who} requires a ring of Uint8Array (ringbuf.js records) or a ParamQueue ring ` +
-      `(Uint32Array, record length ${PARAM_RECORD_LEN}); got ${type} with record length ` +
-      `${ring.recordLength()}`,
-  );
+/**
+ * One record of the ring's format: its scratch memory and its byte layout, in one place so that
+ * the writer and the reader cannot disagree. The format follows from the ring: a `Uint8Array`
+ * ring carries ringbuf.js' 5-byte records, a `Uint32Array` ring of record length 3 Rust's
+ * `ParamQueue` records.
+ */
+class RecordCodec {
+  /** True for ringbuf.js' 5-byte records. */
+  readonly compat: boolean;
+  /** The record as the ring moves it. */
+  readonly record: Uint8Array | Uint32Array;
+  private readonly bits: DataView;
+
+  constructor(ring: RingBuffer, who: string) {
+    const type = ring.type();
+    if (type === "Uint8Array" || type === "Uint8ClampedArray") {
+      this.compat = true;
+      this.record = new Uint8Array(COMPAT_RECORD_BYTES);
+    } else if (type === "Uint32Array" && ring.recordLength() === PARAM_RECORD_LEN) {
+      this.compat = false;
+      this.record = new Uint32Array(PARAM_RECORD_LEN);
+    } else {
+      throw new TypeError(
+        `${who} requires a ring of Uint8Array (ringbuf.js records) or a ParamQueue ring ` +
+          `(Uint32Array, record length ${PARAM_RECORD_LEN}); got ${type} with record length ` +
+          `${ring.recordLength()}`,
+      );
+    }
+    this.bits = new DataView(this.record.buffer);
+  }
+
+  /** Lays a change out in `record` (the frame is dropped by the 5-byte format). */
+  encode(index: number, value: number, frame: number): void {
+    if (this.compat) {
+      this.bits.setUint8(0, index);
+      this.bits.setFloat32(1, value, true);
+    } else {
+      this.bits.setUint32(0, index, true);
+      this.bits.setFloat32(4, value, true);
+      this.bits.setUint32(8, frame, true);
+    }
+  }
+
+  /** Reads the change in `record` into `o` (`frame` only for `ParamQueue` records). */
+  decode(o: ParameterChange): void {
+    if (this.compat) {
+      o.index = this.bits.getUint8(0);
+      o.value = this.bits.getFloat32(1, true);
+    } else {
+      o.index = this.bits.getUint32(0, true);
+      o.value = this.bits.getFloat32(4, true);
+      o.frame = this.bits.getUint32(8, true);
+    }
+  }
 }
 
 /**
@@ -78,15 +122,11 @@ function formatOf(ring: RingBuffer, who: string): "compat" | "paramqueue" {
 export class ParameterWriter {
   /** The ring written to. */
   readonly ringbuf: RingBuffer;
-  private readonly _format: "compat" | "paramqueue";
-  private readonly _bytes = new Uint8Array(COMPAT_RECORD_BYTES);
-  private readonly _view = new DataView(this._bytes.buffer);
-  private readonly _words = new Uint32Array(PARAM_RECORD_LEN);
-  private readonly _bits = new DataView(this._words.buffer);
+  private readonly _codec: RecordCodec;
 
   /** @throws TypeError unless the ring holds one of the two record formats. */
   constructor(ringbuf: RingBuffer) {
-    this._format = formatOf(ringbuf, "ParameterWriter");
+    this._codec = new RecordCodec(ringbuf, "ParameterWriter");
     this.ringbuf = ringbuf;
   }
 
@@ -98,28 +138,26 @@ export class ParameterWriter {
    * @throws RangeError if `index` does not fit the format (0..255, or a u32) or `frame` is not a u32.
    */
   enqueueChange(index: number, value: number, frame = 0): boolean {
-    if (this._format === "compat") {
+    const codec = this._codec;
+    if (codec.compat) {
       if (!(index >= 0 && index <= 255 && Number.isInteger(index))) {
         throw new RangeError(
           `parameter index ${index} does not fit ringbuf.js' one-byte records; ` +
             `use getStorageForParamQueue for 32-bit ids`,
         );
       }
+      // The ring's record length is 1 here: check the room so a record is never split.
       if (this.ringbuf.availableWrite() < COMPAT_RECORD_BYTES) return false;
-      this._view.setUint8(0, index);
-      this._view.setFloat32(1, value, true);
-      return this.ringbuf.push(this._bytes) === COMPAT_RECORD_BYTES;
+    } else {
+      if (!(index >= 0 && index <= 0xffffffff && Number.isInteger(index))) {
+        throw new RangeError(`parameter id ${index} is not a 32-bit unsigned integer`);
+      }
+      if (!(frame >= 0 && frame <= 0xffffffff && Number.isInteger(frame))) {
+        throw new RangeError(`frame offset ${frame} is not a 32-bit unsigned integer`);
+      }
     }
-    if (!(index >= 0 && index <= 0xffffffff && Number.isInteger(index))) {
-      throw new RangeError(`parameter id ${index} is not a 32-bit unsigned integer`);
-    }
-    if (!(frame >= 0 && frame <= 0xffffffff && Number.isInteger(frame))) {
-      throw new RangeError(`frame offset ${frame} is not a 32-bit unsigned integer`);
-    }
-    this._words[0] = index;
-    this._bits.setFloat32(4, value, true);
-    this._words[2] = frame;
-    return this.ringbuf.push(this._words) === PARAM_RECORD_LEN;
+    codec.encode(index, value, frame);
+    return this.ringbuf.push(codec.record) === codec.record.length;
   }
 
   /** ringbuf.js' old name for {@link ParameterWriter.enqueueChange}. @deprecated */
@@ -145,15 +183,11 @@ export class ParameterWriter {
 export class ParameterReader {
   /** The ring read from. */
   readonly ringbuf: RingBuffer;
-  private readonly _format: "compat" | "paramqueue";
-  private readonly _bytes = new Uint8Array(COMPAT_RECORD_BYTES);
-  private readonly _view = new DataView(this._bytes.buffer);
-  private readonly _words = new Uint32Array(PARAM_RECORD_LEN);
-  private readonly _bits = new DataView(this._words.buffer);
+  private readonly _codec: RecordCodec;
 
   /** @throws TypeError unless the ring holds one of the two record formats. */
   constructor(ringbuf: RingBuffer) {
-    this._format = formatOf(ringbuf, "ParameterReader");
+    this._codec = new RecordCodec(ringbuf, "ParameterReader");
     this.ringbuf = ringbuf;
   }
 
@@ -164,17 +198,11 @@ export class ParameterReader {
    * @returns true if a change was read, false if the queue is empty (`o` untouched).
    */
   dequeueChange(o: ParameterChange): boolean {
-    if (this._format === "compat") {
-      if (this.ringbuf.availableRead() < COMPAT_RECORD_BYTES) return false;
-      if (this.ringbuf.pop(this._bytes) !== COMPAT_RECORD_BYTES) return false;
-      o.index = this._view.getUint8(0);
-      o.value = this._view.getFloat32(1, true);
-      return true;
-    }
-    if (this.ringbuf.pop(this._words) !== PARAM_RECORD_LEN) return false;
-    o.index = this._words[0];
-    o.value = this._bits.getFloat32(4, true);
-    o.frame = this._words[2];
+    const codec = this._codec;
+    // A 5-byte record in a plain byte ring: pop only once all of it is there.
+    if (codec.compat && this.ringbuf.availableRead() < COMPAT_RECORD_BYTES) return false;
+    if (this.ringbuf.pop(codec.record) !== codec.record.length) return false;
+    codec.decode(o);
     return true;
   }
 
