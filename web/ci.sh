@@ -14,13 +14,29 @@ trap 'rm -f "$log"' EXIT
 passed=0
 failed=0
 run_tests() {
-    local status=0
-    node --test --test-reporter=tap "$@" 2>&1 | tee "$log" | grep -E '^(not ok|# (pass|fail))' || true
-    status=${PIPESTATUS[0]}
-    passed=$((passed + $(awk '/^# pass/ {n += $3} END {print n + 0}' "$log")))
-    failed=$((failed + $(awk '/^# fail/ {n += $3} END {print n + 0}' "$log")))
-    if [ "$status" -ne 0 ]; then
-        grep -A30 '^not ok' "$log" | head -120
+    # The grep only shows progress; node's own exit status is the verdict. `set -e` and
+    # `pipefail` would stop the script before the summary, so both are off for this one line
+    # and the statuses are copied before any other command can overwrite PIPESTATUS.
+    local statuses status
+    set +e +o pipefail
+    node --test --test-reporter=tap "$@" 2>&1 | tee "$log" | grep -E '^(not ok|# (pass|fail))'
+    statuses=("${PIPESTATUS[@]}")
+    set -e -o pipefail
+    status=${statuses[0]}
+    if [ "${statuses[1]}" -ne 0 ]; then
+        echo "web: could not write the test log $log"
+        exit 1
+    fi
+    local suite_passed suite_failed
+    suite_passed=$(awk '/^# pass/ {n += $3} END {print n + 0}' "$log")
+    suite_failed=$(awk '/^# fail/ {n += $3} END {print n + 0}' "$log")
+    passed=$((passed + suite_passed))
+    failed=$((failed + suite_failed))
+    # A suite fails on node's exit status, on any failed test it counted, and on running no
+    # test at all (a glob that stopped matching must not pass quietly).
+    if [ "$status" -ne 0 ] || [ "$suite_failed" -ne 0 ] || [ "$suite_passed" -eq 0 ]; then
+        awk '/^not ok/ {n = 30} n > 0 {print; n--; shown++} shown >= 120 {exit}' "$log"
+        echo "web: $* failed (node exit $status, $suite_passed passed, $suite_failed failed)"
         echo "web: $passed passed, $failed failed"
         exit 1
     fi

@@ -1,4 +1,4 @@
-// Seed 003's Go loop, measured the way downbeat-bench measures every method: a time.Ticker at
+// The Go loop of "soft realtime ticker on Linux", measured the way downbeat-bench measures every method: a time.Ticker at
 // -period, optional burner goroutines that sleep 1 ms in a loop, the GC off. Each tick's
 // lateness is the time since the latest deadline start + k*period that has passed (the ticker
 // drops ticks it cannot deliver, so this never exceeds one period). Prints one JSON object.

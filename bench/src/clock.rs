@@ -1,8 +1,8 @@
-//! The clock suite (seed 003): how late a periodic tick wakes up, side by side in one run.
+//! The clock suite (after "soft realtime ticker on Linux"): how late a periodic tick wakes up, side by side in one run.
 //!
 //! Methods: Downbeat's `Ticker` (with real-time priority where allowed, and without), a plain
-//! `thread::sleep` loop as in the seed's C++ program, the `spin_sleep` crate, a pure busy wait,
-//! Go's `time.Ticker` (the seed's program, built with the machine's `go`), and `cyclictest`
+//! `thread::sleep` loop as in the C++ program of "soft realtime ticker on Linux", the `spin_sleep` crate, a pure busy wait,
+//! Go's `time.Ticker` (that post's program, built with the machine's `go`), and `cyclictest`
 //! (rt-tests) as the floor the machine itself sets. Periods 16 ms and 1.45 ms (64 frames at
 //! 44.1 kHz), idle and with 200 threads that sleep 1 ms in a loop (goroutines for Go).
 //!
@@ -97,7 +97,7 @@ fn downbeat(period: Duration, run: Duration, rt: bool) -> (Sample, Vec<String>) 
     (sample, rx.recv().unwrap_or_default())
 }
 
-/// Seed 003's C++ loop: sleep for the period minus the time since the last wake-up.
+/// The C++ loop of "soft realtime ticker on Linux": sleep for the period minus the time since the last wake-up.
 fn sleep_loop(period: Duration, run: Duration) -> Sample {
     on_thread(move || {
         let p = period.as_nanos() as u64;
@@ -148,7 +148,7 @@ fn busy_wait(d: Duration) {
     }
 }
 
-/// Threads that sleep 1 ms in a loop, like the seed's burner goroutines.
+/// Threads that sleep 1 ms in a loop, like that post's burner goroutines.
 struct Load {
     stop: Arc<AtomicBool>,
     threads: Vec<thread::JoinHandle<()>>,

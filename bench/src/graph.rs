@@ -339,8 +339,9 @@ fn helper_cpu(kind: Scheduler, seconds: f64) -> f64 {
     let runner = Runner::new(kind, s.len(), true);
     let period = Duration::from_millis(10);
     let cpu = |who| {
-        // SAFETY: plain FFI call filling a zeroed struct.
+        // SAFETY: `rusage` is plain old data, for which all-zero bytes are a valid value.
         let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: plain FFI call filling a struct we own and pass by valid pointer.
         unsafe { libc::getrusage(who, &mut u) };
         let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
         tv(u.ru_utime) + tv(u.ru_stime)

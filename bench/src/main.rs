@@ -28,13 +28,13 @@ struct Cli {
 enum Suite {
     /// SPSC ring buffer: Downbeat vs rtrb, ringbuf and crossbeam ArrayQueue.
     Ring(Common),
-    /// Periodic tick lateness (seed 003): Ticker vs sleep loop, spin_sleep, busy wait, Go, cyclictest.
+    /// Periodic tick lateness ("soft realtime ticker on Linux"): Ticker vs sleep loop, spin_sleep, busy wait, Go, cyclictest.
     Clock(Common),
-    /// Async updates from the audio thread (seed 000): notify strategies vs the seed's baselines.
+    /// Async updates from the audio thread (D. Rowland, "Real-time Trade-offs"): notify strategies vs the talk's baselines.
     Notify(Common),
     /// Real-time allocator: Downbeat's TLSF pool vs glibc malloc and rlsf, latency percentiles.
     Alloc(Common),
-    /// Parallel graph processing (seed 001): serial, rayon spawn, rayon broadcast, Downbeat's pool.
+    /// Parallel graph processing ("Real-Time Safe Multi-Threaded DAW Audio"): serial, rayon spawn, rayon broadcast, Downbeat's pool.
     Graph(Common),
     /// Snapshot garbage collector vs stop-the-world mark-and-sweep on a synth workload.
     Gc(gc::GcArgs),
@@ -58,6 +58,7 @@ pub struct Common {
 }
 
 impl Common {
+    /// Repetitions of each case: `--runs`, else 1 for `--quick` and 7 otherwise.
     pub fn runs(&self) -> usize {
         self.runs.unwrap_or(if self.quick { 1 } else { 7 }).max(1)
     }

@@ -1,12 +1,12 @@
-//! The notify suite: seed 000's experiment. A real-time thread runs a simulated audio callback
+//! The notify suite: the experiment of D. Rowland's "Real-time Trade-offs". A real-time thread runs a simulated audio callback
 //! (5.8 ms blocks, 30% load) and triggers an update midway through its work; the callback, on
 //! the dispatcher's thread, signals back by storing the time it ran. Measured per delivery
-//! strategy and for the seed's baselines:
+//! strategy and for the talk's baselines:
 //!
 //! * `poll-1kHz`, `block-phase`, `signal`: Downbeat's `notify` strategies;
 //! * `mpsc`: an atomic coalescing flag plus a `std::sync::mpsc` channel whose receiver blocks
 //!   (what `juce::AsyncUpdater` does: flag, then post to a queue that wakes the message thread);
-//! * `timer-25Hz`, `timer-5ms`: an atomic flag polled by a sleeping timer thread (the seed's
+//! * `timer-25Hz`, `timer-5ms`: an atomic flag polled by a sleeping timer thread (the talk's
 //!   `Timer` and `HighResolutionTimer` dispatchers);
 //! * `waitable-event`: flag plus a mutex/condvar event signalled on every trigger.
 //!

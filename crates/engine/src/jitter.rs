@@ -1,10 +1,10 @@
-//! `downbeat jitter`: a cyclictest-like meter for the [`Ticker`], as in seed 003.
+//! `downbeat jitter`: a cyclictest-like meter for the [`Ticker`], as in "soft realtime ticker on Linux".
 //!
 //! A dedicated thread ticks at the period (real-time priority when allowed, adaptive
 //! sleep-then-spin, late deadlines skipped and counted) and records every tick's lateness in a
 //! 1 µs histogram. The main thread prints each new maximum as it happens ("new record"), and
 //! at the end the quantiles, the histogram and the CPU the ticking thread used. `--load K`
-//! starts K threads that sleep 1 ms in a loop, like the seed's burner goroutines.
+//! starts K threads that sleep 1 ms in a loop, like the burner goroutines of "soft realtime ticker on Linux".
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

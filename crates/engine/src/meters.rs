@@ -1,5 +1,5 @@
 //! Meters from the audio thread to the message thread: level and load samples, delivered
-//! through [`downbeat_rt::notify`] (seed 000's async updater) to whatever draws them, such as
+//! through [`downbeat_rt::notify`] (the async updater of D. Rowland's "Real-time Trade-offs") to whatever draws them, such as
 //! the CLI's progress line.
 //!
 //! The audio side ([`MeterTap`]) folds each block into a running peak and load maximum and,

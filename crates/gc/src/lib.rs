@@ -1,5 +1,5 @@
-//! The snapshot garbage collector for real-time audio (seed 002): the first collector of Kjetil
-//! Matheussen's thesis, *Rollendurchmesserzeitsammler*.
+//! The snapshot garbage collector for real-time audio: the first collector of K. S.
+//! Matheussen's thesis "Realtime Audio with Garbage Collection" (2010), *Rollendurchmesserzeitsammler*.
 //!
 //! Audio code that must create objects while it plays (a voice per note, a delay line per
 //! plucked string, a scripting language's objects) allocates here on the audio thread in O(1)

@@ -21,6 +21,7 @@ pub struct Recording {
 // Release store; readers only read the first `written` frames after an Acquire load, so
 // no byte is written and read at the same time.
 unsafe impl Send for Recording {}
+// SAFETY: as for `Send`: shared access is split by `written` between one writer and readers.
 unsafe impl Sync for Recording {}
 
 impl Recording {

@@ -165,9 +165,10 @@ impl Tlsf {
             peak: 0,
         };
         let first = begin.cast::<Block>();
-        let sentinel = begin.add(HEADER + payload).cast::<Block>();
-        // SAFETY: both headers lie inside the region, 16-byte aligned, as checked above.
+        // SAFETY: both headers lie inside the region, 16-byte aligned, as checked above
+        // (`begin + HEADER + payload` is `end - HEADER`, still inside it).
         unsafe {
+            let sentinel = begin.add(HEADER + payload).cast::<Block>();
             first.write(Block {
                 prev_phys: ptr::null_mut(),
                 size: payload | FREE,

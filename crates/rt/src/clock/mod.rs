@@ -1,6 +1,6 @@
 //! A soft-real-time periodic ticker for game loops, virtual devices, MIDI clocks and meters.
 //!
-//! Seed 003 shows why the obvious loops miss: a relative sleep drifts by every late wake-up,
+//! "soft realtime ticker on Linux" shows why the obvious loops miss: a relative sleep drifts by every late wake-up,
 //! the kernel adds timer slack and scheduling delay, and a pure busy wait burns a core and is
 //! still preempted. [`Ticker`] combines what works:
 //!
@@ -61,7 +61,7 @@ const RELEARN_EVERY: u64 = 16;
 pub enum Policy {
     /// `SCHED_FIFO`: runs until it blocks or a higher priority runs.
     Fifo,
-    /// `SCHED_RR`: like FIFO, with time slices among equal priorities (seed 003's choice).
+    /// `SCHED_RR`: like FIFO, with time slices among equal priorities (the choice of "soft realtime ticker on Linux").
     RoundRobin,
 }
 

@@ -1,5 +1,5 @@
 //! A real-time-safe "async updater": the audio thread triggers, a callback runs later on the
-//! thread that owns the [`Dispatcher`] (seed 000).
+//! thread that owns the [`Dispatcher`] (after D. Rowland, "Real-time Trade-offs").
 //!
 //! JUCE's `AsyncUpdater` sets an atomic flag and then posts to the OS message queue, which can
 //! lock, allocate and write to a socket: not safe on the audio thread. Here a trigger never
@@ -30,7 +30,7 @@
 //! | [`BlockPhase`](Strategy::BlockPhase) | a fraction of a block | one wake per block | atomics only (plus reading the vDSO clock in [`BlockClock::block_ended`]) |
 //! | [`Signal`](Strategy::Signal) | a thread wake-up (µs) | sleeps until triggered | a futex wake syscall when the dispatcher sleeps |
 //!
-//! `Signal` is fast but, like seed 000's `WaitableEvent`, **not strictly real-time safe**: the
+//! `Signal` is fast but, like the `WaitableEvent` of "Real-time Trade-offs", **not strictly real-time safe**: the
 //! trigger that finds the dispatcher asleep makes one `futex` wake system call (counted in
 //! [`DispatchStats::signals`]). Triggers that find it awake, or coalesce, make none.
 //!
@@ -194,7 +194,7 @@ pub struct Notifier {
     id: u32,
 }
 
-/// The name seed 000 and JUCE use for a [`Notifier`].
+/// The name "Real-time Trade-offs" and JUCE use for a [`Notifier`].
 pub type AsyncUpdater = Notifier;
 
 impl fmt::Debug for Notifier {

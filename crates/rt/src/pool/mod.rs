@@ -1,6 +1,6 @@
 //! A thread pool for per-callback work lists, in which the audio thread takes part.
 //!
-//! The idea is seed 001's (generic-daw's `WorkList`): every callback, the audio thread
+//! The idea is that of "Real-Time Safe Multi-Threaded DAW Audio" (generic-daw's `WorkList`): every callback, the audio thread
 //! installs a [`WorkList`], opens the pool, wakes only as many parked workers as there is
 //! ready work, and works itself. Each worker, and the audio thread, repeatedly takes the
 //! next ready item and processes it; processing may hand back one *reserved* successor that
