@@ -36,7 +36,7 @@ run_tests() {
     # test at all (a glob that stopped matching must not pass quietly).
     if [ "$status" -ne 0 ] || [ "$suite_failed" -ne 0 ] || [ "$suite_passed" -eq 0 ]; then
         awk '/^not ok/ {n = 30} n > 0 {print; n--; shown++} shown >= 120 {exit}' "$log"
-        echo "web: $* failed (node exit $status, $suite_passed passed, $suite_failed failed)"
+        echo "web: this suite failed (node exit $status, $suite_passed passed, $suite_failed failed)"
         echo "web: $passed passed, $failed failed"
         exit 1
     fi
