@@ -1,7 +1,9 @@
 //! A test binary without `GuardAlloc`: the guard still tracks system calls
-//! and says that allocations were not tracked.
+//! and says that allocations were not tracked, and the report is not clean.
 
-use downbeat_rt::guard::{self, Options};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use downbeat_rt::guard::{self, Options, Tracker};
 
 #[test]
 fn report_says_allocation_tracking_is_unavailable() {
@@ -22,4 +24,24 @@ fn report_says_allocation_tracking_is_unavailable() {
     assert!(!report.is_complete());
     assert_eq!(report.syscall_count("getpid"), 1, "{report}");
     assert_eq!(grown, [1]);
+}
+
+#[test]
+fn an_unwatched_heap_is_not_clean() {
+    let report = guard::check(|| 6 * 7);
+    assert_eq!(
+        report.missing_trackers(),
+        [Tracker::Allocations],
+        "{report}"
+    );
+    assert_eq!(report.violation_count(), 0, "{report}");
+    assert!(!report.is_clean(), "{report}");
+    let panic = catch_unwind(AssertUnwindSafe(|| report.assert_clean())).unwrap_err();
+    let message = panic.downcast_ref::<String>().unwrap();
+    assert!(message.contains("(allocations not tracked)"), "{message}");
+    assert!(message.contains("install_guard_allocator!"), "{message}");
+    // A missing allocator is never the platform's doing: the platform excuse
+    // does not cover it.
+    assert!(!report.is_clean_allowing_missing(Tracker::unsupported_on_this_target()));
+    report.assert_clean_allowing_missing(&[Tracker::Allocations]);
 }

@@ -1,6 +1,8 @@
 //! Where seccomp is not permitted, the guard falls back with a clear note.
 
-use downbeat_rt::guard;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use downbeat_rt::guard::{self, Tracker};
 
 downbeat_rt::install_guard_allocator!();
 
@@ -67,7 +69,26 @@ fn falls_back_when_seccomp_is_not_permitted() {
     );
     assert!(report.syscalls.is_empty(), "{report}");
     assert!(!report.is_complete());
+    assert_eq!(report.missing_trackers(), [Tracker::Syscalls], "{report}");
     // The other trackers carry on.
     assert_eq!(report.allocations.count, 1, "{report}");
     assert!(report.rusage.is_some());
+}
+
+#[test]
+fn a_forbidden_seccomp_fails_assert_clean() {
+    let report = std::thread::spawn(|| {
+        forbid_seccomp_on_this_thread();
+        guard::check(std::process::id)
+    })
+    .join()
+    .unwrap();
+    // The getpid went unseen: no violation is counted, and that proves nothing.
+    assert_eq!(report.violation_count(), 0, "{report}");
+    assert!(!report.is_clean(), "{report}");
+    let panic = catch_unwind(AssertUnwindSafe(|| report.assert_clean())).unwrap_err();
+    let message = panic.downcast_ref::<String>().unwrap();
+    assert!(message.contains("(system calls not tracked)"), "{message}");
+    assert!(message.contains("Operation not permitted"), "{message}");
+    report.assert_clean_allowing_missing(&[Tracker::Syscalls]);
 }

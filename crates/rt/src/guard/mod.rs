@@ -31,7 +31,7 @@
 //!
 //! * **Heap.** [`GuardAlloc`] wraps the system allocator and counts, per
 //!   thread, the calls made while that thread's scope is armed. Without it
-//!   the report says allocation tracking was unavailable.
+//!   the report says allocation tracking was unavailable, and is not clean.
 //! * **System calls.** On Linux x86_64 the guard thread installs a seccomp
 //!   filter on itself alone (no `TSYNC`) that traps every system call. The
 //!   SIGSYS handler records it and re-issues it from a stub the filter lets
@@ -40,7 +40,8 @@
 //!   reported. A filter cannot be removed, which is why the guard runs the
 //!   closure on a thread of its own that ends with the check. Where seccomp
 //!   is unavailable (another OS, another architecture, a sandbox that
-//!   forbids it) the report says so and the other trackers carry on.
+//!   forbids it) the report says so and the other trackers carry on, but the
+//!   report is incomplete (see below).
 //! * **Scheduling and faults.** `getrusage(RUSAGE_THREAD)` before arming
 //!   and after disarming gives the thread's context switches and page
 //!   faults.
@@ -64,6 +65,26 @@
 //! their own list. The design permits one, the worker pool's wake of its
 //! parked workers, hence [`Allow::FutexWake`], which matches only the wake
 //! operation of `futex`: waiting stays a violation.
+//!
+//! # Every tracker, or an explicit excuse
+//!
+//! A scope a tracker did not watch proves nothing about what that tracker
+//! watches, so a report with a [`Tracker`] missing is not clean:
+//! [`Report::is_clean`] is false and [`Report::assert_clean`] panics,
+//! naming the tracker and, in the notes, why it did not run. On Linux
+//! x86-64 every tracker exists, and a test binary gets them all by
+//! installing [`GuardAlloc`]. A test that also runs where the platform lacks
+//! one says so explicitly:
+//!
+//! ```
+//! use downbeat_rt::guard::{self, Tracker};
+//!
+//! downbeat_rt::install_guard_allocator!();
+//!
+//! # fn main() {
+//! guard::check(|| 6 * 7).assert_clean_allowing_missing(Tracker::unsupported_on_this_target());
+//! # }
+//! ```
 //!
 //! # Locks
 //!
@@ -108,7 +129,9 @@
 //! them into lines). For a symbolised stack, turn the seccomp trap off with
 //! [`Options::track_syscalls`]`(false)` and set
 //! `RTSAN_OPTIONS=external_symbolizer_path=/usr/lib/llvm-14/bin/llvm-symbolizer`
-//! (any LLVM's `llvm-symbolizer`; that path is Debian's `llvm-14`).
+//! (any LLVM's `llvm-symbolizer`; that path is Debian's `llvm-14`). Such a
+//! report lacks [`Tracker::Syscalls`] and is not clean unless the test
+//! excuses it with [`Report::assert_clean_allowing_missing`].
 //!
 //! RTSan catches allocation (`malloc`, `calloc`, ...), I/O such as `write`
 //! and `open`, libc's `syscall()`, `futex` and contended mutexes. It misses
@@ -159,6 +182,7 @@ mod rusage;
 mod seccomp;
 mod state;
 mod syscalls;
+mod tracker;
 
 use std::hint::black_box;
 use std::sync::atomic::{compiler_fence, Ordering::SeqCst};
@@ -170,6 +194,7 @@ pub use options::{Allow, Options};
 pub use report::{BlockingCall, HeapActivity, Report, SyscallCount};
 pub use rusage::Rusage;
 pub use syscalls::{syscall_name, syscall_number};
+pub use tracker::Tracker;
 
 /// Runs `f` under the guard with default [`Options`] (nothing allowed) and
 /// reports what it did. `f`'s result is dropped after the scope; use
@@ -185,9 +210,13 @@ pub use syscalls::{syscall_name, syscall_number};
 /// ```
 /// use std::sync::atomic::{AtomicU64, Ordering};
 ///
+/// downbeat_rt::install_guard_allocator!();
+///
+/// # fn main() {
 /// let frames = AtomicU64::new(0);
 /// let report = downbeat_rt::guard::check(|| frames.fetch_add(128, Ordering::Relaxed));
 /// assert!(report.is_clean(), "{report}");
+/// # }
 /// ```
 pub fn check<F, R>(f: F) -> Report
 where
@@ -214,6 +243,9 @@ where
 /// ```
 /// use downbeat_rt::guard::{self, Allow, Options};
 ///
+/// downbeat_rt::install_guard_allocator!();
+///
+/// # fn main() {
 /// let mut block = [0.25_f32; 64];
 /// let options = Options::new().allow(Allow::FutexWake);
 /// let (peak, report) = guard::check_with(&options, || {
@@ -222,6 +254,7 @@ where
 /// });
 /// assert_eq!(peak, 0.125);
 /// report.assert_clean();
+/// # }
 /// ```
 pub fn check_with<F, R>(options: &Options, f: F) -> (R, Report)
 where

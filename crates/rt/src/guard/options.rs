@@ -51,10 +51,14 @@ impl Allow {
 /// ```
 /// use downbeat_rt::guard::{self, Allow, Options};
 ///
+/// downbeat_rt::install_guard_allocator!();
+///
+/// # fn main() {
 /// let options = Options::new().allow(Allow::FutexWake);
 /// let (sum, report) = guard::check_with(&options, || 2 + 2);
 /// assert_eq!(sum, 4);
 /// report.assert_clean();
+/// # }
 /// ```
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -83,8 +87,12 @@ impl Options {
     /// The defaults: nothing allowed, everything tracked.
     ///
     /// ```
+    /// downbeat_rt::install_guard_allocator!();
+    ///
+    /// # fn main() {
     /// let report = downbeat_rt::guard::check_with(&downbeat_rt::guard::Options::new(), || ()).1;
     /// assert!(report.is_clean());
+    /// # }
     /// ```
     pub fn new() -> Self {
         Self::default()
@@ -108,8 +116,14 @@ impl Options {
     ///
     /// ```
     /// use downbeat_rt::guard::{self, Options};
+    ///
+    /// downbeat_rt::install_guard_allocator!();
+    ///
+    /// # fn main() {
     /// let (_, report) = guard::check_with(&Options::new().allow_allocations(true), || vec![0_u8; 64]);
     /// assert!(report.is_clean());
+    /// assert_eq!(report.allocations.count, 1);
+    /// # }
     /// ```
     pub fn allow_allocations(mut self, allow: bool) -> Self {
         self.allow_allocations = allow;
@@ -117,12 +131,15 @@ impl Options {
     }
 
     /// Whether to install the seccomp filter (on by default). Turned off, the
-    /// report notes that system calls were not tracked.
+    /// report notes that system calls were not tracked and is not clean
+    /// unless [`Tracker::Syscalls`](super::Tracker::Syscalls) is excused with
+    /// [`Report::assert_clean_allowing_missing`](super::Report::assert_clean_allowing_missing).
     ///
     /// ```
-    /// use downbeat_rt::guard::{self, Options};
+    /// use downbeat_rt::guard::{self, Options, Tracker};
     /// let (_, report) = guard::check_with(&Options::new().track_syscalls(false), || ());
     /// assert!(report.syscall_tracking.is_err());
+    /// assert!(report.missing_trackers().contains(&Tracker::Syscalls));
     /// ```
     pub fn track_syscalls(mut self, track: bool) -> Self {
         self.track_syscalls = track;

@@ -6,7 +6,7 @@ use std::fmt;
 use super::rusage::Rusage;
 use super::state::{GuardState, HeapLog};
 use super::syscalls::{futex_op_name, nr, syscall_name};
-use super::Options;
+use super::{Options, Tracker};
 
 /// Allocations, or frees, seen in a scope.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -139,16 +139,26 @@ pub struct BlockingCall {
 /// second are the scheduler preempting the thread, which on a shared
 /// machine happens to any code.
 ///
+/// A report is also not clean when a [`Tracker`] did not run
+/// ([`missing_trackers`](Report::missing_trackers)): nothing watched is not
+/// the same as nothing done. A platform that lacks a tracker is excused only
+/// explicitly, with
+/// [`assert_clean_allowing_missing`](Report::assert_clean_allowing_missing).
+///
 /// # Examples
 ///
 /// ```
 /// use downbeat_rt::guard;
 ///
+/// downbeat_rt::install_guard_allocator!();
+///
+/// # fn main() {
 /// let report = guard::check(|| std::fs::read("/dev/null"));
 /// assert!(!report.is_clean());
 /// println!("{report}"); // lists openat, read, close, ... with counts
 ///
 /// guard::check(|| 1 + 1).assert_clean();
+/// # }
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -231,15 +241,46 @@ impl Report {
         }
     }
 
-    /// Whether the scope did nothing a real-time thread must not do, as far
-    /// as the trackers that were available can tell (see
-    /// [`is_complete`](Report::is_complete)).
+    /// Whether the scope did nothing a real-time thread must not do **and**
+    /// every tracker ran to see it: a report with a tracker missing (see
+    /// [`missing_trackers`](Report::missing_trackers)) is not clean, so a test
+    /// cannot pass because nothing was watched. To excuse a tracker the
+    /// platform lacks, use
+    /// [`is_clean_allowing_missing`](Report::is_clean_allowing_missing).
     ///
     /// ```
+    /// downbeat_rt::install_guard_allocator!();
+    ///
+    /// # fn main() {
     /// assert!(downbeat_rt::guard::check(|| 6 * 7).is_clean());
+    /// # }
     /// ```
     pub fn is_clean(&self) -> bool {
+        self.is_clean_allowing_missing(&[])
+    }
+
+    /// Whether the scope made no violation that the trackers which ran
+    /// could see, and every tracker not in `may_be_missing` ran.
+    ///
+    /// This is the explicit opt-out for a platform without a tracker; pass
+    /// [`Tracker::unsupported_on_this_target`] rather than a list of your own,
+    /// so that where the tracker exists (Linux x86-64 has them all) it must
+    /// run.
+    ///
+    /// ```
+    /// use downbeat_rt::guard::{self, Options, Tracker};
+    ///
+    /// // No GuardAlloc in this binary: allocations are not watched.
+    /// let (_, report) = guard::check_with(&Options::new(), || 6 * 7);
+    /// assert!(!report.is_clean());
+    /// assert!(report.is_clean_allowing_missing(&[Tracker::Allocations]));
+    /// ```
+    pub fn is_clean_allowing_missing(&self, may_be_missing: &[Tracker]) -> bool {
         self.violation_count() == 0
+            && self
+                .missing_trackers()
+                .iter()
+                .all(|t| may_be_missing.contains(t))
     }
 
     /// Whether every tracker (allocations, system calls, rusage) was working,
@@ -252,7 +293,27 @@ impl Report {
     /// }
     /// ```
     pub fn is_complete(&self) -> bool {
-        self.allocation_tracking.is_ok() && self.syscall_tracking.is_ok() && self.rusage.is_some()
+        self.missing_trackers().is_empty()
+    }
+
+    /// The trackers that did not run in this scope, in [`Tracker::ALL`]
+    /// order; the [`notes`](Report::notes) say why.
+    ///
+    /// ```
+    /// use downbeat_rt::guard::{self, Options, Tracker};
+    ///
+    /// let (_, report) = guard::check_with(&Options::new().track_syscalls(false), || ());
+    /// assert!(report.missing_trackers().contains(&Tracker::Syscalls));
+    /// ```
+    pub fn missing_trackers(&self) -> Vec<Tracker> {
+        Tracker::ALL
+            .into_iter()
+            .filter(|t| match t {
+                Tracker::Allocations => self.allocation_tracking.is_err(),
+                Tracker::Syscalls => self.syscall_tracking.is_err(),
+                Tracker::Rusage => self.rusage.is_none(),
+            })
+            .collect()
     }
 
     /// The number of violating events: allocations, frees, disallowed system
@@ -310,15 +371,60 @@ impl Report {
             .sum()
     }
 
-    /// Panics, printing the report, unless it [`is_clean`](Report::is_clean).
+    /// Panics, printing the report, unless it [`is_clean`](Report::is_clean):
+    /// on any violation, and when a tracker did not run.
     ///
     /// ```should_panic
+    /// downbeat_rt::install_guard_allocator!();
+    ///
+    /// # fn main() {
     /// downbeat_rt::guard::check(|| std::thread::sleep(std::time::Duration::from_millis(1))).assert_clean();
+    /// # }
+    /// ```
+    ///
+    /// A scope nothing watched fails too: here the binary lacks
+    /// [`GuardAlloc`](super::GuardAlloc).
+    ///
+    /// ```should_panic
+    /// downbeat_rt::guard::check(|| ()).assert_clean(); // allocations were not tracked
     /// ```
     #[track_caller]
     pub fn assert_clean(&self) {
-        if !self.is_clean() {
+        self.assert_clean_allowing_missing(&[]);
+    }
+
+    /// Like [`assert_clean`](Report::assert_clean), but a tracker in
+    /// `may_be_missing` may have been unavailable: the explicit opt-out for
+    /// platforms that lack one. Pass [`Tracker::unsupported_on_this_target`]
+    /// so the excuse holds only where it is true.
+    ///
+    /// ```
+    /// use downbeat_rt::guard::{self, Tracker};
+    ///
+    /// downbeat_rt::install_guard_allocator!();
+    ///
+    /// # fn main() {
+    /// guard::check(|| 6 * 7).assert_clean_allowing_missing(Tracker::unsupported_on_this_target());
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn assert_clean_allowing_missing(&self, may_be_missing: &[Tracker]) {
+        if self.violation_count() > 0 {
             panic!("the guarded code is not real-time safe:\n{self}");
+        }
+        let unexcused: Vec<&str> = self
+            .missing_trackers()
+            .into_iter()
+            .filter(|t| !may_be_missing.contains(t))
+            .map(Tracker::name)
+            .collect();
+        if !unexcused.is_empty() {
+            panic!(
+                "the guard did not watch everything ({} not tracked), so a clean result would \
+                 prove nothing; fix the cause in the notes, or excuse a tracker this platform \
+                 lacks with assert_clean_allowing_missing(Tracker::unsupported_on_this_target()):\n{self}",
+                unexcused.join(", ")
+            );
         }
     }
 }
@@ -326,10 +432,20 @@ impl Report {
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let violations = self.violation_count();
-        if violations == 0 {
+        let missing = self.missing_trackers();
+        if violations > 0 {
+            writeln!(f, "real-time guard: {violations} violation(s)")?;
+        } else if missing.is_empty() {
             writeln!(f, "real-time guard: clean")?;
         } else {
-            writeln!(f, "real-time guard: {violations} violation(s)")?;
+            writeln!(
+                f,
+                "real-time guard: incomplete, no violation seen by the trackers that ran"
+            )?;
+        }
+        if !missing.is_empty() {
+            let names: Vec<&str> = missing.into_iter().map(Tracker::name).collect();
+            writeln!(f, "  not tracked: {} (see notes)", names.join(", "))?;
         }
         let heap = |f: &mut fmt::Formatter<'_>, what: &str, h: &HeapActivity| -> fmt::Result {
             if h.count == 0 {
