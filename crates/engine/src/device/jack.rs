@@ -3,14 +3,14 @@
 //! Built with the `jack` cargo feature (needs libjack to link: Debian `libjack-jackd2-dev`).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jack::{AudioOut, Client, ClientOptions, Control, Frames, Port, ProcessScope};
 
-use super::render::{Recording, Renderer, MAX_CALLBACK_FRAMES};
-use super::{write_wav, Device, DeviceError, DeviceReport, RunLength};
+use super::render::{PlanarBuffers, Recording, Renderer};
+use super::{Device, DeviceError, DeviceReport, RunLength};
 use crate::Engine;
 
 /// Runs the engine in a JACK server's real-time process callback.
@@ -57,11 +57,53 @@ fn open(name: &str) -> Result<(Client, jack::ClientStatus), DeviceError> {
     })
 }
 
+/// Longest shutdown reason kept from JACK, in bytes.
+const REASON_BYTES: usize = 256;
+
+/// What JACK's threads tell the control thread: counters and flags only, so the callbacks
+/// never allocate; the control thread turns them into a message after the run.
 struct Status {
     xruns: AtomicU64,
     frames: AtomicU64,
     stopped: AtomicBool,
-    reason: std::sync::Mutex<String>,
+    /// The rate the server switched to, 0 when it did not.
+    new_rate: AtomicU32,
+    /// JACK's shutdown reason, copied byte by byte into room allocated up front.
+    reason: [AtomicU8; REASON_BYTES],
+    reason_len: AtomicUsize,
+}
+
+impl Status {
+    fn new() -> Self {
+        Self {
+            xruns: AtomicU64::new(0),
+            frames: AtomicU64::new(0),
+            stopped: AtomicBool::new(false),
+            new_rate: AtomicU32::new(0),
+            reason: std::array::from_fn(|_| AtomicU8::new(0)),
+            reason_len: AtomicUsize::new(0),
+        }
+    }
+
+    /// Why the run stopped, formatted on the control thread.
+    fn message(&self) -> String {
+        let rate = self.new_rate.load(Ordering::Acquire);
+        if rate != 0 {
+            return format!("the JACK server changed its sample rate to {rate} Hz during the run");
+        }
+        let len = self.reason_len.load(Ordering::Acquire);
+        let bytes: Vec<u8> = self.reason[..len]
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect();
+        let reason = String::from_utf8_lossy(&bytes);
+        let reason = reason.trim();
+        if reason.is_empty() {
+            "the JACK server stopped during the run".to_string()
+        } else {
+            format!("the JACK server stopped during the run: {reason}")
+        }
+    }
 }
 
 /// Server events, and the sample rate the engine was built for.
@@ -69,9 +111,16 @@ struct Notifications(Arc<Status>, u32);
 
 impl jack::NotificationHandler for Notifications {
     unsafe fn shutdown(&mut self, _status: jack::ClientStatus, reason: &str) {
-        if let Ok(mut r) = self.0.reason.try_lock() {
-            *r = reason.to_string();
+        // A byte-wise copy (cut at a character boundary) into preallocated atomics: no
+        // allocation on JACK's thread.
+        let mut len = reason.len().min(REASON_BYTES);
+        while !reason.is_char_boundary(len) {
+            len -= 1;
         }
+        for (slot, b) in self.0.reason.iter().zip(&reason.as_bytes()[..len]) {
+            slot.store(*b, Ordering::Relaxed);
+        }
+        self.0.reason_len.store(len, Ordering::Release);
         self.0.stopped.store(true, Ordering::Release);
     }
 
@@ -85,9 +134,7 @@ impl jack::NotificationHandler for Notifications {
         if rate == self.1 {
             return Control::Continue;
         }
-        if let Ok(mut r) = self.0.reason.try_lock() {
-            *r = format!("the server changed its sample rate to {rate} Hz");
-        }
+        self.0.new_rate.store(rate.max(1), Ordering::Release);
         self.0.stopped.store(true, Ordering::Release);
         Control::Quit
     }
@@ -107,24 +154,29 @@ struct Process {
     status: Arc<Status>,
 }
 
+/// The output ports as [`PlanarBuffers`] for one process cycle.
+struct Ports<'a> {
+    ports: &'a mut [Port<AudioOut>],
+    scope: &'a ProcessScope,
+}
+
+impl PlanarBuffers for Ports<'_> {
+    fn channel_mut(&mut self, c: usize) -> &mut [f32] {
+        self.ports[c].as_mut_slice(self.scope)
+    }
+}
+
 impl jack::ProcessHandler for Process {
     fn process(&mut self, _: &Client, ps: &ProcessScope) -> Control {
         // SAFETY: see `EnginePtr`.
         let engine = unsafe { &mut *self.engine.0 };
         let frames = ps.n_frames() as usize;
-        let ch = self.ports.len();
-        let mut offset = 0;
-        while offset < frames {
-            let n = (frames - offset).min(MAX_CALLBACK_FRAMES);
-            let block = self.renderer.render(engine, n);
-            for (c, port) in self.ports.iter_mut().enumerate() {
-                let out = &mut port.as_mut_slice(ps)[offset..offset + n];
-                for (o, frame) in out.iter_mut().zip(block.chunks_exact(ch)) {
-                    *o = frame[c];
-                }
-            }
-            offset += n;
-        }
+        let mut ports = Ports {
+            ports: &mut self.ports,
+            scope: ps,
+        };
+        // Everything from here on is `render_planar`, which the guard checks in the tests.
+        self.renderer.render_planar(engine, frames, &mut ports);
         self.status
             .frames
             .fetch_add(frames as u64, Ordering::Release);
@@ -173,12 +225,7 @@ impl Device for Jack {
             .as_ref()
             .map(|_| Recording::new(length.frames as usize, ch));
         let renderer = Renderer::new(ch, length.frames, recording.clone());
-        let status = Arc::new(Status {
-            xruns: AtomicU64::new(0),
-            frames: AtomicU64::new(0),
-            stopped: AtomicBool::new(false),
-            reason: std::sync::Mutex::new(String::new()),
-        });
+        let status = Arc::new(Status::new());
         let rate = engine.sample_rate();
         let process = Process {
             engine: EnginePtr(engine as *mut Engine),
@@ -232,18 +279,13 @@ impl Device for Jack {
         }
         // From here on the callback no longer runs; the engine is ours again.
         if let (Some(path), Some(rec)) = (&self.out, &recording) {
-            write_wav(path, rec.frames(), ch, engine.sample_rate())?;
+            rec.write_wav(path, engine.sample_rate())?;
         }
         if let Some(e) = connect_error {
             return Err(DeviceError::Config(e));
         }
         if stopped {
-            let reason = status.reason.lock().map(|r| r.clone()).unwrap_or_default();
-            return Err(DeviceError::Unavailable(format!(
-                "the JACK server stopped during the run{}{}",
-                if reason.is_empty() { "" } else { ": " },
-                reason
-            )));
+            return Err(DeviceError::Unavailable(status.message()));
         }
         Ok(DeviceReport {
             frames: status.frames.load(Ordering::Acquire).min(need),

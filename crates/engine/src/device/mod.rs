@@ -13,7 +13,7 @@ mod wav;
 #[cfg(feature = "jack")]
 pub use self::jack::Jack;
 pub use offline::Offline;
-pub use render::{Recording, Renderer, MAX_CALLBACK_FRAMES};
+pub use render::{PlanarBuffers, Recording, Renderer, MAX_CALLBACK_FRAMES};
 pub use virtual_device::Virtual;
 pub use wav::write_wav;
 

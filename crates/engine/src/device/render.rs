@@ -1,72 +1,125 @@
-//! The part of a callback-driven device that runs on the audio thread: render a block into
-//! an interleaved scratch buffer and record it, all without allocating.
+//! The part of a real-time device that runs on the audio thread: render a block, record it,
+//! hand it to the driver's buffers, all without allocating, freeing or faulting.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use super::DeviceError;
 use crate::Engine;
 
 /// Largest block a driver may ask for at once; longer callbacks are rendered in pieces.
 pub const MAX_CALLBACK_FRAMES: usize = 8192;
 
 /// Interleaved audio written by the audio thread and read by another, frame-complete.
+///
+/// Every real-time device records into one of these: the memory is allocated and touched
+/// before the run, so appending on the audio thread never allocates or takes a page fault.
+/// Samples are stored as the bits of `f32` in relaxed atomics (a plain load or store on the
+/// machines we run on), so a reader may look at the frames published so far while the run
+/// goes on, without a lock and without `unsafe`.
+///
+/// ```
+/// use downbeat::device::Recording;
+///
+/// let rec = Recording::new(4, 2);
+/// rec.append(&[0.5, -0.5, 0.25, -0.25]);
+/// assert_eq!(rec.frames(), 2);
+/// assert_eq!(rec.to_vec(), [0.5, -0.5, 0.25, -0.25]);
+/// ```
+#[derive(Debug)]
 pub struct Recording {
-    data: *mut f32,
-    len: usize,
+    samples: Box<[AtomicU32]>,
     channels: usize,
     written: AtomicUsize,
 }
-
-// SAFETY: the audio thread writes only past `written` frames and publishes them with a
-// Release store; readers only read the first `written` frames after an Acquire load, so
-// no byte is written and read at the same time.
-unsafe impl Send for Recording {}
-// SAFETY: as for `Send`: shared access is split by `written` between one writer and readers.
-unsafe impl Sync for Recording {}
 
 impl Recording {
     /// Room for `frames` frames of `channels` channels, touched now so that recording
     /// never page-faults on the audio thread.
     pub fn new(frames: usize, channels: usize) -> Arc<Self> {
-        let buf: Box<[f32]> = downbeat_graph::prefaulted(frames * channels).into_boxed_slice();
-        let len = buf.len();
+        let samples: Box<[AtomicU32]> = (0..frames * channels).map(|_| AtomicU32::new(0)).collect();
+        // The allocator may hand out zeroed pages that are only mapped on first write; one
+        // store per page maps them now.
+        for s in samples
+            .iter()
+            .step_by(4096 / std::mem::size_of::<AtomicU32>())
+        {
+            s.store(0, Ordering::Relaxed);
+        }
         Arc::new(Self {
-            data: Box::into_raw(buf) as *mut f32,
-            len,
-            channels,
+            samples,
+            channels: channels.max(1),
             written: AtomicUsize::new(0),
         })
     }
 
     /// Appends interleaved frames; what does not fit is left out (the run is over by then).
-    /// Only one thread may call this.
-    fn append(&self, interleaved: &[f32]) {
+    /// Real-time safe. Meant for one writer: two threads appending at once would interleave
+    /// their frames unpredictably (never unsoundly).
+    pub fn append(&self, interleaved: &[f32]) {
         let start = self.written.load(Ordering::Relaxed) * self.channels;
-        let n = interleaved.len().min(self.len - start);
-        // SAFETY: `start + n <= len`, the region lies past what readers may read, and only
-        // the single writer touches it.
-        unsafe { std::ptr::copy_nonoverlapping(interleaved.as_ptr(), self.data.add(start), n) };
+        let room = &self.samples[start.min(self.samples.len())..];
+        let n = interleaved.len().min(room.len()) / self.channels * self.channels;
+        for (slot, s) in room.iter().zip(&interleaved[..n]) {
+            slot.store(s.to_bits(), Ordering::Relaxed);
+        }
+        // Publishes the stores above to readers that acquire `written`.
         self.written
             .store((start + n) / self.channels, Ordering::Release);
     }
 
-    /// The frames recorded so far, interleaved.
-    pub fn frames(&self) -> &[f32] {
-        let n = self.written.load(Ordering::Acquire) * self.channels;
-        // SAFETY: the first `n` samples were published by `append` and are never written
-        // again.
-        unsafe { std::slice::from_raw_parts(self.data, n) }
+    /// Frames recorded so far.
+    pub fn frames(&self) -> usize {
+        self.written.load(Ordering::Acquire)
+    }
+
+    /// Interleaved channels.
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    /// The frames recorded so far, interleaved (a copy).
+    pub fn to_vec(&self) -> Vec<f32> {
+        let n = self.frames() * self.channels;
+        self.samples[..n]
+            .iter()
+            .map(|s| f32::from_bits(s.load(Ordering::Relaxed)))
+            .collect()
+    }
+
+    /// Writes the frames recorded so far to a 32-bit float WAV file.
+    ///
+    /// # Errors
+    /// [`DeviceError::Io`] when the file cannot be written.
+    pub fn write_wav(&self, path: &Path, sample_rate: u32) -> Result<(), DeviceError> {
+        let mut w = super::wav::create(path, self.channels, sample_rate)?;
+        let n = self.frames() * self.channels;
+        for s in &self.samples[..n] {
+            w.write_sample(f32::from_bits(s.load(Ordering::Relaxed)))
+                .map_err(|e| super::wav::io(path, e))?;
+        }
+        w.finalize().map_err(|e| super::wav::io(path, e))
     }
 }
 
-impl Drop for Recording {
-    fn drop(&mut self) {
-        // SAFETY: `data`/`len` came from `Box::into_raw` of a boxed slice in `new`.
-        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.data, self.len)) });
+/// The per-channel buffers a driver hands its callback (JACK's ports, for instance): one
+/// slice per channel, each at least as long as the callback's frames.
+///
+/// Implemented for slices of `Vec<f32>`, which is how tests stand in for a driver.
+pub trait PlanarBuffers {
+    /// Channel `c`'s buffer.
+    fn channel_mut(&mut self, c: usize) -> &mut [f32];
+}
+
+impl PlanarBuffers for [Vec<f32>] {
+    fn channel_mut(&mut self, c: usize) -> &mut [f32] {
+        &mut self[c]
     }
 }
 
 /// Renders blocks of any size up to [`MAX_CALLBACK_FRAMES`] for a driver callback.
+#[derive(Debug)]
 pub struct Renderer {
     scratch: Vec<f32>,
     channels: usize,
@@ -97,6 +150,29 @@ impl Renderer {
         }
         self.left -= keep as u64;
         buf
+    }
+
+    /// Renders `frames` frames, any number, straight into a driver's per-channel buffers:
+    /// the whole body of a planar driver callback. Real-time safe.
+    pub fn render_planar(
+        &mut self,
+        engine: &mut Engine,
+        frames: usize,
+        out: &mut (impl PlanarBuffers + ?Sized),
+    ) {
+        let ch = self.channels;
+        let mut offset = 0;
+        while offset < frames {
+            let n = (frames - offset).min(MAX_CALLBACK_FRAMES);
+            let block = self.render(engine, n);
+            for c in 0..ch {
+                let port = &mut out.channel_mut(c)[offset..offset + n];
+                for (o, frame) in port.iter_mut().zip(block.chunks_exact(ch)) {
+                    *o = frame[c];
+                }
+            }
+            offset += n;
+        }
     }
 
     /// True once the requested length has been produced.

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use downbeat_rt::clock::{Ticker, TickerOptions};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{write_wav, Device, DeviceError, DeviceReport, RunLength};
+use super::{Device, DeviceError, DeviceReport, Recording, RunLength};
 use crate::meters::{self, MeterSnapshot};
 use crate::Engine;
 
@@ -17,15 +17,21 @@ pub const MAX_RECORD_SECONDS: f64 = 600.0;
 
 /// A sound card without hardware: calls the engine once per block period in real time.
 ///
+/// Like a driver, it calls the engine from a callback thread of its own, which lives for the
+/// run: at real-time priority (`SCHED_FIFO` 80, above the pool's workers, so workers spinning
+/// for work never starve the thread that hands it out) where the system allows, an ordinary
+/// thread otherwise. The thread that calls [`run`](Device::run) keeps its scheduling as it
+/// was.
+///
 /// Blocks are paced by a [`Ticker`]: absolute deadlines on the monotonic clock, so lateness
 /// never accumulates into drift, and sleep-then-spin with a learned margin, so callbacks start
-/// within microseconds of their deadline instead of after the kernel's timer slack. The
-/// thread's scheduling is left alone (only its timer slack is lowered); a callback that starts
-/// more than a block late is counted in [`DeviceReport::late_wakeups`], and every block is
-/// still produced.
+/// within microseconds of their deadline instead of after the kernel's timer slack. A callback
+/// that starts more than a block late is counted in [`DeviceReport::late_wakeups`], and every
+/// block is still produced.
 ///
-/// The recording (with `out`) is preallocated before the run, so the callback never
-/// allocates, and written to a WAV file afterwards.
+/// The recording (with `out`) is a [`Recording`], allocated and touched before the run, so
+/// the callback neither allocates nor takes a page fault; it is written to a WAV file
+/// afterwards.
 ///
 /// While it runs, the level and load of every block reach the message side through
 /// [`meters`](crate::meters) (a notifier the callback triggers, never a lock): on a terminal
@@ -138,17 +144,17 @@ impl Device for Virtual {
         let ch = engine.channels();
         let block = engine.block_size();
         let rate = engine.sample_rate();
-        let mut recording = match &self.out {
+        let recording = match &self.out {
             Some(_) if length.frames as f64 > MAX_RECORD_SECONDS * rate as f64 => {
                 return Err(DeviceError::Config(format!(
                     "the virtual device records at most {MAX_RECORD_SECONDS} s; \
                      use `--device offline` to render longer files"
                 )))
             }
-            Some(_) => Vec::with_capacity(length.frames as usize * ch),
-            None => Vec::new(),
+            Some(_) => Some(Recording::new(length.frames as usize, ch)),
+            None => None,
         };
-        let mut buf = vec![0.0f32; block * ch];
+        let mut buf = downbeat_graph::prefaulted(block * ch);
         let period = Duration::from_secs_f64(block as f64 / rate as f64);
         let sink = self.meter_sink(length, rate);
         let (mut tap, meter_thread, bar) = match sink {
@@ -158,46 +164,56 @@ impl Device for Virtual {
             }
             None => (None, None, ProgressBar::hidden()),
         };
-        // Like a driver's callback thread: real-time priority above the pool's workers where
-        // the system allows (silently an ordinary thread otherwise), so workers spinning for
-        // work never starve the thread that hands it out.
-        let options = TickerOptions {
-            timer_slack: Some(Duration::from_nanos(1)),
-            ..TickerOptions::default()
+        let callback = || {
+            // The callback thread's own settings: real-time priority where the system allows
+            // (silently an ordinary thread otherwise) and a 1 ns timer slack, gone with the
+            // thread.
+            let options = TickerOptions {
+                timer_slack: Some(Duration::from_nanos(1)),
+                ..TickerOptions::default()
+            };
+            // Read before the ticker starts, so the wall time covers every period it waits.
+            let started = Instant::now();
+            // Burst (the default late policy): a late block is still due, like a real card's
+            // buffer that must be filled; it is counted, not dropped.
+            let mut ticker = Ticker::with_options(period, &options);
+            let mut left = length.frames;
+            let mut late = 0;
+            let mut first = true;
+            while left > 0 {
+                // The first callback comes at once, as a sound card's does; each later one a
+                // period after the one before.
+                if !std::mem::take(&mut first) && ticker.wait().lateness > period {
+                    late += 1;
+                }
+                let frames = (block as u64).min(left) as usize;
+                let buf = &mut buf[..frames * ch];
+                engine.process(buf);
+                if let Some(tap) = &mut tap {
+                    tap.block(buf, engine.load().last());
+                }
+                if let Some(r) = &recording {
+                    r.append(buf);
+                }
+                left -= frames as u64;
+            }
+            (started.elapsed().as_secs_f64(), late)
         };
-        // Read before the ticker starts, so the wall time covers every period it waits.
-        let started = Instant::now();
-        // Burst (the default late policy): a late block is still due, like a real card's
-        // buffer that must be filled; it is counted, not dropped.
-        let mut ticker = Ticker::with_options(period, &options);
-        let mut left = length.frames;
-        let mut late = 0;
-        let mut first = true;
-        while left > 0 {
-            // The first callback comes at once, as a sound card's does; each later one a
-            // period after the one before.
-            if !std::mem::take(&mut first) && ticker.wait().lateness > period {
-                late += 1;
-            }
-            let frames = (block as u64).min(left) as usize;
-            let buf = &mut buf[..frames * ch];
-            engine.process(buf);
-            if let Some(tap) = &mut tap {
-                tap.block(buf, engine.load().last());
-            }
-            if self.out.is_some() {
-                recording.extend_from_slice(buf);
-            }
-            left -= frames as u64;
-        }
-        let wall_seconds = started.elapsed().as_secs_f64();
+        let (wall_seconds, late) = std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("downbeat-virtual".into())
+                .spawn_scoped(scope, callback)
+                .expect("spawn the virtual device's callback thread")
+                .join()
+        })
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         drop(tap);
         if let Some(thread) = meter_thread {
             thread.stop();
         }
         bar.finish_and_clear();
-        if let Some(path) = &self.out {
-            write_wav(path, &recording, ch, rate)?;
+        if let (Some(path), Some(r)) = (&self.out, &recording) {
+            r.write_wav(path, rate)?;
         }
         Ok(DeviceReport {
             frames: length.frames,

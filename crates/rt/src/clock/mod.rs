@@ -14,7 +14,8 @@
 //! * optional **real-time priority** (`SCHED_FIFO` / `SCHED_RR`), **CPU pinning** and
 //!   **timer slack**, each applied to the calling thread and, when the system refuses (no
 //!   root, no `RLIMIT_RTPRIO`, or `DOWNBEAT_NO_RT=1` in the environment), skipped with the
-//!   reason in [`Ticker::setup`];
+//!   reason in [`Ticker::setup`]. They last as long as the ticker: dropping it on the thread
+//!   that made it puts back the scheduling, affinity and slack that thread had before;
 //! * late ticks are **reported, never merged**: every [`Tick`] says how late it was and, with
 //!   [`LatePolicy::Skip`], how many deadlines were dropped to catch up.
 //!
@@ -292,8 +293,26 @@ pub struct TickerStats {
 /// See the [module docs](self).
 ///
 /// The thread settings apply to the thread that creates it, and the spin happens on the thread
-/// that calls [`wait`](Self::wait): create it where it will tick.
-#[derive(Clone)]
+/// that calls [`wait`](Self::wait): create it where it will tick. The settings are the
+/// ticker's, not the thread's: when the ticker is dropped on the thread that created it, that
+/// thread gets back the scheduling policy and priority, CPU affinity and timer slack it had
+/// before (a ticker dropped on another thread leaves both threads as they are). A clone
+/// restores nothing; only the original does.
+///
+/// ```
+/// # #[cfg(target_os = "linux")] {
+/// use std::time::Duration;
+/// use downbeat_rt::clock::{Ticker, TickerOptions};
+///
+/// let slack = || unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+/// let before = slack();
+/// let options = TickerOptions { realtime: None, ..TickerOptions::default() };
+/// let ticker = Ticker::with_options(Duration::from_millis(1), &options);
+/// assert_eq!(slack(), 1); // 1 ns while the ticker lives
+/// drop(ticker);
+/// assert_eq!(slack(), before);
+/// # }
+/// ```
 pub struct Ticker {
     period_ns: u64,
     next_ns: u64,
@@ -306,6 +325,29 @@ pub struct Ticker {
     cursor: usize,
     setup: Setup,
     stats: TickerStats,
+    /// What the creating thread had before the settings were applied; `None` when nothing
+    /// was asked for, and in clones.
+    saved: Option<sys::SavedThread>,
+}
+
+impl Clone for Ticker {
+    fn clone(&self) -> Self {
+        Self {
+            saved: None,
+            setup: self.setup.clone(),
+            ..*self
+        }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        if let Some(saved) = self.saved.take() {
+            if saved.is_current_thread() {
+                saved.restore();
+            }
+        }
+    }
 }
 
 impl fmt::Debug for Ticker {
@@ -344,6 +386,10 @@ impl Ticker {
     pub fn with_options(period: Duration, options: &TickerOptions) -> Self {
         let period_ns = period.as_nanos().min(u64::MAX as u128) as u64;
         assert!(period_ns > 0, "a ticker needs a period above zero");
+        let changes_thread = options.realtime.is_some()
+            || options.pin_core.is_some()
+            || options.timer_slack.is_some();
+        let saved = changes_thread.then(sys::SavedThread::current);
         let setup = apply_thread_options(options);
         let mut ticker = Self {
             period_ns,
@@ -357,6 +403,7 @@ impl Ticker {
             cursor: 0,
             setup,
             stats: TickerStats::default(),
+            saved,
         };
         ticker.margin_ns = match ticker.spin {
             Spin::Off => 0,
@@ -484,4 +531,99 @@ impl Ticker {
 /// ```
 pub fn thread_cpu_time() -> Duration {
     Duration::from_nanos(thread_cpu_ns())
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    fn policy() -> libc::c_int {
+        let (mut policy, mut param) = (0, libc::sched_param { sched_priority: 0 });
+        // SAFETY: the calling thread; both out-pointers are valid.
+        let rc =
+            unsafe { libc::pthread_getschedparam(libc::pthread_self(), &mut policy, &mut param) };
+        assert_eq!(rc, 0);
+        policy
+    }
+
+    fn slack() -> libc::c_int {
+        // SAFETY: PR_GET_TIMERSLACK takes no argument.
+        unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) }
+    }
+
+    fn affinity() -> Vec<usize> {
+        // SAFETY: `cpu_set_t` is plain data; zeroed is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: pid 0 is the calling thread; `set` is valid for its size.
+        let rc =
+            unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+        assert_eq!(rc, 0);
+        // SAFETY: `c` is below CPU_SETSIZE.
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .collect()
+    }
+
+    #[test]
+    fn dropping_the_ticker_gives_the_thread_its_slack_and_affinity_back() {
+        // A thread of its own, so that nothing else in the test binary shares the settings.
+        std::thread::spawn(|| {
+            let before = (slack(), affinity());
+            let options = TickerOptions {
+                realtime: None,
+                pin_core: Some(before.1[0]),
+                ..TickerOptions::default()
+            };
+            let ticker = Ticker::with_options(Duration::from_millis(1), &options);
+            assert_eq!(slack(), 1, "the ticker's slack is in force");
+            assert_eq!(affinity(), [before.1[0]], "pinned while it lives");
+            drop(ticker.clone());
+            assert_eq!(slack(), 1, "a clone restores nothing");
+            drop(ticker);
+            assert_eq!((slack(), affinity()), before);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn dropping_the_ticker_gives_the_thread_its_scheduling_back() {
+        std::thread::spawn(|| {
+            let before = (policy(), slack());
+            let ticker = Ticker::with_options(Duration::from_millis(1), &TickerOptions::default());
+            if ticker.setup().realtime.is_applied() {
+                assert_eq!(policy(), libc::SCHED_FIFO);
+            } else {
+                eprintln!("SCHED_FIFO refused here; only the restored slack is checked");
+            }
+            drop(ticker);
+            assert_eq!((policy(), slack()), before);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_ticker_dropped_on_another_thread_leaves_both_alone() {
+        let ticker = std::thread::spawn(|| {
+            let options = TickerOptions {
+                realtime: None,
+                ..TickerOptions::default()
+            };
+            let ticker = Ticker::with_options(Duration::from_millis(1), &options);
+            assert_eq!(slack(), 1);
+            ticker
+        })
+        .join()
+        .unwrap();
+        std::thread::spawn(move || {
+            // A slack of its own, which a restore meant for the other thread would overwrite.
+            set_timer_slack(Duration::from_nanos(12_345)).unwrap();
+            let before = (policy(), slack());
+            drop(ticker);
+            assert_eq!((policy(), slack()), before);
+        })
+        .join()
+        .unwrap();
+    }
 }

@@ -89,3 +89,102 @@ pub fn set_timer_slack(slack: Duration) -> Result<(), String> {
 pub fn set_round_robin(priority: i32) -> Result<(), String> {
     crate::pool::set_current_thread_round_robin(priority)
 }
+
+/// A thread's scheduling, affinity and timer slack as they were before a [`Ticker`] changed
+/// them, so that they can be put back.
+///
+/// [`Ticker`]: super::Ticker
+#[derive(Clone, Copy)]
+pub(crate) struct SavedThread {
+    thread: u64,
+    #[cfg(target_os = "linux")]
+    sched: Option<(libc::c_int, libc::c_int)>,
+    #[cfg(target_os = "linux")]
+    affinity: Option<libc::cpu_set_t>,
+    #[cfg(target_os = "linux")]
+    slack_ns: Option<libc::c_ulong>,
+}
+
+impl SavedThread {
+    /// Reads the calling thread's settings.
+    pub(crate) fn current() -> Self {
+        let thread = thread_token();
+        #[cfg(target_os = "linux")]
+        {
+            let mut policy = 0;
+            let mut param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: the calling thread, alive; both out-pointers are valid.
+            let sched = (unsafe {
+                libc::pthread_getschedparam(libc::pthread_self(), &mut policy, &mut param)
+            } == 0)
+                .then_some((policy, param.sched_priority));
+            // SAFETY: `cpu_set_t` is plain data; zeroed is the empty set.
+            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            // SAFETY: pid 0 is the calling thread; `set` is valid for the size given.
+            let affinity = (unsafe {
+                libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set)
+            } == 0)
+                .then_some(set);
+            // SAFETY: PR_GET_TIMERSLACK takes no argument and returns the calling thread's slack.
+            let slack = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+            let slack_ns = (slack > 0).then_some(slack as libc::c_ulong);
+            Self {
+                thread,
+                sched,
+                affinity,
+                slack_ns,
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            Self { thread }
+        }
+    }
+
+    /// Whether the calling thread is the one these settings were read on.
+    pub(crate) fn is_current_thread(&self) -> bool {
+        thread_token() == self.thread
+    }
+
+    /// Puts the settings back on the calling thread, best effort: lowering one's own
+    /// priority or widening one's affinity back to what it was is always permitted.
+    pub(crate) fn restore(&self) {
+        #[cfg(target_os = "linux")]
+        {
+            if let Some((policy, priority)) = self.sched {
+                let param = libc::sched_param {
+                    sched_priority: priority,
+                };
+                // SAFETY: the calling thread, a valid parameter struct read from it earlier.
+                unsafe { libc::pthread_setschedparam(libc::pthread_self(), policy, &param) };
+            }
+            if let Some(set) = &self.affinity {
+                // SAFETY: pid 0 is the calling thread; `set` was filled by sched_getaffinity.
+                unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) };
+            }
+            if let Some(ns) = self.slack_ns {
+                // SAFETY: PR_SET_TIMERSLACK takes one integer and affects only this thread.
+                unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns, 0, 0, 0) };
+            }
+        }
+    }
+}
+
+/// A number that names the calling thread for the life of the process. Unlike a `pthread_t`
+/// or a kernel thread id, it is never reused after the thread exits, so a ticker dropped on a
+/// later thread is never mistaken for one dropped where it was made.
+fn thread_token() -> u64 {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static TOKEN: Cell<u64> = const { Cell::new(0) };
+    }
+    TOKEN.with(|t| {
+        if t.get() == 0 {
+            t.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        t.get()
+    })
+}
