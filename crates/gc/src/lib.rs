@@ -16,7 +16,8 @@
 //!   or scanned.
 //! * A fixed array of **root slots**. What the roots reach at the end of a block survives.
 //! * The per-block protocol. [`Mutator::begin_block`] waits only if the snapshot requested after
-//!   the previous block is still copying, then applies a bounded number of frees the collector
+//!   the previous block is still copying (it spins, and after 2 ms calls `sched_yield` until the
+//!   copy is done), then applies a bounded number of frees the collector
 //!   sent back. Ending the [`Block`] decides whether to collect: if the collector is idle, the
 //!   previous block did not start a snapshot (at most one every two blocks), and something was
 //!   allocated or a full snapshot is due, it asks the **snapshot thread** to copy the used part
@@ -153,7 +154,9 @@ pub enum Mode {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wake {
-    /// It checks every [`Config::poll`]: the audio thread makes no system call at all.
+    /// It checks every [`Config::poll`]: the audio thread makes no system call to wake it.
+    /// (If the copy is still running 2 ms into the next block, [`Mutator::begin_block`]
+    /// yields, which is one: likely with a poll longer than that, or a preempted thread.)
     Poll,
     /// The audio thread unparks it: one futex wake when it was asleep, at most once every two
     /// blocks; the copy starts sooner.

@@ -45,7 +45,9 @@ impl AtomicMemory {
     }
 }
 
-/// How long `begin_block` spins for an unfinished snapshot before it starts yielding.
+/// How long `begin_block` spins for an unfinished snapshot before it starts yielding with
+/// `sched_yield`, a system call: the snapshot thread copies a bounded amount, so a wait this
+/// long means it is not running.
 const SPIN_LIMIT: Duration = Duration::from_millis(2);
 
 /// Counters the audio thread keeps for itself (no sharing, no atomics on its hot path).
@@ -184,8 +186,11 @@ impl Mutator {
 
     /// Starts one audio block: waits only if the snapshot taken after the previous block is
     /// still being copied, then applies up to the configured number of frees the collector has
-    /// sent back. Real-time safe (no allocation, lock or system call; the wait spins, and yields
-    /// only after a long spin).
+    /// sent back. No allocation or lock. No system call either while the snapshot thread keeps
+    /// up: the wait spins. If the copy is still running after 2 ms of spinning (the snapshot
+    /// thread was preempted, or polls slowly), it calls `sched_yield` every 64 spins until the
+    /// copy is done, so that a snapshot thread sharing the core can run: a system call per
+    /// yield, which the guard reports (`tests/guard.rs` pins it).
     ///
     /// ```
     /// let (mut mutator, _collector) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
