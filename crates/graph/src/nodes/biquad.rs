@@ -159,9 +159,15 @@ impl Biquad {
     }
 }
 
+/// Whether `freq` is a usable corner frequency. Apart from [`check_freq`] so that
+/// `set_param` can refuse on the audio thread without building the error's message.
+fn freq_ok(freq: f64, sample_rate: f64) -> bool {
+    freq.is_finite() && freq > 0.0 && freq < sample_rate / 2.0
+}
+
 fn check_freq(freq: f64, sample_rate: f64) -> Result<(), ParamError> {
     let nyquist = sample_rate / 2.0;
-    if freq.is_finite() && freq > 0.0 && freq < nyquist {
+    if freq_ok(freq, sample_rate) {
         Ok(())
     } else {
         Err(invalid(
@@ -263,7 +269,7 @@ impl Node for Biquad {
         }
         let value = f64::from(value);
         match index {
-            P_FREQ if check_freq(value, self.sample_rate).is_ok() => self.freq = value,
+            P_FREQ if freq_ok(value, self.sample_rate) => self.freq = value,
             P_Q => self.q = value,
             _ => return false,
         }
