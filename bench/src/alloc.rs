@@ -213,10 +213,8 @@ pub fn run(common: &Common) -> Report {
     let mut report = Report::new("alloc");
     let pairs = if common.quick { 20_000 } else { 1_000_000 };
     let warmup = if common.quick { 5_000 } else { 200_000 };
-    let runs = common
-        .runs
-        .unwrap_or(if common.quick { 1 } else { 3 })
-        .max(1);
+    // A run takes about 3 s: the project's 7 repetitions cost little.
+    let runs = common.runs();
     let impls = [OURS, "glibc", "rlsf"];
     let cases = ["p50", "p99", "p99.9", "p99.99", "max"];
     let mut rows: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); cases.len() + 3]; impls.len()];

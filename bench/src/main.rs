@@ -36,7 +36,7 @@ enum Suite {
     Alloc(Common),
     /// Parallel graph processing ("Real-Time Safe Multi-Threaded DAW Audio"): serial, rayon spawn, rayon broadcast, Downbeat's pool.
     Graph(Common),
-    /// Snapshot garbage collector vs stop-the-world mark-and-sweep on a synth workload.
+    /// Snapshot garbage collector vs stop-the-world mark-and-sweep on the thesis' synth song (K. S. Matheussen, "Realtime Audio with Garbage Collection"), 5 runs of 60 s each.
     Gc(gc::GcArgs),
 }
 
@@ -49,7 +49,7 @@ pub struct Common {
     /// Smoke mode: tiny workloads and one run, to check the harness works (numbers meaningless).
     #[arg(long)]
     pub quick: bool,
-    /// Repetitions per case (default 7; 1 with --quick).
+    /// Repetitions per case (default 7, gc 5; 1 with --quick).
     #[arg(long)]
     pub runs: Option<usize>,
     /// Run only this case (repeatable); all cases when absent.
