@@ -7,6 +7,7 @@
 //! | type | struct | what it does |
 //! |------|--------|--------------|
 //! | `output` | [`Output`] | the graph's sink |
+//! | `input` | [`Input`] | the device's input (reads a [`Capture`]) |
 //! | `gain` | [`Gain`] | linear gain |
 //! | `mix` | [`Mix`] | bus with gain in dB and equal-power pan |
 //! | `sine` | [`Sine`] | sine oscillator |
@@ -17,6 +18,7 @@
 
 mod biquad;
 mod gain;
+mod input;
 mod karplus;
 mod mix;
 mod noise;
@@ -26,6 +28,7 @@ mod spectral_compressor;
 
 pub use biquad::{Biquad, FilterMode};
 pub use gain::Gain;
+pub use input::{Capture, Input};
 pub use karplus::{Karplus, KarplusSettings};
 pub use mix::Mix;
 pub use noise::Noise;
@@ -60,6 +63,7 @@ pub(crate) const SEED: ParamSpec = ParamSpec {
 
 pub(crate) static BUILTIN: &[NodeType] = &[
     output::TYPE,
+    input::TYPE,
     gain::TYPE,
     mix::TYPE,
     sine::TYPE,
