@@ -26,7 +26,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Suite {
-    /// SPSC ring buffer: Downbeat vs rtrb, ringbuf and crossbeam ArrayQueue.
+    /// SPSC ring buffer: Downbeat vs rtrb, ringbuf and crossbeam ArrayQueue, each library in its own binary, beside the machine's floor.
     Ring(Common),
     /// Periodic tick lateness ("soft realtime ticker on Linux"): Ticker vs sleep loop, spin_sleep, busy wait, Go, cyclictest.
     Clock(Common),
@@ -34,7 +34,7 @@ enum Suite {
     Notify(Common),
     /// Real-time allocator: Downbeat's TLSF pool vs glibc malloc and rlsf, latency percentiles.
     Alloc(Common),
-    /// Parallel graph processing ("Real-Time Safe Multi-Threaded DAW Audio"): serial, rayon spawn, rayon broadcast, Downbeat's pool.
+    /// Parallel graph processing ("Real-Time Safe Multi-Threaded DAW Audio"): serial, rayon spawn and broadcast (also with threads at Downbeat's priority and pinning), Downbeat's pool (also without real-time priority).
     Graph(Common),
     /// Snapshot garbage collector vs stop-the-world mark-and-sweep on the thesis' synth song (K. S. Matheussen, "Realtime Audio with Garbage Collection"), 5 runs of 60 s each.
     Gc(gc::GcArgs),
@@ -49,7 +49,7 @@ pub struct Common {
     /// Smoke mode: tiny workloads and one run, to check the harness works (numbers meaningless).
     #[arg(long)]
     pub quick: bool,
-    /// Repetitions per case (default 7, gc 5; 1 with --quick).
+    /// Repetitions per case (default 7, ring 15, gc 5; 1 with --quick).
     #[arg(long)]
     pub runs: Option<usize>,
     /// Run only this case (repeatable); all cases when absent.

@@ -1,27 +1,89 @@
-//! The ring suite: Downbeat's ring against rtrb, ringbuf and crossbeam's `ArrayQueue`, producer
-//! and consumer on two pinned threads, every implementation driven by the same loops.
+//! The ring suite: Downbeat's ring against rtrb, ringbuf and crossbeam's `ArrayQueue`, with
+//! the machine's floor beside them.
 //!
-//! Repetitions are interleaved (run 1 of every implementation, then run 2, ...) so that drift in
-//! what else the machine is doing spreads over all of them instead of biasing one.
+//! Each library runs in **its own binary** (`bench/src/bin/ring-*.rs`), which links that
+//! library and no other ring: in one binary that links every library, where each loop lands
+//! (alignment, what shares its cache lines and branch-predictor entries) depends on
+//! everything else linked in, which moved the contended and round-trip cases by 20-30% with
+//! no change to any ring. A child of this same binary would still carry every library, so
+//! the children are separate `[[bin]]` targets built from the same loops
+//! (`ring_child/queues.rs`), each with one library's trait impls. `ring-floor` measures
+//! the limits in the same harness: one atomic ping-ponged between the two cores, and a
+//! same-core `memcpy` of the bulk cases' bytes.
+//!
+//! Before measuring, this suite asks Cargo to build the children in this binary's profile,
+//! so they are never stale; without Cargo, or with `DOWNBEAT_BENCH_PREBUILT` set, it uses
+//! the ones next to this binary and says so in a note.
+//! Every run starts each child once, in alternating order (forward on even runs, backward
+//! on odd ones), so drift in what else the machine does spreads over all of them.
 
-use std::hint::black_box;
-use std::sync::{Arc, Barrier};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
-use crate::report::{pin_to_cpu, quantile, Better, Report};
+use crate::report::{Better, Report};
 use crate::Common;
 
-/// One interleaved stereo block of 512 frames.
-const BLOCK: usize = 1024;
 const OURS: &str = "downbeat";
 const RIVALS: [&str; 3] = ["rtrb", "ringbuf", "crossbeam"];
+/// Row name of the round-trip floor.
+const FLOOR: &str = "floor: one atomic";
+/// Row name of the bulk ceiling.
+const MEMCPY: &str = "memcpy (same core)";
+/// Set (to anything) to skip the build and use the `ring-*` binaries next to this one, e.g.
+/// when they were copied together to another machine.
+const PREBUILT: &str = "DOWNBEAT_BENCH_PREBUILT";
+/// Repetitions when `--runs` is not given: each run is a few seconds.
+const RUNS: usize = 15;
 
+/// One child binary and the implementation name its rows carry.
+struct Child {
+    implementation: &'static str,
+    binary: &'static str,
+}
+
+const CHILDREN: [Child; 5] = [
+    Child {
+        implementation: OURS,
+        binary: "ring-downbeat",
+    },
+    Child {
+        implementation: "rtrb",
+        binary: "ring-rtrb",
+    },
+    Child {
+        implementation: "ringbuf",
+        binary: "ring-ringbuf",
+    },
+    Child {
+        implementation: "crossbeam",
+        binary: "ring-crossbeam",
+    },
+    // Its rows are named per case (`FLOOR`, `MEMCPY`).
+    Child {
+        implementation: "",
+        binary: "ring-floor",
+    },
+];
+
+/// Cases with their units, in table order, and whether more is better.
+const CASES: [(&str, &str, Better); 6] = [
+    ("uncontended", "Mitems/s", Better::Higher),
+    ("contended", "Mitems/s", Better::Higher),
+    ("bulk", "GB/s", Better::Higher),
+    ("bulk_480", "GB/s", Better::Higher),
+    ("roundtrip", "ns", Better::Lower),
+    ("roundtrip_p99", "ns", Better::Lower),
+];
+
+/// How much work each case does in one run.
 struct Sizes {
     uncontended_items: u64,
     contended_items: u64,
     bulk_blocks: u64,
-    round_trips: usize,
+    bulk_480_blocks: u64,
+    round_trips: u64,
 }
 
 impl Sizes {
@@ -31,450 +93,380 @@ impl Sizes {
                 uncontended_items: 10_000,
                 contended_items: 10_000,
                 bulk_blocks: 200,
+                bulk_480_blocks: 200,
                 round_trips: 1_000,
             }
         } else {
             Self {
-                uncontended_items: 10_000_000,
-                contended_items: 2_000_000,
-                bulk_blocks: 1 << 16,
-                round_trips: 100_000,
+                uncontended_items: 100_000_000,
+                contended_items: 10_000_000,
+                bulk_blocks: 1 << 18,
+                bulk_480_blocks: 1 << 18,
+                round_trips: 1_000_000,
+            }
+        }
+    }
+
+    /// The `case=size` arguments of the cases `common` asks for (`roundtrip` also yields
+    /// `roundtrip_p99`).
+    fn arguments(&self, common: &Common) -> Vec<String> {
+        [
+            ("uncontended", self.uncontended_items),
+            ("contended", self.contended_items),
+            ("bulk", self.bulk_blocks),
+            ("bulk_480", self.bulk_480_blocks),
+            ("roundtrip", self.round_trips),
+        ]
+        .into_iter()
+        .filter(|(case, _)| common.wants(case))
+        .map(|(case, size)| format!("{case}={size}"))
+        .collect()
+    }
+}
+
+/// Why the suite could not measure.
+#[derive(Debug)]
+pub enum RingError {
+    /// Cargo ran but could not build the child binaries.
+    Build(String),
+    /// A child binary could not be started.
+    Spawn {
+        /// The child's path.
+        binary: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A child ended with a failure (a check on the data failed, or it was killed).
+    Child {
+        /// The child's path.
+        binary: PathBuf,
+        /// Its exit status.
+        status: std::process::ExitStatus,
+        /// What it printed on stderr.
+        stderr: String,
+    },
+    /// A child printed a line this suite does not understand.
+    Output {
+        /// The child's path.
+        binary: PathBuf,
+        /// The line.
+        line: String,
+    },
+}
+
+impl fmt::Display for RingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RingError::Build(why) => write!(f, "building the ring child binaries failed: {why}"),
+            RingError::Spawn { binary, source } => {
+                write!(f, "cannot start {}: {source}", binary.display())
+            }
+            RingError::Child {
+                binary,
+                status,
+                stderr,
+            } => write!(
+                f,
+                "{} failed ({status}): {}",
+                binary.display(),
+                stderr.trim_end()
+            ),
+            RingError::Output { binary, line } => {
+                write!(
+                    f,
+                    "{} printed an unexpected line: {line:?}",
+                    binary.display()
+                )
             }
         }
     }
 }
 
-/// Single-element operations, as each library spells them.
-trait Queue {
-    type Tx: Send + 'static;
-    type Rx: Send + 'static;
-    fn new(capacity: usize) -> (Self::Tx, Self::Rx);
-    fn push(tx: &mut Self::Tx, value: u64) -> bool;
-    fn pop(rx: &mut Self::Rx) -> Option<u64>;
-}
+impl std::error::Error for RingError {}
 
-/// Whole-block transfers through each library's best bulk API.
-trait Bulk {
-    type Tx: Send + 'static;
-    type Rx: Send + 'static;
-    fn new(capacity: usize) -> (Self::Tx, Self::Rx);
-    /// Copies `block` in if there is room for all of it.
-    fn write(tx: &mut Self::Tx, block: &[f32; BLOCK]) -> bool;
-    /// Copies a whole block out if one is there.
-    fn read(rx: &mut Self::Rx, block: &mut [f32; BLOCK]) -> bool;
-}
-
-struct Downbeat;
-struct Rtrb;
-struct Ringbuf;
-struct Crossbeam;
-
-impl Queue for Downbeat {
-    type Tx = downbeat_ring::Producer<u64>;
-    type Rx = downbeat_ring::Consumer<u64>;
-    fn new(capacity: usize) -> (Self::Tx, Self::Rx) {
-        downbeat_ring::RingBuffer::new(capacity)
-    }
-    #[inline(always)]
-    fn push(tx: &mut Self::Tx, value: u64) -> bool {
-        tx.push(value).is_ok()
-    }
-    #[inline(always)]
-    fn pop(rx: &mut Self::Rx) -> Option<u64> {
-        rx.pop()
-    }
-}
-
-impl Bulk for Downbeat {
-    type Tx = downbeat_ring::Producer<f32>;
-    type Rx = downbeat_ring::Consumer<f32>;
-    fn new(capacity: usize) -> (Self::Tx, Self::Rx) {
-        downbeat_ring::RingBuffer::new(capacity)
-    }
-    #[inline(always)]
-    fn write(tx: &mut Self::Tx, block: &[f32; BLOCK]) -> bool {
-        let Ok(mut chunk) = tx.write_chunk(BLOCK) else {
-            return false;
-        };
-        let (a, b) = chunk.as_mut_slices();
-        let (head, tail) = block.split_at(a.len());
-        a.copy_from_slice(head);
-        b.copy_from_slice(tail);
-        chunk.commit_all();
-        true
-    }
-    #[inline(always)]
-    fn read(rx: &mut Self::Rx, block: &mut [f32; BLOCK]) -> bool {
-        let Ok(chunk) = rx.read_chunk(BLOCK) else {
-            return false;
-        };
-        let (a, b) = chunk.as_slices();
-        let (head, tail) = block.split_at_mut(a.len());
-        head.copy_from_slice(a);
-        tail.copy_from_slice(b);
-        chunk.commit_all();
-        true
-    }
-}
-
-impl Queue for Rtrb {
-    type Tx = rtrb::Producer<u64>;
-    type Rx = rtrb::Consumer<u64>;
-    fn new(capacity: usize) -> (Self::Tx, Self::Rx) {
-        rtrb::RingBuffer::new(capacity)
-    }
-    #[inline(always)]
-    fn push(tx: &mut Self::Tx, value: u64) -> bool {
-        tx.push(value).is_ok()
-    }
-    #[inline(always)]
-    fn pop(rx: &mut Self::Rx) -> Option<u64> {
-        rx.pop().ok()
-    }
-}
-
-impl Bulk for Rtrb {
-    type Tx = rtrb::Producer<f32>;
-    type Rx = rtrb::Consumer<f32>;
-    fn new(capacity: usize) -> (Self::Tx, Self::Rx) {
-        rtrb::RingBuffer::new(capacity)
-    }
-    #[inline(always)]
-    fn write(tx: &mut Self::Tx, block: &[f32; BLOCK]) -> bool {
-        use rtrb::CopyToUninit;
-        // The uninit chunk is rtrb's fastest write path: `write_chunk` would first fill every
-        // slot with `Default`.
-        let Ok(mut chunk) = tx.write_chunk_uninit(BLOCK) else {
-            return false;
-        };
-        let (a, b) = chunk.as_mut_slices();
-        let (head, tail) = block.split_at(a.len());
-        head.copy_to_uninit(a);
-        tail.copy_to_uninit(b);
-        // SAFETY: both slices were just initialised.
-        unsafe { chunk.commit_all() };
-        true
-    }
-    #[inline(always)]
-    fn read(rx: &mut Self::Rx, block: &mut [f32; BLOCK]) -> bool {
-        let Ok(chunk) = rx.read_chunk(BLOCK) else {
-            return false;
-        };
-        let (a, b) = chunk.as_slices();
-        let (head, tail) = block.split_at_mut(a.len());
-        head.copy_from_slice(a);
-        tail.copy_from_slice(b);
-        chunk.commit_all();
-        true
-    }
-}
-
-impl Queue for Ringbuf {
-    type Tx = ringbuf::HeapProd<u64>;
-    type Rx = ringbuf::HeapCons<u64>;
-    fn new(capacity: usize) -> (Self::Tx, Self::Rx) {
-        use ringbuf::traits::Split;
-        ringbuf::HeapRb::new(capacity).split()
-    }
-    #[inline(always)]
-    fn push(tx: &mut Self::Tx, value: u64) -> bool {
-        use ringbuf::traits::Producer;
-        tx.try_push(value).is_ok()
-    }
-    #[inline(always)]
-    fn pop(rx: &mut Self::Rx) -> Option<u64> {
-        use ringbuf::traits::Consumer;
-        rx.try_pop()
-    }
-}
-
-impl Bulk for Ringbuf {
-    type Tx = ringbuf::HeapProd<f32>;
-    type Rx = ringbuf::HeapCons<f32>;
-    fn new(capacity: usize) -> (Self::Tx, Self::Rx) {
-        use ringbuf::traits::Split;
-        ringbuf::HeapRb::new(capacity).split()
-    }
-    #[inline(always)]
-    fn write(tx: &mut Self::Tx, block: &[f32; BLOCK]) -> bool {
-        use ringbuf::traits::{Observer, Producer};
-        if tx.vacant_len() < BLOCK {
-            return false;
-        }
-        tx.push_slice(block);
-        true
-    }
-    #[inline(always)]
-    fn read(rx: &mut Self::Rx, block: &mut [f32; BLOCK]) -> bool {
-        use ringbuf::traits::{Consumer, Observer};
-        if rx.occupied_len() < BLOCK {
-            return false;
-        }
-        rx.pop_slice(block);
-        true
-    }
-}
-
-impl Queue for Crossbeam {
-    type Tx = Arc<crossbeam_queue::ArrayQueue<u64>>;
-    type Rx = Arc<crossbeam_queue::ArrayQueue<u64>>;
-    fn new(capacity: usize) -> (Self::Tx, Self::Rx) {
-        let q = Arc::new(crossbeam_queue::ArrayQueue::new(capacity));
-        (q.clone(), q)
-    }
-    #[inline(always)]
-    fn push(tx: &mut Self::Tx, value: u64) -> bool {
-        tx.push(value).is_ok()
-    }
-    #[inline(always)]
-    fn pop(rx: &mut Self::Rx) -> Option<u64> {
-        rx.pop()
-    }
-}
-
-/// `ArrayQueue` has no slice API; its best bulk transfer moves whole blocks as values.
-impl Bulk for Crossbeam {
-    type Tx = Arc<crossbeam_queue::ArrayQueue<[f32; BLOCK]>>;
-    type Rx = Arc<crossbeam_queue::ArrayQueue<[f32; BLOCK]>>;
-    fn new(capacity: usize) -> (Self::Tx, Self::Rx) {
-        let q = Arc::new(crossbeam_queue::ArrayQueue::new((capacity / BLOCK).max(1)));
-        (q.clone(), q)
-    }
-    #[inline(always)]
-    fn write(tx: &mut Self::Tx, block: &[f32; BLOCK]) -> bool {
-        !tx.is_full() && tx.push(*block).is_ok()
-    }
-    #[inline(always)]
-    fn read(rx: &mut Self::Rx, block: &mut [f32; BLOCK]) -> bool {
-        match rx.pop() {
-            Some(b) => {
-                *block = b;
-                true
-            }
-            None => false,
-        }
-    }
-}
-
-/// Runs `producer` and `consumer` on two threads pinned to different CPUs, released together;
-/// returns the consumer's result and the time from release until both finished.
-fn two_threads<P, C, R>(producer: P, consumer: C) -> (R, Duration)
-where
-    P: FnOnce() + Send + 'static,
-    C: FnOnce() -> R + Send + 'static,
-    R: Send + 'static,
-{
-    let start = Arc::new(Barrier::new(3));
-    let (s1, s2) = (start.clone(), start.clone());
-    let p = thread::spawn(move || {
-        pin_to_cpu(0);
-        s1.wait();
-        producer();
-    });
-    let c = thread::spawn(move || {
-        pin_to_cpu(1);
-        s2.wait();
-        consumer()
-    });
-    start.wait();
-    let t0 = Instant::now();
-    p.join().expect("producer panicked");
-    let r = c.join().expect("consumer panicked");
-    (r, t0.elapsed())
-}
-
-/// Items per second (millions) for `items` single-element transfers.
-fn throughput<Q: Queue>(capacity: usize, items: u64) -> f64 {
-    let (mut tx, mut rx) = Q::new(capacity);
-    // Plain retry loops, no PAUSE: under KVM a PAUSE loop can exit to the hypervisor, and
-    // rtrb's and rigtorp's own benchmarks spin the same way.
-    let (sum, elapsed) = two_threads(
-        move || {
-            for i in 0..items {
-                while !Q::push(&mut tx, i) {}
-            }
-        },
-        move || {
-            let mut sum = 0u64;
-            for _ in 0..items {
-                loop {
-                    if let Some(v) = Q::pop(&mut rx) {
-                        sum = sum.wrapping_add(v);
-                        break;
-                    }
-                }
-            }
-            sum
-        },
-    );
-    assert_eq!(sum, items * (items - 1) / 2, "values lost or duplicated");
-    items as f64 / elapsed.as_secs_f64() / 1e6
-}
-
-/// GB/s moving `blocks` blocks of 512 stereo frames.
-fn bulk<B: Bulk>(blocks: u64) -> f64 {
-    let (mut tx, mut rx) = B::new(8 * BLOCK);
-    let (count, elapsed) = two_threads(
-        move || {
-            let mut block = [0.25f32; BLOCK];
-            for i in 0..blocks {
-                block[0] = i as f32;
-                while !B::write(&mut tx, black_box(&block)) {}
-            }
-        },
-        move || {
-            let mut block = [0f32; BLOCK];
-            for i in 0..blocks {
-                while !B::read(&mut rx, &mut block) {}
-                // Exact for the block counts used here (< 2^24).
-                assert_eq!(black_box(&block)[0], i as f32, "blocks out of order");
-            }
-            blocks
-        },
-    );
-    (count * (BLOCK * 4) as u64) as f64 / elapsed.as_secs_f64() / 1e9
-}
-
-/// Same bytes copied on one core: the ceiling no queue can pass, shown as context.
-fn memcpy(blocks: u64) -> f64 {
-    let src = [0.25f32; BLOCK];
-    let mut dst = [0f32; BLOCK];
-    let t0 = Instant::now();
-    for _ in 0..blocks {
-        dst.copy_from_slice(black_box(&src));
-        black_box(&mut dst);
-    }
-    (blocks * (BLOCK * 4) as u64) as f64 / t0.elapsed().as_secs_f64() / 1e9
-}
-
-/// Round trips over two queues: (median ns, p99 ns).
-fn round_trip<Q: Queue>(trips: usize) -> (f64, f64) {
-    let (mut ping_tx, mut ping_rx) = Q::new(64);
-    let (mut pong_tx, mut pong_rx) = Q::new(64);
-    let (mut samples, _) = two_threads(
-        move || {
-            for _ in 0..trips {
-                let v = loop {
-                    if let Some(v) = Q::pop(&mut ping_rx) {
-                        break v;
-                    }
-                };
-                while !Q::push(&mut pong_tx, v) {}
-            }
-        },
-        move || {
-            let mut samples = Vec::with_capacity(trips);
-            for i in 0..trips as u64 {
-                let t0 = Instant::now();
-                while !Q::push(&mut ping_tx, i) {}
-                let v = loop {
-                    if let Some(v) = Q::pop(&mut pong_rx) {
-                        break v;
-                    }
-                };
-                samples.push(t0.elapsed().as_nanos() as f64);
-                assert_eq!(v, i);
-            }
-            samples
-        },
-    );
-    samples.sort_by(f64::total_cmp);
-    (quantile(&samples, 0.5), quantile(&samples, 0.99))
-}
-
-/// Per-implementation sample lists for one case.
-#[derive(Default)]
-struct Samples(Vec<(&'static str, Vec<f64>)>);
-
-impl Samples {
-    fn push(&mut self, implementation: &'static str, value: f64) {
-        match self.0.iter_mut().find(|(name, _)| *name == implementation) {
-            Some((_, v)) => v.push(value),
-            None => self.0.push((implementation, vec![value])),
-        }
-    }
-
-    fn report(&self, report: &mut Report, case: &str, unit: &str) {
-        for (name, values) in &self.0 {
-            report.add(case, name, unit, values);
-        }
-    }
-}
-
+/// Runs the suite; on failure prints what went wrong and exits with status 1.
 pub fn run(common: &Common) -> Report {
+    match measure(common) {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("downbeat-bench ring: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn measure(common: &Common) -> Result<Report, RingError> {
     let sizes = Sizes::new(common.quick);
-    let runs = common.runs();
+    let runs = common
+        .runs
+        .unwrap_or(if common.quick { 1 } else { RUNS })
+        .max(1);
     let mut report = Report::new("ring");
-    let mut pinned = true;
-    thread::spawn(move || pin_to_cpu(0) && pin_to_cpu(1))
-        .join()
-        .map(|ok| pinned = ok)
-        .ok();
-    if !pinned {
-        report
-            .notes
-            .push("threads could not be pinned; they run where the OS puts them".into());
-    }
+    let (binaries, build_note) = child_binaries()?;
+    report.notes.extend(build_note);
+    let arguments = sizes.arguments(common);
 
-    let mut uncontended = Samples::default();
-    let mut contended = Samples::default();
-    let mut bulk_gbs = Samples::default();
-    let mut copy = Samples::default();
-    let mut rt_median = Samples::default();
-    let mut rt_p99 = Samples::default();
-    for _ in 0..runs {
-        macro_rules! each {
-            ($f:ident) => {
-                $f!(Downbeat, OURS);
-                $f!(Rtrb, "rtrb");
-                $f!(Ringbuf, "ringbuf");
-                $f!(Crossbeam, "crossbeam");
-            };
+    // (case, implementation) -> one figure per run.
+    let mut samples: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+    let mut notes = Vec::new();
+    for run in 0..runs {
+        let mut order: Vec<usize> = (0..CHILDREN.len()).collect();
+        if run % 2 == 1 {
+            order.reverse();
         }
-        macro_rules! one_run {
-            ($q:ty, $name:expr) => {{
-                if common.wants("uncontended") {
-                    uncontended.push($name, throughput::<$q>(1 << 16, sizes.uncontended_items));
-                }
-                if common.wants("contended") {
-                    contended.push($name, throughput::<$q>(4, sizes.contended_items));
-                }
-                if common.wants("bulk") {
-                    bulk_gbs.push($name, bulk::<$q>(sizes.bulk_blocks));
-                }
-                if common.wants("roundtrip") {
-                    let (median, p99) = round_trip::<$q>(sizes.round_trips);
-                    rt_median.push($name, median);
-                    rt_p99.push($name, p99);
-                }
-            }};
-        }
-        each!(one_run);
-        if common.wants("bulk") {
-            copy.push("memcpy (same core)", memcpy(sizes.bulk_blocks));
+        for k in order {
+            let child = &CHILDREN[k];
+            let (values, child_notes) = run_child(&binaries[k], &arguments)?;
+            notes.extend(child_notes);
+            for (case, value) in values {
+                let implementation = match child.implementation {
+                    "" if case.starts_with("roundtrip") => FLOOR,
+                    "" => MEMCPY,
+                    name => name,
+                };
+                samples
+                    .entry((case, implementation.to_owned()))
+                    .or_default()
+                    .push(value);
+            }
         }
     }
 
-    uncontended.report(&mut report, "uncontended", "Mitems/s");
-    contended.report(&mut report, "contended", "Mitems/s");
-    bulk_gbs.report(&mut report, "bulk", "GB/s");
-    copy.report(&mut report, "bulk", "GB/s");
-    rt_median.report(&mut report, "roundtrip", "ns");
-    rt_p99.report(&mut report, "roundtrip_p99", "ns");
-
+    let names = CHILDREN
+        .iter()
+        .map(|c| c.implementation)
+        .filter(|n| !n.is_empty())
+        .chain([MEMCPY, FLOOR]);
+    for (case, unit, _) in CASES {
+        for name in names.clone() {
+            if let Some(values) = samples.get(&(case.to_owned(), name.to_owned())) {
+                report.add(case, name, unit, values);
+            }
+        }
+    }
     for rival in RIVALS {
-        report.ratio("uncontended", "uncontended", OURS, rival, Better::Higher);
-        report.ratio("contended", "contended", OURS, rival, Better::Higher);
-        report.ratio("bulk", "bulk", OURS, rival, Better::Higher);
-        report.ratio("roundtrip", "roundtrip", OURS, rival, Better::Lower);
-        report.ratio("roundtrip_p99", "roundtrip_p99", OURS, rival, Better::Lower);
+        for (case, _, better) in CASES {
+            report.ratio(case, case, OURS, rival, better);
+        }
     }
+    // How close each ring comes to the machine: floor / ring, so 1.0 would be the floor.
+    let mut closeness = Vec::new();
+    for case in ["roundtrip", "roundtrip_p99"] {
+        let Some(floor) = report.median(case, FLOOR) else {
+            continue;
+        };
+        if let Some(ours) = report.median(case, OURS) {
+            let r = floor / ours;
+            if r.is_finite() {
+                report
+                    .ratios
+                    .insert(format!("{case}_vs_floor"), (r * 1000.0).round() / 1000.0);
+            }
+        }
+        if case == "roundtrip" {
+            for name in names.clone().filter(|n| *n != MEMCPY && *n != FLOOR) {
+                if let Some(ring) = report.median(case, name) {
+                    closeness.push(format!("{name} {:.2}x", ring / floor));
+                }
+            }
+        }
+    }
+    if !closeness.is_empty() {
+        report.notes.push(format!(
+            "round trip over the floor (median / floor median): {}",
+            closeness.join(", ")
+        ));
+    }
+    notes.sort();
+    notes.dedup();
+    report.notes.extend(notes);
     report.notes.push(format!(
-        "uncontended: queue of 65536 u64, {} items; contended: capacity 4, {} items; \
+        "each library in its own binary (ring-downbeat, ring-rtrb, ring-ringbuf, \
+         ring-crossbeam; ring-floor for the limits), started once per run in alternating \
+         order, {runs} run(s); producer pinned to CPU 0, consumer to CPU 1. \
+         uncontended: queue of 65536 u64, {} items; contended: capacity 4, {} items; \
          bulk: ring of 8 blocks, {} blocks of 512 stereo f32 frames (4 KiB); \
-         roundtrip: {} trips over two queues. memcpy is one core copying the same bytes, \
-         context only.",
-        sizes.uncontended_items, sizes.contended_items, sizes.bulk_blocks, sizes.round_trips
+         bulk_480: ring of 3000 samples, {} blocks of 480 stereo frames (3840 B); \
+         roundtrip: {} trips over two queues of 64. {MEMCPY} copies the same bytes on one \
+         core; {FLOOR} is one atomic ping-ponged between the two cores, timed like the rings.",
+        sizes.uncontended_items,
+        sizes.contended_items,
+        sizes.bulk_blocks,
+        sizes.bulk_480_blocks,
+        sizes.round_trips
     ));
-    report
+    Ok(report)
+}
+
+/// Starts one child and collects its figures and notes.
+#[allow(clippy::type_complexity)]
+fn run_child(
+    binary: &Path,
+    arguments: &[String],
+) -> Result<(Vec<(String, f64)>, Vec<String>), RingError> {
+    let out = Command::new(binary)
+        .args(arguments)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| RingError::Spawn {
+            binary: binary.to_owned(),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(RingError::Child {
+            binary: binary.to_owned(),
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
+    }
+    parse_child_output(binary, &String::from_utf8_lossy(&out.stdout))
+}
+
+/// Parses `value CASE NUMBER` and `note TEXT` lines.
+#[allow(clippy::type_complexity)]
+fn parse_child_output(
+    binary: &Path,
+    text: &str,
+) -> Result<(Vec<(String, f64)>, Vec<String>), RingError> {
+    let mut values = Vec::new();
+    let mut notes = Vec::new();
+    for line in text.lines() {
+        let bad = || RingError::Output {
+            binary: binary.to_owned(),
+            line: line.to_owned(),
+        };
+        if let Some(note) = line.strip_prefix("note ") {
+            notes.push(note.to_owned());
+        } else if let Some(rest) = line.strip_prefix("value ") {
+            let (case, number) = rest.split_once(' ').ok_or_else(bad)?;
+            if !CASES.iter().any(|(c, _, _)| *c == case) {
+                return Err(bad());
+            }
+            let number: f64 = number.parse().map_err(|_| bad())?;
+            values.push((case.to_owned(), number));
+        } else {
+            return Err(bad());
+        }
+    }
+    Ok((values, notes))
+}
+
+/// The children's paths, in `CHILDREN` order, built fresh by Cargo in this binary's
+/// profile; without Cargo (or the sources), the binaries next to this one, with a note.
+fn child_binaries() -> Result<(Vec<PathBuf>, Option<String>), RingError> {
+    let here = std::env::current_exe().ok();
+    let dir = here.as_deref().and_then(Path::parent);
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(&cargo);
+    build
+        .args([
+            "build",
+            "--quiet",
+            "--message-format=json-render-diagnostics",
+        ])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .args(["-p", "downbeat-bench"]);
+    for child in &CHILDREN {
+        build.args(["--bin", child.binary]);
+    }
+    // The profile this binary was built with: its directory is named after it.
+    match dir.and_then(Path::file_name).and_then(|n| n.to_str()) {
+        Some("debug") | None => {}
+        Some("release") => {
+            build.arg("--release");
+        }
+        Some(profile) => {
+            build.args(["--profile", profile]);
+        }
+    }
+    let siblings = || {
+        CHILDREN
+            .iter()
+            .map(|c| dir.unwrap_or(Path::new(".")).join(c.binary))
+            .collect::<Vec<_>>()
+    };
+    if std::env::var_os(PREBUILT).is_some() {
+        return Ok((
+            siblings(),
+            Some(format!(
+                "{PREBUILT} set: using the ring-* binaries next to this one as built"
+            )),
+        ));
+    }
+    if !manifest.exists() {
+        return Ok((
+            siblings(),
+            Some("sources not found: using the ring-* binaries next to this one as built".into()),
+        ));
+    }
+    let out = match build.stderr(Stdio::inherit()).output() {
+        Ok(out) => out,
+        Err(e) => {
+            return Ok((
+                siblings(),
+                Some(format!(
+                    "cargo could not be run ({e}): using the ring-* binaries next to this \
+                     one as built"
+                )),
+            ))
+        }
+    };
+    if !out.status.success() {
+        return Err(RingError::Build(format!(
+            "{} exited with {}",
+            Path::new(&cargo).display(),
+            out.status
+        )));
+    }
+    let mut found: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if let (Some(name), Some(exe)) =
+            (msg["target"]["name"].as_str(), msg["executable"].as_str())
+        {
+            found.insert(name.to_owned(), PathBuf::from(exe));
+        }
+    }
+    let paths = CHILDREN
+        .iter()
+        .map(|c| {
+            found.remove(c.binary).ok_or_else(|| {
+                RingError::Build(format!("cargo reported no executable for {}", c.binary))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((paths, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn child_lines_parse_and_bad_ones_are_named() {
+        let bin = Path::new("ring-x");
+        let (values, notes) = parse_child_output(
+            bin,
+            "note not pinned\nvalue bulk 8.5\nvalue roundtrip 160\n",
+        )
+        .unwrap();
+        assert_eq!(
+            values,
+            vec![("bulk".to_owned(), 8.5), ("roundtrip".to_owned(), 160.0)]
+        );
+        assert_eq!(notes, vec!["not pinned".to_owned()]);
+        for bad in [
+            "value bulk fast",
+            "value nosuchcase 1",
+            "bulk 8.5",
+            "value bulk",
+        ] {
+            let e = parse_child_output(bin, bad).unwrap_err();
+            assert!(e.to_string().contains(bad), "{e}");
+        }
+    }
 }

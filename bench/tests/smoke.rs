@@ -21,6 +21,7 @@ fn ring_quick_json_has_every_case_and_ratio() {
         "uncontended",
         "contended",
         "bulk",
+        "bulk_480",
         "roundtrip",
         "roundtrip_p99",
     ] {
@@ -42,6 +43,83 @@ fn ring_quick_json_has_every_case_and_ratio() {
             json["ratios"][format!("{case}_vs_rtrb")].is_number(),
             "{case} ratio"
         );
+    }
+    // The machine's limits, measured in the same harness.
+    for (case, imp) in [
+        ("bulk", "memcpy (same core)"),
+        ("bulk_480", "memcpy (same core)"),
+        ("roundtrip", "floor: one atomic"),
+        ("roundtrip_p99", "floor: one atomic"),
+    ] {
+        assert!(
+            results
+                .iter()
+                .any(|r| r["case"] == case && r["impl"] == imp && r["median"].as_f64() > Some(0.0)),
+            "missing {case}/{imp}"
+        );
+    }
+    assert!(json["ratios"]["roundtrip_vs_floor"].is_number());
+}
+
+#[test]
+fn ring_case_filter_runs_only_that_case() {
+    let out = Command::new(env!("CARGO_BIN_EXE_downbeat-bench"))
+        .args(["ring", "--quick", "--json", "--case", "bulk_480"])
+        .output()
+        .expect("bench binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let results = json["results"].as_array().expect("results");
+    assert_eq!(results.len(), 5, "four rings and memcpy: {results:?}");
+    assert!(results.iter().all(|r| r["case"] == "bulk_480"));
+}
+
+#[test]
+fn graph_quick_json_separates_scheduler_from_priority() {
+    let out = Command::new(env!("CARGO_BIN_EXE_downbeat-bench"))
+        .args(["graph", "--quick", "--json", "--case", "fanin84"])
+        .output()
+        .expect("bench binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let results = json["results"].as_array().expect("results");
+    for imp in [
+        "serial",
+        "rayon_spawn",
+        "rayon_broadcast",
+        "rayon_spawn_rt",
+        "rayon_broadcast_rt",
+        "downbeat",
+        "downbeat_nort",
+    ] {
+        for case in [
+            "fanin84_load_P50",
+            "fanin84_missed",
+            "fanin84_audio_syscalls",
+        ] {
+            assert!(
+                results
+                    .iter()
+                    .any(|r| r["case"] == case && r["impl"] == imp),
+                "missing {case}/{imp}"
+            );
+        }
+    }
+    for key in [
+        "fanin84_load_P50_vs_rayon_spawn",
+        "fanin84_load_P50_vs_rayon_spawn_rt",
+        "fanin84_load_P100_vs_rayon_broadcast_rt",
+        "fanin84_load_P50_vs_downbeat_nort",
+    ] {
+        assert!(json["ratios"][key].is_number(), "missing ratio {key}");
     }
 }
 
