@@ -17,6 +17,9 @@ pub struct AudioRef<'a> {
     data: &'a [f32],
     channels: usize,
     stride: usize,
+    /// First sample of the view in each channel: the schedule cuts a block into sub-blocks
+    /// at event frames and hands each one to the node as a block of its own.
+    offset: usize,
     frames: usize,
 }
 
@@ -26,12 +29,28 @@ impl<'a> AudioRef<'a> {
     /// # Panics
     /// If `frames > stride` or `data` is shorter than `channels * stride`.
     pub fn new(data: &'a [f32], channels: usize, stride: usize, frames: usize) -> Self {
-        assert!(frames <= stride, "frames {frames} exceed stride {stride}");
+        Self::window(data, channels, stride, 0, frames)
+    }
+
+    /// Views frames `offset..offset + frames` of each channel of `data`.
+    pub(crate) fn window(
+        data: &'a [f32],
+        channels: usize,
+        stride: usize,
+        offset: usize,
+        frames: usize,
+    ) -> Self {
+        assert!(
+            offset + frames <= stride,
+            "frames {offset}..{} exceed stride {stride}",
+            offset + frames
+        );
         assert!(data.len() >= channels * stride, "buffer too short");
         Self {
             data,
             channels,
             stride,
+            offset,
             frames,
         }
     }
@@ -48,7 +67,7 @@ impl<'a> AudioRef<'a> {
 
     /// The samples of channel `c` for this block.
     pub fn channel(&self, c: usize) -> &'a [f32] {
-        let start = c * self.stride;
+        let start = c * self.stride + self.offset;
         &self.data[start..start + self.frames]
     }
 
@@ -72,6 +91,8 @@ pub struct AudioMut<'a> {
     data: &'a mut [f32],
     channels: usize,
     stride: usize,
+    /// As [`AudioRef`]'s.
+    offset: usize,
     frames: usize,
 }
 
@@ -81,12 +102,28 @@ impl<'a> AudioMut<'a> {
     /// # Panics
     /// If `frames > stride` or `data` is shorter than `channels * stride`.
     pub fn new(data: &'a mut [f32], channels: usize, stride: usize, frames: usize) -> Self {
-        assert!(frames <= stride, "frames {frames} exceed stride {stride}");
+        Self::window(data, channels, stride, 0, frames)
+    }
+
+    /// Views frames `offset..offset + frames` of each channel of `data`, writable.
+    pub(crate) fn window(
+        data: &'a mut [f32],
+        channels: usize,
+        stride: usize,
+        offset: usize,
+        frames: usize,
+    ) -> Self {
+        assert!(
+            offset + frames <= stride,
+            "frames {offset}..{} exceed stride {stride}",
+            offset + frames
+        );
         assert!(data.len() >= channels * stride, "buffer too short");
         Self {
             data,
             channels,
             stride,
+            offset,
             frames,
         }
     }
@@ -103,22 +140,22 @@ impl<'a> AudioMut<'a> {
 
     /// The samples of channel `c` for this block.
     pub fn channel(&self, c: usize) -> &[f32] {
-        let start = c * self.stride;
+        let start = c * self.stride + self.offset;
         &self.data[start..start + self.frames]
     }
 
     /// The samples of channel `c` for this block, writable.
     pub fn channel_mut(&mut self, c: usize) -> &mut [f32] {
-        let start = c * self.stride;
+        let start = c * self.stride + self.offset;
         &mut self.data[start..start + self.frames]
     }
 
     /// Every channel of this block at once, writable, for nodes that process channels jointly.
     pub fn channels_mut(&mut self) -> impl Iterator<Item = &mut [f32]> + '_ {
-        let frames = self.frames;
+        let (offset, frames) = (self.offset, self.frames);
         self.data[..self.channels * self.stride]
             .chunks_exact_mut(self.stride)
-            .map(move |ch| &mut ch[..frames])
+            .map(move |ch| &mut ch[offset..offset + frames])
     }
 
     /// Sets every sample of this block to zero.
@@ -130,7 +167,13 @@ impl<'a> AudioMut<'a> {
 
     /// A read-only view of the same block.
     pub fn as_ref(&self) -> AudioRef<'_> {
-        AudioRef::new(self.data, self.channels, self.stride, self.frames)
+        AudioRef::window(
+            self.data,
+            self.channels,
+            self.stride,
+            self.offset,
+            self.frames,
+        )
     }
 }
 

@@ -140,14 +140,12 @@ impl Graph {
                 _ => (InputPlan::Sum(p), crate::prefaulted(in_ch * cfg.max_block)),
             };
             names.push(entry.name);
-            slots.push(Slot {
-                node: entry.node,
-                in_ch,
-                out_ch,
+            slots.push(Slot::new(
+                entry.node,
                 input,
                 in_buf,
-                out_buf: crate::prefaulted(out_ch * cfg.max_block),
-            });
+                crate::prefaulted(out_ch * cfg.max_block),
+            ));
         }
 
         Ok(Schedule::new(
@@ -208,7 +206,7 @@ fn topological_order(n: usize, edges: &[(usize, usize)]) -> Result<Vec<usize>, V
     Err(cycle)
 }
 
-fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

@@ -10,18 +10,26 @@
 mod buffer;
 mod compile;
 mod error;
+mod event;
 mod graph;
 mod node;
 pub mod nodes;
 mod param;
 mod registry;
 mod schedule;
+mod smooth;
 
 pub use buffer::{prefaulted, AudioMut, AudioRef};
 pub use compile::CompileConfig;
 pub use error::GraphError;
+pub use event::{
+    Applied, Change, ControlError, Event, EventStats, NodeEvent, ParamId, ParamTable, Ramp,
+};
 pub use graph::{Edge, Endpoint, Graph, NodeId};
 pub use node::{Node, ProcessContext};
 pub use param::{ParamError, ParamKind, ParamSpec, ParamValue, Params};
 pub use registry::{node_type, node_types, BuildFn, NodeConfig, NodeType};
-pub use schedule::{NodeRunner, Schedule};
+pub use schedule::{
+    NodeLevel, NodeRunner, Schedule, CONTROL_FRAMES, DEFAULT_EVENT_CAPACITY, DEFAULT_SMOOTHING,
+};
+pub use smooth::{ParamCurve, Shape};

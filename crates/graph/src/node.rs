@@ -1,6 +1,8 @@
 //! The [`Node`] trait: one unit of DSP in a graph.
 
 use crate::buffer::{AudioMut, AudioRef};
+use crate::param::ParamSpec;
+use crate::smooth::ParamCurve;
 
 /// What a node knows about the block it is processing.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -54,10 +56,43 @@ pub trait Node: Send + 'static {
     fn process(&mut self, ctx: &ProcessContext, input: AudioRef<'_>, output: AudioMut<'_>);
 
     /// Changes the parameter at `index` (its position in the node type's parameter list)
-    /// from the audio thread. Returns `false` when the parameter cannot change while
-    /// running. Must be real-time safe.
+    /// from the audio thread, from the next sample the node computes on: a step, not a ramp
+    /// (the schedule smooths live parameters and ramps them, see
+    /// [`follow_param`](Node::follow_param)). Ends any curve the parameter was following.
+    /// Returns `false` when the parameter cannot change while running or refuses the value.
+    /// Must be real-time safe.
     fn set_param(&mut self, index: usize, value: f32) -> bool {
         let _ = (index, value);
+        false
+    }
+
+    /// The parameters the node declares, in [`set_param`](Node::set_param) order: its node
+    /// type's list. A schedule lets controllers move the ones marked
+    /// [`live`](ParamSpec::live) whose value [`get_param`](Node::get_param) reports. The
+    /// default declares none.
+    fn params(&self) -> &'static [ParamSpec] {
+        &[]
+    }
+
+    /// The current value of live parameter `index`, or `None` when it is not live. The
+    /// schedule reads it once, when it compiles, to know where ramps start.
+    fn get_param(&self, index: usize) -> Option<f32> {
+        let _ = index;
+        None
+    }
+
+    /// Asks the node to follow live parameter `index` sample by sample over the next call
+    /// to [`process`](Node::process): the value at frame `k` of that call is
+    /// `curve.at(k)`, until the next `follow_param` or [`set_param`](Node::set_param) for
+    /// the same index. Returns `false` (the default) when the node does not follow curves
+    /// or refuses this one; the schedule then calls `set_param` at least every
+    /// [`CONTROL_FRAMES`](crate::CONTROL_FRAMES) frames while the parameter moves.
+    ///
+    /// Nodes for which a parameter is cheap to apply per sample (a gain, an amplitude, an
+    /// oscillator's frequency) follow; those for which it is costly (filter coefficients)
+    /// let the schedule update them at control rate. Must be real-time safe.
+    fn follow_param(&mut self, index: usize, curve: ParamCurve) -> bool {
+        let _ = (index, curve);
         false
     }
 }

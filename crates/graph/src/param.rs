@@ -81,6 +81,10 @@ pub struct ParamSpec {
     pub doc: &'static str,
     /// Type, range and default.
     pub kind: ParamKind,
+    /// Whether the parameter can change while the graph runs (through
+    /// [`Node::set_param`](crate::Node::set_param), a controller or automation). Only
+    /// `Float` parameters can be live; every live parameter is smoothed by the schedule.
+    pub live: bool,
 }
 
 /// A parameter value, as given by a user or filled in from the default.
@@ -166,6 +170,7 @@ impl Params {
     ///     name: "gain",
     ///     doc: "linear gain",
     ///     kind: ParamKind::Float { min: 0.0, max: 4.0, default: 1.0 },
+    ///     live: true,
     /// }];
     /// let p = Params::validate(SPECS, vec![("gain".into(), ParamValue::Int(2))]).unwrap();
     /// assert_eq!(p.float("gain"), 2.0);

@@ -3,13 +3,34 @@
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use downbeat_rt::pool::{Pool, WorkList};
 
 use crate::buffer::{AudioMut, AudioRef};
 use crate::compile::CompileConfig;
+use crate::event::{
+    Applied, Change, ControlError, Event, EventStats, NodeEvent, NodeParams, ParamId, ParamTable,
+};
 use crate::node::{Node, ProcessContext};
+use crate::param::ParamKind;
+use crate::smooth::{ParamCurve, Segment, Shape};
+
+/// Events a schedule holds by default: waiting for their frame, and due in one block.
+/// [`Schedule::set_event_capacity`] changes it.
+pub const DEFAULT_EVENT_CAPACITY: usize = 1024;
+
+/// Longest stretch, in frames, over which a node that does not follow a moving parameter
+/// sample by sample (see [`Node::follow_param`]) holds one value. Stretches are aligned to
+/// multiples of this on the schedule's timeline, so where they fall does not depend on the
+/// block size.
+pub const CONTROL_FRAMES: u64 = 32;
+
+/// How long a [`Change::Set`] takes to reach its value by default: long enough that a jump
+/// of a gain or a frequency makes no click, short enough to feel immediate.
+pub const DEFAULT_SMOOTHING: Duration = Duration::from_millis(5);
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Where a node's input comes from, decided at compile time.
 #[derive(Debug)]
@@ -30,6 +51,348 @@ pub(crate) struct Slot {
     pub(crate) input: InputPlan,
     pub(crate) in_buf: Vec<f32>,
     pub(crate) out_buf: Vec<f32>,
+    /// One entry per declared parameter.
+    params: Box<[ParamState]>,
+    /// Parameters whose segment is still ramping.
+    moving: usize,
+    /// Some parameter changed since the last [`Schedule::take_param_changes`].
+    touched: bool,
+    /// Values the node refused.
+    refused: u64,
+    level: NodeLevel,
+}
+
+impl Slot {
+    pub(crate) fn new(
+        node: Box<dyn Node>,
+        input: InputPlan,
+        in_buf: Vec<f32>,
+        out_buf: Vec<f32>,
+    ) -> Self {
+        let params = node
+            .params()
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                let value = match spec.kind {
+                    ParamKind::Float { .. } if spec.live => node.get_param(i),
+                    _ => None,
+                };
+                ParamState {
+                    live: value.is_some(),
+                    segment: Segment::constant(value.unwrap_or(0.0)),
+                    moving: false,
+                    reported: value.unwrap_or(0.0),
+                    changed: false,
+                }
+            })
+            .collect();
+        Self {
+            in_ch: node.input_channels(),
+            out_ch: node.output_channels(),
+            node,
+            input,
+            in_buf,
+            out_buf,
+            params,
+            moving: 0,
+            touched: false,
+            refused: 0,
+            level: NodeLevel::default(),
+        }
+    }
+}
+
+/// Where one live parameter is on the timeline.
+#[derive(Clone, Copy, Debug)]
+struct ParamState {
+    live: bool,
+    segment: Segment,
+    /// On a ramp that the node has not been handed the end of yet.
+    moving: bool,
+    /// The value [`Schedule::take_param_changes`] reported last.
+    reported: f32,
+    /// Changed since the last [`Schedule::take_param_changes`].
+    changed: bool,
+}
+
+/// The level of one node's output over the blocks since it was last taken, for per-node
+/// meters (see [`Schedule::set_levels`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct NodeLevel {
+    /// Highest absolute sample value, over every channel.
+    pub peak: f32,
+    /// Sum of the squares of every sample of every channel.
+    pub sum_squares: f64,
+    /// Samples summed (frames times channels).
+    pub samples: u64,
+}
+
+impl NodeLevel {
+    /// Root mean square of the samples (0 when there are none).
+    ///
+    /// ```
+    /// use downbeat_graph::NodeLevel;
+    /// let l = NodeLevel { peak: 1.0, sum_squares: 2.0, samples: 8 };
+    /// assert_eq!(l.rms(), 0.5);
+    /// ```
+    pub fn rms(&self) -> f32 {
+        if self.samples == 0 {
+            0.0
+        } else {
+            (self.sum_squares / self.samples as f64).sqrt() as f32
+        }
+    }
+
+    fn add(&mut self, audio: AudioRef<'_>) {
+        for c in 0..audio.channels() {
+            let mut peak = self.peak;
+            let mut sum = 0.0f32;
+            for &x in audio.channel(c) {
+                peak = peak.max(x.abs());
+                sum += x * x;
+            }
+            self.peak = peak;
+            self.sum_squares += f64::from(sum);
+            self.samples += audio.frames() as u64;
+        }
+    }
+}
+
+/// An event waiting for its frame, or due in the current block.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    frame: u64,
+    /// Arrival order, breaking ties between events at the same frame.
+    seq: u64,
+    node: u32,
+    body: NodeEvent,
+}
+
+impl Pending {
+    fn key(&self) -> (u64, u64) {
+        (self.frame, self.seq)
+    }
+}
+
+/// A due event in a node's list for the current block.
+#[derive(Clone, Copy, Debug)]
+struct SlotEvent {
+    offset: u32,
+    body: NodeEvent,
+}
+
+/// The event path's storage, all allocated off the audio thread.
+///
+/// Live events wait in `heap` (a binary min-heap on frame, then arrival); preloaded ones
+/// (automation, a replay) in `timeline`, sorted. At the start of each block the due events
+/// of both are merged in frame order into `due`, then laid out node by node in `block`
+/// (`ranges[node]` is that node's stretch), so that every node reads its own list while
+/// nodes run in parallel. Everything has a fixed capacity: a push into a full heap is
+/// refused, and due events beyond the block's capacity stay where they are for the next
+/// block (counted in [`EventStats::carried`]).
+struct Events {
+    capacity: usize,
+    heap: Vec<Pending>,
+    timeline: Vec<Pending>,
+    cursor: usize,
+    due: Vec<Pending>,
+    block: Vec<SlotEvent>,
+    ranges: Box<[(u32, u32)]>,
+    counts: Box<[u32]>,
+    ranges_dirty: bool,
+    seq: u64,
+    record: bool,
+    applied: Vec<Applied>,
+    stats: EventStats,
+}
+
+/// An empty vector with room for `capacity` elements whose memory has been written, so that
+/// filling it on the audio thread takes no page fault.
+fn reserved<T: Copy>(capacity: usize, filler: T) -> Vec<T> {
+    let mut v = vec![filler; capacity];
+    v.clear();
+    v
+}
+
+const NO_EVENT: NodeEvent = NodeEvent::Param {
+    index: 0,
+    change: Change::Step(0.0),
+};
+
+impl Events {
+    fn new(nodes: usize, capacity: usize) -> Self {
+        let mut events = Self {
+            capacity: 0,
+            heap: Vec::new(),
+            timeline: Vec::new(),
+            cursor: 0,
+            due: Vec::new(),
+            block: Vec::new(),
+            ranges: vec![(0, 0); nodes].into_boxed_slice(),
+            counts: vec![0; nodes].into_boxed_slice(),
+            ranges_dirty: false,
+            seq: 0,
+            record: false,
+            applied: Vec::new(),
+            stats: EventStats::default(),
+        };
+        events.reserve(capacity);
+        events
+    }
+
+    /// Gives every list room for `capacity` events, written once so that the audio thread
+    /// never faults them in.
+    fn reserve(&mut self, capacity: usize) {
+        let pending = Pending {
+            frame: 0,
+            seq: 0,
+            node: 0,
+            body: NO_EVENT,
+        };
+        let mut heap = reserved(capacity, pending);
+        heap.extend(self.heap.iter().take(capacity));
+        debug_assert!(heap.len() == self.heap.len(), "queued events are kept");
+        self.heap = heap;
+        self.capacity = capacity;
+        self.due = reserved(capacity, pending);
+        self.block = reserved(
+            capacity,
+            SlotEvent {
+                offset: 0,
+                body: NO_EVENT,
+            },
+        );
+        self.applied = reserved(
+            capacity,
+            Applied {
+                frame: 0,
+                node: 0,
+                body: NO_EVENT,
+            },
+        );
+    }
+
+    fn heap_push(&mut self, e: Pending) {
+        debug_assert!(self.heap.len() < self.heap.capacity());
+        self.heap.push(e);
+        let mut i = self.heap.len() - 1;
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if self.heap[parent].key() <= self.heap[i].key() {
+                break;
+            }
+            self.heap.swap(parent, i);
+            i = parent;
+        }
+    }
+
+    fn heap_pop(&mut self) -> Option<Pending> {
+        let last = self.heap.len().checked_sub(1)?;
+        self.heap.swap(0, last);
+        let top = self.heap.pop();
+        let n = self.heap.len();
+        let mut i = 0;
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut least = i;
+            if l < n && self.heap[l].key() < self.heap[least].key() {
+                least = l;
+            }
+            if r < n && self.heap[r].key() < self.heap[least].key() {
+                least = r;
+            }
+            if least == i {
+                break;
+            }
+            self.heap.swap(i, least);
+            i = least;
+        }
+        top
+    }
+
+    /// Moves the events due before `end` into `due` and lays them out per node. Real-time
+    /// safe: every vector stays within the capacity it was given.
+    fn distribute(&mut self, start: u64, end: u64) {
+        if self.ranges_dirty {
+            self.ranges.fill((0, 0));
+            self.ranges_dirty = false;
+        }
+        self.due.clear();
+        self.applied.clear();
+        loop {
+            let from_timeline = self
+                .timeline
+                .get(self.cursor)
+                .filter(|e| e.frame < end)
+                .map(|e| e.frame);
+            let from_heap = self.heap.first().filter(|e| e.frame < end).map(|e| e.frame);
+            let take_timeline = match (from_timeline, from_heap) {
+                (None, None) => break,
+                (Some(t), Some(h)) => t <= h,
+                (t, _) => t.is_some(),
+            };
+            if self.due.len() == self.capacity {
+                self.stats.carried += self.timeline[self.cursor..]
+                    .iter()
+                    .take_while(|e| e.frame < end)
+                    .count() as u64;
+                self.stats.carried += self.heap.iter().filter(|e| e.frame < end).count() as u64;
+                break;
+            }
+            let e = if take_timeline {
+                self.cursor += 1;
+                self.timeline[self.cursor - 1]
+            } else {
+                self.heap_pop().expect("the heap has a due event")
+            };
+            if e.frame < start {
+                self.stats.late += 1;
+            }
+            self.due.push(e);
+        }
+        if self.due.is_empty() {
+            return;
+        }
+        self.stats.applied += self.due.len() as u64;
+        for e in &self.due {
+            self.counts[e.node as usize] = 0;
+        }
+        for e in &self.due {
+            self.counts[e.node as usize] += 1;
+        }
+        self.block.clear();
+        self.block.resize(
+            self.due.len(),
+            SlotEvent {
+                offset: 0,
+                body: self.due[0].body,
+            },
+        );
+        let mut at = 0u32;
+        for e in &self.due {
+            let n = e.node as usize;
+            if self.counts[n] > 0 {
+                self.ranges[n] = (at, at);
+                at += self.counts[n];
+                self.counts[n] = 0;
+            }
+            let frame = e.frame.max(start);
+            self.block[self.ranges[n].1 as usize] = SlotEvent {
+                offset: (frame - start) as u32,
+                body: e.body,
+            };
+            self.ranges[n].1 += 1;
+            if self.record {
+                self.applied.push(Applied {
+                    frame,
+                    node: e.node,
+                    body: e.body,
+                });
+            }
+        }
+        self.ranges_dirty = true;
+    }
 }
 
 /// Nodes made ready during one block, in the order they became ready. Each node is pushed
@@ -130,6 +493,11 @@ pub struct Schedule {
     cfg: CompileConfig,
     position: u64,
     frames: usize,
+    id: u64,
+    events: Events,
+    /// Frames a [`Change::Set`] takes.
+    smoothing: u64,
+    levels: bool,
 }
 
 impl Schedule {
@@ -165,6 +533,11 @@ impl Schedule {
             cfg,
             position: 0,
             frames: 0,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            events: Events::new(n, DEFAULT_EVENT_CAPACITY),
+            smoothing: (DEFAULT_SMOOTHING.as_secs_f64() * f64::from(cfg.sample_rate)).round()
+                as u64,
+            levels: false,
         }
     }
 
@@ -211,12 +584,14 @@ impl Schedule {
         self.end(frames);
     }
 
-    fn begin(&self, frames: usize) -> ProcessContext {
+    fn begin(&mut self, frames: usize) -> ProcessContext {
         assert!(
             frames > 0 && frames <= self.cfg.max_block,
             "block of {frames} frames outside 1..={}",
             self.cfg.max_block
         );
+        self.events
+            .distribute(self.position, self.position + frames as u64);
         ProcessContext {
             sample_rate: self.cfg.sample_rate,
             frames,
@@ -229,7 +604,10 @@ impl Schedule {
         self.frames = frames;
     }
 
-    /// Sums the inputs of node `i` and processes it.
+    /// Sums the inputs of node `i` and processes it: in one piece when no event is due for
+    /// it and none of its parameters moves, else in sub-blocks cut at its events' frames
+    /// (and, for a moving parameter the node does not follow itself, every
+    /// [`CONTROL_FRAMES`]).
     ///
     /// # Safety
     /// No other thread may access slot `i`, and every predecessor of `i` must be complete
@@ -243,25 +621,74 @@ impl Schedule {
         // SAFETY: predecessors are complete and nobody writes them during this block;
         // they are other slots than `i` (the graph is acyclic), so no aliasing with `slot`.
         let pred = |p: usize| unsafe { &*self.slots[p].get() };
-        let input = match &slot.input {
-            InputPlan::Silence => AudioRef::new(&slot.in_buf, slot.in_ch, stride, frames),
-            InputPlan::Direct(p) => AudioRef::new(&pred(*p).out_buf, slot.in_ch, stride, frames),
-            InputPlan::Sum(preds) => {
-                for c in 0..slot.in_ch {
-                    let range = c * stride..c * stride + frames;
-                    let dst = &mut slot.in_buf[range.clone()];
-                    dst.copy_from_slice(&pred(preds[0]).out_buf[range.clone()]);
-                    for &p in &preds[1..] {
-                        for (d, s) in dst.iter_mut().zip(&pred(p).out_buf[range.clone()]) {
-                            *d += s;
-                        }
+        if let InputPlan::Sum(preds) = &slot.input {
+            for c in 0..slot.in_ch {
+                let range = c * stride..c * stride + frames;
+                let dst = &mut slot.in_buf[range.clone()];
+                dst.copy_from_slice(&pred(preds[0]).out_buf[range.clone()]);
+                for &p in &preds[1..] {
+                    for (d, s) in dst.iter_mut().zip(&pred(p).out_buf[range.clone()]) {
+                        *d += s;
                     }
                 }
-                AudioRef::new(&slot.in_buf, slot.in_ch, stride, frames)
             }
+        }
+        let Slot {
+            node,
+            in_ch,
+            out_ch,
+            input,
+            in_buf,
+            out_buf,
+            params,
+            moving,
+            touched,
+            refused,
+            level,
+        } = slot;
+        let input_data: &[f32] = match input {
+            InputPlan::Direct(p) => &pred(*p).out_buf,
+            InputPlan::Silence | InputPlan::Sum(_) => &in_buf[..],
         };
-        let output = AudioMut::new(&mut slot.out_buf, slot.out_ch, stride, frames);
-        slot.node.process(ctx, input, output);
+        let (lo, hi) = self.events.ranges[i];
+        let events = &self.events.block[lo as usize..hi as usize];
+        if events.is_empty() && *moving == 0 {
+            let input = AudioRef::new(input_data, *in_ch, stride, frames);
+            let output = AudioMut::new(out_buf, *out_ch, stride, frames);
+            node.process(ctx, input, output);
+        } else {
+            let mut sub = SubBlocks {
+                node: node.as_mut(),
+                params,
+                moving,
+                refused,
+                smoothing: self.smoothing,
+            };
+            let mut k = 0;
+            let mut e = 0;
+            while k < frames {
+                let now = ctx.position + k as u64;
+                while e < events.len() && events[e].offset as usize == k {
+                    sub.apply(events[e].body, now);
+                    e += 1;
+                }
+                let next_event = events.get(e).map_or(frames, |ev| ev.offset as usize);
+                let end = sub.update_moving(now, ctx.position, next_event.min(frames));
+                let piece = ProcessContext {
+                    sample_rate: ctx.sample_rate,
+                    frames: end - k,
+                    position: now,
+                };
+                let input = AudioRef::window(input_data, *in_ch, stride, k, end - k);
+                let output = AudioMut::window(out_buf, *out_ch, stride, k, end - k);
+                sub.node.process(&piece, input, output);
+                k = end;
+            }
+            *touched = true;
+        }
+        if self.levels {
+            level.add(AudioRef::new(out_buf, *out_ch, stride, frames));
+        }
         if let Some(t) = started {
             self.node_nanos[i].fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         }
@@ -369,6 +796,311 @@ impl Schedule {
     /// Predecessors of the node at processing position `i`, as processing positions.
     pub fn predecessors(&self, i: usize) -> &[usize] {
         &self.preds[i]
+    }
+}
+
+/// One node's parameters while its block is cut into sub-blocks.
+struct SubBlocks<'a> {
+    node: &'a mut dyn Node,
+    params: &'a mut [ParamState],
+    moving: &'a mut usize,
+    refused: &'a mut u64,
+    smoothing: u64,
+}
+
+impl SubBlocks<'_> {
+    /// Applies `body` at frame `now`: the parameter's new segment starts from the value it
+    /// has reached there. A change that is over at once (a step) reaches the node now.
+    fn apply(&mut self, body: NodeEvent, now: u64) {
+        let NodeEvent::Param { index, change } = body;
+        let p = usize::from(index);
+        let Some(state) = self.params.get_mut(p).filter(|s| s.live) else {
+            *self.refused += 1;
+            return;
+        };
+        let reached = state.segment.value_at(now);
+        let (shape, from, to, frames) = match change {
+            Change::Step(v) => (Shape::Linear, v, v, 0),
+            Change::Set(v) => (Shape::Linear, reached, v, self.smoothing),
+            Change::Ramp(r) => (
+                r.shape,
+                r.from.unwrap_or(reached),
+                r.to,
+                u64::from(r.frames),
+            ),
+        };
+        state.segment = Segment::ramp(shape, from, to, now, frames);
+        state.changed = true;
+        let moving = !state.segment.settled_at(now);
+        if moving != state.moving {
+            state.moving = moving;
+            if moving {
+                *self.moving += 1;
+            } else {
+                *self.moving -= 1;
+            }
+        }
+        if !moving && !self.node.set_param(p, to) {
+            *self.refused += 1;
+        }
+    }
+
+    /// At frame `now`, the start of a sub-block: ends the ramps that are over (the node gets
+    /// their final value), hands the node the others' values, and returns where the
+    /// sub-block must end at the latest (`limit`, like the result, counts from
+    /// `block_start`).
+    fn update_moving(&mut self, now: u64, block_start: u64, limit: usize) -> usize {
+        let mut end = limit;
+        if *self.moving == 0 {
+            return end;
+        }
+        for (p, state) in self.params.iter_mut().enumerate() {
+            if !state.moving {
+                continue;
+            }
+            state.changed = true;
+            let segment = state.segment;
+            if segment.settled_at(now) {
+                state.moving = false;
+                *self.moving -= 1;
+                state.segment = Segment::constant(segment.target());
+                if !self.node.set_param(p, segment.target()) {
+                    *self.refused += 1;
+                }
+            } else if !self.node.follow_param(p, ParamCurve::new(segment, now)) {
+                // The value of the control period `now` falls in (or of the ramp's start,
+                // when it began inside it): the same whichever block `now` starts.
+                let period = now - now % CONTROL_FRAMES;
+                if !self
+                    .node
+                    .set_param(p, segment.value_at(period.max(segment.start())))
+                {
+                    *self.refused += 1;
+                }
+                let next = period + CONTROL_FRAMES;
+                end = end.min((next.min(segment.end()) - block_start) as usize);
+            }
+        }
+        end
+    }
+}
+
+impl Schedule {
+    /// A unique id for this schedule, so that control handles made for it can tell when
+    /// the engine runs another.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Queues an event for its frame. Real-time safe: the queue has a fixed capacity
+    /// ([`DEFAULT_EVENT_CAPACITY`] unless [`set_event_capacity`](Self::set_event_capacity)
+    /// changed it).
+    ///
+    /// # Errors
+    /// [`ControlError::QueueFull`] when the queue is full (the event is not taken), and
+    /// [`ControlError::Stale`] when the event names a node or parameter this schedule does
+    /// not have live (an id from another schedule).
+    pub fn push_event(&mut self, event: Event) -> Result<(), ControlError> {
+        if !self.accepts(&event) {
+            return Err(ControlError::Stale);
+        }
+        let ev = &mut self.events;
+        if ev.heap.len() == ev.capacity {
+            return Err(ControlError::QueueFull {
+                capacity: ev.capacity,
+            });
+        }
+        let pending = Pending {
+            frame: event.frame.unwrap_or(self.position),
+            seq: ev.seq,
+            node: event.node,
+            body: event.body,
+        };
+        ev.seq += 1;
+        ev.heap_push(pending);
+        Ok(())
+    }
+
+    /// Whether `event` names a live parameter of this schedule.
+    fn accepts(&self, event: &Event) -> bool {
+        let NodeEvent::Param { index, .. } = event.body;
+        (event.node as usize) < self.slots.len()
+            && self
+                .slot(event.node as usize)
+                .params
+                .get(usize::from(index))
+                .is_some_and(|p| p.live)
+    }
+
+    /// Events waiting in the queue for their frame.
+    pub fn pending_events(&self) -> usize {
+        self.events.heap.len()
+    }
+
+    /// Replaces the preloaded timeline (automation, a replayed recording): events applied
+    /// at their frames like queued ones, but held in a list of their own, so that any
+    /// number fits. Events at the same frame keep their order, and come before queued
+    /// events at that frame. Allocates; call it off the audio thread.
+    ///
+    /// # Errors
+    /// [`ControlError::Stale`] for an event on a node or parameter that is not live here;
+    /// an event without a frame is taken as frame 0.
+    pub fn set_timeline(&mut self, events: Vec<Event>) -> Result<(), ControlError> {
+        if !events.iter().all(|e| self.accepts(e)) {
+            return Err(ControlError::Stale);
+        }
+        let mut timeline: Vec<Pending> = events
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| Pending {
+                frame: e.frame.unwrap_or(0),
+                seq: i as u64,
+                node: e.node,
+                body: e.body,
+            })
+            .collect();
+        timeline.sort_by_key(Pending::key);
+        self.events.timeline = timeline;
+        self.events.cursor = 0;
+        Ok(())
+    }
+
+    /// Sets how many events the queue holds and how many can be due in one block. Allocates
+    /// (off the audio thread). Queued events are kept: the capacity never shrinks below
+    /// their number.
+    ///
+    /// # Panics
+    /// If `capacity` is 0.
+    pub fn set_event_capacity(&mut self, capacity: usize) {
+        assert!(capacity > 0, "an event capacity of at least 1");
+        let ev = &mut self.events;
+        // Ascending order is a valid min-heap; the earliest events are the ones kept.
+        let mut queued = Vec::with_capacity(ev.heap.len());
+        while let Some(e) = ev.heap_pop() {
+            queued.push(e);
+        }
+        let capacity = capacity.max(queued.len());
+        ev.heap = queued;
+        ev.reserve(capacity);
+    }
+
+    /// The capacity set by [`set_event_capacity`](Self::set_event_capacity).
+    pub fn event_capacity(&self) -> usize {
+        self.events.capacity
+    }
+
+    /// How long a [`Change::Set`] takes to reach its value ([`DEFAULT_SMOOTHING`] unless
+    /// changed); zero makes every set a step.
+    pub fn set_smoothing(&mut self, time: Duration) {
+        self.smoothing = (time.as_secs_f64() * f64::from(self.cfg.sample_rate)).round() as u64;
+    }
+
+    /// Keeps the events applied in each block for [`applied`](Self::applied) (for
+    /// recording), or stops keeping them.
+    pub fn set_recording(&mut self, on: bool) {
+        self.events.record = on;
+        self.events.applied.clear();
+    }
+
+    /// The events applied in the last block, with the frames they took effect at, in the
+    /// order they were applied; empty unless [`set_recording`](Self::set_recording) is on.
+    pub fn applied(&self) -> &[Applied] {
+        &self.events.applied
+    }
+
+    /// Counters of the event path.
+    pub fn event_stats(&self) -> EventStats {
+        EventStats {
+            refused: (0..self.slots.len()).map(|i| self.slot(i).refused).sum(),
+            ..self.events.stats
+        }
+    }
+
+    /// The names and ranges behind this schedule's parameter ids, for control threads.
+    pub fn param_table(&self) -> ParamTable {
+        let nodes = (0..self.slots.len())
+            .map(|i| {
+                let slot = self.slot(i);
+                let specs = slot.node.params();
+                NodeParams {
+                    name: self.names[i].clone(),
+                    kind: type_of(specs),
+                    specs,
+                    live: slot.params.iter().map(|p| p.live).collect(),
+                    initial: slot
+                        .params
+                        .iter()
+                        .map(|p| p.segment.value_at(self.position))
+                        .collect(),
+                }
+            })
+            .collect();
+        ParamTable {
+            schedule: self.id,
+            sample_rate: self.cfg.sample_rate,
+            nodes,
+        }
+    }
+
+    /// The value of parameter `id` from the next frame on, if it is live.
+    pub fn param_value(&self, id: ParamId) -> Option<f32> {
+        let slot = self.slots.get(id.node())?;
+        // SAFETY: as in `slot`: `&self` outside processing.
+        let slot = unsafe { &*slot.get() };
+        let p = slot.params.get(id.param()).filter(|p| p.live)?;
+        Some(p.segment.value_at(self.position))
+    }
+
+    /// Calls `f` with every live parameter whose value changed (an event applied, or a ramp
+    /// moved it) since the last call, and its value from the next frame on. Real-time safe:
+    /// it walks the nodes, allocating nothing.
+    pub fn take_param_changes(&mut self, mut f: impl FnMut(ParamId, f32)) {
+        let now = self.position;
+        for (n, cell) in self.slots.iter_mut().enumerate() {
+            let slot = cell.get_mut();
+            if !std::mem::take(&mut slot.touched) {
+                continue;
+            }
+            for (p, state) in slot.params.iter_mut().enumerate() {
+                let value = state.segment.value_at(now);
+                // Bit patterns, so that a change of sign of zero or a NaN still counts.
+                if std::mem::take(&mut state.changed) && value.to_bits() != state.reported.to_bits()
+                {
+                    state.reported = value;
+                    let id = ParamId {
+                        node: n as u32,
+                        param: p as u16,
+                    };
+                    f(id, value);
+                }
+            }
+        }
+    }
+
+    /// Measures the level (peak, RMS) of every node's output, for per-node meters read
+    /// with [`take_levels`](Self::take_levels); off by default (it reads every sample).
+    pub fn set_levels(&mut self, on: bool) {
+        self.levels = on;
+    }
+
+    /// Calls `f` with each node's position and its level since the last call, and starts
+    /// over. Real-time safe.
+    pub fn take_levels(&mut self, mut f: impl FnMut(usize, NodeLevel)) {
+        for (n, cell) in self.slots.iter_mut().enumerate() {
+            f(n, std::mem::take(&mut cell.get_mut().level));
+        }
+    }
+}
+
+/// The built-in node type declaring `specs`, when exactly one does (a node does not know
+/// its type's name; its parameter list tells, except for types that share one).
+fn type_of(specs: &'static [crate::param::ParamSpec]) -> Option<&'static str> {
+    let mut types = crate::registry::node_types()
+        .iter()
+        .filter(|t| t.params == specs);
+    match (types.next(), types.next()) {
+        (Some(t), None) => Some(t.name),
+        _ => None,
     }
 }
 

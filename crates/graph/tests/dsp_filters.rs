@@ -3,7 +3,7 @@
 use std::f64::consts::{FRAC_1_SQRT_2, SQRT_2, TAU};
 
 use downbeat_graph::nodes::{Biquad, FilterMode, Gain, Mix};
-use downbeat_graph::Node;
+use downbeat_graph::{Node, ParamCurve, Shape};
 
 mod common;
 use common::{run, SR};
@@ -159,7 +159,7 @@ fn mix_pan_is_equal_power_and_exact_at_the_ends() {
 }
 
 #[test]
-fn mix_ignores_pan_unless_stereo_and_ramps_live_changes() {
+fn mix_ignores_pan_unless_stereo_and_follows_live_changes() {
     let input = ramp_input(3, 300);
     let out = run(&mut Mix::new(3, 0.0, 1.0), &input, 100);
     assert_eq!(out, input, "pan ignored for 3 channels");
@@ -169,13 +169,24 @@ fn mix_ignores_pan_unless_stereo_and_ramps_live_changes() {
     run(&mut m, &ones, 100);
     assert!(m.set_param(1, -6.0));
     assert!(!m.set_param(1, 100.0));
-    let out = run(&mut m, &ones, 100);
     let target = 10f64.powf(-6.0 / 20.0) as f32;
-    // The first block ramps monotonically from 1 to the target, ending exactly on it.
-    assert!(out[0][..100].windows(2).all(|w| w[1] <= w[0]));
-    assert!(out[0][0] < 1.0 && out[0][0] > target);
-    assert_eq!(out[0][99], target);
-    assert!(out[0][100..].iter().all(|&s| s == target));
+    // `set_param` is a step: the schedule, not the node, smooths.
+    let out = run(&mut m, &ones, 100);
+    assert!(out[0].iter().all(|&s| s == target));
+    // A curve is followed sample by sample: from -6 dB back to 0 dB over 100 frames.
+    assert!(m.follow_param(1, ParamCurve::ramp(Shape::Linear, -6.0, 0.0, 100)));
+    let out = run(&mut m, &ones, 300);
+    for (k, &s) in out[0].iter().enumerate() {
+        let db = -6.0 + 6.0 * (k.min(100) as f64 / 100.0);
+        assert!(
+            (f64::from(s) - 10f64.powf(db / 20.0)).abs() < 1e-6,
+            "frame {k}"
+        );
+    }
+    assert!(
+        !m.follow_param(1, ParamCurve::ramp(Shape::Linear, 0.0, 100.0, 10)),
+        "a curve leaving the range is refused"
+    );
 }
 
 #[test]

@@ -191,26 +191,29 @@ static PARAMS: &[ParamSpec] = &[
             options: &["lowpass", "highpass", "bandpass"],
             default: "lowpass",
         },
+        live: false,
     },
     ParamSpec {
         name: "freq",
         doc: "corner (lowpass/highpass) or center (bandpass) frequency in Hz; \
-              must be below half the sample rate (live)",
+              must be below half the sample rate",
         kind: ParamKind::Float {
             min: 1.0,
             max: 96_000.0,
             default: 1000.0,
         },
+        live: true,
     },
     ParamSpec {
         name: "q",
         doc: "quality factor: 0.7071 is maximally flat (Butterworth) for lowpass/highpass; \
-              higher is narrower for bandpass (live)",
+              higher is narrower for bandpass",
         kind: ParamKind::Float {
             min: 0.05,
             max: 50.0,
             default: std::f64::consts::FRAC_1_SQRT_2,
         },
+        live: true,
     },
 ];
 
@@ -275,6 +278,20 @@ impl Node for Biquad {
         }
         self.coeffs = Coeffs::rbj(self.mode, self.sample_rate, self.freq, self.q);
         true
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    // Coefficients cost a cosine, a sine and a division: a moving `freq` or `q` is
+    // updated every `CONTROL_FRAMES` by the schedule rather than followed per sample.
+    fn get_param(&self, index: usize) -> Option<f32> {
+        match index {
+            P_FREQ => Some(self.freq as f32),
+            P_Q => Some(self.q as f32),
+            _ => None,
+        }
     }
 }
 

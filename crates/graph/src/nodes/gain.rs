@@ -2,11 +2,12 @@
 
 use crate::buffer::{AudioMut, AudioRef};
 use crate::node::{Node, ProcessContext};
-use crate::nodes::CHANNELS;
+use crate::nodes::{curve_accepts, float_param_accepts, CHANNELS};
 use crate::param::{ParamError, ParamKind, ParamSpec, Params};
 use crate::registry::{NodeConfig, NodeType};
+use crate::smooth::ParamCurve;
 
-/// Multiplies every channel by a linear gain.
+/// Multiplies every channel by a linear gain. A moving gain is followed sample by sample.
 ///
 /// ```
 /// use downbeat_graph::nodes::Gain;
@@ -23,25 +24,34 @@ use crate::registry::{NodeConfig, NodeType};
 pub struct Gain {
     channels: usize,
     gain: f32,
+    /// The gain's curve over the next block while it moves.
+    curve: Option<ParamCurve>,
 }
 
 impl Gain {
     /// A gain stage of `channels` channels multiplying by `gain` (linear).
     pub fn new(channels: usize, gain: f32) -> Self {
-        Self { channels, gain }
+        Self {
+            channels,
+            gain,
+            curve: None,
+        }
     }
 }
+
+const P_GAIN: usize = 1;
 
 static PARAMS: &[ParamSpec] = &[
     CHANNELS,
     ParamSpec {
         name: "gain",
-        doc: "linear gain factor (live)",
+        doc: "linear gain factor",
         kind: ParamKind::Float {
             min: 0.0,
             max: 16.0,
             default: 1.0,
         },
+        live: true,
     },
 ];
 
@@ -70,19 +80,36 @@ impl Node for Gain {
 
     fn process(&mut self, _ctx: &ProcessContext, input: AudioRef<'_>, mut output: AudioMut<'_>) {
         for c in 0..self.channels {
-            for (o, i) in output.channel_mut(c).iter_mut().zip(input.channel(c)) {
-                *o = self.gain * i;
+            let out = output.channel_mut(c).iter_mut().zip(input.channel(c));
+            match &self.curve {
+                None => out.for_each(|(o, i)| *o = self.gain * i),
+                Some(curve) => out.enumerate().for_each(|(k, (o, i))| *o = curve.at(k) * i),
             }
         }
     }
 
     fn set_param(&mut self, index: usize, value: f32) -> bool {
-        match index {
-            1 if (0.0..=16.0).contains(&value) => {
-                self.gain = value;
-                true
-            }
-            _ => false,
+        if index != P_GAIN || !float_param_accepts(PARAMS, index, value) {
+            return false;
         }
+        self.gain = value;
+        self.curve = None;
+        true
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn get_param(&self, index: usize) -> Option<f32> {
+        (index == P_GAIN).then_some(self.gain)
+    }
+
+    fn follow_param(&mut self, index: usize, curve: ParamCurve) -> bool {
+        if index != P_GAIN || !curve_accepts(PARAMS, index, &curve) {
+            return false;
+        }
+        self.curve = Some(curve);
+        true
     }
 }

@@ -4,9 +4,12 @@ use std::f64::consts::TAU;
 
 use crate::buffer::{AudioMut, AudioRef};
 use crate::node::{Node, ProcessContext};
-use crate::nodes::{check_channels, float_param_accepts, invalid, Pcg32, CHANNELS, SEED};
+use crate::nodes::{
+    check_channels, curve_accepts, float_param_accepts, invalid, Pcg32, CHANNELS, SEED,
+};
 use crate::param::{ParamError, ParamKind, ParamSpec, Params};
 use crate::registry::{NodeConfig, NodeType};
+use crate::smooth::ParamCurve;
 
 /// Lowest MIDI note accepted (A0, 27.5 Hz): the delay line is sized for it.
 const LOWEST_NOTE: f64 = 21.0;
@@ -156,6 +159,8 @@ pub struct Karplus {
     remaining: u64,
     length_samples: u64,
     amp: f32,
+    /// The amplitude's curve over the next block while it moves.
+    amp_curve: Option<ParamCurve>,
 }
 
 impl Karplus {
@@ -241,6 +246,7 @@ impl Karplus {
             remaining: 0,
             length_samples: (s.length * sample_rate).round() as u64,
             amp: s.amp,
+            amp_curve: None,
         };
         string.next_onset = string.onset(0);
         Ok(string)
@@ -314,6 +320,7 @@ static PARAMS: &[ParamSpec] = &[
             max: HIGHEST_NOTE,
             default: DEFAULT_NOTES,
         },
+        live: false,
     },
     ParamSpec {
         name: "interval",
@@ -323,6 +330,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 60.0,
             default: 0.5,
         },
+        live: false,
     },
     ParamSpec {
         name: "length",
@@ -333,6 +341,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 60.0,
             default: 0.4,
         },
+        live: false,
     },
     ParamSpec {
         name: "offset",
@@ -342,24 +351,27 @@ static PARAMS: &[ParamSpec] = &[
             max: 3600.0,
             default: 0.0,
         },
+        live: false,
     },
     ParamSpec {
         name: "decay",
-        doc: "loop gain per period: 1 rings longest, lower dies faster (live)",
+        doc: "loop gain per period: 1 rings longest, lower dies faster",
         kind: ParamKind::Float {
             min: 0.8,
             max: 1.0,
             default: 0.996,
         },
+        live: true,
     },
     ParamSpec {
         name: "amp",
-        doc: "linear output amplitude (live)",
+        doc: "linear output amplitude",
         kind: ParamKind::Float {
             min: 0.0,
             max: 16.0,
             default: 0.5,
         },
+        live: true,
     },
     SEED,
 ];
@@ -403,7 +415,9 @@ impl Node for Karplus {
             return;
         };
         let amp = f64::from(self.amp);
-        for o in first.iter_mut() {
+        let curve = self.amp_curve;
+        for (k, o) in first.iter_mut().enumerate() {
+            let amp = curve.map_or(amp, |c| f64::from(c.at(k)));
             if self.time >= self.next_onset {
                 let k = self.next_note;
                 self.pluck(k);
@@ -435,9 +449,32 @@ impl Node for Karplus {
             P_AMP => {
                 self.amp = value;
                 self.settings.amp = value;
+                self.amp_curve = None;
             }
             _ => return false,
         }
+        true
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn get_param(&self, index: usize) -> Option<f32> {
+        match index {
+            P_DECAY => Some(self.decay as f32),
+            P_AMP => Some(self.amp),
+            _ => None,
+        }
+    }
+
+    fn follow_param(&mut self, index: usize, curve: ParamCurve) -> bool {
+        // The decay changes the loop filter, which is cheap enough per sample but audibly
+        // the same at control rate; only the amplitude is followed sample by sample.
+        if index != P_AMP || !curve_accepts(PARAMS, index, &curve) {
+            return false;
+        }
+        self.amp_curve = Some(curve);
         true
     }
 }

@@ -4,9 +4,10 @@ use std::f64::consts::{FRAC_PI_4, SQRT_2};
 
 use crate::buffer::{AudioMut, AudioRef};
 use crate::node::{Node, ProcessContext};
-use crate::nodes::{float_param_accepts, CHANNELS};
+use crate::nodes::{curve_accepts, float_param_accepts, CHANNELS};
 use crate::param::{ParamError, ParamKind, ParamSpec, Params};
 use crate::registry::{NodeConfig, NodeType};
+use crate::smooth::ParamCurve;
 
 /// A mix bus: the schedule sums every edge into its input; the bus applies a gain in dB and,
 /// when it has exactly two channels, an equal-power pan.
@@ -17,7 +18,8 @@ use crate::registry::{NodeConfig, NodeType};
 /// and exact silence on the other. With any other channel count `pan` is ignored.
 ///
 /// Gains are computed in `f64` and applied as one `f32` factor per channel. A change made
-/// with [`set_param`](Node::set_param) is ramped linearly over the next block.
+/// with [`set_param`](Node::set_param) applies at once; a moving `gain_db` or `pan` (a
+/// schedule's smoothing or ramp) is followed sample by sample.
 ///
 /// ```
 /// use downbeat_graph::nodes::Mix;
@@ -37,9 +39,11 @@ pub struct Mix {
     gain_db: f64,
     pan: f64,
     /// Factor per channel applied at the end of the last block.
-    current: Vec<f32>,
-    /// Factor per channel wanted from now on.
-    target: Vec<f32>,
+    /// Factor per channel, gain and pan combined.
+    factors: Vec<f32>,
+    /// Curves over the next block of the parameters that move.
+    gain_curve: Option<ParamCurve>,
+    pan_curve: Option<ParamCurve>,
 }
 
 impl Mix {
@@ -50,28 +54,35 @@ impl Mix {
             channels,
             gain_db,
             pan: pan.clamp(-1.0, 1.0),
-            current: vec![0.0; channels],
-            target: vec![0.0; channels],
+            factors: vec![0.0; channels],
+            gain_curve: None,
+            pan_curve: None,
         };
-        mix.update_target();
-        mix.current.copy_from_slice(&mix.target);
+        mix.update_factors();
         mix
     }
 
     /// The factor applied to each channel (gain and pan combined), once any ramp is over.
     pub fn factors(&self) -> &[f32] {
-        &self.target
+        &self.factors
     }
 
-    fn update_target(&mut self) {
-        let gain = 10f64.powf(self.gain_db / 20.0);
-        if self.channels == 2 {
-            let (left, right) = pan_law(self.pan);
-            self.target[0] = (gain * left) as f32;
-            self.target[1] = (gain * right) as f32;
-        } else {
-            self.target.fill(gain as f32);
+    fn update_factors(&mut self) {
+        let (gain_db, pan) = (self.gain_db, self.pan);
+        for (c, f) in self.factors.iter_mut().enumerate() {
+            *f = factor(self.channels, c, gain_db, pan);
         }
+    }
+}
+
+/// The factor of channel `c` of `channels` for `gain_db` and `pan`.
+fn factor(channels: usize, c: usize, gain_db: f64, pan: f64) -> f32 {
+    let gain = 10f64.powf(gain_db / 20.0);
+    if channels == 2 {
+        let (left, right) = pan_law(pan);
+        (gain * if c == 0 { left } else { right }) as f32
+    } else {
+        gain as f32
     }
 }
 
@@ -93,22 +104,24 @@ static PARAMS: &[ParamSpec] = &[
     CHANNELS,
     ParamSpec {
         name: "gain_db",
-        doc: "gain in dB applied to the summed inputs (live)",
+        doc: "gain in dB applied to the summed inputs",
         kind: ParamKind::Float {
             min: -120.0,
             max: 24.0,
             default: 0.0,
         },
+        live: true,
     },
     ParamSpec {
         name: "pan",
         doc: "equal-power pan for 2 channels: -1 left, 0 center (unity), 1 right; \
-              ignored otherwise (live)",
+              ignored otherwise",
         kind: ParamKind::Float {
             min: -1.0,
             max: 1.0,
             default: 0.0,
         },
+        live: true,
     },
 ];
 
@@ -137,25 +150,18 @@ impl Node for Mix {
     }
 
     fn process(&mut self, _ctx: &ProcessContext, input: AudioRef<'_>, mut output: AudioMut<'_>) {
-        let frames = output.frames();
+        let moving = self.gain_curve.is_some() || self.pan_curve.is_some();
         for c in 0..self.channels {
-            let (from, to) = (self.current[c], self.target[c]);
-            let out = output.channel_mut(c);
-            if from == to {
-                for (o, i) in out.iter_mut().zip(input.channel(c)) {
-                    *o = to * i;
-                }
-            } else {
-                let step = (to - from) / frames as f32;
-                for (n, (o, i)) in out.iter_mut().zip(input.channel(c)).enumerate() {
-                    let g = if n + 1 == frames {
-                        to
-                    } else {
-                        from + step * (n + 1) as f32
-                    };
-                    *o = g * i;
-                }
-                self.current[c] = to;
+            let out = output.channel_mut(c).iter_mut().zip(input.channel(c));
+            if !moving {
+                let g = self.factors[c];
+                out.for_each(|(o, i)| *o = g * i);
+                continue;
+            }
+            for (k, (o, i)) in out.enumerate() {
+                let gain_db = self.gain_curve.map_or(self.gain_db, |v| f64::from(v.at(k)));
+                let pan = self.pan_curve.map_or(self.pan, |v| f64::from(v.at(k)));
+                *o = factor(self.channels, c, gain_db, pan) * i;
             }
         }
     }
@@ -165,11 +171,41 @@ impl Node for Mix {
             return false;
         }
         match index {
-            P_GAIN_DB => self.gain_db = f64::from(value),
-            P_PAN => self.pan = f64::from(value),
+            P_GAIN_DB => {
+                self.gain_db = f64::from(value);
+                self.gain_curve = None;
+            }
+            P_PAN => {
+                self.pan = f64::from(value);
+                self.pan_curve = None;
+            }
             _ => return false,
         }
-        self.update_target();
+        self.update_factors();
+        true
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn get_param(&self, index: usize) -> Option<f32> {
+        match index {
+            P_GAIN_DB => Some(self.gain_db as f32),
+            P_PAN => Some(self.pan as f32),
+            _ => None,
+        }
+    }
+
+    fn follow_param(&mut self, index: usize, curve: ParamCurve) -> bool {
+        if !curve_accepts(PARAMS, index, &curve) {
+            return false;
+        }
+        match index {
+            P_GAIN_DB => self.gain_curve = Some(curve),
+            P_PAN => self.pan_curve = Some(curve),
+            _ => return false,
+        }
         true
     }
 }

@@ -38,6 +38,7 @@ pub use spectral_compressor::{CompressorSettings, CompressorStats, SpectralCompr
 
 use crate::param::{ParamError, ParamKind, ParamSpec};
 use crate::registry::NodeType;
+use crate::smooth::ParamCurve;
 
 /// The `channels` parameter most node types share.
 pub(crate) const CHANNELS: ParamSpec = ParamSpec {
@@ -48,6 +49,7 @@ pub(crate) const CHANNELS: ParamSpec = ParamSpec {
         max: 32,
         default: 2,
     },
+    live: false,
 };
 
 /// The `seed` parameter of the nodes that use random numbers.
@@ -59,6 +61,7 @@ pub(crate) const SEED: ParamSpec = ParamSpec {
         max: 4_294_967_295,
         default: 1,
     },
+    live: false,
 };
 
 pub(crate) static BUILTIN: &[NodeType] = &[
@@ -94,6 +97,14 @@ pub(crate) fn float_param_accepts(specs: &[ParamSpec], index: usize, value: f32)
         }
         _ => false,
     }
+}
+
+/// True when every value of `curve` is accepted by the `Float` parameter at `index` of
+/// `specs`: the check [`Node::follow_param`](crate::Node::follow_param) implementations use.
+/// A ramp is monotonic, so its two ends bound it. Real-time safe.
+pub(crate) fn curve_accepts(specs: &[ParamSpec], index: usize, curve: &ParamCurve) -> bool {
+    let (lo, hi) = curve.bounds();
+    float_param_accepts(specs, index, lo) && float_param_accepts(specs, index, hi)
 }
 
 /// Checks a channel count given directly to a constructor.
@@ -186,6 +197,7 @@ mod tests {
                     max: 1.0,
                     default: 0.5,
                 },
+                live: false,
             },
         ];
         assert!(float_param_accepts(&specs, 1, 0.5));

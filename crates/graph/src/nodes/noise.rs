@@ -2,15 +2,17 @@
 
 use crate::buffer::{AudioMut, AudioRef};
 use crate::node::{Node, ProcessContext};
-use crate::nodes::{float_param_accepts, Pcg32, CHANNELS, SEED};
+use crate::nodes::{curve_accepts, float_param_accepts, Pcg32, CHANNELS, SEED};
 use crate::param::{ParamError, ParamKind, ParamSpec, Params};
 use crate::registry::{NodeConfig, NodeType};
+use crate::smooth::ParamCurve;
 
 /// Uniform white noise in `(-amp, amp)`: mean 0, RMS `amp / sqrt(3)`.
 ///
 /// Each channel has its own independent PCG32 stream, so channels are uncorrelated. The
 /// output depends only on `seed` and the number of samples produced so far: the same seed
-/// gives bit-identical output whatever the block sizes.
+/// gives bit-identical output whatever the block sizes. A moving `amp` is followed sample
+/// by sample.
 ///
 /// ```
 /// use downbeat_graph::nodes::Noise;
@@ -31,6 +33,7 @@ use crate::registry::{NodeConfig, NodeType};
 pub struct Noise {
     rngs: Vec<Pcg32>,
     amp: f32,
+    curve: Option<ParamCurve>,
 }
 
 impl Noise {
@@ -39,6 +42,7 @@ impl Noise {
         Self {
             rngs: (0..channels as u64).map(|c| Pcg32::new(seed, c)).collect(),
             amp,
+            curve: None,
         }
     }
 }
@@ -49,12 +53,13 @@ static PARAMS: &[ParamSpec] = &[
     CHANNELS,
     ParamSpec {
         name: "amp",
-        doc: "linear peak amplitude; the RMS level is amp / sqrt(3) (live)",
+        doc: "linear peak amplitude; the RMS level is amp / sqrt(3)",
         kind: ParamKind::Float {
             min: 0.0,
             max: 16.0,
             default: 0.25,
         },
+        live: true,
     },
     SEED,
 ];
@@ -86,8 +91,15 @@ impl Node for Noise {
     fn process(&mut self, _ctx: &ProcessContext, _input: AudioRef<'_>, mut output: AudioMut<'_>) {
         let amp = f64::from(self.amp);
         for (rng, ch) in self.rngs.iter_mut().zip(output.channels_mut()) {
-            for o in ch.iter_mut() {
-                *o = (amp * rng.bipolar()) as f32;
+            match &self.curve {
+                None => ch
+                    .iter_mut()
+                    .for_each(|o| *o = (amp * rng.bipolar()) as f32),
+                Some(curve) => {
+                    for (k, o) in ch.iter_mut().enumerate() {
+                        *o = (f64::from(curve.at(k)) * rng.bipolar()) as f32;
+                    }
+                }
             }
         }
     }
@@ -96,9 +108,26 @@ impl Node for Noise {
         match index {
             P_AMP if float_param_accepts(PARAMS, index, value) => {
                 self.amp = value;
+                self.curve = None;
                 true
             }
             _ => false,
         }
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn get_param(&self, index: usize) -> Option<f32> {
+        (index == P_AMP).then_some(self.amp)
+    }
+
+    fn follow_param(&mut self, index: usize, curve: ParamCurve) -> bool {
+        if index != P_AMP || !curve_accepts(PARAMS, index, &curve) {
+            return false;
+        }
+        self.curve = Some(curve);
+        true
     }
 }

@@ -58,4 +58,8 @@ impl Node for Output {
             output.channel_mut(c).copy_from_slice(input.channel(c));
         }
     }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
 }

@@ -4,15 +4,16 @@ use std::f64::consts::TAU;
 
 use crate::buffer::{AudioMut, AudioRef};
 use crate::node::{Node, ProcessContext};
-use crate::nodes::{float_param_accepts, invalid, CHANNELS};
+use crate::nodes::{curve_accepts, float_param_accepts, invalid, CHANNELS};
 use crate::param::{ParamError, ParamKind, ParamSpec, Params};
 use crate::registry::{NodeConfig, NodeType};
+use crate::smooth::ParamCurve;
 
 /// A sine oscillator: `amp * sin(2π (freq t + phase))`, the same signal on every channel.
 ///
 /// The phase is accumulated in `f64` (in cycles, wrapped to `0..1`), so the frequency does
 /// not drift over hours of rendering. Changing `freq` while running keeps the phase
-/// continuous; changing `amp` ramps linearly over one block.
+/// continuous; a moving `freq` or `amp` is followed sample by sample.
 ///
 /// ```
 /// use downbeat_graph::nodes::Sine;
@@ -35,7 +36,9 @@ pub struct Sine {
     /// Phase increment per sample, in cycles.
     increment: f64,
     amp: f32,
-    target_amp: f32,
+    /// Curves over the next block of the parameters that move.
+    freq_curve: Option<ParamCurve>,
+    amp_curve: Option<ParamCurve>,
 }
 
 impl Sine {
@@ -50,7 +53,8 @@ impl Sine {
             phase: phase.rem_euclid(1.0),
             increment: (freq / sample_rate).rem_euclid(1.0),
             amp,
-            target_amp: amp,
+            freq_curve: None,
+            amp_curve: None,
         }
     }
 
@@ -67,21 +71,23 @@ static PARAMS: &[ParamSpec] = &[
     CHANNELS,
     ParamSpec {
         name: "freq",
-        doc: "frequency in Hz; must be below half the sample rate (live)",
+        doc: "frequency in Hz; must be below half the sample rate",
         kind: ParamKind::Float {
             min: 0.0,
             max: 96_000.0,
             default: 440.0,
         },
+        live: true,
     },
     ParamSpec {
         name: "amp",
-        doc: "linear peak amplitude (live)",
+        doc: "linear peak amplitude",
         kind: ParamKind::Float {
             min: 0.0,
             max: 16.0,
             default: 0.5,
         },
+        live: true,
     },
     ParamSpec {
         name: "phase",
@@ -91,6 +97,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 1.0,
             default: 0.0,
         },
+        live: false,
     },
 ];
 
@@ -129,28 +136,34 @@ impl Node for Sine {
     }
 
     fn process(&mut self, _ctx: &ProcessContext, _input: AudioRef<'_>, mut output: AudioMut<'_>) {
-        let frames = output.frames();
         let mut channels = output.channels_mut();
         let Some(first) = channels.next() else {
             return;
         };
-        let mut amp = self.amp;
-        let step = if self.target_amp != amp && frames > 0 {
-            (self.target_amp - amp) / frames as f32
-        } else {
-            0.0
-        };
         let mut phase = self.phase;
-        for o in first.iter_mut() {
-            amp += step;
-            *o = amp * (TAU * phase).sin() as f32;
-            phase += self.increment;
-            if phase >= 1.0 {
-                phase -= 1.0;
+        if self.freq_curve.is_none() && self.amp_curve.is_none() {
+            for o in first.iter_mut() {
+                *o = self.amp * (TAU * phase).sin() as f32;
+                phase += self.increment;
+                if phase >= 1.0 {
+                    phase -= 1.0;
+                }
+            }
+        } else {
+            let per_hz = 1.0 / self.sample_rate;
+            for (k, o) in first.iter_mut().enumerate() {
+                let amp = self.amp_curve.map_or(self.amp, |c| c.at(k));
+                let increment = self
+                    .freq_curve
+                    .map_or(self.increment, |c| f64::from(c.at(k)) * per_hz);
+                *o = amp * (TAU * phase).sin() as f32;
+                phase += increment;
+                if phase >= 1.0 {
+                    phase -= 1.0;
+                }
             }
         }
         self.phase = phase;
-        self.amp = self.target_amp;
         for ch in channels {
             ch.copy_from_slice(first);
         }
@@ -163,13 +176,41 @@ impl Node for Sine {
         match index {
             P_FREQ if f64::from(value) < self.sample_rate / 2.0 => {
                 self.increment = f64::from(value) / self.sample_rate;
+                self.freq_curve = None;
                 true
             }
             P_AMP => {
-                self.target_amp = value;
+                self.amp = value;
+                self.amp_curve = None;
                 true
             }
             _ => false,
         }
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    fn get_param(&self, index: usize) -> Option<f32> {
+        match index {
+            P_FREQ => Some(self.freq() as f32),
+            P_AMP => Some(self.amp),
+            _ => None,
+        }
+    }
+
+    fn follow_param(&mut self, index: usize, curve: ParamCurve) -> bool {
+        if !curve_accepts(PARAMS, index, &curve) {
+            return false;
+        }
+        match index {
+            P_FREQ if f64::from(curve.bounds().1) < self.sample_rate / 2.0 => {
+                self.freq_curve = Some(curve);
+            }
+            P_AMP => self.amp_curve = Some(curve),
+            _ => return false,
+        }
+        true
     }
 }

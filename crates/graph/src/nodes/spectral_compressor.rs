@@ -427,6 +427,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 8192,
             default: 2048,
         },
+        live: false,
     },
     ParamSpec {
         name: "overlap",
@@ -436,51 +437,57 @@ static PARAMS: &[ParamSpec] = &[
             max: 8,
             default: 4,
         },
+        live: false,
     },
     ParamSpec {
         name: "threshold_db",
-        doc: "level in dBFS (sinusoid amplitude) above which a bin is compressed (live)",
+        doc: "level in dBFS (sinusoid amplitude) above which a bin is compressed",
         kind: ParamKind::Float {
             min: -120.0,
             max: 0.0,
             default: -20.0,
         },
+        live: true,
     },
     ParamSpec {
         name: "ratio",
-        doc: "compression ratio above the threshold; 1 leaves the signal unchanged (live)",
+        doc: "compression ratio above the threshold; 1 leaves the signal unchanged",
         kind: ParamKind::Float {
             min: 1.0,
             max: 100.0,
             default: 4.0,
         },
+        live: true,
     },
     ParamSpec {
         name: "attack_ms",
-        doc: "time constant in ms for gain reduction to increase (live)",
+        doc: "time constant in ms for gain reduction to increase",
         kind: ParamKind::Float {
             min: 0.0,
             max: 2000.0,
             default: 10.0,
         },
+        live: true,
     },
     ParamSpec {
         name: "release_ms",
-        doc: "time constant in ms for gain reduction to recover (live)",
+        doc: "time constant in ms for gain reduction to recover",
         kind: ParamKind::Float {
             min: 0.0,
             max: 10_000.0,
             default: 150.0,
         },
+        live: true,
     },
     ParamSpec {
         name: "makeup_db",
-        doc: "gain in dB applied after compression (live)",
+        doc: "gain in dB applied after compression",
         kind: ParamKind::Float {
             min: -48.0,
             max: 48.0,
             default: 0.0,
         },
+        live: true,
     },
 ];
 
@@ -561,5 +568,23 @@ impl Node for SpectralCompressor {
         }
         self.update_coefficients();
         true
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        PARAMS
+    }
+
+    // The gains change once per hop anyway: the schedule's control-rate updates suffice.
+    fn get_param(&self, index: usize) -> Option<f32> {
+        let s = &self.settings;
+        let v = match index {
+            P_THRESHOLD => s.threshold_db,
+            P_RATIO => s.ratio,
+            P_ATTACK => s.attack_ms,
+            P_RELEASE => s.release_ms,
+            P_MAKEUP => s.makeup_db,
+            _ => return None,
+        };
+        Some(v as f32)
     }
 }
