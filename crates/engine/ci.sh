@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Real parts for the engine: the JACK device against a running `jackd -d dummy`, and the load
-# report rendered and screenshotted in headless Chromium. Installs what it needs when missing.
+# Real parts for the engine: the JACK device against a running `jackd -d dummy`, the system
+# device (cpal through ALSA's PulseAudio plugin) against PulseAudio servers with null sinks,
+# every feature built together, and the load report rendered and screenshotted in headless
+# Chromium. Installs what it needs when missing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -9,6 +11,13 @@ command -v chromium >/dev/null || need+=(chromium)
 command -v jackd >/dev/null || need+=(jackd2)
 command -v jack_rec >/dev/null || need+=(jackd2)
 [ -e /usr/include/jack/jack.h ] || need+=(libjack-jackd2-dev)
+command -v jack_metro >/dev/null || need+=(jackd2)
+command -v pulseaudio >/dev/null || need+=(pulseaudio)
+command -v parecord >/dev/null || need+=(pulseaudio-utils)
+[ -e /usr/include/alsa/asoundlib.h ] || need+=(libasound2-dev)
+# ALSA's PulseAudio plugin: how an ALSA program (cpal's default host) reaches the server.
+[ -n "$(find /usr/lib -name 'libasound_module_pcm_pulse.so' -print -quit 2>/dev/null)" ] ||
+    need+=(libasound2-plugins)
 if [ ${#need[@]} -gt 0 ]; then
     echo "installing ${need[*]} (Debian packages) for the engine's device and report tests"
     apt-get update -qq
@@ -24,6 +33,39 @@ if ! pgrep -x jackd >/dev/null && ! pgrep -x jackdbus >/dev/null; then
 fi
 cargo clippy -q -p downbeat --features jack --all-targets -- -D warnings
 cargo test -p downbeat --features jack --test jack -- --test-threads=1
+
+echo "--- system device (each test starts its own PulseAudio server with null sinks)"
+# Tests keep their servers' runtime directories here; if a test binary dies before its
+# servers do, the pid files they leave say which processes to stop.
+export DOWNBEAT_PULSE_DIR="$PWD/target/pulse-tests"
+stop_pulse() {
+    for pid in "$DOWNBEAT_PULSE_DIR"/*/pid; do
+        if [ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null; then
+            echo "stopped a PulseAudio server a test left running (pid $(cat "$pid"))"
+        fi
+    done
+    rm -rf "$DOWNBEAT_PULSE_DIR"
+}
+trap stop_pulse EXIT
+stop_pulse
+mkdir -p "$DOWNBEAT_PULSE_DIR"
+cargo clippy -q -p downbeat --features system --all-targets -- -D warnings
+cargo test -p downbeat --features jack,system -- --test-threads=1
+
+echo "--- every feature of the workspace together (every device in one build)"
+cargo build -q --workspace --all-features
+# Without a server the JACK device says it cannot reach one (exit 1); a build without it
+# would say it has no JACK support (exit 2).
+set +e
+jack_out=$(JACK_DEFAULT_SERVER=none cargo run -q -p downbeat --all-features -- run \
+    examples/projects/hello.toml --device jack --seconds 0.1 2>&1)
+jack_code=$?
+set -e
+if [ "$jack_code" != 1 ] || ! grep -q "cannot connect to a JACK server" <<<"$jack_out"; then
+    echo "the --all-features build has no JACK device (exit $jack_code): $jack_out"
+    exit 1
+fi
+cargo run -q -p downbeat --all-features -- devices >/dev/null
 
 echo "--- load report in headless Chromium"
 out=target/report-check

@@ -2,11 +2,13 @@
 
 use std::time::Instant;
 
+use downbeat_graph::nodes::Capture;
 use downbeat_graph::Schedule;
 use downbeat_rt::pool::{Pool, PoolConfig};
 use downbeat_rt::reclaim::Collector;
 
 use crate::load::{LoadMeter, LoadSummary};
+use crate::meters::MeterTap;
 use crate::swap::{self, ScheduleSender, Swapper};
 
 /// Blocks of load history kept exactly by default: about 10 minutes at 48 kHz / 256.
@@ -39,6 +41,8 @@ pub struct Engine {
     swapper: Option<Swapper>,
     meter: LoadMeter,
     seconds_per_frame: f64,
+    capture: Option<Capture>,
+    meters: Option<MeterTap>,
 }
 
 impl Engine {
@@ -57,6 +61,8 @@ impl Engine {
             swapper: None,
             meter: LoadMeter::new(blocks),
             seconds_per_frame,
+            capture: None,
+            meters: None,
         }
     }
 
@@ -114,21 +120,68 @@ impl Engine {
         self.swapper.as_ref().map_or(0, |s| s.swaps)
     }
 
+    /// Connects the [`Capture`] that the schedule's `input` nodes read (the one the project
+    /// was built inside [`Capture::connect`] with): from now on every block writes the
+    /// device's input for its frames there first. Without a capture, input is ignored.
+    pub fn set_capture(&mut self, capture: Capture) {
+        self.capture = Some(capture);
+    }
+
+    /// The connected capture, if any.
+    pub fn capture(&self) -> Option<&Capture> {
+        self.capture.as_ref()
+    }
+
+    /// Hands every block's level and load to `tap` (see [`meters`](crate::meters)): the one
+    /// path by which every device's meters reach the message side.
+    pub fn set_meters(&mut self, tap: MeterTap) {
+        self.meters = Some(tap);
+    }
+
+    /// Disconnects the meters, handing the tap back.
+    pub fn take_meters(&mut self) -> Option<MeterTap> {
+        self.meters.take()
+    }
+
     /// Fills `out` with the next `out.len() / channels` frames, interleaved, and records the
     /// callback's load. Any length that is a whole number of frames works; blocks longer
-    /// than the schedule's block size are processed in pieces.
+    /// than the schedule's block size are processed in pieces. The `input` nodes, if any,
+    /// hear silence; see [`process_with_input`](Engine::process_with_input).
     ///
     /// # Panics
     /// If `out.len()` is not a multiple of [`channels`](Engine::channels).
     pub fn process(&mut self, out: &mut [f32]) {
+        self.process_with_input(&[], out);
+    }
+
+    /// Like [`process`](Engine::process), with the device's input for the same frames:
+    /// `input` holds them interleaved, [`Capture::channels`] per frame, and the `input` nodes
+    /// hear them sample-aligned with `out`. An empty `input` is silence.
+    ///
+    /// # Panics
+    /// If `out.len()` is not a multiple of [`channels`](Engine::channels), or a non-empty
+    /// `input` does not hold as many frames as `out`.
+    pub fn process_with_input(&mut self, input: &[f32], out: &mut [f32]) {
         let start = Instant::now();
         let ch = self.channels();
         assert_eq!(out.len() % ch, 0, "buffer is not a whole number of frames");
+        let in_ch = self.capture.as_ref().map_or(0, Capture::channels);
+        assert!(
+            input.is_empty() || self.capture.is_none() || input.len() == out.len() / ch * in_ch,
+            "input and output hold different numbers of frames"
+        );
         let max = self.schedule.config().max_block;
         if let Some(swapper) = self.swapper.as_mut() {
             swapper.take(&mut self.schedule);
         }
-        for piece in out.chunks_mut(max * ch) {
+        for (k, piece) in out.chunks_mut(max * ch).enumerate() {
+            if let Some(capture) = &self.capture {
+                let frames = piece.len() / ch;
+                match input.get(k * max * in_ch..(k * max + frames) * in_ch) {
+                    Some(captured) if !input.is_empty() => capture.write_interleaved(captured),
+                    _ => capture.write_silence(frames),
+                }
+            }
             match &self.pool {
                 Some(pool) => self.schedule.process_parallel(piece.len() / ch, pool),
                 None => self.schedule.process(piece.len() / ch),
@@ -139,6 +192,9 @@ impl Engine {
         if frames > 0 {
             let budget = frames as f64 * self.seconds_per_frame;
             self.meter.record(start.elapsed().as_secs_f64() / budget);
+        }
+        if let Some(tap) = &mut self.meters {
+            tap.block(out, self.meter.last());
         }
     }
 

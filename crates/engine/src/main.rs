@@ -3,13 +3,17 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use downbeat::device::{Device, DeviceError, Offline, RunLength, Virtual};
+use clap::{Parser, Subcommand};
+use downbeat::device::RunLength;
 use downbeat::project::Project;
 use downbeat::{Engine, LoadSummary};
 use serde::Serialize;
 
+use cli_device::{DeviceArgs, DeviceKind, FallbackKind};
+
+mod cli_device;
 mod jitter;
+mod latency;
 
 /// Downbeat: a real-time audio runtime. Runs audio graphs described in project files.
 #[derive(Parser)]
@@ -28,6 +32,28 @@ enum Command {
         /// Where the audio goes.
         #[arg(long, value_enum, default_value_t = DeviceKind::Virtual)]
         device: DeviceKind,
+        /// With `--device system`: play on this output device (see `downbeat devices`)
+        /// instead of the default one.
+        #[arg(long, value_name = "NAME")]
+        output_device: Option<String>,
+        /// With `--device system`: capture from this input device instead of the default one.
+        #[arg(long, value_name = "NAME")]
+        input_device: Option<String>,
+        /// With `--device offline` or `virtual`: what the project's `input` nodes hear.
+        #[arg(long, value_name = "FILE.wav")]
+        input: Option<PathBuf>,
+        /// With `--device system` or `jack`: also write what the `input` nodes heard to this
+        /// WAV file (replay it with `--device offline --input`).
+        #[arg(long, value_name = "FILE.wav")]
+        record_input: Option<PathBuf>,
+        /// With `--device jack`: connect the input ports, in order, to the JACK output ports
+        /// whose names start with this (e.g. `system:capture`).
+        #[arg(long, value_name = "PORT")]
+        connect_in: Option<String>,
+        /// With `--device system` or `jack`: when the device or its server goes away mid-run,
+        /// go on on this device instead of stopping.
+        #[arg(long, value_enum, value_name = "DEVICE")]
+        fallback: Option<FallbackKind>,
         /// Seconds of audio to produce.
         #[arg(long, default_value_t = 10.0, value_parser = parse_seconds)]
         seconds: f64,
@@ -56,6 +82,12 @@ enum Command {
     },
     /// Lists the node types and their parameters.
     Nodes,
+    /// Lists the computer's sound devices with their channels and sample rates (build with
+    /// `--features system`).
+    Devices,
+    /// Measures the round-trip latency: plays clicks, finds them in the capture, and shows
+    /// the result next to what the audio API claims.
+    Latency(latency::Args),
     /// Measures how late a periodic tick wakes up on this machine (a cyclictest-like meter).
     Jitter {
         /// Tick period, e.g. 16ms, 1.45ms or 500us.
@@ -83,17 +115,7 @@ enum Command {
     },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum DeviceKind {
-    /// Real time, paced by the system clock, no sound card needed.
-    Virtual,
-    /// As fast as possible (use with --out to render a file).
-    Offline,
-    /// A JACK server's real-time callback (build with `--features jack`).
-    Jack,
-}
-
-fn parse_seconds(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_seconds(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .parse()
         .map_err(|_| format!("`{s}` is not a number of seconds"))?;
@@ -107,7 +129,7 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 }
 
 /// A failure and the exit code it maps to: 2 for bad input, 1 for anything else.
-enum Failure {
+pub(crate) enum Failure {
     Input(String),
     Runtime(String),
 }
@@ -126,6 +148,11 @@ struct Summary {
     wall_seconds: f64,
     late_wakeups: u64,
     xruns: u64,
+    /// The device the run fell back to when its own was lost, and when (in seconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fallback: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fallback_at_seconds: Option<f64>,
     #[serde(flatten)]
     load: LoadSummary,
 }
@@ -225,9 +252,17 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Command::Devices => devices(),
+        Command::Latency(args) => latency::run(&args),
         Command::Run {
             project,
             device,
+            output_device,
+            input_device,
+            input,
+            record_input,
+            connect_in,
+            fallback,
             seconds,
             out,
             threads,
@@ -235,43 +270,52 @@ fn run(cli: Cli) -> Result<(), Failure> {
             report,
             connect,
         } => {
-            if connect.is_some() && !matches!(device, DeviceKind::Jack) {
-                return Err(Failure::Input(
-                    "--connect only applies to `--device jack`".into(),
-                ));
-            }
-            for (flag, path) in [("--out", &out), ("--report", &report)] {
-                if let Some(dir) = path.as_ref().and_then(|o| o.parent()) {
-                    if !dir.as_os_str().is_empty() && !dir.is_dir() {
-                        return Err(Failure::Input(format!(
-                            "{flag}: directory `{}` does not exist",
-                            dir.display()
-                        )));
-                    }
-                }
-            }
-            let (p, schedule) = match device {
-                DeviceKind::Jack => load_adapted(&project, follow_jack_rate)?,
-                _ => load(&project)?,
+            let args = DeviceArgs {
+                device,
+                connect,
+                connect_in,
+                output_device,
+                input_device,
+                input,
+                record_input,
+                fallback,
+                out: out.clone(),
             };
-            let nodes = schedule.len();
-            let mut engine = Engine::new(schedule);
+            args.check()?;
+            cli_device::check_dir("--report", report.as_deref())?;
+            let built = cli_device::build(&project, &args)?;
+            let p = built.project;
+            let nodes = built.schedule.len();
+            let mut engine = Engine::new(built.schedule);
+            if let Some(capture) = built.capture {
+                engine.set_capture(capture);
+            }
             let threads = threads.map_or_else(downbeat_rt::pool::available_cores, usize::from);
             for note in engine.set_threads(threads) {
                 eprintln!("note: {note}");
             }
             engine.schedule().set_profiling(report.is_some());
             let length = RunLength::seconds(seconds, engine.sample_rate());
-            let mut dev: Box<dyn Device> = match device {
-                DeviceKind::Virtual => Box::new(Virtual::new(out.clone())),
-                DeviceKind::Offline => Box::new(Offline::new(out.clone())),
-                DeviceKind::Jack => jack_device(connect.clone(), out.clone())?,
+            let mut dev = cli_device::make(&args, built.input)?;
+            let progress = cli_device::Progress::attach(&mut engine, length.frames, json);
+            let run = match dev.run(engine, length) {
+                Ok(run) => run,
+                Err(e) => {
+                    progress.abandon();
+                    return Err(cli_device::device_failure(e));
+                }
             };
-            let run_report = dev.run(&mut engine, length).map_err(|e| match e {
-                DeviceError::Config(m) => Failure::Input(m),
-                DeviceError::Unavailable(m) => Failure::Runtime(m),
-                other => Failure::Runtime(other.to_string()),
-            })?;
+            let mut engine = run.engine;
+            progress.finish(&mut engine);
+            let rate = engine.sample_rate() as f64;
+            if let Some(f) = &run.report.fallback {
+                eprintln!(
+                    "note: {} at {:.3} s; the run went on on the virtual device from that block \
+                     on, none dropped or repeated",
+                    f.reason,
+                    f.at_frame as f64 / rate
+                );
+            }
             let summary = Summary {
                 project: p.file.clone(),
                 device: dev.name(),
@@ -281,10 +325,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 nodes,
                 threads: engine.threads(),
                 pool_wakes: engine.pool_wakes(),
-                seconds: run_report.frames as f64 / engine.sample_rate() as f64,
-                wall_seconds: run_report.wall_seconds,
-                late_wakeups: run_report.late_wakeups,
-                xruns: dev.xruns(),
+                seconds: run.report.frames as f64 / rate,
+                wall_seconds: run.report.wall_seconds,
+                late_wakeups: run.report.late_wakeups,
+                xruns: run.report.xruns,
+                fallback: run.report.fallback.as_ref().map(|_| "virtual"),
+                fallback_at_seconds: run
+                    .report
+                    .fallback
+                    .as_ref()
+                    .map(|f| f.at_frame as f64 / rate),
                 load: engine.summary(),
             };
             if let Some(path) = &report {
@@ -301,43 +351,6 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
     }
-}
-
-#[cfg(feature = "jack")]
-fn jack_device(connect: Option<String>, out: Option<PathBuf>) -> Result<Box<dyn Device>, Failure> {
-    Ok(Box::new(downbeat::device::Jack::new(
-        "downbeat", connect, out,
-    )))
-}
-
-#[cfg(not(feature = "jack"))]
-fn jack_device(_: Option<String>, _: Option<PathBuf>) -> Result<Box<dyn Device>, Failure> {
-    Err(Failure::Input(NO_JACK.into()))
-}
-
-#[cfg(not(feature = "jack"))]
-const NO_JACK: &str = "this build has no JACK support; rebuild with the `jack` feature: \
-    `cargo run --release --features jack -- run PROJECT --device jack` (needs libjack, \
-    Debian: libjack-jackd2-dev)";
-
-/// Sets the project to the JACK server's sample rate, which the device must follow.
-#[cfg(feature = "jack")]
-fn follow_jack_rate(project: &mut Project) -> Result<(), Failure> {
-    let rate = downbeat::device::Jack::server_sample_rate("downbeat")
-        .map_err(|e| Failure::Runtime(e.to_string()))?;
-    if rate != project.sample_rate {
-        eprintln!(
-            "note: following the JACK server's sample rate, {rate} Hz (the project asks for {} Hz)",
-            project.sample_rate
-        );
-        project.sample_rate = rate;
-    }
-    Ok(())
-}
-
-#[cfg(not(feature = "jack"))]
-fn follow_jack_rate(_: &mut Project) -> Result<(), Failure> {
-    Err(Failure::Input(NO_JACK.into()))
 }
 
 fn write_report(path: &std::path::Path, s: &Summary, engine: &Engine) -> Result<(), Failure> {
@@ -381,10 +394,56 @@ fn print_summary(s: &Summary, out: Option<&PathBuf>) {
         match s.device {
             "virtual" => format!(", late wake-ups {}", s.late_wakeups),
             "jack" => format!(", JACK xruns {}", s.xruns),
+            "system" => format!(", xruns {} (underruns, overruns, stream errors)", s.xruns),
             _ => String::new(),
         }
     );
     if let Some(out) = out {
         println!("wrote {}", out.display());
     }
+}
+
+#[cfg(feature = "system")]
+fn devices() -> Result<(), Failure> {
+    let list = downbeat::device::list_devices().map_err(cli_device::device_failure)?;
+    if list.is_empty() {
+        println!("no sound devices found");
+    }
+    for d in list {
+        let default = match (d.default_output, d.default_input) {
+            (true, true) => " (default output and input)",
+            (true, false) => " (default output)",
+            (false, true) => " (default input)",
+            _ => "",
+        };
+        let rates: Vec<String> = d
+            .sample_rates
+            .iter()
+            .map(|&(lo, hi)| {
+                if lo == hi {
+                    format!("{lo}")
+                } else {
+                    format!("{lo}-{hi}")
+                }
+            })
+            .collect();
+        println!(
+            "{}{default}: {}\n    out {} ch, in {} ch, {} Hz",
+            d.name,
+            d.description,
+            d.output_channels,
+            d.input_channels,
+            if rates.is_empty() {
+                "?".to_string()
+            } else {
+                rates.join(", ")
+            }
+        );
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "system"))]
+fn devices() -> Result<(), Failure> {
+    Err(Failure::Input(cli_device::NO_SYSTEM.into()))
 }

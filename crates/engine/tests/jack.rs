@@ -252,3 +252,163 @@ fn no_server_and_bad_connections_get_clear_messages() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("nowhere:in"), "{err}");
 }
+
+fn read(path: &Path) -> Vec<f32> {
+    let mut r = hound::WavReader::open(path).unwrap();
+    assert_eq!(r.spec().sample_format, hound::SampleFormat::Float);
+    r.samples::<f32>().map(Result::unwrap).collect()
+}
+
+#[test]
+fn metronome_clicks_come_in_through_the_input_node_at_a_constant_offset() {
+    let server = Server::start("metro");
+    let mut metro = Command::new("jack_metro")
+        .args(["-b", "240", "-f", "1000", "-D", "20", "-n", "metro"])
+        .env("JACK_DEFAULT_SERVER", &server.name)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("jack_metro is installed (jackd2)");
+    server.wait_for_port("metro:240_bpm");
+    let project = tmp("mono-through.toml");
+    std::fs::write(
+        &project,
+        "edges = [\"mic -> g -> out\"]\n[nodes.mic]\ntype = \"input\"\nchannels = 1\n\
+         [nodes.g]\ntype = \"gain\"\nchannels = 1\ngain = 0.5\n\
+         [nodes.out]\ntype = \"output\"\nchannels = 1\n",
+    )
+    .unwrap();
+    let (out_wav, in_wav) = (tmp("metro-out.wav"), tmp("metro-in.wav"));
+    let out = server
+        .downbeat(&[
+            "run",
+            project.to_str().unwrap(),
+            "--device",
+            "jack",
+            "--seconds",
+            "3",
+            "--connect-in",
+            "metro:",
+            "--out",
+            out_wav.to_str().unwrap(),
+            "--record-input",
+            in_wav.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let _ = metro.kill();
+    let _ = metro.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (played, heard) = (read(&out_wav), read(&in_wav));
+    assert_eq!(played.len(), 3 * 48_000);
+    // Same cycle, same frames: the output is the input halved, sample for sample.
+    assert!(played.iter().zip(&heard).all(|(o, i)| *o == 0.5 * i));
+    // The clicks: onsets (a loud sample after 5 ms of quiet) exactly one beat apart.
+    let mut onsets = Vec::new();
+    let mut quiet = 0;
+    for (i, s) in played.iter().enumerate() {
+        if s.abs() > 0.01 {
+            if quiet >= 240 {
+                onsets.push(i);
+            }
+            quiet = 0;
+        } else {
+            quiet += 1;
+        }
+    }
+    assert!(
+        onsets.len() >= 8,
+        "{} clicks in 3 s at 240 bpm",
+        onsets.len()
+    );
+    let beat = 48_000 * 60 / 240;
+    for pair in onsets.windows(2) {
+        assert_eq!(pair[1] - pair[0], beat, "clicks at {onsets:?}");
+    }
+}
+
+#[test]
+fn server_dying_with_fallback_virtual_completes_with_no_lost_block() {
+    let mut server = Server::start("fallback");
+    let (wav, offline) = (tmp("fallback.wav"), tmp("fallback-offline.wav"));
+    let child = server
+        .downbeat(&[
+            "run",
+            HELLO,
+            "--device",
+            "jack",
+            "--seconds",
+            "5",
+            "--fallback",
+            "virtual",
+            "--out",
+            wav.to_str().unwrap(),
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    server.wait_for_port("downbeat:out_1");
+    std::thread::sleep(Duration::from_millis(1500));
+    server.stop();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("virtual device"), "{err}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["fallback"], "virtual");
+    let done = Command::new(env!("CARGO_BIN_EXE_downbeat"))
+        .args([
+            "run",
+            HELLO,
+            "--device",
+            "offline",
+            "--seconds",
+            "5",
+            "--out",
+        ])
+        .arg(&offline)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(done.status.success());
+    let (got, want) = (read(&wav), read(&offline));
+    assert_eq!(got.len(), 2 * 5 * 48_000);
+    assert!(
+        got == want,
+        "the run differs from the offline render: a block was lost or repeated"
+    );
+}
+
+#[test]
+fn latency_through_a_loop_inside_the_server() {
+    let server = Server::start("latency");
+    let out = server
+        .downbeat(&[
+            "latency",
+            "--device",
+            "jack",
+            "--connect-in",
+            "downbeat:out_1",
+            "--seconds",
+            "2",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(json["found"].as_u64().unwrap() >= 3, "{json}");
+    // Our own output into our own input comes back one cycle later, always the same.
+    assert_eq!(json["measured_frames"], 256, "{json}");
+    assert_eq!(json["spread_frames"], 0, "{json}");
+}

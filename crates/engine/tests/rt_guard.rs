@@ -1,9 +1,10 @@
 //! The audio-thread paths of the graph and engine, run under the guard: no allocation, free,
 //! lock, page fault or system call (except the pool's counted wake of parked workers).
 
+use downbeat::device::DeviceSample;
 use downbeat::project::Project;
 use downbeat::Engine;
-use downbeat_graph::nodes::{Mix, Output, Sine};
+use downbeat_graph::nodes::{Capture, Mix, Output, Sine};
 use downbeat_graph::{CompileConfig, Graph, Schedule};
 use downbeat_rt::guard::{self, Allow, Options, Report};
 
@@ -188,16 +189,16 @@ fn a_thousand_hot_swaps_while_running_drop_no_block_and_stay_clean() {
 #[test]
 fn driver_callback_renderer_is_clean() {
     use downbeat::device::{Recording, Renderer};
-    // The body of the JACK process callback: render, record, hand out interleaved frames.
-    let mut engine = Engine::new(project("hello.toml").build().unwrap());
+    // The body of an interleaved driver callback: render, record, hand out the frames.
+    let engine = Engine::new(project("hello.toml").build().unwrap());
     let recording = Recording::new(48_000, engine.channels());
-    let mut r = Renderer::new(engine.channels(), 48_000, Some(recording.clone()));
+    let mut r = Renderer::new(engine, 48_000).record(recording.clone());
     for _ in 0..20 {
-        r.render(&mut engine, 256);
+        r.render(256);
     }
     let report = guard::check(|| {
         for n in [256, 1024, 77, 256, 4096] {
-            let block = r.render(&mut engine, n);
+            let block = r.render(n);
             assert_eq!(block.len(), n * 2);
         }
     });
@@ -206,51 +207,115 @@ fn driver_callback_renderer_is_clean() {
     assert_eq!(recording.frames(), 20 * 256 + 256 + 1024 + 77 + 256 + 4096);
 }
 
+/// A project whose output is its input through a gain of 0.5: what a callback captures must
+/// come out at half the level, in the same frames and channels.
+fn through_gain(capture: &Capture) -> Engine {
+    let text = "block_size = 128\nedges = [\"mic -> g -> out\"]\n[nodes.mic]\ntype = \"input\"\n\
+                [nodes.g]\ntype = \"gain\"\ngain = 0.5\n[nodes.out]\ntype = \"output\"\n";
+    let p = Project::parse(text, "through.toml").unwrap();
+    let mut engine = Engine::new(capture.connect(|| p.build()).unwrap());
+    engine.set_capture(capture.clone());
+    engine
+}
+
+/// Deterministic, different on every channel and frame.
+fn signal(frames: usize, ch: usize, seed: usize) -> Vec<f32> {
+    (0..frames * ch)
+        .map(|i| ((i * 7919 + seed * 104_729) % 2001) as f32 / 1000.0 - 1.0)
+        .collect()
+}
+
 #[test]
-fn planar_driver_callback_with_port_writes_is_clean() {
+fn planar_driver_callback_with_input_and_port_writes_is_clean() {
     use downbeat::device::{Recording, Renderer, MAX_CALLBACK_FRAMES};
-    // The whole JACK process callback: render in pieces, record, write every port buffer.
-    // Noise, because its channels differ, so a port given the wrong channel shows.
-    let noise =
-        "edges = [\"n -> out\"]\n[nodes.n]\ntype = \"noise\"\n[nodes.out]\ntype = \"output\"\n";
-    let mut engine = Engine::new(
-        Project::parse(noise, "noise.toml")
-            .unwrap()
-            .build()
-            .unwrap(),
-    );
-    let ch = engine.channels();
+    // The whole JACK process callback: read the input ports into the capture, render in
+    // pieces, record both sides, write every output port buffer.
+    let capture = Capture::new(2, 128);
+    let engine = through_gain(&capture);
     let total = 64 * 1024;
-    let recording = Recording::new(total, ch);
-    let mut r = Renderer::new(ch, total as u64, Some(recording.clone()));
+    let (played, heard) = (Recording::new(total, 2), Recording::new(total, 2));
+    let mut r = Renderer::new(engine, total as u64)
+        .record(played.clone())
+        .record_input(heard.clone());
+    let longest = MAX_CALLBACK_FRAMES + 4096;
     // Port buffers as a driver would hand them: one per channel, longer than one piece.
-    let mut ports: Vec<Vec<f32>> = (0..ch)
-        .map(|_| downbeat_graph::prefaulted(MAX_CALLBACK_FRAMES + 4096))
+    let mut outs: Vec<Vec<f32>> = (0..2)
+        .map(|_| downbeat_graph::prefaulted(longest))
         .collect();
-    r.render_planar(&mut engine, 256, ports.as_mut_slice());
-    let sizes = [256, 1024, 77, MAX_CALLBACK_FRAMES + 4096, 512];
+    let ins: Vec<Vec<f32>> = (0..2).map(|c| signal(longest, 1, c + 1)).collect();
+    r.render_planar(256, ins.as_slice(), outs.as_mut_slice());
+    let sizes = [256, 1024, 77, longest, 512];
     let report = guard::check(|| {
         for n in sizes {
-            r.render_planar(&mut engine, n, ports.as_mut_slice());
+            r.render_planar(n, ins.as_slice(), outs.as_mut_slice());
         }
     });
     assert_complete(&report);
     report.assert_clean();
-    // The ports hold the last callback, which is the end of the recording, channel by channel.
-    let rec = recording.to_vec();
+    // The last callback: each output port is its input port at half the level, frame for
+    // frame; and the recordings say the same.
     let last = *sizes.last().unwrap();
-    let tail = &rec[rec.len() - last * ch..];
-    for (c, port) in ports.iter().enumerate() {
-        let from_recording: Vec<f32> = tail.iter().skip(c).step_by(ch).copied().collect();
+    for c in 0..2 {
+        let want: Vec<f32> = ins[c][..last].iter().map(|s| s * 0.5).collect();
         assert!(
-            port[..last] == from_recording[..],
-            "port {c} does not hold channel {c} of the recording"
+            outs[c][..last] == want[..],
+            "port {c} is not its input halved"
         );
     }
+    let (p, h) = (played.to_vec(), heard.to_vec());
+    assert_eq!(p.len(), h.len());
     assert!(
-        tail.iter().any(|&s| s != 0.0),
-        "the callback produced sound"
+        p.iter().zip(&h).all(|(o, i)| *o == 0.5 * i),
+        "recordings disagree"
     );
+    assert!(h.iter().any(|&s| s != 0.0));
+}
+
+#[test]
+fn interleaved_duplex_callbacks_are_clean() {
+    use downbeat::device::{CaptureSender, Renderer};
+    // The system device's two callbacks: the input one queues what the card captured (here
+    // 16-bit), the output one renders into the card's buffer (16-bit, 3 channels for a
+    // 2-channel project: the third is silent), the `input` nodes hearing the queue.
+    let capture = Capture::new(2, 128);
+    let (mut sender, queue) = CaptureSender::new(2, 48_000);
+    let mut r = Renderer::new(through_gain(&capture), 1 << 20).input_queue(queue);
+    let captured: Vec<i16> = signal(8192, 2, 3)
+        .iter()
+        .map(|s| (s * 16384.0) as i16)
+        .collect();
+    let mut card = vec![0i16; 3 * 8192];
+    sender.push(&captured[..2 * 100]);
+    r.fill_interleaved(&mut card[..3 * 100], 3);
+    let sizes = [441, 128, 4096, 37];
+    let mut at = 2 * 100;
+    let (ok, report) = guard::check_with(&Options::new(), || {
+        let mut ok = true;
+        for n in sizes {
+            ok &= sender.push(&captured[at..at + 2 * n]) == 0;
+            r.fill_interleaved(&mut card[..3 * n], 3);
+            at += 2 * n;
+        }
+        ok
+    });
+    assert_complete(&report);
+    report.assert_clean();
+    assert!(ok, "the queue dropped frames");
+    // The last callback played the last frames captured, halved, in the same frame.
+    let n = *sizes.last().unwrap();
+    let heard = &captured[at - 2 * n..at];
+    for (f, out) in card[..3 * n].chunks_exact(3).enumerate() {
+        for c in 0..2 {
+            let want = i16::from_f32((heard[2 * f + c] as f32 / 32768.0) * 0.5);
+            assert!(
+                (out[c] - want).abs() <= 1,
+                "frame {f} channel {c}: {} vs {want}",
+                out[c]
+            );
+        }
+        assert_eq!(out[2], 0, "the device's third channel is silent");
+    }
+    assert_eq!(r.input_gaps(), 0);
 }
 
 #[test]
@@ -260,22 +325,22 @@ fn meter_tap_in_the_callback_is_clean() {
 
     let delivered = Arc::new(AtomicU64::new(0));
     let seen = Arc::clone(&delivered);
-    let (mut tap, thread) = downbeat::meters::spawn(2, 1, move |m| {
+    let (tap, thread) = downbeat::meters::spawn(2, 1, move |m| {
         seen.store(m.frames, Ordering::Relaxed);
     });
+    // The engine feeds the tap itself, after every block: the one path every device uses.
     let mut engine = Engine::new(project("hello.toml").build().unwrap());
+    engine.set_meters(tap);
     let mut buf = vec![0.0f32; engine.block_size() * engine.channels()];
-    engine.process(&mut buf);
-    tap.block(&buf, engine.load().last()); // warm-up outside the guard
+    engine.process(&mut buf); // warm-up outside the guard
     let report = guard::check(|| {
         for _ in 0..500 {
             engine.process(&mut buf);
-            tap.block(&buf, engine.load().last());
         }
     });
     assert_complete(&report);
     report.assert_clean();
-    drop(tap);
+    drop(engine.take_meters());
     thread.stop();
     let frames = 501 * engine.block_size() as u64;
     assert_eq!(

@@ -2,39 +2,73 @@
 //!
 //! Built with the `jack` cargo feature (needs libjack to link: Debian `libjack-jackd2-dev`).
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use jack::{AudioOut, Client, ClientOptions, Control, Frames, Port, ProcessScope};
+use jack::{
+    AudioIn, AudioOut, Client, ClientOptions, Control, Frames, LatencyType, Port, PortFlags,
+    ProcessScope,
+};
 
-use super::render::{PlanarBuffers, Recording, Renderer};
-use super::{Device, DeviceError, DeviceReport, RunLength};
+use super::handoff::Handoff;
+use super::render::{PlanarBuffers, PlanarInputs, Renderer};
+use super::virtual_device::{pace, prepare, Recorded};
+use super::{
+    ClaimedLatency, Device, DeviceError, DeviceReport, Fallback, OnLoss, Recordings, Run, RunLength,
+};
 use crate::Engine;
 
 /// Runs the engine in a JACK server's real-time process callback.
 ///
-/// Registers one output port per channel (`out_1`, `out_2`, ...), optionally connects them,
-/// follows the server's buffer size, counts xruns, and ends cleanly if the server goes away.
+/// Registers one output port per channel (`out_1`, `out_2`, ...) and, when the engine has a
+/// capture (the project has an `input` node), one input port per captured channel (`in_1`,
+/// ...), whose buffers the `input` nodes hear in the same cycle: JACK is duplex, so the input
+/// is sample-aligned with the output by construction. It optionally connects both sides,
+/// follows the server's buffer size, counts xruns, and ends cleanly if the server goes away,
+/// or goes on on the virtual device with [`OnLoss::FallBackToVirtual`].
+///
+/// The engine lives in the process callback for the run (the callback owns its state, as
+/// JACK's API wants) and comes back when the run ends, also when the server died.
 #[derive(Debug)]
 pub struct Jack {
     name: String,
-    xruns: u64,
     connect: Option<String>,
-    out: Option<PathBuf>,
+    connect_in: Option<String>,
+    recordings: Recordings,
+    on_loss: OnLoss,
 }
 
 impl Jack {
     /// A JACK client called `name`; connects its outputs to the ports whose names start with
     /// `connect` (e.g. `system:playback`), in order; records to `out` when given.
-    pub fn new(name: &str, connect: Option<String>, out: Option<PathBuf>) -> Self {
+    pub fn new(name: &str, connect: Option<String>, out: Option<std::path::PathBuf>) -> Self {
         Self {
             name: name.to_string(),
-            xruns: 0,
             connect,
-            out,
+            connect_in: None,
+            recordings: Recordings { out, input: None },
+            on_loss: OnLoss::Stop,
         }
+    }
+
+    /// Connects the ports whose names start with `prefix` (e.g. `system:capture`), in order,
+    /// to the input ports.
+    pub fn connect_inputs(mut self, prefix: Option<String>) -> Self {
+        self.connect_in = prefix;
+        self
+    }
+
+    /// Also records what the input ports received to this WAV file.
+    pub fn record_input(mut self, path: Option<std::path::PathBuf>) -> Self {
+        self.recordings.input = path;
+        self
+    }
+
+    /// What to do when the server goes away mid-run.
+    pub fn on_loss(mut self, on_loss: OnLoss) -> Self {
+        self.on_loss = on_loss;
+        self
     }
 
     /// The sample rate of the running server, so a project can be built to match it.
@@ -140,27 +174,34 @@ impl jack::NotificationHandler for Notifications {
     }
 }
 
-/// The engine, reached from JACK's thread for the duration of [`Jack::run`] only.
-struct EnginePtr(*mut Engine);
-
-// SAFETY: `run` holds `&mut Engine` from before activation until after deactivation and
-// does not touch the engine in between, so the process callback has exclusive use of it.
-unsafe impl Send for EnginePtr {}
-
+/// The callback's state: the renderer, shared with the control thread through a
+/// [`Handoff`] so that it comes back even from a dead server.
 struct Process {
-    engine: EnginePtr,
-    renderer: Renderer,
-    ports: Vec<Port<AudioOut>>,
+    renderer: Arc<Handoff<Renderer>>,
+    inputs: Vec<Port<AudioIn>>,
+    outputs: Vec<Port<AudioOut>>,
     status: Arc<Status>,
 }
 
+/// The input ports as [`PlanarInputs`] for one process cycle.
+struct InPorts<'a> {
+    ports: &'a [Port<AudioIn>],
+    scope: &'a ProcessScope,
+}
+
+impl PlanarInputs for InPorts<'_> {
+    fn channel(&self, c: usize) -> &[f32] {
+        self.ports[c].as_slice(self.scope)
+    }
+}
+
 /// The output ports as [`PlanarBuffers`] for one process cycle.
-struct Ports<'a> {
+struct OutPorts<'a> {
     ports: &'a mut [Port<AudioOut>],
     scope: &'a ProcessScope,
 }
 
-impl PlanarBuffers for Ports<'_> {
+impl PlanarBuffers for OutPorts<'_> {
     fn channel_mut(&mut self, c: usize) -> &mut [f32] {
         self.ports[c].as_mut_slice(self.scope)
     }
@@ -168,69 +209,130 @@ impl PlanarBuffers for Ports<'_> {
 
 impl jack::ProcessHandler for Process {
     fn process(&mut self, _: &Client, ps: &ProcessScope) -> Control {
-        // SAFETY: see `EnginePtr`.
-        let engine = unsafe { &mut *self.engine.0 };
         let frames = ps.n_frames() as usize;
-        let mut ports = Ports {
-            ports: &mut self.ports,
+        let channels = self.outputs.len();
+        let inputs = InPorts {
+            ports: &self.inputs,
             scope: ps,
         };
-        // Everything from here on is `render_planar`, which the guard checks in the tests.
-        self.renderer.render_planar(engine, frames, &mut ports);
+        let mut outputs = OutPorts {
+            ports: &mut self.outputs,
+            scope: ps,
+        };
+        // Everything the renderer does here is `render_planar`, which the guard checks in
+        // the tests; once the control thread has taken the renderer back, silence.
+        let played = self
+            .renderer
+            .with(|r| r.render_planar(frames, &inputs, &mut outputs));
+        if played.is_none() {
+            for c in 0..channels {
+                outputs.channel_mut(c)[..frames].fill(0.0);
+            }
+        }
         self.status
             .frames
             .fetch_add(frames as u64, Ordering::Release);
-        if self.renderer.done() {
-            Control::Quit
-        } else {
-            Control::Continue
-        }
+        Control::Continue
     }
 }
+
+/// Connects `ours` in order to the ports of other clients whose names start with `prefix`
+/// (`ours` are outputs when `flags` asks for their inputs, and the other way round).
+fn connect_ports(
+    client: &Client,
+    ours: &[String],
+    prefix: &str,
+    flags: PortFlags,
+    flag: &str,
+) -> Result<(), String> {
+    let theirs = client.ports(
+        Some(&format!("^{}", regex_escape(prefix))),
+        Some("audio"),
+        flags,
+    );
+    let theirs: Vec<String> = theirs.into_iter().filter(|p| !ours.contains(p)).collect();
+    if theirs.is_empty() {
+        let kind = if flags.contains(PortFlags::IS_INPUT) {
+            "input"
+        } else {
+            "output"
+        };
+        return Err(format!(
+            "{flag}: no JACK {kind} port starts with `{prefix}`; see `jack_lsp -t` for the ports there are"
+        ));
+    }
+    for (a, b) in ours.iter().zip(&theirs) {
+        let (from, to) = if flags.contains(PortFlags::IS_INPUT) {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        client
+            .connect_ports_by_name(from, to)
+            .map_err(|e| format!("{flag}: cannot connect {from} to {to}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// How long the control thread waits for a process callback to hand the renderer back.
+const TAKE_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Device for Jack {
     fn name(&self) -> &'static str {
         "jack"
     }
 
-    fn xruns(&self) -> u64 {
-        self.xruns
-    }
-
-    fn run(&mut self, engine: &mut Engine, length: RunLength) -> Result<DeviceReport, DeviceError> {
+    fn run(&mut self, engine: Engine, length: RunLength) -> Result<Run, DeviceError> {
         let (client, _) = open(&self.name)?;
-        if client.sample_rate() != engine.sample_rate() {
+        let rate = engine.sample_rate();
+        if client.sample_rate() != rate {
             return Err(DeviceError::Config(format!(
-                "the JACK server runs at {} Hz but the project at {} Hz",
+                "the JACK server runs at {} Hz but the project at {rate} Hz",
                 client.sample_rate(),
-                engine.sample_rate()
             )));
         }
-        let ch = engine.channels();
-        let mut ports = Vec::with_capacity(ch);
-        for c in 0..ch {
-            let port = client
-                .register_port(&format!("out_{}", c + 1), AudioOut::default())
-                .map_err(|e| {
-                    DeviceError::Unavailable(format!(
-                        "cannot register JACK port out_{}: {e}",
-                        c + 1
-                    ))
-                })?;
-            ports.push(port);
+        let block = engine.block_size();
+        let renderer = prepare(engine, length, &self.recordings, "jack")?;
+        let recorded = Recorded::of(&renderer, &self.recordings);
+        let register = |kind: &str, n: usize| -> Result<Vec<String>, DeviceError> {
+            Ok((1..=n).map(|c| format!("{kind}_{c}")).collect())
+        };
+        let mut outputs = Vec::new();
+        for name in register("out", renderer.channels())? {
+            outputs.push(
+                client
+                    .register_port(&name, AudioOut::default())
+                    .map_err(|e| port_error(&name, e))?,
+            );
         }
-        let full_names: Vec<String> = ports.iter().map(|p| p.name().unwrap_or_default()).collect();
-        let recording = self
-            .out
-            .as_ref()
-            .map(|_| Recording::new(length.frames as usize, ch));
-        let renderer = Renderer::new(ch, length.frames, recording.clone());
+        let mut inputs = Vec::new();
+        for name in register("in", renderer.input_channels())? {
+            inputs.push(
+                client
+                    .register_port(&name, AudioIn::default())
+                    .map_err(|e| port_error(&name, e))?,
+            );
+        }
+        let out_names: Vec<String> = outputs
+            .iter()
+            .map(|p| p.name().unwrap_or_default())
+            .collect();
+        let in_names: Vec<String> = inputs
+            .iter()
+            .map(|p| p.name().unwrap_or_default())
+            .collect();
+        if self.connect_in.is_some() && inputs.is_empty() {
+            return Err(DeviceError::Config(
+                "--connect-in: the project has no `input` node, so Downbeat has no JACK input ports"
+                    .into(),
+            ));
+        }
         let status = Arc::new(Status::new());
-        let rate = engine.sample_rate();
+        let handoff = Handoff::new(renderer);
         let process = Process {
-            engine: EnginePtr(engine as *mut Engine),
-            renderer,
-            ports,
+            renderer: Arc::clone(&handoff),
+            inputs,
+            outputs,
             status: Arc::clone(&status),
         };
         let started = Instant::now();
@@ -242,23 +344,16 @@ impl Device for Jack {
 
         let mut connect_error = None;
         if let Some(prefix) = &self.connect {
-            let targets = active.as_client().ports(
-                Some(&format!("^{}", regex_escape(prefix))),
-                Some("audio"),
-                jack::PortFlags::IS_INPUT,
-            );
-            if targets.is_empty() {
-                connect_error = Some(format!(
-                    "--connect: no JACK input port starts with `{prefix}`; see `jack_lsp -t` for the ports there are"
-                ));
-            }
-            for (from, to) in full_names.iter().zip(&targets) {
-                if let Err(e) = active.as_client().connect_ports_by_name(from, to) {
-                    connect_error = Some(format!("--connect: cannot connect {from} to {to}: {e}"));
-                    break;
-                }
-            }
+            let c = active.as_client();
+            connect_error =
+                connect_ports(c, &out_names, prefix, PortFlags::IS_INPUT, "--connect").err();
         }
+        if let (None, Some(prefix)) = (&connect_error, &self.connect_in) {
+            let c = active.as_client();
+            connect_error =
+                connect_ports(c, &in_names, prefix, PortFlags::IS_OUTPUT, "--connect-in").err();
+        }
+        let claimed = claimed_latency(active.as_client(), &out_names, &in_names);
 
         let need = length.frames;
         while connect_error.is_none()
@@ -267,32 +362,76 @@ impl Device for Jack {
         {
             std::thread::sleep(Duration::from_millis(5));
         }
-        let wall_seconds = started.elapsed().as_secs_f64();
-        self.xruns = status.xruns.load(Ordering::Relaxed);
-        let stopped = status.stopped.load(Ordering::Acquire);
-        if stopped {
+        let lost = status.stopped.load(Ordering::Acquire);
+        // The callback hands the renderer back at its next cycle boundary (or at once when
+        // the server, and its callbacks with it, are gone).
+        let renderer = handoff.take(TAKE_TIMEOUT);
+        if lost {
             // The server is gone and its process thread with it; closing the client would
             // talk to a dead server, so the client is left to the end of the process.
             std::mem::forget(active);
         } else {
             let _ = active.deactivate();
         }
-        // From here on the callback no longer runs; the engine is ours again.
-        if let (Some(path), Some(rec)) = (&self.out, &recording) {
-            rec.write_wav(path, engine.sample_rate())?;
-        }
+        let Some(renderer) = renderer else {
+            recorded.write(rate)?;
+            return Err(DeviceError::Lost(format!(
+                "{} (and its process callback never returned)",
+                status.message()
+            )));
+        };
+        let mut report = DeviceReport {
+            frames: renderer.frames().min(need),
+            wall_seconds: started.elapsed().as_secs_f64(),
+            xruns: status.xruns.load(Ordering::Relaxed),
+            claimed_latency: claimed,
+            ..DeviceReport::default()
+        };
         if let Some(e) = connect_error {
+            recorded.write(rate)?;
             return Err(DeviceError::Config(e));
         }
-        if stopped {
-            return Err(DeviceError::Unavailable(status.message()));
-        }
-        Ok(DeviceReport {
-            frames: status.frames.load(Ordering::Acquire).min(need),
-            wall_seconds,
-            late_wakeups: 0,
-        })
+        let renderer = match (lost, self.on_loss) {
+            (false, _) => renderer,
+            (true, OnLoss::Stop) => {
+                recorded.write(rate)?;
+                return Err(DeviceError::Lost(status.message()));
+            }
+            (true, OnLoss::FallBackToVirtual) => {
+                report.fallback = Some(Fallback {
+                    at_frame: renderer.frames(),
+                    reason: status.message(),
+                });
+                let paced = pace(renderer, block, rate);
+                report.late_wakeups = paced.late;
+                paced.renderer
+            }
+        };
+        report.xruns += renderer.input_gaps();
+        report.frames = need;
+        report.wall_seconds = started.elapsed().as_secs_f64();
+        let engine = recorded.finish(renderer, rate)?;
+        Ok(Run { engine, report })
     }
+}
+
+fn port_error(name: &str, e: jack::Error) -> DeviceError {
+    DeviceError::Unavailable(format!("cannot register JACK port {name}: {e}"))
+}
+
+/// What the server says the latency of our ports is (the most of each range).
+fn claimed_latency(client: &Client, outs: &[String], ins: &[String]) -> Option<ClaimedLatency> {
+    let most = |names: &[String], kind: LatencyType| {
+        names
+            .iter()
+            .filter_map(|n| client.port_by_name(n))
+            .map(|p| u64::from(p.get_latency_range(kind).1))
+            .max()
+    };
+    Some(ClaimedLatency {
+        output: most(outs, LatencyType::Playback)?,
+        input: most(ins, LatencyType::Capture).unwrap_or(0),
+    })
 }
 
 fn regex_escape(s: &str) -> String {

@@ -1,25 +1,56 @@
 //! Devices: what calls [`Engine::process`](crate::Engine::process) and where the audio goes.
 //!
-//! A device owns the timing. [`Offline`] renders as fast as it can; [`Virtual`] calls the
-//! engine once per block period in real time, like a sound card would.
+//! A device owns the timing, and for the length of a run it owns the [`Engine`] too:
+//! [`Device::run`] takes it by value and hands it back in the [`Run`] (driver callbacks want
+//! `Send + 'static` state, and this is how the engine gets there and back without a raw
+//! pointer).
+//!
+//! | device | what drives the engine | cargo feature |
+//! |--------|------------------------|---------------|
+//! | [`Offline`] | a loop, as fast as the machine allows | |
+//! | [`Virtual`] | a real-time thread paced by the clock, like a sound card without one | |
+//! | `Jack` | a JACK server's process callback (JACK, or PipeWire's JACK interface) | `jack` |
+//! | `System` | the operating system's sound output and input through `cpal`: ALSA, PulseAudio or PipeWire (through their ALSA plugins) on Linux, CoreAudio, WASAPI | `system` |
+//!
+//! Every device hands each block's level and load to the meters connected with
+//! [`Engine::set_meters`](crate::Engine::set_meters), and the `input` nodes hear what the
+//! device captures (a sound card's input, JACK input ports, or an [`InputFile`] on the
+//! offline and virtual devices), sample-aligned with the output.
 
+#[cfg(any(feature = "jack", feature = "system"))]
+mod handoff;
+mod input_file;
 #[cfg(feature = "jack")]
 mod jack;
 mod offline;
 mod render;
+mod sample;
+#[cfg(feature = "system")]
+mod system;
 mod virtual_device;
 mod wav;
 
 #[cfg(feature = "jack")]
 pub use self::jack::Jack;
+pub use input_file::InputFile;
 pub use offline::Offline;
-pub use render::{PlanarBuffers, Recording, Renderer, MAX_CALLBACK_FRAMES};
+pub use render::{
+    CaptureSender, PlanarBuffers, PlanarInputs, Recording, Renderer, MAX_CALLBACK_FRAMES,
+};
+pub use sample::DeviceSample;
+#[cfg(feature = "system")]
+pub use system::{list_devices, DeviceInfo, System};
 pub use virtual_device::Virtual;
 pub use wav::write_wav;
 
 use std::fmt;
+use std::path::PathBuf;
 
 use crate::Engine;
+
+/// Longest recording a real-time device keeps in memory, in seconds (about 230 MB of stereo
+/// at 48 kHz): it is allocated and touched before the run so that recording never faults.
+pub const MAX_RECORD_SECONDS: f64 = 600.0;
 
 /// How long to run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -44,8 +75,51 @@ pub struct DeviceReport {
     pub frames: u64,
     /// Wall-clock seconds the run took.
     pub wall_seconds: f64,
-    /// Callbacks that started after their period had already begun (real-time devices).
+    /// Callbacks that started after their period had already begun (the virtual device).
     pub late_wakeups: u64,
+    /// Over- and underruns and stream errors the audio API reported, and blocks whose
+    /// input arrived late (real-time devices with a server or a sound card).
+    pub xruns: u64,
+    /// When the device was lost and the run went on on the virtual device: where and why.
+    pub fallback: Option<Fallback>,
+    /// The latency the audio API claims, in frames, when it says.
+    pub claimed_latency: Option<ClaimedLatency>,
+}
+
+/// A switch to the virtual device after the device was lost.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fallback {
+    /// The first frame the virtual device produced: every frame before it was played by
+    /// the lost device, none was dropped or repeated.
+    pub at_frame: u64,
+    /// Why the device was lost.
+    pub reason: String,
+}
+
+/// What an audio API says its latency is, in frames.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ClaimedLatency {
+    /// From the callback writing a frame to the frame leaving the device.
+    pub output: u64,
+    /// From a frame entering the device to the callback reading it.
+    pub input: u64,
+}
+
+/// A finished run: the engine back, and what the device reports.
+pub struct Run {
+    /// The engine that ran, with its load history and schedule.
+    pub engine: Engine,
+    /// What the device reports.
+    pub report: DeviceReport,
+}
+
+impl fmt::Debug for Run {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Run")
+            .field("blocks", &self.engine.summary().blocks)
+            .field("report", &self.report)
+            .finish()
+    }
 }
 
 /// Why a device stopped.
@@ -53,8 +127,11 @@ pub struct DeviceReport {
 pub enum DeviceError {
     /// The run cannot be done as asked; the message says why and what to do instead.
     Config(String),
-    /// The audio server cannot be reached or stopped during the run.
+    /// The audio server or device cannot be reached.
     Unavailable(String),
+    /// The device or its server went away during the run. Everything played until then
+    /// has been written to the recording, when one was asked for.
+    Lost(String),
     /// Writing the output failed.
     Io {
         /// What was being written.
@@ -67,25 +144,50 @@ pub enum DeviceError {
 impl fmt::Display for DeviceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DeviceError::Config(m) | DeviceError::Unavailable(m) => f.write_str(m),
+            DeviceError::Config(m) | DeviceError::Unavailable(m) | DeviceError::Lost(m) => {
+                f.write_str(m)
+            }
             DeviceError::Io { what, source } => write!(f, "{what}: {source}"),
         }
     }
 }
 
-impl std::error::Error for DeviceError {}
+impl std::error::Error for DeviceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DeviceError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
 
 /// Something that drives an [`Engine`]: the seam between the engine and real audio APIs.
 pub trait Device {
     /// Short name, as used by `--device`.
     fn name(&self) -> &'static str;
 
-    /// Runs `engine` for `length`, then returns.
-    fn run(&mut self, engine: &mut Engine, length: RunLength) -> Result<DeviceReport, DeviceError>;
+    /// Runs `engine` for `length` and hands it back. On an error the engine is dropped
+    /// (after the recording, if any, is written).
+    fn run(&mut self, engine: Engine, length: RunLength) -> Result<Run, DeviceError>;
+}
 
-    /// Over- and underruns the audio server reported during the last run (0 for devices
-    /// without a server).
-    fn xruns(&self) -> u64 {
-        0
-    }
+/// Where a run's audio is written, besides the device itself.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Recordings {
+    /// Everything played, as a 32-bit float WAV file.
+    pub out: Option<PathBuf>,
+    /// Everything the `input` nodes received, aligned with `out` frame for frame: replaying
+    /// it with [`InputFile`] on the offline device reproduces the run.
+    pub input: Option<PathBuf>,
+}
+
+/// Whether to go on on the virtual device when a real-time device is lost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnLoss {
+    /// End the run with [`DeviceError::Lost`].
+    #[default]
+    Stop,
+    /// Continue on the [`Virtual`] device at the next block boundary, with the same engine
+    /// and recording, and say so in [`DeviceReport::fallback`].
+    FallBackToVirtual,
 }

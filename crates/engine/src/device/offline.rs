@@ -1,15 +1,17 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
-
+use super::virtual_device::check_input_file;
 use super::wav::{create, io};
-use super::{Device, DeviceError, DeviceReport, RunLength};
+use super::{Device, DeviceError, DeviceReport, InputFile, Renderer, Run, RunLength};
 use crate::Engine;
 
-/// Renders as fast as the machine allows, optionally to a WAV file.
+/// Renders as fast as the machine allows, optionally to a WAV file, which is written as the
+/// render goes (so any length fits).
 ///
-/// Shows a progress bar on a terminal when the render is longer than a second of audio.
+/// With [`input`](Offline::input) the `input` nodes hear a WAV file block by block, exactly
+/// as they would have heard it on a live device: a live run's input recorded with
+/// `--record-input` replays here into the same output.
 ///
 /// ```
 /// use downbeat::device::{Device, Offline, RunLength};
@@ -19,28 +21,26 @@ use crate::Engine;
 ///     "edges = [\"n -> out\"]\n[nodes.n]\ntype = \"noise\"\n[nodes.out]\ntype = \"output\"\n",
 ///     "inline.toml",
 /// ).unwrap();
-/// let mut engine = Engine::new(project.build().unwrap());
-/// let report = Offline::new(None).run(&mut engine, RunLength { frames: 1000 }).unwrap();
-/// assert_eq!(report.frames, 1000);
+/// let engine = Engine::new(project.build().unwrap());
+/// let run = Offline::new(None).run(engine, RunLength { frames: 1000 }).unwrap();
+/// assert_eq!(run.report.frames, 1000);
 /// ```
 #[derive(Debug, Default)]
 pub struct Offline {
     out: Option<PathBuf>,
-    progress: bool,
+    input: Option<InputFile>,
 }
 
 impl Offline {
     /// An offline device writing to `out` (32-bit float WAV) when given.
     pub fn new(out: Option<PathBuf>) -> Self {
-        Self {
-            out,
-            progress: true,
-        }
+        Self { out, input: None }
     }
 
-    /// Turns the progress bar off (it is also hidden when stderr is not a terminal).
-    pub fn without_progress(mut self) -> Self {
-        self.progress = false;
+    /// Feeds the `input` nodes from `file`, which must have the engine's sample rate and
+    /// as many channels as its capture.
+    pub fn input(mut self, file: InputFile) -> Self {
+        self.input = Some(file);
         self
     }
 }
@@ -50,51 +50,37 @@ impl Device for Offline {
         "offline"
     }
 
-    fn run(&mut self, engine: &mut Engine, length: RunLength) -> Result<DeviceReport, DeviceError> {
-        let ch = engine.channels();
-        let block = engine.block_size();
+    fn run(&mut self, engine: Engine, length: RunLength) -> Result<Run, DeviceError> {
+        let (ch, rate, block) = (engine.channels(), engine.sample_rate(), engine.block_size());
         let mut writer = match &self.out {
-            Some(path) => Some((create(path, ch, engine.sample_rate())?, path)),
+            Some(path) => Some((create(path, ch, rate)?, path)),
             None => None,
         };
-        let blocks = length.frames.div_ceil(block as u64);
-        let bar = if self.progress && length.frames > engine.sample_rate() as u64 {
-            let bar = ProgressBar::new(blocks);
-            bar.set_style(
-                ProgressStyle::with_template("{bar:40} {percent:>3}% rendered, {eta} left")
-                    .expect("template is valid"),
-            );
-            bar
-        } else {
-            ProgressBar::hidden()
-        };
-        let mut buf = vec![0.0f32; block * ch];
+        let mut renderer = Renderer::new(engine, length.frames);
+        if let Some(file) = &self.input {
+            check_input_file(file, &renderer)?;
+            renderer = renderer.input_file(file);
+        }
         let started = Instant::now();
-        let mut left = length.frames;
-        let mut done = 0u64;
-        while left > 0 {
-            let frames = (block as u64).min(left) as usize;
-            let buf = &mut buf[..frames * ch];
-            engine.process(buf);
+        while !renderer.done() {
+            let frames = (block as u64).min(renderer.remaining()) as usize;
+            let out = renderer.render(frames);
             if let Some((w, path)) = writer.as_mut() {
-                for &s in buf.iter() {
+                for &s in out {
                     w.write_sample(s).map_err(|e| io(path, e))?;
                 }
             }
-            left -= frames as u64;
-            done += 1;
-            if done % 64 == 0 {
-                bar.set_position(done);
-            }
         }
-        bar.finish_and_clear();
         if let Some((w, path)) = writer {
             w.finalize().map_err(|e| io(path, e))?;
         }
-        Ok(DeviceReport {
-            frames: length.frames,
-            wall_seconds: started.elapsed().as_secs_f64(),
-            late_wakeups: 0,
+        Ok(Run {
+            engine: renderer.into_engine(),
+            report: DeviceReport {
+                frames: length.frames,
+                wall_seconds: started.elapsed().as_secs_f64(),
+                ..DeviceReport::default()
+            },
         })
     }
 }

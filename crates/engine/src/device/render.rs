@@ -1,11 +1,14 @@
 //! The part of a real-time device that runs on the audio thread: render a block, record it,
 //! hand it to the driver's buffers, all without allocating, freeing or faulting.
 
+use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::DeviceError;
+use downbeat_ring::{AudioQueue, AudioReader, AudioWriter};
+
+use super::{DeviceError, DeviceSample};
 use crate::Engine;
 
 /// Largest block a driver may ask for at once; longer callbacks are rendered in pieces.
@@ -103,8 +106,8 @@ impl Recording {
     }
 }
 
-/// The per-channel buffers a driver hands its callback (JACK's ports, for instance): one
-/// slice per channel, each at least as long as the callback's frames.
+/// The per-channel buffers a driver hands its callback for output (JACK's output ports,
+/// for instance): one slice per channel, each at least as long as the callback's frames.
 ///
 /// Implemented for slices of `Vec<f32>`, which is how tests stand in for a driver.
 pub trait PlanarBuffers {
@@ -118,56 +121,310 @@ impl PlanarBuffers for [Vec<f32>] {
     }
 }
 
-/// Renders blocks of any size up to [`MAX_CALLBACK_FRAMES`] for a driver callback.
-#[derive(Debug)]
-pub struct Renderer {
+/// The per-channel buffers a driver hands its callback for input (JACK's input ports).
+pub trait PlanarInputs {
+    /// Channel `c`'s buffer.
+    fn channel(&self, c: usize) -> &[f32];
+}
+
+impl PlanarInputs for [Vec<f32>] {
+    fn channel(&self, c: usize) -> &[f32] {
+        &self[c]
+    }
+}
+
+/// The input side of a sound card whose input arrives in a callback of its own: converts
+/// each captured buffer to `f32` and queues it for the [`Renderer`], which takes exactly as
+/// many frames per block as it plays (see [`Renderer::input_queue`]).
+///
+/// ```
+/// use downbeat::device::CaptureSender;
+///
+/// let (mut sender, mut queue) = CaptureSender::new(2, 1024);
+/// assert_eq!(sender.push(&[16384i16, -16384]), 0); // one frame, none dropped
+/// let mut frame = [0.0f32; 2];
+/// assert_eq!(queue.pop_interleaved(&mut frame), 1);
+/// assert_eq!(frame, [0.5, -0.5]);
+/// ```
+pub struct CaptureSender {
+    queue: AudioWriter,
     scratch: Vec<f32>,
-    channels: usize,
+}
+
+impl fmt::Debug for CaptureSender {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CaptureSender")
+            .field("channels", &self.queue.channels())
+            .field("capacity", &self.queue.capacity())
+            .finish()
+    }
+}
+
+impl CaptureSender {
+    /// A sender of `channels` channels and the queue's reading end, which holds up to
+    /// `capacity` frames.
+    pub fn new(channels: usize, capacity: usize) -> (Self, AudioReader) {
+        let (queue, reader) = AudioQueue::new(channels, capacity);
+        let sender = Self {
+            queue,
+            scratch: downbeat_graph::prefaulted(MAX_CALLBACK_FRAMES * channels),
+        };
+        (sender, reader)
+    }
+
+    /// Queues a captured buffer (interleaved, whole frames, any length and format) and
+    /// returns how many frames did not fit and were dropped. Real-time safe: the whole body
+    /// of an input callback.
+    pub fn push<T: DeviceSample>(&mut self, data: &[T]) -> usize {
+        let ch = self.queue.channels();
+        let mut dropped = 0;
+        for chunk in data.chunks(self.scratch.len()) {
+            let dst = &mut self.scratch[..chunk.len()];
+            for (d, s) in dst.iter_mut().zip(chunk) {
+                *d = s.to_f32();
+            }
+            dropped += chunk.len() / ch - self.queue.push_interleaved(dst);
+        }
+        dropped
+    }
+}
+
+/// Where the capture for the next block comes from, when the driver does not hand it over
+/// in the same call.
+enum Feed {
+    /// No input: the `input` nodes hear silence.
+    Silence,
+    /// A file, read from `position` on; silence after its end.
+    File {
+        samples: Arc<[f32]>,
+        position: usize,
+    },
+    /// A queue the driver's input callback fills (sound cards whose input and output come
+    /// in separate callbacks).
+    Queue(AudioReader),
+}
+
+/// The audio-thread side of a device: owns the [`Engine`] for the run, renders blocks of
+/// any size a driver asks for, hands the `input` nodes their capture, records what was
+/// played (and, if asked, what was captured), all without allocating.
+///
+/// ```
+/// use downbeat::device::Renderer;
+/// use downbeat::{project::Project, Engine};
+///
+/// let p = Project::parse("edges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\n[nodes.out]\ntype = \"output\"\n", "x.toml").unwrap();
+/// let mut r = Renderer::new(Engine::new(p.build().unwrap()), 1000);
+/// let mut card = vec![0i16; 2 * 300]; // a driver's interleaved 16-bit buffer
+/// while !r.done() {
+///     r.fill_interleaved(&mut card, 2);
+/// }
+/// assert_eq!(r.frames(), 1200); // whole callbacks: the last one runs past the length
+/// let engine = r.into_engine();
+/// ```
+pub struct Renderer {
+    engine: Engine,
+    out_channels: usize,
+    in_channels: usize,
+    scratch: Vec<f32>,
+    captured: Vec<f32>,
     left: u64,
+    frames: u64,
     recording: Option<Arc<Recording>>,
+    input_recording: Option<Arc<Recording>>,
+    feed: Feed,
+    input_gaps: u64,
+}
+
+impl fmt::Debug for Renderer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Renderer")
+            .field("out_channels", &self.out_channels)
+            .field("in_channels", &self.in_channels)
+            .field("frames", &self.frames)
+            .field("left", &self.left)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Renderer {
-    /// A renderer for `channels` channels that produces `frames` frames before reporting
-    /// done, recording into `recording` when given.
-    pub fn new(channels: usize, frames: u64, recording: Option<Arc<Recording>>) -> Self {
+    /// A renderer running `engine` that reports [`done`](Self::done) after `frames` frames.
+    /// The input channels are those of the engine's [`capture`](Engine::capture).
+    pub fn new(engine: Engine, frames: u64) -> Self {
+        let out_channels = engine.channels();
+        let in_channels = engine.capture().map_or(0, |c| c.channels());
         Self {
-            scratch: downbeat_graph::prefaulted(MAX_CALLBACK_FRAMES * channels),
-            channels,
+            engine,
+            out_channels,
+            in_channels,
+            scratch: downbeat_graph::prefaulted(MAX_CALLBACK_FRAMES * out_channels),
+            captured: downbeat_graph::prefaulted(MAX_CALLBACK_FRAMES * in_channels),
             left: frames,
-            recording,
+            frames: 0,
+            recording: None,
+            input_recording: None,
+            feed: Feed::Silence,
+            input_gaps: 0,
         }
     }
 
-    /// Renders `frames` frames (at most [`MAX_CALLBACK_FRAMES`]) and returns them
-    /// interleaved. Real-time safe.
-    pub fn render(&mut self, engine: &mut Engine, frames: usize) -> &[f32] {
-        let buf = &mut self.scratch[..frames * self.channels];
-        engine.process(buf);
+    /// Records the first frames played (up to the length) into `recording`.
+    pub fn record(mut self, recording: Arc<Recording>) -> Self {
+        self.recording = Some(recording);
+        self
+    }
+
+    /// Records the capture the `input` nodes receive into `recording`, frame for frame
+    /// with what is played.
+    pub fn record_input(mut self, recording: Arc<Recording>) -> Self {
+        self.input_recording = Some(recording);
+        self
+    }
+
+    /// Feeds the `input` nodes from `file` (see [`InputFile`](super::InputFile)).
+    pub fn input_file(mut self, file: &super::InputFile) -> Self {
+        self.feed = Feed::File {
+            samples: Arc::clone(file.samples()),
+            position: 0,
+        };
+        self
+    }
+
+    /// Feeds the `input` nodes from `queue`, which a driver's input callback fills. A block
+    /// the queue cannot fill hears silence for the missing frames and counts as an
+    /// [`input_gap`](Self::input_gaps).
+    pub fn input_queue(mut self, queue: AudioReader) -> Self {
+        self.feed = Feed::Queue(queue);
+        self
+    }
+
+    /// Input channels the `input` nodes hear (0 without a capture).
+    pub fn input_channels(&self) -> usize {
+        self.in_channels
+    }
+
+    /// Output channels.
+    pub fn channels(&self) -> usize {
+        self.out_channels
+    }
+
+    /// Frames produced so far.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// True once the requested length has been produced.
+    pub fn done(&self) -> bool {
+        self.left == 0
+    }
+
+    /// Frames still to produce before [`done`](Self::done).
+    pub fn remaining(&self) -> u64 {
+        self.left
+    }
+
+    /// The recordings of what is played and of what is captured, when made.
+    pub(crate) fn recordings(&self) -> (Option<Arc<Recording>>, Option<Arc<Recording>>) {
+        (self.recording.clone(), self.input_recording.clone())
+    }
+
+    /// Blocks whose input the queue could not fill in time.
+    pub fn input_gaps(&self) -> u64 {
+        self.input_gaps
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The engine back, once the run is over.
+    pub fn into_engine(self) -> Engine {
+        self.engine
+    }
+
+    /// Takes the next `frames` frames of capture from the feed into `captured`.
+    fn pull_capture(&mut self, frames: usize) {
+        let want = frames * self.in_channels;
+        let dst = &mut self.captured[..want];
+        match &mut self.feed {
+            Feed::Silence => dst.fill(0.0),
+            Feed::File { samples, position } => {
+                let src = samples.get(*position..).unwrap_or_default();
+                let n = src.len().min(want);
+                dst[..n].copy_from_slice(&src[..n]);
+                dst[n..].fill(0.0);
+                *position += want;
+            }
+            Feed::Queue(queue) => {
+                let got = queue.pop_interleaved(dst) * self.in_channels;
+                if got < want {
+                    dst[got..].fill(0.0);
+                    self.input_gaps += 1;
+                }
+            }
+        }
+    }
+
+    /// Processes `frames` frames (at most [`MAX_CALLBACK_FRAMES`]) with the capture already
+    /// in `captured`, and records both.
+    fn render_captured(&mut self, frames: usize) -> &[f32] {
         let keep = (frames as u64).min(self.left) as usize;
+        let input = &self.captured[..frames * self.in_channels];
+        if let Some(r) = &self.input_recording {
+            r.append(&input[..keep * self.in_channels]);
+        }
+        let out = &mut self.scratch[..frames * self.out_channels];
+        self.engine.process_with_input(input, out);
         if let Some(r) = &self.recording {
-            r.append(&buf[..keep * self.channels]);
+            r.append(&out[..keep * self.out_channels]);
         }
         self.left -= keep as u64;
-        buf
+        self.frames += frames as u64;
+        out
     }
 
-    /// Renders `frames` frames, any number, straight into a driver's per-channel buffers:
-    /// the whole body of a planar driver callback. Real-time safe.
+    /// Renders `frames` frames (at most [`MAX_CALLBACK_FRAMES`]), the `input` nodes hearing
+    /// the feed (a file, a queue, or silence), and returns them interleaved. Real-time safe.
+    pub fn render(&mut self, frames: usize) -> &[f32] {
+        self.pull_capture(frames);
+        self.render_captured(frames)
+    }
+
+    /// Renders as many frames as `input` holds (interleaved, [`input_channels`] per frame,
+    /// at most [`MAX_CALLBACK_FRAMES`]): a driver that hands over its capture in the same
+    /// call. Returns the output interleaved. Real-time safe.
+    ///
+    /// [`input_channels`]: Self::input_channels
+    pub fn render_duplex(&mut self, input: &[f32]) -> &[f32] {
+        let frames = input.len() / self.in_channels.max(1);
+        self.captured[..input.len()].copy_from_slice(input);
+        self.render_captured(frames)
+    }
+
+    /// Renders `frames` frames, any number, reading the capture from a driver's
+    /// per-channel input buffers (ignored when there is no capture) and writing straight
+    /// into its per-channel output buffers: the whole body of a planar driver callback.
+    /// Real-time safe.
     pub fn render_planar(
         &mut self,
-        engine: &mut Engine,
         frames: usize,
+        input: &(impl PlanarInputs + ?Sized),
         out: &mut (impl PlanarBuffers + ?Sized),
     ) {
-        let ch = self.channels;
+        let (in_ch, out_ch) = (self.in_channels, self.out_channels);
         let mut offset = 0;
         while offset < frames {
             let n = (frames - offset).min(MAX_CALLBACK_FRAMES);
-            let block = self.render(engine, n);
-            for c in 0..ch {
+            for c in 0..in_ch {
+                let port = &input.channel(c)[offset..offset + n];
+                for (frame, &s) in self.captured.chunks_exact_mut(in_ch).zip(port) {
+                    frame[c] = s;
+                }
+            }
+            let block = self.render_captured(n);
+            for c in 0..out_ch {
                 let port = &mut out.channel_mut(c)[offset..offset + n];
-                for (o, frame) in port.iter_mut().zip(block.chunks_exact(ch)) {
+                for (o, frame) in port.iter_mut().zip(block.chunks_exact(out_ch)) {
                     *o = frame[c];
                 }
             }
@@ -175,8 +432,24 @@ impl Renderer {
         }
     }
 
-    /// True once the requested length has been produced.
-    pub fn done(&self) -> bool {
-        self.left == 0
+    /// Fills a driver's interleaved buffer of `channels` channels, any length, in any
+    /// [`DeviceSample`] format: the engine's channel `c` goes to the device's channel `c`,
+    /// device channels beyond the engine's are silent, engine channels beyond the
+    /// device's are left out. The `input` nodes hear the feed. Real-time safe.
+    pub fn fill_interleaved<T: DeviceSample>(&mut self, out: &mut [T], channels: usize) {
+        let out_ch = self.out_channels;
+        let channels = channels.max(1);
+        for piece in out.chunks_mut(MAX_CALLBACK_FRAMES * channels) {
+            let frames = piece.len() / channels;
+            let block = self.render(frames);
+            for (dst, src) in piece
+                .chunks_exact_mut(channels)
+                .zip(block.chunks_exact(out_ch))
+            {
+                for (c, d) in dst.iter_mut().enumerate() {
+                    *d = T::from_f32(src.get(c).copied().unwrap_or(0.0));
+                }
+            }
+        }
     }
 }

@@ -1,19 +1,12 @@
-use std::fmt;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use downbeat_rt::clock::{Ticker, TickerOptions};
-use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{Device, DeviceError, DeviceReport, Recording, RunLength};
-use crate::meters::{self, MeterSnapshot};
+use super::{
+    Device, DeviceError, DeviceReport, InputFile, Recording, Recordings, Renderer, Run, RunLength,
+    MAX_RECORD_SECONDS,
+};
 use crate::Engine;
-
-/// Receives meter snapshots on the meter thread while the device runs.
-type Watcher = Box<dyn FnMut(MeterSnapshot) + Send>;
-
-/// Longest recording the virtual device keeps in memory, in seconds.
-pub const MAX_RECORD_SECONDS: f64 = 600.0;
 
 /// A sound card without hardware: calls the engine once per block period in real time.
 ///
@@ -31,12 +24,8 @@ pub const MAX_RECORD_SECONDS: f64 = 600.0;
 ///
 /// The recording (with `out`) is a [`Recording`], allocated and touched before the run, so
 /// the callback neither allocates nor takes a page fault; it is written to a WAV file
-/// afterwards.
-///
-/// While it runs, the level and load of every block reach the message side through
-/// [`meters`](crate::meters) (a notifier the callback triggers, never a lock): on a terminal
-/// they drive a progress line (time played, load, peak level), and
-/// [`watch`](Virtual::watch) hands them to your own code instead.
+/// afterwards. With [`input`](Virtual::input), the `input` nodes hear a WAV file as if it
+/// came in through the card.
 ///
 /// ```
 /// use downbeat::device::{Device, RunLength, Virtual};
@@ -46,92 +35,32 @@ pub const MAX_RECORD_SECONDS: f64 = 600.0;
 ///     "block_size = 480\nedges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\n[nodes.out]\ntype = \"output\"\n",
 ///     "inline.toml",
 /// ).unwrap();
-/// let mut engine = Engine::new(project.build().unwrap());
+/// let engine = Engine::new(project.build().unwrap());
 /// // 4800 frames at 48 kHz: ten 10 ms callbacks, about 0.1 s of wall-clock time.
-/// let report = Virtual::new(None).run(&mut engine, RunLength { frames: 4800 }).unwrap();
-/// assert_eq!(engine.summary().blocks, 10);
-/// assert!(report.wall_seconds >= 0.09);
+/// let run = Virtual::new(None).run(engine, RunLength { frames: 4800 }).unwrap();
+/// assert_eq!(run.engine.summary().blocks, 10);
+/// assert!(run.report.wall_seconds >= 0.09);
 /// ```
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Virtual {
-    out: Option<PathBuf>,
-    quiet: bool,
-    watcher: Option<Watcher>,
+    recordings: Recordings,
+    input: Option<InputFile>,
 }
 
 impl Virtual {
     /// A virtual device, recording what it plays to `out` when given.
-    pub fn new(out: Option<PathBuf>) -> Self {
+    pub fn new(out: Option<std::path::PathBuf>) -> Self {
         Self {
-            out,
-            ..Self::default()
+            recordings: Recordings { out, input: None },
+            input: None,
         }
     }
 
-    /// Turns the progress line off (it is also hidden when stderr is not a terminal).
-    pub fn without_progress(mut self) -> Self {
-        self.quiet = true;
+    /// Feeds the `input` nodes from `file`, which must have the engine's sample rate and
+    /// at least as many channels as its capture.
+    pub fn input(mut self, file: InputFile) -> Self {
+        self.input = Some(file);
         self
-    }
-
-    /// Calls `watcher` on a thread of its own with the meters (frames played, highest load
-    /// and peak level since the previous call) a few times a second while the device runs,
-    /// instead of drawing the progress line.
-    ///
-    /// ```
-    /// use std::sync::{Arc, Mutex};
-    /// use downbeat::device::{Device, RunLength, Virtual};
-    /// use downbeat::{project::Project, Engine};
-    ///
-    /// let project = Project::parse(
-    ///     "block_size = 480\nedges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\n[nodes.out]\ntype = \"output\"\n",
-    ///     "inline.toml",
-    /// ).unwrap();
-    /// let mut engine = Engine::new(project.build().unwrap());
-    /// let last = Arc::new(Mutex::new(None));
-    /// let seen = Arc::clone(&last);
-    /// let mut device = Virtual::new(None).watch(move |m| *seen.lock().unwrap() = Some(m));
-    /// device.run(&mut engine, RunLength { frames: 48_00 }).unwrap();
-    /// let last = last.lock().unwrap().expect("meters arrived");
-    /// assert_eq!(last.frames, 4800); // the final values are always delivered
-    /// ```
-    pub fn watch(mut self, watcher: impl FnMut(MeterSnapshot) + Send + 'static) -> Self {
-        self.watcher = Some(Box::new(watcher));
-        self
-    }
-
-    /// Where the meters go for this run: the watcher, the progress line, or nowhere.
-    fn meter_sink(&mut self, length: RunLength, rate: u32) -> Option<(Watcher, ProgressBar)> {
-        if let Some(watcher) = self.watcher.take() {
-            return Some((watcher, ProgressBar::hidden()));
-        }
-        let bar = ProgressBar::new(length.frames);
-        if self.quiet || bar.is_hidden() {
-            return None;
-        }
-        bar.set_style(ProgressStyle::with_template("{bar:30} {msg}").expect("template is valid"));
-        let line = bar.clone();
-        let total = length.frames as f64 / rate as f64;
-        let draw = move |m: MeterSnapshot| {
-            line.set_position(m.frames);
-            line.set_message(format!(
-                "{:.1} / {total:.1} s   load {:.2}   peak {:+.1} dBFS",
-                m.frames as f64 / rate as f64,
-                m.load,
-                m.peak_dbfs()
-            ));
-        };
-        Some((Box::new(draw), bar))
-    }
-}
-
-impl fmt::Debug for Virtual {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Virtual")
-            .field("out", &self.out)
-            .field("quiet", &self.quiet)
-            .field("watched", &self.watcher.is_some())
-            .finish()
     }
 }
 
@@ -140,85 +69,165 @@ impl Device for Virtual {
         "virtual"
     }
 
-    fn run(&mut self, engine: &mut Engine, length: RunLength) -> Result<DeviceReport, DeviceError> {
-        let ch = engine.channels();
-        let block = engine.block_size();
+    fn run(&mut self, engine: Engine, length: RunLength) -> Result<Run, DeviceError> {
         let rate = engine.sample_rate();
-        let recording = match &self.out {
-            Some(_) if length.frames as f64 > MAX_RECORD_SECONDS * rate as f64 => {
-                return Err(DeviceError::Config(format!(
-                    "the virtual device records at most {MAX_RECORD_SECONDS} s; \
-                     use `--device offline` to render longer files"
-                )))
-            }
-            Some(_) => Some(Recording::new(length.frames as usize, ch)),
-            None => None,
-        };
-        let mut buf = downbeat_graph::prefaulted(block * ch);
-        let period = Duration::from_secs_f64(block as f64 / rate as f64);
-        let sink = self.meter_sink(length, rate);
-        let (mut tap, meter_thread, bar) = match sink {
-            Some((watcher, bar)) => {
-                let (tap, thread) = meters::spawn(ch, 1, watcher);
-                (Some(tap), Some(thread), bar)
-            }
-            None => (None, None, ProgressBar::hidden()),
-        };
-        let callback = || {
-            // The callback thread's own settings: real-time priority where the system allows
-            // (silently an ordinary thread otherwise) and a 1 ns timer slack, gone with the
-            // thread.
-            let options = TickerOptions {
-                timer_slack: Some(Duration::from_nanos(1)),
-                ..TickerOptions::default()
-            };
-            // Read before the ticker starts, so the wall time covers every period it waits.
-            let started = Instant::now();
-            // Burst (the default late policy): a late block is still due, like a real card's
-            // buffer that must be filled; it is counted, not dropped.
-            let mut ticker = Ticker::with_options(period, &options);
-            let mut left = length.frames;
-            let mut late = 0;
-            let mut first = true;
-            while left > 0 {
-                // The first callback comes at once, as a sound card's does; each later one a
-                // period after the one before.
-                if !std::mem::take(&mut first) && ticker.wait().lateness > period {
-                    late += 1;
-                }
-                let frames = (block as u64).min(left) as usize;
-                let buf = &mut buf[..frames * ch];
-                engine.process(buf);
-                if let Some(tap) = &mut tap {
-                    tap.block(buf, engine.load().last());
-                }
-                if let Some(r) = &recording {
-                    r.append(buf);
-                }
-                left -= frames as u64;
-            }
-            (started.elapsed().as_secs_f64(), late)
-        };
-        let (wall_seconds, late) = std::thread::scope(|scope| {
-            std::thread::Builder::new()
-                .name("downbeat-virtual".into())
-                .spawn_scoped(scope, callback)
-                .expect("spawn the virtual device's callback thread")
-                .join()
-        })
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        drop(tap);
-        if let Some(thread) = meter_thread {
-            thread.stop();
+        let block = engine.block_size();
+        let mut renderer = prepare(engine, length, &self.recordings, "virtual")?;
+        if let Some(file) = &self.input {
+            check_input_file(file, &renderer)?;
+            renderer = renderer.input_file(file);
         }
-        bar.finish_and_clear();
-        if let (Some(path), Some(r)) = (&self.out, &recording) {
-            r.write_wav(path, rate)?;
-        }
-        Ok(DeviceReport {
-            frames: length.frames,
-            wall_seconds,
-            late_wakeups: late,
+        let recordings = Recorded::of(&renderer, &self.recordings);
+        let paced = pace(renderer, block, rate);
+        let wall_seconds = paced.wall_seconds;
+        let engine = recordings.finish(paced.renderer, rate)?;
+        Ok(Run {
+            engine,
+            report: DeviceReport {
+                frames: length.frames,
+                wall_seconds,
+                late_wakeups: paced.late,
+                ..DeviceReport::default()
+            },
         })
     }
+}
+
+/// Refuses a file the `input` nodes could not hear as it is.
+pub(crate) fn check_input_file(file: &InputFile, renderer: &Renderer) -> Result<(), DeviceError> {
+    let rate = renderer.engine().sample_rate();
+    if file.sample_rate() != rate {
+        return Err(DeviceError::Config(format!(
+            "--input: `{}` is at {} Hz but the project runs at {rate} Hz; set the project's \
+             `sample_rate` to {} or resample the file",
+            file.path().display(),
+            file.sample_rate(),
+            file.sample_rate()
+        )));
+    }
+    if file.channels() != renderer.input_channels() {
+        return Err(DeviceError::Config(format!(
+            "--input: `{}` has {} channel(s) but the input was set up with {}",
+            file.path().display(),
+            file.channels(),
+            renderer.input_channels()
+        )));
+    }
+    Ok(())
+}
+
+/// A renderer for `engine` with the recordings `recordings` asks for, allocated and touched
+/// now. Real-time devices keep recordings in memory, so their length is bounded.
+pub(crate) fn prepare(
+    engine: Engine,
+    length: RunLength,
+    recordings: &Recordings,
+    device: &str,
+) -> Result<Renderer, DeviceError> {
+    let rate = engine.sample_rate();
+    let wanted = recordings.out.is_some() || recordings.input.is_some();
+    if wanted && length.frames as f64 > MAX_RECORD_SECONDS * rate as f64 {
+        return Err(DeviceError::Config(format!(
+            "the {device} device records at most {MAX_RECORD_SECONDS} s; use `--device offline` \
+             to render longer files, or run without `--out`"
+        )));
+    }
+    let (out_ch, in_ch) = (
+        engine.channels(),
+        engine.capture().map_or(0, |c| c.channels()),
+    );
+    let mut renderer = Renderer::new(engine, length.frames);
+    if recordings.out.is_some() {
+        renderer = renderer.record(Recording::new(length.frames as usize, out_ch));
+    }
+    if recordings.input.is_some() {
+        if in_ch == 0 {
+            return Err(DeviceError::Config(
+                "--record-input: the project has no `input` node, so there is nothing to record"
+                    .into(),
+            ));
+        }
+        renderer = renderer.record_input(Recording::new(length.frames as usize, in_ch));
+    }
+    Ok(renderer)
+}
+
+/// The recordings of a run, kept aside so that they can be written whatever becomes of the
+/// renderer.
+pub(crate) struct Recorded {
+    out: Option<(std::path::PathBuf, std::sync::Arc<Recording>)>,
+    input: Option<(std::path::PathBuf, std::sync::Arc<Recording>)>,
+}
+
+impl Recorded {
+    pub(crate) fn of(renderer: &Renderer, recordings: &Recordings) -> Self {
+        let (out, input) = renderer.recordings();
+        Self {
+            out: recordings.out.clone().zip(out),
+            input: recordings.input.clone().zip(input),
+        }
+    }
+
+    /// Writes the WAV files.
+    pub(crate) fn write(&self, rate: u32) -> Result<(), DeviceError> {
+        for (path, rec) in self.out.iter().chain(&self.input) {
+            rec.write_wav(path, rate)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the WAV files and hands the engine back.
+    pub(crate) fn finish(&self, renderer: Renderer, rate: u32) -> Result<Engine, DeviceError> {
+        self.write(rate)?;
+        Ok(renderer.into_engine())
+    }
+}
+
+/// What [`pace`] hands back.
+pub(crate) struct Paced {
+    pub(crate) renderer: Renderer,
+    pub(crate) wall_seconds: f64,
+    pub(crate) late: u64,
+}
+
+/// Runs `renderer` to its end in blocks of `block` frames, one per block period, on a
+/// callback thread of its own: the virtual device, and where a lost device falls back to.
+pub(crate) fn pace(mut renderer: Renderer, block: usize, rate: u32) -> Paced {
+    let period = Duration::from_secs_f64(block as f64 / rate as f64);
+    let callback = move || {
+        // The callback thread's own settings: real-time priority where the system allows
+        // (silently an ordinary thread otherwise) and a 1 ns timer slack, gone with the
+        // thread.
+        let options = TickerOptions {
+            timer_slack: Some(Duration::from_nanos(1)),
+            ..TickerOptions::default()
+        };
+        // Read before the ticker starts, so the wall time covers every period it waits.
+        let started = Instant::now();
+        // Burst (the default late policy): a late block is still due, like a real card's
+        // buffer that must be filled; it is counted, not dropped.
+        let mut ticker = Ticker::with_options(period, &options);
+        let mut late = 0;
+        let mut first = true;
+        while !renderer.done() {
+            // The first callback comes at once, as a sound card's does; each later one a
+            // period after the one before.
+            if !std::mem::take(&mut first) && ticker.wait().lateness > period {
+                late += 1;
+            }
+            let frames = (block as u64).min(renderer.remaining()) as usize;
+            renderer.render(frames);
+        }
+        Paced {
+            renderer,
+            wall_seconds: started.elapsed().as_secs_f64(),
+            late,
+        }
+    };
+    std::thread::Builder::new()
+        .name("downbeat-virtual".into())
+        .spawn(callback)
+        .expect("spawn the virtual device's callback thread")
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }

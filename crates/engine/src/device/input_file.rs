@@ -1,0 +1,90 @@
+//! [`InputFile`]: a WAV file as the device's input, for the offline and virtual devices.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::DeviceError;
+
+/// A WAV file read into memory, which the offline and virtual devices hand to the `input`
+/// nodes block by block, as a sound card would hand its capture: frame `k` of the file is
+/// what the input hears while frame `k` is played. After its end the input hears silence.
+///
+/// Recording a live run's input (`--record-input`) and replaying it with `--input` on the
+/// offline device reproduces the run.
+///
+/// ```no_run
+/// use downbeat::device::InputFile;
+/// let voice = InputFile::open("voice.wav".as_ref()).unwrap();
+/// assert_eq!(voice.sample_rate(), 48_000);
+/// ```
+#[derive(Clone, Debug)]
+pub struct InputFile {
+    path: PathBuf,
+    samples: Arc<[f32]>,
+    channels: usize,
+    sample_rate: u32,
+}
+
+impl InputFile {
+    /// Reads `path` (16-, 24- or 32-bit integer or 32-bit float PCM).
+    ///
+    /// # Errors
+    /// [`DeviceError::Config`] naming the file when it cannot be read or is not a WAV file.
+    pub fn open(path: &Path) -> Result<Self, DeviceError> {
+        let bad = |e: hound::Error| {
+            DeviceError::Config(format!(
+                "--input: cannot read `{}` as a WAV file: {e}",
+                path.display()
+            ))
+        };
+        let mut r = hound::WavReader::open(path).map_err(bad)?;
+        let spec = r.spec();
+        let samples: Vec<f32> = match spec.sample_format {
+            hound::SampleFormat::Float => r.samples::<f32>().collect::<Result<_, _>>(),
+            hound::SampleFormat::Int => {
+                let scale = 1.0 / (1u64 << (spec.bits_per_sample - 1)) as f32;
+                r.samples::<i32>()
+                    .map(|s| s.map(|s| s as f32 * scale))
+                    .collect::<Result<_, _>>()
+            }
+        }
+        .map_err(bad)?;
+        if spec.channels == 0 {
+            return Err(DeviceError::Config(format!(
+                "--input: `{}` has no channels",
+                path.display()
+            )));
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            samples: samples.into(),
+            channels: usize::from(spec.channels),
+            sample_rate: spec.sample_rate,
+        })
+    }
+
+    /// Where it was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Channels.
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    /// Sample rate in Hz.
+    pub fn sample_rate(&self) -> u32 {
+        self.sample_rate
+    }
+
+    /// Frames.
+    pub fn frames(&self) -> usize {
+        self.samples.len() / self.channels
+    }
+
+    /// All samples, interleaved.
+    pub(crate) fn samples(&self) -> &Arc<[f32]> {
+        &self.samples
+    }
+}
