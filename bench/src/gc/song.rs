@@ -327,7 +327,7 @@ impl Song {
 
     /// A note-on of the MIDI synthesizer: voice, oscillator, ADSR and its parameters, panner,
     /// volume and the note-on event (a note-off event follows at the release).
-    /// Voice: refs [osc, adsr, pan, vol, event], data [kind, end, channel, release block].
+    /// Voice: refs `[osc, adsr, pan, vol, event]`, data `[kind, end, channel, release block]`.
     fn new_note(&mut self, b: &mut Block<'_>, n: u64) -> Result<Gc, downbeat_gc::GcError> {
         let rng = &mut self.rng;
         let key = 36 + rng.next() % 60;
@@ -436,7 +436,7 @@ impl Song {
     }
 
     /// A grain: voice, triangle oscillator, envelope `((0 0) (.5 .05) (1 0))` and its points.
-    /// Voice: refs [osc, env], data [kind, end].
+    /// Voice: refs `[osc, env]`, data `[kind, end]`.
     fn new_grain(&mut self, b: &mut Block<'_>, n: u64) -> Result<Gc, downbeat_gc::GcError> {
         let freq = self.rng.between(50.0, 2000.0);
         let dur = self.rng.between(0.4, 2.0);
@@ -470,8 +470,8 @@ impl Song {
 
     /// An insect (Bill Schottstaedt's, as in A.1): voice, carrier and two modulators, three
     /// envelopes with their points.
-    /// Voice: refs [carrier, fm1, fm2, amp env, index env, mod-freq env],
-    /// data [kind, end, fm2 amplitude].
+    /// Voice: refs `[carrier, fm1, fm2, amp env, index env, mod-freq env]`,
+    /// data `[kind, end, fm2 amplitude]`.
     fn new_insect(&mut self, b: &mut Block<'_>, n: u64) -> Result<Gc, downbeat_gc::GcError> {
         let r = &mut self.rng;
         let dur = r.between(0.4, 1.6);
@@ -544,7 +544,7 @@ impl Song {
 
     /// A plucked string (Jaffe and Smith, after Bill Schottstaedt's `pluck`): voice, delay line
     /// of noise in the atomic heap, and its two one-zero filters.
-    /// Voice: refs [line, all-pass, feedback], data [kind, end, position, amplitude].
+    /// Voice: refs `[line, all-pass, feedback]`, data `[kind, end, position, amplitude]`.
     fn new_pluck(&mut self, b: &mut Block<'_>, n: u64) -> Result<Gc, downbeat_gc::GcError> {
         let r = &mut self.rng;
         let dur = r.between(0.1, 1.2);
@@ -634,8 +634,8 @@ fn tune(freq: f64, s1: f64) -> (f64, f64, usize) {
 }
 
 /// A breakpoint envelope over `dur` seconds: points `x0 y0 x1 y1 ...` with x in 0..100, times
-/// `scaler`. Env: refs [points], data [scaler, samples, value, increment, left in segment,
-/// segment, number of points].
+/// `scaler`. Env: refs `[points]`, data `[scaler, samples, value, increment, left in segment,
+/// segment, number of points]`.
 fn new_env(
     b: &mut Block<'_>,
     points: &[f64],
