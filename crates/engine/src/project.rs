@@ -24,8 +24,8 @@ use std::ops::Range;
 use std::path::Path;
 
 use downbeat_graph::{
-    node_type, node_types, CompileConfig, Graph, GraphError, NodeConfig, ParamError, ParamValue,
-    Schedule,
+    all_node_types, lookup_node_type, CompileConfig, Graph, GraphError, NodeConfig, ParamError,
+    ParamValue, Schedule,
 };
 use indexmap::IndexMap;
 use serde::Deserialize;
@@ -322,15 +322,16 @@ impl Project {
         };
         let mut graph = Graph::new();
         for (i, n) in self.nodes.iter().enumerate() {
-            let ty = node_type(&n.kind).expect("type checked while parsing");
-            let node = ty.instantiate(n.params.clone(), &cfg).map_err(|e| {
+            let ty = lookup_node_type(&n.kind).expect("type checked while parsing");
+            let node = ty.create(n.params.clone(), &cfg).map_err(|e| {
                 // Point at the offending value when the file spells it out.
                 let span = match &e {
-                    ParamError::Invalid { name, .. } => self.spans.params[i]
-                        .iter()
-                        .find(|(p, _)| p == name)
-                        .map(|(_, s)| s.clone()),
-                    ParamError::Unknown { .. } => None,
+                    ParamError::Invalid { name, .. } | ParamError::Unknown { name, .. } => {
+                        self.spans.params[i]
+                            .iter()
+                            .find(|(p, _)| p == name)
+                            .map(|(_, s)| s.clone())
+                    }
                 };
                 let span = span.unwrap_or_else(|| self.spans.node_names[i].clone());
                 ProjectError::at(&self.source(), span, format!("node `{}`: {e}", n.name))
@@ -430,9 +431,9 @@ fn parse_node(
     spans: &mut Spans,
 ) -> Result<ProjectNode, ProjectError> {
     let valid_types = || {
-        node_types()
+        all_node_types()
             .iter()
-            .map(|t| format!("`{}`", t.name))
+            .map(|t| format!("`{}`", t.name()))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -458,7 +459,7 @@ fn parse_node(
                 .help(format!("one of {}", valid_types())),
         );
     };
-    let Some(ty) = node_type(kind) else {
+    let Some(ty) = lookup_node_type(kind) else {
         return Err(ProjectError::at(
             src,
             ty_value.span(),
@@ -474,8 +475,33 @@ fn parse_node(
         if key.get_ref() == "type" {
             continue;
         }
-        let Some(spec) = ty.params.iter().find(|s| s.name == key.get_ref()) else {
-            let valid: Vec<String> = ty.params.iter().map(|s| format!("`{}`", s.name)).collect();
+        let Some(spec) = ty.params().iter().find(|s| s.name == key.get_ref()) else {
+            if ty.open_params().is_some() {
+                // Checked by the node type when it builds the node, which knows its names.
+                match to_param(value.get_ref()) {
+                    Ok(v) => {
+                        params.push((key.get_ref().clone(), v));
+                        param_spans.push((key.get_ref().clone(), value.span()));
+                        continue;
+                    }
+                    Err(message) => {
+                        return Err(ProjectError::at(
+                            src,
+                            value.span(),
+                            format!(
+                                "bad value for `{}` of node `{}`: {message}",
+                                key.get_ref(),
+                                name.get_ref()
+                            ),
+                        ))
+                    }
+                }
+            }
+            let valid: Vec<String> = ty
+                .params()
+                .iter()
+                .map(|s| format!("`{}`", s.name))
+                .collect();
             let help = if valid.is_empty() {
                 format!("`{kind}` takes no parameters")
             } else {
@@ -634,9 +660,9 @@ fn parse_edge(
 /// The reference of every node type and its parameters, as `downbeat nodes` prints it.
 pub fn node_reference() -> String {
     let mut s = String::new();
-    for t in node_types() {
-        s.push_str(&format!("{}: {}\n", t.name, t.doc));
-        for p in t.params {
+    for t in all_node_types() {
+        s.push_str(&format!("{}: {}\n", t.name(), t.doc()));
+        for p in t.params() {
             s.push_str(&format!(
                 "    {:<14} {} (default {}): {}\n",
                 p.name,
@@ -644,6 +670,9 @@ pub fn node_reference() -> String {
                 default_text(&p.kind),
                 p.doc
             ));
+        }
+        if let Some(more) = t.open_params() {
+            s.push_str(&format!("    {:<14} {more}\n", "(more)"));
         }
     }
     s

@@ -28,7 +28,10 @@ pub use event::{
 pub use graph::{Edge, Endpoint, Graph, NodeId};
 pub use node::{Node, ProcessContext};
 pub use param::{ParamError, ParamKind, ParamSpec, ParamValue, Params};
-pub use registry::{node_type, node_types, BuildFn, NodeConfig, NodeType};
+pub use registry::{
+    all_node_types, lookup_node_type, node_type, node_types, register_node_type, BuildFn,
+    NodeConfig, NodeFactory, NodeType, RegistryError,
+};
 pub use schedule::{
     NodeLevel, NodeRunner, Schedule, CONTROL_FRAMES, DEFAULT_EVENT_CAPACITY, DEFAULT_SMOOTHING,
 };
