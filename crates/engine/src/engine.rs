@@ -7,6 +7,8 @@ use downbeat_graph::Schedule;
 use downbeat_rt::pool::{Pool, PoolConfig};
 use downbeat_rt::reclaim::Collector;
 
+use crate::control::record::{self, RecordReader, RecordTap};
+use crate::control::{ControlInputs, Controller};
 use crate::load::{LoadMeter, LoadSummary};
 use crate::meters::MeterTap;
 use crate::swap::{self, ScheduleSender, Swapper};
@@ -43,6 +45,8 @@ pub struct Engine {
     seconds_per_frame: f64,
     capture: Option<Capture>,
     meters: Option<MeterTap>,
+    control: ControlInputs,
+    record: Option<RecordTap>,
 }
 
 impl Engine {
@@ -63,6 +67,8 @@ impl Engine {
             seconds_per_frame,
             capture: None,
             meters: None,
+            control: ControlInputs::new(),
+            record: None,
         }
     }
 
@@ -138,6 +144,49 @@ impl Engine {
         self.meters = Some(tap);
     }
 
+    /// A [`Controller`] for a control thread, with a queue of `capacity` events of its own
+    /// into the audio thread (see [`control`](crate::control)). Make controllers before the
+    /// run: the audio thread polls a list fixed then.
+    ///
+    /// # Panics
+    /// Beyond [`MAX_CONTROLLERS`](crate::control::MAX_CONTROLLERS) controllers.
+    pub fn controller(&mut self, capacity: usize) -> Controller {
+        let table = std::sync::Arc::new(self.schedule.param_table());
+        Controller::new(table, &mut self.control, capacity)
+    }
+
+    /// Starts recording every applied event with the frame it took effect at; the reader
+    /// writes them to a file that [`control::record::read_events`](crate::control::record::read_events)
+    /// reads back for a replay. Drain the reader regularly during the run.
+    pub fn record_events(&mut self) -> RecordReader {
+        self.schedule.set_recording(true);
+        let (tap, reader) = record::channel(self.schedule.param_table());
+        self.record = Some(tap);
+        reader
+    }
+
+    /// Events the recording could not keep because its reader fell behind: a recording
+    /// with any is incomplete.
+    pub fn unrecorded_events(&self) -> u64 {
+        self.record.as_ref().map_or(0, |r| r.lost)
+    }
+
+    /// Events from a controller made for another schedule than the running one (refused).
+    pub fn stale_events(&self) -> u64 {
+        self.control.stale
+    }
+
+    /// Events waiting in the controllers' queues for room in the schedule's.
+    pub fn waiting_events(&self) -> usize {
+        self.control.waiting()
+    }
+
+    /// The running schedule, to change off the audio thread (its event timeline, event
+    /// capacity, smoothing).
+    pub fn schedule_mut(&mut self) -> &mut Schedule {
+        &mut self.schedule
+    }
+
     /// Disconnects the meters, handing the tap back.
     pub fn take_meters(&mut self) -> Option<MeterTap> {
         self.meters.take()
@@ -174,6 +223,7 @@ impl Engine {
         if let Some(swapper) = self.swapper.as_mut() {
             swapper.take(&mut self.schedule);
         }
+        self.control.drain(&mut self.schedule);
         for (k, piece) in out.chunks_mut(max * ch).enumerate() {
             if let Some(capture) = &self.capture {
                 let frames = piece.len() / ch;
@@ -187,6 +237,9 @@ impl Engine {
                 None => self.schedule.process(piece.len() / ch),
             }
             self.schedule.output_interleaved(piece);
+            if let Some(r) = &mut self.record {
+                r.take(&self.schedule);
+            }
         }
         let frames = out.len() / ch;
         if frames > 0 {

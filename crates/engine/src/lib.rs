@@ -2,6 +2,7 @@
 //! drive it, project files, and the `downbeat` command-line tool.
 #![warn(missing_docs)]
 
+pub mod control;
 pub mod device;
 pub mod engine;
 pub mod load;

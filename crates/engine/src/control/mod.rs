@@ -1,0 +1,270 @@
+//! Live control of a running engine: [`Controller`]s send parameter events from control
+//! threads, each through a wait-free queue of its own into the audio thread, which applies
+//! them at exact frames (see [`downbeat_graph::Event`]).
+//!
+//! ```
+//! use downbeat::{control::When, project::Project, Engine};
+//!
+//! let p = Project::parse(
+//!     "edges = [\"s -> g -> out\"]\n[nodes.s]\ntype = \"sine\"\n[nodes.g]\ntype = \"gain\"\n\
+//!      [nodes.out]\ntype = \"output\"\n",
+//!     "x.toml",
+//! ).unwrap();
+//! let mut engine = Engine::new(p.build().unwrap());
+//! let mut control = engine.controller(64);
+//! // From any thread: silence the gain at frame 100, exactly.
+//! std::thread::spawn(move || {
+//!     control.step("g", "gain", 0.0, When::Frame(100)).unwrap();
+//!     assert!(control.set("g", "bogus", 1.0).is_err());
+//! }).join().unwrap();
+//! let mut block = vec![0.0f32; 256 * 2];
+//! engine.process(&mut block);
+//! assert!(block[200..].iter().all(|&x| x == 0.0));
+//! ```
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use downbeat_graph::{Change, ControlError, Event, ParamId, ParamTable, Ramp, Schedule, Shape};
+use downbeat_ring::{Consumer, Producer, RingBuffer};
+use downbeat_rt::clock::now_ns;
+
+pub mod record;
+
+/// Controllers an engine accepts: their queues are polled at every block start, so the
+/// list is fixed before the run (and the audio thread never grows it).
+pub const MAX_CONTROLLERS: usize = 16;
+
+/// When an event takes effect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    /// At the start of the next block the engine computes.
+    Now,
+    /// At this frame of the engine's timeline (frames since its schedule started).
+    Frame(u64),
+    /// At this instant, mapped onto the timeline through the latest block's start time
+    /// (the virtual and offline devices' frames are the clock's; a sound card's drift
+    /// between two blocks is not modelled).
+    At(Instant),
+}
+
+/// Where the timeline was at the start of the latest block: written by the audio thread,
+/// read by controllers to map instants to frames.
+#[derive(Debug, Default)]
+pub(crate) struct Anchor {
+    /// Sequence counter: odd while the audio thread writes.
+    seq: AtomicU64,
+    frame: AtomicU64,
+    ns: AtomicU64,
+}
+
+impl Anchor {
+    /// Publishes `frame` starting at `ns`. Wait-free: a seqlock write.
+    pub(crate) fn publish(&self, frame: u64, ns: u64) {
+        let s = self.seq.load(Ordering::Relaxed);
+        self.seq.store(s + 1, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::Release);
+        self.frame.store(frame, Ordering::Relaxed);
+        self.ns.store(ns, Ordering::Relaxed);
+        self.seq.store(s + 2, Ordering::Release);
+    }
+
+    /// The latest `(frame, ns)` pair, consistent; `(0, 0)` before the first block.
+    fn read(&self) -> (u64, u64) {
+        loop {
+            let s1 = self.seq.load(Ordering::Acquire);
+            let frame = self.frame.load(Ordering::Relaxed);
+            let ns = self.ns.load(Ordering::Relaxed);
+            std::sync::atomic::fence(Ordering::Acquire);
+            if s1 % 2 == 0 && self.seq.load(Ordering::Relaxed) == s1 {
+                return (frame, ns);
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// The audio-thread side of the engine's controllers.
+pub(crate) struct ControlInputs {
+    queues: Vec<Consumer<Event>>,
+    pub(crate) anchor: Arc<Anchor>,
+    /// Events from a controller made for another schedule, refused at the block start.
+    pub(crate) stale: u64,
+}
+
+impl ControlInputs {
+    pub(crate) fn new() -> Self {
+        Self {
+            queues: Vec::with_capacity(MAX_CONTROLLERS),
+            anchor: Arc::new(Anchor::default()),
+            stale: 0,
+        }
+    }
+
+    /// Moves every controller's queued events into the schedule, oldest first, until the
+    /// schedule's queue is full; what does not fit stays in the controllers' queues for the
+    /// next block. Publishes the block's start. Real-time safe.
+    pub(crate) fn drain(&mut self, schedule: &mut Schedule) {
+        self.anchor.publish(schedule.position(), now_ns());
+        'queues: for q in &mut self.queues {
+            while let Some(event) = q.peek().copied() {
+                match schedule.push_event(event) {
+                    Ok(()) => {}
+                    Err(ControlError::QueueFull { .. }) => break 'queues,
+                    Err(_) => self.stale += 1,
+                }
+                q.pop();
+            }
+        }
+    }
+
+    /// Events waiting in the controllers' queues.
+    pub(crate) fn waiting(&self) -> usize {
+        self.queues.iter().map(Consumer::available_read).sum()
+    }
+}
+
+/// A control handle for a running engine, for a control thread: resolves `node.param`
+/// names off the audio thread, checks values, and sends events through a wait-free queue
+/// of its own. Made by [`Engine::controller`](crate::Engine::controller).
+///
+/// Every refusal is a [`ControlError`] worded as the project file's errors; a full queue
+/// is reported ([`ControlError::QueueFull`]), never dropped.
+pub struct Controller {
+    table: Arc<ParamTable>,
+    queue: Producer<Event>,
+    anchor: Arc<Anchor>,
+}
+
+impl std::fmt::Debug for Controller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller")
+            .field("schedule", &self.table.schedule_id())
+            .field("capacity", &self.queue.capacity())
+            .finish()
+    }
+}
+
+impl Controller {
+    pub(crate) fn new(table: Arc<ParamTable>, inputs: &mut ControlInputs, capacity: usize) -> Self {
+        assert!(
+            inputs.queues.len() < MAX_CONTROLLERS,
+            "an engine takes at most {MAX_CONTROLLERS} controllers"
+        );
+        let (queue, consumer) = RingBuffer::<Event>::new(capacity);
+        inputs.queues.push(consumer);
+        Self {
+            table,
+            queue,
+            anchor: Arc::clone(&inputs.anchor),
+        }
+    }
+
+    /// The names and ranges of the engine's parameters.
+    pub fn table(&self) -> &ParamTable {
+        &self.table
+    }
+
+    /// The id of live parameter `param` of node `node`.
+    ///
+    /// # Errors
+    /// An unknown node or parameter, or one that cannot change while running.
+    pub fn resolve(&self, node: &str, param: &str) -> Result<ParamId, ControlError> {
+        self.table.resolve(node, param)
+    }
+
+    /// The frame `when` stands for (`None` for [`When::Now`]).
+    pub fn frame(&self, when: When) -> Option<u64> {
+        match when {
+            When::Now => None,
+            When::Frame(f) => Some(f),
+            When::At(instant) => Some(self.frame_at(instant)),
+        }
+    }
+
+    /// The timeline frame at `instant`, extrapolated from the latest block's start.
+    pub fn frame_at(&self, instant: Instant) -> u64 {
+        let (frame, ns) = self.anchor.read();
+        let (now, now_ns) = (Instant::now(), now_ns());
+        let at_ns = if instant >= now {
+            now_ns.saturating_add((instant - now).as_nanos() as u64)
+        } else {
+            now_ns.saturating_sub((now - instant).as_nanos() as u64)
+        };
+        let rate = f64::from(self.table.sample_rate());
+        let offset = (at_ns as f64 - ns as f64) * 1e-9 * rate;
+        (frame as f64 + offset).round().max(0.0) as u64
+    }
+
+    /// The frame the latest block started at (0 before the first).
+    pub fn position(&self) -> u64 {
+        self.anchor.read().0
+    }
+
+    /// Sends `change` for parameter `id`, after checking it.
+    ///
+    /// # Errors
+    /// A value out of range, or [`ControlError::QueueFull`].
+    pub fn send(&mut self, when: When, id: ParamId, change: Change) -> Result<(), ControlError> {
+        self.table.check(id, &change)?;
+        let event = Event::param(self.frame(when), id, change);
+        self.queue.push(event).map_err(|_| ControlError::QueueFull {
+            capacity: self.queue.capacity(),
+        })
+    }
+
+    /// Moves `node.param` to `value` now, smoothed.
+    ///
+    /// # Errors
+    /// As [`resolve`](Self::resolve) and [`send`](Self::send).
+    pub fn set(&mut self, node: &str, param: &str, value: f32) -> Result<(), ControlError> {
+        let id = self.resolve(node, param)?;
+        self.send(When::Now, id, Change::Set(value))
+    }
+
+    /// Jumps `node.param` to `value` at `when`, unsmoothed.
+    ///
+    /// # Errors
+    /// As [`resolve`](Self::resolve) and [`send`](Self::send).
+    pub fn step(
+        &mut self,
+        node: &str,
+        param: &str,
+        value: f32,
+        when: When,
+    ) -> Result<(), ControlError> {
+        let id = self.resolve(node, param)?;
+        self.send(when, id, Change::Step(value))
+    }
+
+    /// Ramps `node.param` from the value it has reached at `when` to `target` over
+    /// `seconds`.
+    ///
+    /// # Errors
+    /// As [`resolve`](Self::resolve) and [`send`](Self::send), and a bad duration.
+    pub fn ramp(
+        &mut self,
+        node: &str,
+        param: &str,
+        shape: Shape,
+        target: f32,
+        seconds: f64,
+        when: When,
+    ) -> Result<(), ControlError> {
+        let id = self.resolve(node, param)?;
+        let frames = self.table.ramp_frames(id, seconds)?;
+        let ramp = Ramp {
+            shape,
+            from: None,
+            to: target,
+            frames,
+        };
+        self.send(when, id, Change::Ramp(ramp))
+    }
+
+    /// Room left in the queue, in events.
+    pub fn available(&self) -> usize {
+        self.queue.available_write()
+    }
+}
