@@ -658,16 +658,18 @@ fn parse_edge(
 }
 
 /// The reference of every node type and its parameters, as `downbeat nodes` prints it.
+/// Parameters a controller can move while the graph runs are marked `live`.
 pub fn node_reference() -> String {
     let mut s = String::new();
     for t in all_node_types() {
         s.push_str(&format!("{}: {}\n", t.name(), t.doc()));
         for p in t.params() {
             s.push_str(&format!(
-                "    {:<14} {} (default {}): {}\n",
+                "    {:<14} {} (default {}){}: {}\n",
                 p.name,
                 p.kind.describe(),
                 default_text(&p.kind),
+                if p.live { ", live" } else { "" },
                 p.doc
             ));
         }

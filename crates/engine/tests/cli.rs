@@ -190,4 +190,13 @@ fn nodes_lists_every_type() {
     for t in downbeat_graph::node_types() {
         assert!(text.contains(&format!("{}:", t.name)), "{}", t.name);
     }
+    // Live parameters are marked, the others are not.
+    assert!(
+        text.contains("gain           a number from 0 to 16 (default 1), live:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(default 2): number of audio channels"),
+        "channels is not live: {text}"
+    );
 }
