@@ -74,6 +74,14 @@ enum Command {
         /// Write an HTML load report with plots (load over time, histogram, time per node).
         #[arg(long, value_name = "FILE.html")]
         report: Option<PathBuf>,
+        /// Write every parameter event the run applied, with the frame it took effect at,
+        /// to this file (JSON lines), for `--replay`.
+        #[arg(long, value_name = "FILE")]
+        record_events: Option<PathBuf>,
+        /// Apply the events recorded in this file (by `--record-events`) at their frames:
+        /// with `--device offline --out`, the recorded run again, bit for bit.
+        #[arg(long, value_name = "FILE")]
+        replay: Option<PathBuf>,
     },
     /// Checks a project file and its graph without running it.
     Check {
@@ -268,6 +276,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             threads,
             json,
             report,
+            record_events,
+            replay,
             connect,
         } => {
             let args = DeviceArgs {
@@ -287,6 +297,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let p = built.project;
             let nodes = built.schedule.len();
             let mut engine = Engine::new(built.schedule);
+            if let Some(path) = &replay {
+                let table = engine.schedule().param_table();
+                let events = downbeat::control::record::read_events(path, &table)
+                    .map_err(|e| Failure::Input(format!("--replay `{}`: {e}", path.display())))?;
+                engine
+                    .schedule_mut()
+                    .set_timeline(events)
+                    .map_err(|e| Failure::Input(format!("--replay: {e}")))?;
+            }
+            cli_device::check_dir("--record-events", record_events.as_deref())?;
+            let recorder = record_events
+                .as_ref()
+                .map(|_| Recorder::spawn(engine.record_events()));
             if let Some(capture) = built.capture {
                 engine.set_capture(capture);
             }
@@ -306,6 +329,20 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 }
             };
             let mut engine = run.engine;
+            if let (Some(path), Some(recorder)) = (&record_events, recorder) {
+                let reader = recorder.finish();
+                if engine.unrecorded_events() > 0 {
+                    return Err(Failure::Runtime(format!(
+                        "--record-events: {} events could not be recorded (the recorder fell \
+                         behind); `{}` would be incomplete",
+                        engine.unrecorded_events(),
+                        path.display()
+                    )));
+                }
+                reader.write(path).map_err(|e| {
+                    Failure::Runtime(format!("cannot write `{}`: {e}", path.display()))
+                })?;
+            }
             progress.finish(&mut engine);
             let rate = engine.sample_rate() as f64;
             if let Some(f) = &run.report.fallback {
@@ -350,6 +387,35 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
+    }
+}
+
+/// Drains a recording on a thread of its own while the run goes on.
+struct Recorder {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<downbeat::control::record::RecordReader>,
+}
+
+impl Recorder {
+    fn spawn(mut reader: downbeat::control::record::RecordReader) -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopping = std::sync::Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            while !stopping.load(std::sync::atomic::Ordering::Acquire) {
+                reader.read();
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            reader.read();
+            reader
+        });
+        Self { stop, thread }
+    }
+
+    fn finish(self) -> downbeat::control::record::RecordReader {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        self.thread
+            .join()
+            .expect("the recorder thread does not panic")
     }
 }
 
