@@ -150,6 +150,8 @@ struct Summary {
     block_size: usize,
     channels: usize,
     nodes: usize,
+    /// Frames by which the output lags the graph's sources (see `Schedule::latency`).
+    latency_frames: usize,
     threads: usize,
     pool_wakes: u64,
     seconds: f64,
@@ -200,13 +202,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Check { project } => {
             let (p, s) = load(&project)?;
             println!(
-                "{}: ok, {} nodes, {} edges, {} Hz, {} frames per block, {} output channels",
+                "{}: ok, {} nodes, {} edges, {} Hz, {} frames per block, {} output channels, \
+                 latency {} frames",
                 p.file,
                 s.len(),
                 p.edges.len(),
                 p.sample_rate,
                 p.block_size,
-                s.channels()
+                s.channels(),
+                s.latency()
             );
             Ok(())
         }
@@ -296,6 +300,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let built = cli_device::build(&project, &args)?;
             let p = built.project;
             let nodes = built.schedule.len();
+            let latency_frames = built.schedule.latency();
             let mut engine = Engine::new(built.schedule);
             if let Some(path) = &replay {
                 let table = engine.schedule().param_table();
@@ -360,6 +365,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 block_size: engine.block_size(),
                 channels: engine.channels(),
                 nodes,
+                latency_frames,
                 threads: engine.threads(),
                 pool_wakes: engine.pool_wakes(),
                 seconds: run.report.frames as f64 / rate,

@@ -2,8 +2,10 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::buffer::{AudioMut, AudioRef};
 use crate::error::GraphError;
-use crate::graph::{Endpoint, Graph};
+use crate::graph::{Endpoint, Entry, Graph};
+use crate::node::{Node, ProcessContext};
 use crate::schedule::{InputPlan, Schedule, Slot};
 
 /// The audio format a schedule is compiled for.
@@ -18,6 +20,12 @@ pub struct CompileConfig {
 impl Graph {
     /// Checks the graph and turns it into a [`Schedule`]: nodes in topological order, every
     /// buffer allocated for `cfg.max_block` frames, multiple inputs planned as sums.
+    ///
+    /// Paths of different [latency](crate::Node::latency) into one node are aligned: on
+    /// each edge that arrives early, compile inserts a delay (a node named
+    /// `"FROM -> TO (latency N)"`) by the difference, so every input of a node lags the
+    /// graph's sources by the same number of frames. [`Schedule::latency`] is then the
+    /// output's lag.
     ///
     /// Runs off the audio thread (it allocates). On error the graph is returned untouched
     /// inside nothing: the error names the nodes and the edge involved.
@@ -114,6 +122,10 @@ impl Graph {
             }
         })?;
 
+        let mut nodes = self.nodes;
+        let order = compensate_latency(&mut nodes, &mut edges, order);
+        let n = nodes.len();
+
         let mut slot_of = vec![0usize; n];
         for (slot, &node) in order.iter().enumerate() {
             slot_of[node] = slot;
@@ -125,7 +137,7 @@ impl Graph {
             succs[slot_of[f]].push(slot_of[t]);
         }
 
-        let mut entries: Vec<Option<_>> = self.nodes.into_iter().map(Some).collect();
+        let mut entries: Vec<Option<_>> = nodes.into_iter().map(Some).collect();
         let mut slots = Vec::with_capacity(n);
         let mut names = Vec::with_capacity(n);
         for (slot, &node) in order.iter().enumerate() {
@@ -156,6 +168,99 @@ impl Graph {
             slot_of[output],
             cfg,
         ))
+    }
+}
+
+/// Aligns every path into each node: computes, in topological `order`, the frame at which
+/// each node's input and output lag the sources, and puts a [`LatencyDelay`] on each edge
+/// that arrives early. Returns the processing order of the new graph.
+fn compensate_latency(
+    nodes: &mut Vec<Entry>,
+    edges: &mut Vec<(usize, usize)>,
+    order: Vec<usize>,
+) -> Vec<usize> {
+    let n = nodes.len();
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for &(f, t) in edges.iter() {
+        preds[t].push(f);
+    }
+    let mut arrives = vec![0usize; n];
+    let mut leaves = vec![0usize; n];
+    for &i in &order {
+        arrives[i] = preds[i].iter().map(|&p| leaves[p]).max().unwrap_or(0);
+        leaves[i] = arrives[i] + nodes[i].node.latency();
+    }
+    let mut inserted = false;
+    for e in 0..edges.len() {
+        let (from, to) = edges[e];
+        let lag = arrives[to] - leaves[from];
+        if lag == 0 {
+            continue;
+        }
+        let delay = nodes.len();
+        nodes.push(Entry {
+            name: format!("{} -> {} (latency {lag})", nodes[from].name, nodes[to].name),
+            node: Box::new(LatencyDelay::new(nodes[from].node.output_channels(), lag)),
+        });
+        edges[e] = (from, delay);
+        edges.push((delay, to));
+        inserted = true;
+    }
+    if inserted {
+        topological_order(nodes.len(), edges).expect("a delay on an edge keeps the graph acyclic")
+    } else {
+        order
+    }
+}
+
+/// A fixed delay of whole frames that compile puts on an edge arriving early; it reports
+/// its delay as its latency, so the totals stay right.
+struct LatencyDelay {
+    channels: usize,
+    frames: usize,
+    /// One line of `frames` samples per channel; `pos` is the oldest sample of each.
+    lines: Vec<f32>,
+    pos: usize,
+}
+
+impl LatencyDelay {
+    fn new(channels: usize, frames: usize) -> Self {
+        Self {
+            channels,
+            frames,
+            lines: crate::prefaulted(channels * frames),
+            pos: 0,
+        }
+    }
+}
+
+impl Node for LatencyDelay {
+    fn input_channels(&self) -> usize {
+        self.channels
+    }
+
+    fn output_channels(&self) -> usize {
+        self.channels
+    }
+
+    fn process(&mut self, ctx: &ProcessContext, input: AudioRef<'_>, mut output: AudioMut<'_>) {
+        for c in 0..self.channels {
+            let line = &mut self.lines[c * self.frames..(c + 1) * self.frames];
+            let mut pos = self.pos;
+            for (o, &i) in output.channel_mut(c).iter_mut().zip(input.channel(c)) {
+                *o = line[pos];
+                line[pos] = i;
+                pos += 1;
+                if pos == self.frames {
+                    pos = 0;
+                }
+            }
+        }
+        self.pos = (self.pos + ctx.frames) % self.frames;
+    }
+
+    fn latency(&self) -> usize {
+        self.frames
     }
 }
 

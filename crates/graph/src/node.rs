@@ -95,4 +95,13 @@ pub trait Node: Send + 'static {
         let _ = (index, curve);
         false
     }
+
+    /// Frames by which the node's output lags its input: an FFT's frame, a plugin's
+    /// look-ahead. [`Graph::compile`](crate::Graph::compile) delays the other paths into
+    /// every node so they arrive aligned, and
+    /// [`Schedule::latency`](crate::Schedule::latency) adds up the graph's total. Read
+    /// once, when the graph is compiled. The default is 0.
+    fn latency(&self) -> usize {
+        0
+    }
 }

@@ -763,6 +763,29 @@ impl Schedule {
         self.cfg
     }
 
+    /// Frames by which the output lags the graph's sources: the largest sum of
+    /// [`Node::latency`] along any path to the output node (compile has aligned every
+    /// path). What a host reports as the graph's latency. Off the audio thread (allocates).
+    ///
+    /// ```
+    /// use downbeat_graph::{nodes::{Output, Sine}, CompileConfig, Graph};
+    /// let mut g = Graph::new();
+    /// let osc = g.add("osc", Sine::new(2, 440.0, 0.5));
+    /// let out = g.add("out", Output::new(2));
+    /// g.connect(osc, out);
+    /// g.set_output(out);
+    /// let schedule = g.compile(CompileConfig { sample_rate: 48000.0, max_block: 64 }).unwrap();
+    /// assert_eq!(schedule.latency(), 0);
+    /// ```
+    pub fn latency(&self) -> usize {
+        let mut leaves = vec![0usize; self.slots.len()];
+        for i in 0..self.slots.len() {
+            let arrives = self.preds[i].iter().map(|&p| leaves[p]).max().unwrap_or(0);
+            leaves[i] = arrives + self.slot(i).node.latency();
+        }
+        leaves[self.output]
+    }
+
     /// Frames processed since the schedule was created.
     pub fn position(&self) -> u64 {
         self.position

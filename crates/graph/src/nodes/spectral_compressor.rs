@@ -521,6 +521,10 @@ impl Node for SpectralCompressor {
         self.channels
     }
 
+    fn latency(&self) -> usize {
+        self.fft_size
+    }
+
     fn output_channels(&self) -> usize {
         self.channels
     }
