@@ -238,3 +238,37 @@ fn a_recording_replays_to_the_same_output() {
     assert_eq!(out_live, out_replay);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+downbeat_rt::install_guard_allocator!();
+
+/// The whole event path of a callback — popping the controllers' queues, the schedule's
+/// queue and sub-blocks, ramps, the recording tap — allocates, frees, locks and calls
+/// nothing.
+#[test]
+fn the_controller_path_in_the_callback_is_real_time_safe() {
+    let mut engine = engine();
+    let _reader = engine.record_events();
+    let mut c = engine.controller(512);
+    for k in 0..100u64 {
+        c.step("ga", "gain", 0.5, When::Frame(k * 37)).unwrap();
+        c.ramp(
+            "gb",
+            "gain",
+            downbeat_graph::Shape::Exponential,
+            0.5,
+            0.002,
+            When::Frame(k * 41 + 1),
+        )
+        .unwrap();
+        c.set("ga", "gain", 0.25).unwrap();
+    }
+    let mut block = vec![0.0f32; 64];
+    engine.process(&mut block); // first touch of the output buffer outside the guard
+    let report = downbeat_rt::guard::check(|| {
+        for _ in 0..100 {
+            engine.process(&mut block);
+        }
+    });
+    report.assert_clean();
+    assert_eq!(engine.schedule().event_stats().applied, 300);
+}
