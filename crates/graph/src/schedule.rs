@@ -770,7 +770,7 @@ impl Schedule {
     /// ```
     /// use downbeat_graph::{nodes::{Output, Sine}, CompileConfig, Graph};
     /// let mut g = Graph::new();
-    /// let osc = g.add("osc", Sine::new(2, 440.0, 0.5));
+    /// let osc = g.add("osc", Sine::new(2, 48000.0, 440.0, 0.5, 0.0));
     /// let out = g.add("out", Output::new(2));
     /// g.connect(osc, out);
     /// g.set_output(out);
