@@ -247,9 +247,32 @@ const MONITOR_START: usize = 12_000;
 
 const HELLO: &str = "examples/projects/hello.toml";
 
+/// Attempts a real-server test may make. A run in which the device itself reported an xrun
+/// (an underrun or a stream error, counted in the summary) has already said the audio was not
+/// intact, so it is tried again; a run with no xrun reported must pass every check.
+const ATTEMPTS: usize = 3;
+
+/// The xruns a run's JSON summary reports.
+fn xruns_of(json: &serde_json::Value) -> u64 {
+    json["xruns"].as_u64().expect("the summary counts xruns")
+}
+
 #[test]
 fn plays_a_project_through_pulseaudio_intact() {
     let pulse = Pulse::start("play", &[]);
+    for attempt in 1..=ATTEMPTS {
+        let xruns = play_once(&pulse);
+        if xruns == 0 {
+            return;
+        }
+        eprintln!("attempt {attempt}: the device reported {xruns} xruns; trying again");
+    }
+    panic!("every one of {ATTEMPTS} runs reported xruns");
+}
+
+/// One run through the server, checked against the offline render unless the device reported
+/// xruns; returns the xruns.
+fn play_once(pulse: &Pulse) -> u64 {
     let (heard, offline) = (tmp("heard.wav"), tmp("offline.wav"));
     let rec = pulse.record("out.monitor", &heard);
     std::thread::sleep(Duration::from_millis(300));
@@ -272,6 +295,10 @@ fn plays_a_project_through_pulseaudio_intact() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["device"], "system");
     assert_eq!(json["sample_rate"], 48_000);
+    let xruns = xruns_of(&json);
+    if xruns > 0 {
+        return xruns;
+    }
     let done = pulse
         .downbeat(&[
             "run",
@@ -308,6 +335,7 @@ fn plays_a_project_through_pulseaudio_intact() {
             json["xruns"]
         );
     }
+    0
 }
 
 #[test]
@@ -550,12 +578,23 @@ fn with_fallback_virtual_the_run_completes_with_no_lost_block() {
 fn latency_finds_the_clicks_at_a_constant_round_trip() {
     let pulse = Pulse::start("latency", &[]);
     // The null sink's monitor is the default source: output loops back to input.
-    let out = pulse
-        .downbeat(&["latency", "--seconds", "3", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut json = serde_json::Value::Null;
+    for attempt in 1..=ATTEMPTS {
+        let out = pulse
+            .downbeat(&["latency", "--seconds", "3", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        json = serde_json::from_slice(&out.stdout).unwrap();
+        // The duplex stream's start reports a few xruns on every run here, so xruns alone
+        // do not decide; clicks found at different round trips in a run that also reported
+        // xruns are a dropout the device already owned up to, and that run is tried again.
+        let spread = json["spread_frames"].as_u64().unwrap();
+        if spread <= 2 || xruns_of(&json) == 0 {
+            break;
+        }
+        eprintln!("attempt {attempt}: clicks spread over {spread} frames with xruns ({json}); trying again");
+    }
     let found = json["found"].as_u64().unwrap();
     assert!(found >= 3, "{json}");
     let measured = json["measured_frames"].as_u64().unwrap();
