@@ -7,6 +7,7 @@ pub mod device;
 pub mod engine;
 pub mod load;
 pub mod meters;
+pub mod midi;
 pub mod project;
 pub mod report;
 pub mod swap;

@@ -14,6 +14,7 @@ mod event;
 mod graph;
 mod node;
 pub mod nodes;
+mod note;
 mod param;
 mod registry;
 mod schedule;
@@ -27,6 +28,7 @@ pub use event::{
 };
 pub use graph::{Edge, Endpoint, Graph, NodeId};
 pub use node::{Node, ProcessContext};
+pub use note::{note_to_hz, NoteError, NoteEvent, MAX_CHANNEL, MAX_NOTE};
 pub use param::{ParamError, ParamKind, ParamSpec, ParamValue, Params};
 pub use registry::{
     all_node_types, lookup_node_type, node_type, node_types, register_node_type, BuildFn,

@@ -1,6 +1,7 @@
 //! The [`Node`] trait: one unit of DSP in a graph.
 
 use crate::buffer::{AudioMut, AudioRef};
+use crate::note::{NoteError, NoteEvent};
 use crate::param::ParamSpec;
 use crate::smooth::ParamCurve;
 
@@ -103,5 +104,24 @@ pub trait Node: Send + 'static {
     /// once, when the graph is compiled. The default is 0.
     fn latency(&self) -> usize {
         0
+    }
+
+    /// True for an instrument: a node that plays [`NoteEvent`]s given to
+    /// [`note`](Node::note). The engine sends notes (from MIDI, say) to every such node.
+    fn plays_notes(&self) -> bool {
+        false
+    }
+
+    /// Takes a note event to apply at `frame`, counted from the first frame of the next
+    /// block [`process`](Node::process) computes; frames beyond that block carry over to
+    /// the following ones. Events at the same frame apply in the order given. Must be
+    /// real-time safe: an instrument keeps a list of fixed capacity.
+    ///
+    /// # Errors
+    /// [`NoteError::NotAnInstrument`] from a node that does not play notes (the default);
+    /// from an instrument, an out-of-range field or a full list.
+    fn note(&mut self, frame: usize, event: NoteEvent) -> Result<(), NoteError> {
+        let _ = (frame, event);
+        Err(NoteError::NotAnInstrument)
     }
 }

@@ -5,7 +5,8 @@
 
 use downbeat_graph::nodes::Capture;
 use downbeat_graph::{
-    node_types, AudioMut, AudioRef, Node, NodeConfig, NodeType, ParamKind, ProcessContext,
+    node_types, AudioMut, AudioRef, Node, NodeConfig, NodeType, NoteEvent, ParamKind,
+    ProcessContext,
 };
 use downbeat_rt::guard;
 
@@ -38,6 +39,21 @@ const LIVE: &[(&str, &[LiveValues])] = &[
             ("attack_ms", 1.0, 100.0),
             ("release_ms", 20.0, 1000.0),
             ("makeup_db", 6.0, -6.0),
+        ],
+    ),
+    (
+        "synth",
+        &[
+            ("attack", 0.01, 0.05),
+            ("decay", 0.05, 0.01),
+            ("sustain", 0.3, 0.9),
+            ("release", 0.5, 0.02),
+            ("cutoff", 1000.0, 300.0),
+            ("resonance", 4.0, 1.5),
+            ("key_track", 1.0, 0.1),
+            ("vel_track", 3.0, 0.2),
+            ("amp", 0.3, 0.05),
+            ("bend_range", 12.0, 5.0),
         ],
     ),
 ];
@@ -76,9 +92,35 @@ fn live_params(ty: &NodeType) -> Vec<(usize, f32, f32)> {
 fn build(ty: &NodeType) -> Box<dyn Node> {
     let capture = Capture::new(32, CFG.max_block);
     capture.write_interleaved(&signal(32, 1.0));
-    capture
+    let mut node = capture
         .connect(|| ty.instantiate(Vec::new(), &CFG))
-        .unwrap_or_else(|e| panic!("building `{}`: {e}", ty.name))
+        .unwrap_or_else(|e| panic!("building `{}`: {e}", ty.name));
+    if node.plays_notes() {
+        play_notes(node.as_mut());
+    }
+    node
+}
+
+/// An instrument gets notes for the whole of every run: a pitch bend, then a note every
+/// 2048 frames at velocity 0.6, released 1024 frames later, so that changes of envelope
+/// times, filter tracking and bend range are all heard.
+fn play_notes(node: &mut dyn Node) {
+    let bend = NoteEvent::PitchBend {
+        channel: 0,
+        value: 0.5,
+    };
+    node.note(0, bend).unwrap();
+    for k in 0..80 {
+        let note = 45.0 + (k % 12) as f32;
+        let on = NoteEvent::On {
+            channel: 0,
+            note,
+            velocity: 0.6,
+        };
+        node.note(k * 2048 + 100, on).unwrap();
+        node.note(k * 2048 + 1124, NoteEvent::Off { channel: 0, note })
+            .unwrap();
+    }
 }
 
 /// An input that keeps changing level: 0.5 peak for four blocks, then 0.05, so envelopes

@@ -13,6 +13,7 @@
 //! | `sine` | [`Sine`] | sine oscillator |
 //! | `noise` | [`Noise`] | white noise |
 //! | `karplus` | [`Karplus`] | Karplus-Strong plucked string playing a note pattern |
+//! | `synth` | [`Synth`] | polyphonic synthesizer played by note events |
 //! | `biquad` | [`Biquad`] | RBJ low-pass / high-pass / band-pass filter |
 //! | `spectral_compressor` | [`SpectralCompressor`] | STFT per-bin compressor |
 
@@ -25,6 +26,7 @@ mod noise;
 mod output;
 mod sine;
 mod spectral_compressor;
+mod synth;
 
 pub use biquad::{Biquad, FilterMode};
 pub use gain::Gain;
@@ -35,6 +37,7 @@ pub use noise::Noise;
 pub use output::Output;
 pub use sine::Sine;
 pub use spectral_compressor::{CompressorSettings, CompressorStats, SpectralCompressor};
+pub use synth::{Synth, SynthSettings, Wave, MAX_VOICES, PENDING_EVENTS, STEAL_FADE};
 
 use crate::param::{ParamError, ParamKind, ParamSpec};
 use crate::registry::NodeType;
@@ -74,6 +77,7 @@ pub(crate) static BUILTIN: &[NodeType] = &[
     karplus::TYPE,
     biquad::TYPE,
     spectral_compressor::TYPE,
+    synth::TYPE,
 ];
 
 /// A [`ParamError::Invalid`] for parameter `name`.
