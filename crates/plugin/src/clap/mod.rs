@@ -1,0 +1,1 @@
+//! CLAP hosting through `clack-host`.

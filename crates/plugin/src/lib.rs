@@ -1,0 +1,10 @@
+//! Plugin hosting: CLAP and LV2 plugins as nodes of a Downbeat graph, and an audit of what a
+//! plugin does on the audio thread.
+//!
+//! Each format sits behind a cargo feature (`clap`, `lv2`) so that the default build needs no
+//! system library.
+
+#[cfg(feature = "clap")]
+pub mod clap;
+#[cfg(feature = "lv2")]
+pub mod lv2;

@@ -1,0 +1,1 @@
+//! LV2 hosting through lilv.
