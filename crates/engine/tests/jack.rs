@@ -2,9 +2,13 @@
 //! with `--features jack`; each test starts its own named server).
 #![cfg(feature = "jack")]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+use support::{read_wav, repo, terminate};
 
 struct Server {
     name: String,
@@ -62,18 +66,7 @@ impl Server {
     /// Stops the server as `kill` would (SIGTERM), so it removes its shared-memory
     /// registration; a SIGKILLed jackd leaves it behind and JACK allows only a few servers.
     fn stop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = Command::new("kill")
-                .arg(self.child.id().to_string())
-                .status();
-            let t = Instant::now();
-            while let Ok(None) = self.child.try_wait() {
-                if t.elapsed() > Duration::from_secs(5) {
-                    let _ = self.child.kill();
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
+        terminate(&mut self.child, "-TERM");
     }
 }
 
@@ -83,30 +76,15 @@ impl Drop for Server {
     }
 }
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("downbeat-jack-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    support::tmp("jack", name)
 }
 
+/// Frames and peak of a WAV file.
 fn peak(path: &Path) -> (usize, f32) {
-    let mut r = hound::WavReader::open(path).unwrap();
-    let spec = r.spec();
-    let samples: Vec<f32> = match spec.sample_format {
-        hound::SampleFormat::Float => r.samples::<f32>().map(Result::unwrap).collect(),
-        hound::SampleFormat::Int => {
-            let scale = (1u64 << (spec.bits_per_sample - 1)) as f32;
-            r.samples::<i32>()
-                .map(|s| s.unwrap() as f32 / scale)
-                .collect()
-        }
-    };
+    let (samples, channels) = read_wav(path);
     let p = samples.iter().fold(0.0f32, |m, s| m.max(s.abs()));
-    (samples.len() / spec.channels as usize, p)
+    (samples.len() / channels, p)
 }
 
 const HELLO: &str = "examples/projects/hello.toml";

@@ -6,9 +6,13 @@
 //! audio must arrive intact, not merely "something played".
 #![cfg(feature = "system")]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+use support::{read_wav, repo, terminate};
 
 /// A PulseAudio server of the test's own, in a runtime directory of its own.
 struct Pulse {
@@ -112,44 +116,18 @@ impl Pulse {
 
 impl Drop for Pulse {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = Command::new("kill")
-                .arg(self.child.id().to_string())
-                .status();
-            let t = Instant::now();
-            while let Ok(None) = self.child.try_wait() {
-                if t.elapsed() > Duration::from_secs(5) {
-                    let _ = self.child.kill();
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
+        terminate(&mut self.child, "-TERM");
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
 /// Ends a parecord so that it finalises its file (SIGINT, as Ctrl-C would).
 fn stop_recording(mut rec: Child) {
-    let _ = Command::new("kill")
-        .args(["-INT", &rec.id().to_string()])
-        .status();
-    let t = Instant::now();
-    while let Ok(None) = rec.try_wait() {
-        if t.elapsed() > Duration::from_secs(5) {
-            let _ = rec.kill();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    terminate(&mut rec, "-INT");
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("downbeat-system-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    support::tmp("system", name)
 }
 
 fn stderr(o: &Output) -> String {
@@ -158,19 +136,7 @@ fn stderr(o: &Output) -> String {
 
 /// Channel `c` of a WAV file, and its channel count.
 fn read(path: &Path, c: usize) -> (Vec<f32>, usize) {
-    let mut r = hound::WavReader::open(path)
-        .unwrap_or_else(|e| panic!("{} is not a valid WAV file: {e}", path.display()));
-    let spec = r.spec();
-    let ch = usize::from(spec.channels);
-    let all: Vec<f32> = match spec.sample_format {
-        hound::SampleFormat::Float => r.samples::<f32>().map(Result::unwrap).collect(),
-        hound::SampleFormat::Int => {
-            let scale = 1.0 / (1u64 << (spec.bits_per_sample - 1)) as f32;
-            r.samples::<i32>()
-                .map(|s| s.unwrap() as f32 * scale)
-                .collect()
-        }
-    };
+    let (all, ch) = read_wav(path);
     (all.into_iter().skip(c).step_by(ch).collect(), ch)
 }
 
