@@ -86,3 +86,5 @@ echo "report screenshot: ${width}x${height}, $(python3 -c "print(round($share*10
 python3 -c "import sys; sys.exit(0 if $share > 0.03 else 1)" || { echo "report screenshot looks blank"; exit 1; }
 rm -rf "$profile"
 echo "screenshot: 1 passed, 0 failed"
+
+crates/engine/control-ci.sh

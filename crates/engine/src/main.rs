@@ -82,6 +82,12 @@ enum Command {
         /// with `--device offline --out`, the recorded run again, bit for bit.
         #[arg(long, value_name = "FILE")]
         replay: Option<PathBuf>,
+        /// Serve Open Sound Control on this UDP address (e.g. 127.0.0.1:9000):
+        /// `/node/<node>/<param> value`, `.../step value`, `.../ramp target seconds`,
+        /// `.../exp target seconds`; bundles apply at their timetag. Refused packets are
+        /// logged and counted in the summary (`osc_rejected`), and the run goes on.
+        #[arg(long, value_name = "ADDR")]
+        osc: Option<String>,
     },
     /// Checks a project file and its graph without running it.
     Check {
@@ -163,6 +169,11 @@ struct Summary {
     fallback: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     fallback_at_seconds: Option<f64>,
+    /// OSC messages applied and packets refused, with `--osc`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    osc_applied: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    osc_rejected: Option<u64>,
     #[serde(flatten)]
     load: LoadSummary,
 }
@@ -283,6 +294,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             record_events,
             replay,
             connect,
+            osc,
         } => {
             let args = DeviceArgs {
                 device,
@@ -318,6 +330,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             if let Some(capture) = built.capture {
                 engine.set_capture(capture);
             }
+            let osc = osc.map(|addr| serve_osc(&addr, &mut engine)).transpose()?;
             let threads = threads.map_or_else(downbeat_rt::pool::available_cores, usize::from);
             for note in engine.set_threads(threads) {
                 eprintln!("note: {note}");
@@ -334,6 +347,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 }
             };
             let mut engine = run.engine;
+            let osc = osc.map(downbeat::control::osc::OscServer::stop);
             if let (Some(path), Some(recorder)) = (&record_events, recorder) {
                 let reader = recorder.finish();
                 if engine.unrecorded_events() > 0 {
@@ -378,6 +392,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     .fallback
                     .as_ref()
                     .map(|f| f.at_frame as f64 / rate),
+                osc_applied: osc.map(|c| c.applied),
+                osc_rejected: osc.map(|c| c.rejected),
                 load: engine.summary(),
             };
             if let Some(path) = &report {
@@ -394,6 +410,23 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+/// Events an OSC server's controller can hold before the audio thread takes them: far more
+/// than a network burst between two blocks.
+const OSC_QUEUE: usize = 4096;
+
+/// Starts the `--osc` server; it logs every refused packet to stderr and goes on.
+fn serve_osc(
+    addr: &str,
+    engine: &mut Engine,
+) -> Result<downbeat::control::osc::OscServer, Failure> {
+    let server = downbeat::control::osc::serve(addr, engine.controller(OSC_QUEUE), |from, why| {
+        eprintln!("osc: rejected a packet from {from}: {why}")
+    })
+    .map_err(|e| Failure::Input(format!("--osc {addr}: cannot listen there: {e}")))?;
+    eprintln!("osc: listening on udp {}", server.local_addr());
+    Ok(server)
 }
 
 /// Drains a recording on a thread of its own while the run goes on.
@@ -470,6 +503,9 @@ fn print_summary(s: &Summary, out: Option<&PathBuf>) {
             _ => String::new(),
         }
     );
+    if let (Some(applied), Some(rejected)) = (s.osc_applied, s.osc_rejected) {
+        println!("osc: {applied} message(s) applied, {rejected} packet(s) rejected");
+    }
     if let Some(out) = out {
         println!("wrote {}", out.display());
     }

@@ -1,0 +1,371 @@
+//! `downbeat run --osc`, driven by a client we did not write: liblo's `oscsend` (Debian's
+//! `liblo-tools`). `oscsend` cannot send bundles, so bundles are sent from here with `rosc`.
+//!
+//! Without `oscsend` these tests print why and pass, unless `DOWNBEAT_REQUIRE_OSCSEND=1`
+//! (set by `crates/engine/control-ci.sh`, which installs it), which makes that a failure.
+
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, SystemTime};
+
+use rosc::{OscBundle, OscMessage, OscPacket, OscType};
+
+/// A constant 1.0 through a gain: the output is the gain, sample for sample.
+const CONSTANT: &str = r#"
+block_size = 64
+edges = ["s -> g -> out"]
+[nodes.s]
+type = "sine"
+freq = 0.0
+phase = 0.25
+amp = 1.0
+channels = 1
+[nodes.g]
+type = "gain"
+channels = 1
+[nodes.out]
+type = "output"
+channels = 1
+"#;
+
+/// Whether `oscsend` can be run; `false` means skip (or fail under
+/// `DOWNBEAT_REQUIRE_OSCSEND=1`).
+fn have_oscsend(test: &str) -> bool {
+    match Command::new("oscsend").output() {
+        Ok(_) => true,
+        Err(e) => {
+            assert!(
+                std::env::var("DOWNBEAT_REQUIRE_OSCSEND").as_deref() != Ok("1"),
+                "DOWNBEAT_REQUIRE_OSCSEND=1 but oscsend cannot be run ({e}); \
+                 install liblo-tools"
+            );
+            eprintln!("{test}: skipped: oscsend cannot be run ({e}); install liblo-tools");
+            false
+        }
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("downbeat-osc-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A `downbeat run` serving OSC on a free port, and the port it listens on.
+struct Live {
+    child: Child,
+    addr: SocketAddr,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Live {
+    fn start(project: &Path, args: &[&str]) -> Live {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_downbeat"))
+            .arg("run")
+            .arg(project)
+            .args(["--osc", "127.0.0.1:0", "--json"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, stderr) = mpsc::channel();
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let line = stderr
+            .recv_timeout(Duration::from_secs(30))
+            .expect("downbeat says where it listens");
+        let addr = line
+            .strip_prefix("osc: listening on udp ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+            .parse()
+            .unwrap();
+        Live {
+            child,
+            addr,
+            stderr,
+        }
+    }
+
+    fn oscsend(&self, address: &str, types: &str, args: &[&str]) {
+        let status = Command::new("oscsend")
+            .arg(self.addr.ip().to_string())
+            .arg(self.addr.port().to_string())
+            .arg(address)
+            .arg(types)
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(status.success(), "oscsend {address} {types} {args:?}");
+    }
+
+    fn send_raw(&self, bytes: &[u8]) {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.send_to(bytes, self.addr).unwrap();
+    }
+
+    /// Waits for the run to end: the summary and the stderr lines after the first.
+    fn finish(self) -> (serde_json::Value, Vec<String>) {
+        let out = self.child.wait_with_output().unwrap();
+        let log: Vec<String> = self.stderr.iter().collect();
+        assert!(out.status.success(), "exit {:?}: {log:?}", out.status);
+        let summary = serde_json::from_slice(&out.stdout).unwrap();
+        (summary, log)
+    }
+}
+
+fn samples(path: &Path) -> Vec<f32> {
+    hound::WavReader::open(path)
+        .unwrap()
+        .samples::<f32>()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn events(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn bundle_at(at: SystemTime, messages: Vec<OscMessage>) -> Vec<u8> {
+    rosc::encoder::encode(&OscPacket::Bundle(OscBundle {
+        timetag: downbeat::control::osc::timetag(at),
+        content: messages.into_iter().map(OscPacket::Message).collect(),
+    }))
+    .unwrap()
+}
+
+#[test]
+fn oscsend_steps_and_ramps_a_gain_and_a_bundle_lands_at_its_timetag() {
+    if !have_oscsend("oscsend_steps_and_ramps") {
+        return;
+    }
+    let dir = scratch("effects");
+    std::fs::write(dir.join("p.toml"), CONSTANT).unwrap();
+    let (wav, ev) = (dir.join("live.wav"), dir.join("ev.jsonl"));
+    let live = Live::start(
+        &dir.join("p.toml"),
+        &[
+            "--seconds",
+            "3",
+            "--out",
+            wav.to_str().unwrap(),
+            "--record-events",
+            ev.to_str().unwrap(),
+        ],
+    );
+    live.oscsend("/node/g/gain/step", "f", &["0.5"]);
+    std::thread::sleep(Duration::from_millis(300));
+    // An int is taken as the number it is (see the module docs of `control::osc`).
+    live.oscsend("/node/g/gain/ramp", "if", &["0", "0.2"]);
+    let sent = SystemTime::now();
+    let bundle = bundle_at(
+        sent + Duration::from_millis(500),
+        vec![OscMessage {
+            addr: "/node/g/gain/step".into(),
+            args: vec![OscType::Float(0.75)],
+        }],
+    );
+    live.send_raw(&bundle);
+    let (summary, log) = live.finish();
+    assert_eq!(summary["osc_applied"], 3, "{log:?}");
+    assert_eq!(summary["osc_rejected"], 0, "{log:?}");
+
+    let e = events(&ev);
+    assert_eq!(e.len(), 3, "{e:?}");
+    let frame = |i: usize| e[i]["frame"].as_u64().unwrap() as usize;
+    assert_eq!(
+        (e[0]["change"].as_str(), e[0]["value"].as_f64()),
+        (Some("step"), Some(0.5))
+    );
+    assert_eq!(
+        (e[1]["change"].as_str(), e[1]["to"].as_f64()),
+        (Some("linear"), Some(0.0))
+    );
+    assert_eq!(e[1]["frames"], 9600, "0.2 s at 48 kHz");
+    assert_eq!(
+        (e[2]["change"].as_str(), e[2]["value"].as_f64()),
+        (Some("step"), Some(0.75))
+    );
+    // Live messages land on a block start; the bundle 500 ms after it was sent (its frame
+    // comes from the timetag, not from when it arrived).
+    assert_eq!(frame(0) % 64, 0);
+    assert_eq!(frame(1) % 64, 0);
+    let gap = frame(2) - frame(1);
+    assert!(
+        (23_000..72_000).contains(&gap),
+        "bundle {gap} frames after the ramp"
+    );
+
+    let s = samples(&wav);
+    assert_eq!(s.len(), 3 * 48_000);
+    assert!(s[..frame(0)].iter().all(|&x| x == 1.0));
+    assert!(s[frame(0)..frame(1)].iter().all(|&x| x == 0.5));
+    for k in 0..9600 {
+        let want = 0.5 * (1.0 - k as f64 / 9600.0);
+        assert!(
+            (f64::from(s[frame(1) + k]) - want).abs() < 1e-6,
+            "ramp sample {k}: {} against {want}",
+            s[frame(1) + k]
+        );
+    }
+    assert!(s[frame(1) + 9600..frame(2)].iter().all(|&x| x == 0.0));
+    assert!(s[frame(2)..].iter().all(|&x| x == 0.75));
+}
+
+#[test]
+fn bad_packets_are_logged_counted_and_change_nothing() {
+    if !have_oscsend("bad_packets") {
+        return;
+    }
+    let dir = scratch("bad");
+    std::fs::write(dir.join("p.toml"), CONSTANT).unwrap();
+    let (wav, ev) = (dir.join("live.wav"), dir.join("ev.jsonl"));
+    let live = Live::start(
+        &dir.join("p.toml"),
+        &[
+            "--seconds",
+            "1.5",
+            "--out",
+            wav.to_str().unwrap(),
+            "--record-events",
+            ev.to_str().unwrap(),
+        ],
+    );
+    live.send_raw(b"\x00\x01garbage that is not OSC");
+    live.oscsend("/node/nosuch/gain", "f", &["0.5"]);
+    live.oscsend("/node/g/gain", "s", &["loud"]);
+    live.oscsend("/node/g/gain", "ff", &["0.5", "0.25"]);
+    live.oscsend("/node/g/gain", "f", &["99"]);
+    live.oscsend("/mixer/volume", "f", &["0.5"]);
+    // A bundle with one bad message is refused whole.
+    live.send_raw(&bundle_at(
+        SystemTime::now(),
+        vec![
+            OscMessage {
+                addr: "/node/g/gain".into(),
+                args: vec![OscType::Float(0.5)],
+            },
+            OscMessage {
+                addr: "/node/g/gain".into(),
+                args: vec![OscType::Bool(true)],
+            },
+        ],
+    ));
+    let (summary, log) = live.finish();
+    assert_eq!(summary["osc_rejected"], 7, "{log:?}");
+    assert_eq!(summary["osc_applied"], 0, "{log:?}");
+    let reasons = log.join("\n");
+    for why in [
+        "not an OSC packet",
+        "unknown node `nosuch`",
+        "argument 1 is a string",
+        "2 argument(s) given",
+        "got 99, expected a number from 0 to 16",
+        "unknown address `/mixer/volume`",
+        "argument 1 is a boolean",
+    ] {
+        assert!(reasons.contains(why), "no `{why}` in the log:\n{reasons}");
+    }
+    assert!(events(&ev).is_empty());
+    let s = samples(&wav);
+    assert_eq!(s.len(), 72_000);
+    assert!(
+        s.iter().all(|&x| x == 1.0),
+        "a refused packet changed the output"
+    );
+}
+
+/// The issue's headline: a live run played with `oscsend`, recorded, then rendered again
+/// offline from the recording, gives the same WAV sample for sample.
+#[test]
+fn a_live_oscsend_performance_replays_offline_bit_identically() {
+    if !have_oscsend("replay") {
+        return;
+    }
+    let dir = scratch("replay");
+    let project = dir.join("p.toml");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/projects/hello.toml"),
+        &project,
+    )
+    .unwrap();
+    let (live_wav, ev, replay_wav) = (
+        dir.join("live.wav"),
+        dir.join("ev.jsonl"),
+        dir.join("replay.wav"),
+    );
+    let live = Live::start(
+        &project,
+        &[
+            "--seconds",
+            "2.5",
+            "--threads",
+            "2",
+            "--out",
+            live_wav.to_str().unwrap(),
+            "--record-events",
+            ev.to_str().unwrap(),
+        ],
+    );
+    live.oscsend("/node/lowpass/freq", "f", &["2500"]);
+    std::thread::sleep(Duration::from_millis(200));
+    live.oscsend("/node/lowpass/freq/exp", "ff", &["200", "0.6"]);
+    std::thread::sleep(Duration::from_millis(150));
+    // Interrupts the exponential ramp: starts from the value it reached.
+    live.oscsend("/node/mix/pan/ramp", "ff", &["-0.8", "0.4"]);
+    live.oscsend("/node/pluck/decay", "d", &["0.97"]);
+    std::thread::sleep(Duration::from_millis(200));
+    live.oscsend("/node/lowpass/freq/ramp", "ff", &["3000", "0.3"]);
+    live.oscsend("/node/tone/amp/step", "i", &["0"]);
+    let (summary, log) = live.finish();
+    assert_eq!(summary["osc_applied"], 6, "{log:?}");
+    assert_eq!(events(&ev).len(), 6);
+
+    let out = Command::new(env!("CARGO_BIN_EXE_downbeat"))
+        .arg("run")
+        .arg(&project)
+        .args(["--device", "offline", "--seconds", "2.5", "--replay"])
+        .arg(&ev)
+        .arg("--out")
+        .arg(&replay_wav)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (a, b) = (samples(&live_wav), samples(&replay_wav));
+    assert_eq!(a.len(), 2 * 120_000);
+    let first = a
+        .iter()
+        .zip(&b)
+        .position(|(x, y)| x.to_bits() != y.to_bits());
+    assert_eq!(first, None, "the replay differs from sample {first:?} on");
+    // The performance did something: the output differs from the untouched project.
+    let plain = dir.join("plain.wav");
+    let out = Command::new(env!("CARGO_BIN_EXE_downbeat"))
+        .arg("run")
+        .arg(&project)
+        .args(["--device", "offline", "--seconds", "2.5", "--out"])
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_ne!(samples(&plain), a);
+}
