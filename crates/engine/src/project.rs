@@ -18,6 +18,9 @@
 //! [nodes.out]
 //! type = "output"
 //! ```
+//!
+//! `[[automation]]` entries move live parameters at set times; see
+//! [`control::automation`](crate::control::automation).
 
 use std::fmt;
 use std::ops::Range;
@@ -30,6 +33,8 @@ use downbeat_graph::{
 use indexmap::IndexMap;
 use serde::Deserialize;
 use toml::Spanned;
+
+use crate::control::automation::{self, Automation, RawAutomation};
 
 /// Smallest and largest accepted sample rates, in Hz.
 pub const SAMPLE_RATES: (i64, i64) = (8_000, 384_000);
@@ -147,6 +152,8 @@ struct RawProject {
     #[serde(default)]
     edges: Vec<Spanned<toml::Value>>,
     nodes: Option<Spanned<IndexMap<Spanned<String>, RawNode>>>,
+    #[serde(default)]
+    automation: Vec<RawAutomation>,
 }
 
 /// One node of a project, as written in the file.
@@ -206,6 +213,9 @@ pub struct Project {
     pub nodes: Vec<ProjectNode>,
     /// Edges as `(from, to)` node names, chains expanded.
     pub edges: Vec<(String, String)>,
+    /// `[[automation]]` entries (see [`automation`](crate::control::automation)), put in
+    /// the schedule's timeline by [`build`](Project::build).
+    pub automation: Vec<Automation>,
     text: String,
     spans: Spans,
 }
@@ -270,7 +280,10 @@ impl Project {
             parse_edge(&src, edge, &mut edges, &mut spans)?;
         }
 
+        let automation = automation::parse(raw.automation).map_err(|e| located(&src, e))?;
+
         let project = Project {
+            automation,
             file: src.name.clone(),
             sample_rate: sample_rate as u32,
             block_size: block_size as usize,
@@ -344,12 +357,20 @@ impl Project {
         for (from, to) in &self.edges {
             graph.connect(from.as_str(), to.as_str());
         }
-        graph
+        let mut schedule = graph
             .compile(CompileConfig {
                 sample_rate: self.sample_rate as f32,
                 max_block: self.block_size,
             })
-            .map_err(|e| self.graph_error(e))
+            .map_err(|e| self.graph_error(e))?;
+        if !self.automation.is_empty() {
+            let events = automation::events(&self.automation, &schedule.param_table())
+                .map_err(|e| located(&self.source(), e))?;
+            schedule
+                .set_timeline(events)
+                .expect("automation names live parameters of this schedule");
+        }
+        Ok(schedule)
     }
 
     fn graph_error(&self, e: GraphError) -> ProjectError {
@@ -678,4 +699,13 @@ pub fn node_reference() -> String {
         }
     }
     s
+}
+
+/// An automation error as a project error.
+fn located(src: &Source<'_>, e: automation::Located) -> ProjectError {
+    let err = ProjectError::at(src, e.span, e.message);
+    match e.help {
+        Some(h) => err.help(h),
+        None => err,
+    }
 }

@@ -30,6 +30,7 @@ use downbeat_graph::{Change, ControlError, Event, ParamId, ParamTable, Ramp, Sch
 use downbeat_ring::{Consumer, Producer, RingBuffer};
 use downbeat_rt::clock::now_ns;
 
+pub mod automation;
 pub mod osc;
 pub mod record;
 
