@@ -12,6 +12,7 @@ use crate::control::{ControlInputs, Controller};
 use crate::load::{LoadMeter, LoadSummary};
 use crate::meters::MeterTap;
 use crate::swap::{self, ScheduleSender, Swapper};
+use crate::watch::{self, WatchTap, Watcher};
 
 /// Blocks of load history kept exactly by default: about 10 minutes at 48 kHz / 256.
 pub const DEFAULT_HISTORY: usize = 120_000;
@@ -47,6 +48,7 @@ pub struct Engine {
     meters: Option<MeterTap>,
     control: ControlInputs,
     record: Option<RecordTap>,
+    watch: Option<WatchTap>,
 }
 
 impl Engine {
@@ -69,6 +71,7 @@ impl Engine {
             meters: None,
             control: ControlInputs::new(),
             record: None,
+            watch: None,
         }
     }
 
@@ -171,6 +174,17 @@ impl Engine {
         self.record.as_ref().map_or(0, |r| r.lost)
     }
 
+    /// A [`Watcher`] for a control thread: the latest values of the live parameters (those
+    /// ramps and automation move included) and every node's peak and RMS, published after
+    /// each block through [`downbeat_rt::notify`], on whatever device runs the engine (see
+    /// [`watch`](crate::watch)). Turns on the schedule's level metering. A second call
+    /// replaces the first watcher; after a schedule swap, make a new one.
+    pub fn watch(&mut self) -> Watcher {
+        let (tap, watcher) = watch::pair(&mut self.schedule);
+        self.watch = Some(tap);
+        watcher
+    }
+
     /// Events from a controller made for another schedule than the running one (refused).
     pub fn stale_events(&self) -> u64 {
         self.control.stale
@@ -248,6 +262,9 @@ impl Engine {
         }
         if let Some(tap) = &mut self.meters {
             tap.block(out, self.meter.last());
+        }
+        if let Some(w) = &mut self.watch {
+            w.block(&mut self.schedule);
         }
     }
 

@@ -11,6 +11,7 @@ pub mod midi;
 pub mod project;
 pub mod report;
 pub mod swap;
+pub mod watch;
 
 pub use engine::Engine;
 pub use load::{LoadMeter, LoadSummary};

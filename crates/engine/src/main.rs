@@ -88,6 +88,10 @@ enum Command {
         /// logged and counted in the summary (`osc_rejected`), and the run goes on.
         #[arg(long, value_name = "ADDR")]
         osc: Option<String>,
+        /// Meter every node (peak and RMS over the run, through a watcher) and add the
+        /// levels to the summary (`node_levels` in `--json`).
+        #[arg(long)]
+        meters: bool,
     },
     /// Checks a project file and its graph without running it.
     Check {
@@ -149,6 +153,13 @@ pub(crate) enum Failure {
 }
 
 #[derive(Serialize)]
+struct NodeLevelLine {
+    node: String,
+    peak: f32,
+    rms: f32,
+}
+
+#[derive(Serialize)]
 struct Summary {
     project: String,
     device: &'static str,
@@ -174,6 +185,9 @@ struct Summary {
     osc_applied: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     osc_rejected: Option<u64>,
+    /// With `--meters`: every node's peak and RMS over the run (linear, 1.0 = full scale).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node_levels: Option<Vec<NodeLevelLine>>,
     #[serde(flatten)]
     load: LoadSummary,
 }
@@ -295,6 +309,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             replay,
             connect,
             osc,
+            meters,
         } => {
             let args = DeviceArgs {
                 device,
@@ -331,6 +346,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 engine.set_capture(capture);
             }
             let osc = osc.map(|addr| serve_osc(&addr, &mut engine)).transpose()?;
+            let mut watcher = meters.then(|| engine.watch());
             let threads = threads.map_or_else(downbeat_rt::pool::available_cores, usize::from);
             for note in engine.set_threads(threads) {
                 eprintln!("note: {note}");
@@ -348,6 +364,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             let mut engine = run.engine;
             let osc = osc.map(downbeat::control::osc::OscServer::stop);
+            // The watcher keeps sums since the start and the peak since its last look: one
+            // look after the run gives the whole run's levels.
+            let node_levels = watcher.as_mut().map(|w| {
+                w.wait(std::time::Duration::from_secs(1));
+                w.run_levels()
+                    .into_iter()
+                    .map(|(node, l)| NodeLevelLine {
+                        node,
+                        peak: l.peak,
+                        rms: l.rms,
+                    })
+                    .collect()
+            });
             if let (Some(path), Some(recorder)) = (&record_events, recorder) {
                 let reader = recorder.finish();
                 if engine.unrecorded_events() > 0 {
@@ -394,6 +423,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     .map(|f| f.at_frame as f64 / rate),
                 osc_applied: osc.map(|c| c.applied),
                 osc_rejected: osc.map(|c| c.rejected),
+                node_levels,
                 load: engine.summary(),
             };
             if let Some(path) = &report {
@@ -503,6 +533,18 @@ fn print_summary(s: &Summary, out: Option<&PathBuf>) {
             _ => String::new(),
         }
     );
+    if let Some(levels) = &s.node_levels {
+        println!("node levels over the run (dBFS):");
+        let width = levels.iter().map(|l| l.node.len()).max().unwrap_or(0);
+        for l in levels {
+            println!(
+                "  {:width$}  peak {:>7.1}  rms {:>7.1}",
+                l.node,
+                20.0 * l.peak.log10(),
+                20.0 * l.rms.log10()
+            );
+        }
+    }
     if let (Some(applied), Some(rejected)) = (s.osc_applied, s.osc_rejected) {
         println!("osc: {applied} message(s) applied, {rejected} packet(s) rejected");
     }

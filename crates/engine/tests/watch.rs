@@ -1,0 +1,163 @@
+//! Watchers see parameter values (a ramp's moving value included) and node levels on the
+//! offline and virtual devices, and the audio side of watching is real-time safe.
+
+use std::time::Duration;
+
+use downbeat::control::When;
+use downbeat::device::{Device, Offline, RunLength, Virtual};
+use downbeat::project::Project;
+use downbeat::Engine;
+use downbeat_graph::Shape;
+
+/// A constant 1.0 through a gain ramped by automation from 0 to 1 over `SECONDS`: the
+/// gain's value at frame f is f / (SECONDS x 48000), and so is its output.
+const PROJECT: &str = r#"
+block_size = 64
+edges = ["s -> g -> out"]
+[nodes.s]
+type = "sine"
+freq = 0.0
+phase = 0.25
+amp = 1.0
+channels = 1
+[nodes.g]
+type = "gain"
+channels = 1
+gain = 0.0
+[nodes.out]
+type = "output"
+channels = 1
+
+[[automation]]
+node = "g"
+param = "gain"
+points = [[SECONDS, 1.0, "linear"]]
+"#;
+
+fn engine(seconds: f64) -> Engine {
+    let src = PROJECT.replace("SECONDS", &format!("{seconds:.1}"));
+    Engine::new(Project::parse(&src, "watch.toml").unwrap().build().unwrap())
+}
+
+/// Runs `device` on a thread of its own while this one watches; checks every delivery
+/// against the ramp's closed form and returns how many showed the ramp mid-way.
+fn watch_a_ramp(mut device: impl Device + Send + 'static, seconds: f64) -> usize {
+    let mut engine = engine(seconds);
+    let mut watcher = engine.watch();
+    let total = seconds * 48_000.0;
+    let length = RunLength::seconds(seconds, 48_000);
+    let run = std::thread::spawn(move || device.run(engine, length).unwrap());
+    let mut mid_way = std::collections::BTreeSet::new();
+    let mut previous = 0.0f32;
+    while !run.is_finished() {
+        if !watcher.wait(Duration::from_millis(50)) {
+            continue;
+        }
+        let (frame, gain) = (watcher.frame(), watcher.value("g", "gain").unwrap());
+        let want = (frame as f64 / total).min(1.0);
+        assert!(
+            (f64::from(gain) - want).abs() < 1e-6,
+            "frame {frame}: the watcher saw {gain}, the ramp is at {want}"
+        );
+        // The gain's output is the gain: its peak since the previous delivery is the
+        // highest value the ramp had in between.
+        let peak = watcher.level("g").unwrap().peak;
+        assert!(
+            peak <= gain + 1e-6 && peak + 1e-6 >= previous.min(gain),
+            "peak {peak} between {previous} and {gain}"
+        );
+        if gain > 0.0 && gain < 1.0 {
+            mid_way.insert(gain.to_bits());
+        }
+        previous = gain;
+    }
+    let run = run.join().unwrap();
+    watcher.wait(Duration::from_secs(1));
+    assert_eq!(watcher.frame(), length.frames);
+    assert_eq!(watcher.value("g", "gain"), Some(1.0));
+    let levels = watcher.run_levels();
+    let s = &levels.iter().find(|(n, _)| n == "s").unwrap().1;
+    assert_eq!((s.peak, s.rms), (1.0, 1.0), "the constant source");
+    drop(run);
+    mid_way.len()
+}
+
+#[test]
+fn a_watcher_sees_a_ramp_move_on_the_virtual_device() {
+    let seen = watch_a_ramp(Virtual::new(None), 1.0);
+    // A second at a 10 ms poll: dozens of deliveries; a loaded machine still gives a few.
+    assert!(seen >= 5, "{seen} values mid-ramp");
+}
+
+#[test]
+fn a_watcher_sees_a_ramp_move_on_the_offline_device() {
+    // Offline runs as fast as it can: a long ramp, so that the watcher looks several times.
+    let seen = watch_a_ramp(Offline::new(None), 600.0);
+    assert!(seen >= 3, "{seen} values mid-ramp");
+}
+
+downbeat_rt::install_guard_allocator!();
+
+/// The audio side of watching — taking the changed values and the levels, publishing them,
+/// triggering the notifier — allocates, frees, locks and calls nothing.
+#[test]
+fn the_watch_tap_in_the_callback_is_real_time_safe() {
+    let mut engine = engine(0.5);
+    let mut watcher = engine.watch();
+    let mut c = engine.controller(64);
+    c.ramp("g", "gain", Shape::Exponential, 0.5, 0.01, When::Frame(100))
+        .unwrap();
+    let mut block = vec![0.0f32; 64];
+    engine.process(&mut block); // first touch of the output buffer outside the guard
+    let report = downbeat_rt::guard::check(|| {
+        for _ in 0..100 {
+            engine.process(&mut block);
+        }
+    });
+    report.assert_clean();
+    assert!(watcher.wait(Duration::from_secs(1)));
+    assert_eq!(watcher.frame(), 101 * 64);
+    assert!(watcher.value("g", "gain").unwrap() > 0.0);
+}
+
+/// `downbeat run --meters` reports every node's peak and RMS over the run.
+#[test]
+fn run_meters_reports_each_nodes_levels_over_the_run() {
+    let dir = std::env::temp_dir().join(format!("downbeat-watch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The gain ramps from 0 to 1 over the run: its peak is 1 (the last frame is the
+    // ramp's end), its RMS that of a straight line, 1/sqrt(3).
+    let src = PROJECT.replace("SECONDS", "1.0");
+    std::fs::write(dir.join("p.toml"), src).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_downbeat"))
+        .arg("run")
+        .arg(dir.join("p.toml"))
+        .args([
+            "--device",
+            "offline",
+            "--seconds",
+            "1.1",
+            "--meters",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let levels = summary["node_levels"].as_array().unwrap();
+    let level = |node: &str| {
+        let l = levels.iter().find(|l| l["node"] == node).unwrap();
+        (l["peak"].as_f64().unwrap(), l["rms"].as_f64().unwrap())
+    };
+    assert_eq!(level("s"), (1.0, 1.0));
+    let (peak, rms) = level("g");
+    assert_eq!(peak, 1.0);
+    // 1 s of ramp and 0.1 s at 1: mean square (1/3 + 0.1) / 1.1.
+    let want = ((1.0 / 3.0 + 0.1) / 1.1f64).sqrt();
+    assert!((rms - want).abs() < 1e-4, "rms {rms}, want {want}");
+    assert_eq!(level("out"), level("g"));
+}
