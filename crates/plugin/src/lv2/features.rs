@@ -1,0 +1,230 @@
+//! The features Downbeat hands to LV2 plugins: URID map and unmap, options (block lengths
+//! and sample rate) and the promise of bounded block lengths.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::sync::{Mutex, OnceLock};
+
+use lv2_raw::core::LV2Feature;
+use lv2_raw::urid::{LV2UridMap, LV2UridMapHandle};
+
+/// `urid:map`.
+pub const URID_MAP: &CStr = c"http://lv2plug.in/ns/ext/urid#map";
+/// `urid:unmap`.
+pub const URID_UNMAP: &CStr = c"http://lv2plug.in/ns/ext/urid#unmap";
+/// `opts:options`.
+pub const OPTIONS: &CStr = c"http://lv2plug.in/ns/ext/options#options";
+/// `bufsz:boundedBlockLength`: every block is between the min and max block length options.
+pub const BOUNDED_BLOCK_LENGTH: &CStr = c"http://lv2plug.in/ns/ext/buf-size#boundedBlockLength";
+
+/// Feature URIs a plugin may require and still be loaded: the ones passed to it, and
+/// promises that need no data (`hardRTCapable` describes the plugin, `inPlaceBroken` asks
+/// for distinct input and output buffers, which the graph always gives, `isLive` asks to be
+/// run in real time, which is what Downbeat does).
+pub const SUPPORTED: &[&str] = &[
+    "http://lv2plug.in/ns/ext/urid#map",
+    "http://lv2plug.in/ns/ext/urid#unmap",
+    "http://lv2plug.in/ns/ext/options#options",
+    "http://lv2plug.in/ns/ext/buf-size#boundedBlockLength",
+    "http://lv2plug.in/ns/lv2core#hardRTCapable",
+    "http://lv2plug.in/ns/lv2core#inPlaceBroken",
+    "http://lv2plug.in/ns/lv2core#isLive",
+];
+
+/// The process-wide URI table. URIDs are never forgotten: a plugin may keep the ones it
+/// mapped for as long as it lives, and unmap hands out pointers into this table.
+#[derive(Default)]
+struct Table {
+    ids: HashMap<CString, u32>,
+    uris: Vec<CString>,
+}
+
+fn table() -> &'static Mutex<Table> {
+    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
+    TABLE.get_or_init(Mutex::default)
+}
+
+/// The URID of `uri` (mapping it if new). URIDs start at 1; 0 means no URID.
+pub fn urid(uri: &CStr) -> u32 {
+    let mut t = table().lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(&id) = t.ids.get(uri) {
+        return id;
+    }
+    t.uris.push(uri.to_owned());
+    let id = t.uris.len() as u32;
+    t.ids.insert(uri.to_owned(), id);
+    id
+}
+
+extern "C" fn map(_handle: LV2UridMapHandle, uri: *const c_char) -> u32 {
+    if uri.is_null() {
+        return 0;
+    }
+    // SAFETY: the URID map contract: `uri` is a nul-terminated string valid for this call.
+    urid(unsafe { CStr::from_ptr(uri) })
+}
+
+extern "C" fn unmap(_handle: *mut c_void, urid: u32) -> *const c_char {
+    let t = table().lock().unwrap_or_else(|p| p.into_inner());
+    match urid.checked_sub(1).and_then(|i| t.uris.get(i as usize)) {
+        // The CString's heap buffer never moves or dies (entries are never removed), so the
+        // pointer outlives the lock as unmap's contract requires.
+        Some(uri) => uri.as_ptr(),
+        None => std::ptr::null(),
+    }
+}
+
+/// `LV2_URID_Unmap` (lv2_raw has no binding for it).
+#[repr(C)]
+struct UridUnmap {
+    handle: *mut c_void,
+    unmap: extern "C" fn(*mut c_void, u32) -> *const c_char,
+}
+
+/// `LV2_Options_Option`.
+#[repr(C)]
+struct OptionsOption {
+    context: u32,
+    subject: u32,
+    key: u32,
+    size: u32,
+    type_: u32,
+    value: *const c_void,
+}
+
+/// The option values the `OptionsOption`s point at.
+struct OptionValues {
+    min_block: i32,
+    max_block: i32,
+    nominal_block: i32,
+    sample_rate: f32,
+}
+
+/// Everything the features point at, for one plugin instance. It must outlive the
+/// instance (the node drops the instance first), and is never written after creation.
+pub struct HostFeatures {
+    _map: Box<LV2UridMap>,
+    _unmap: Box<UridUnmap>,
+    _values: Box<OptionValues>,
+    _options: Box<[OptionsOption]>,
+    features: Vec<LV2Feature>,
+}
+
+// SAFETY: the raw pointers in `HostFeatures` point into boxes it owns, which are never
+// written after `new` returns; moving the struct to another thread moves only the box
+// pointers, and the plugin reads the data from whichever thread runs it.
+unsafe impl Send for HostFeatures {}
+
+impl HostFeatures {
+    /// The features for a plugin run at `sample_rate` in blocks of 1 to `max_block`
+    /// frames (the schedule cuts blocks at event frames, so any length down to 1 occurs).
+    pub fn new(sample_rate: f32, max_block: usize) -> Box<HostFeatures> {
+        let mut map = Box::new(LV2UridMap {
+            handle: std::ptr::null_mut(),
+            map,
+        });
+        let mut unmap = Box::new(UridUnmap {
+            handle: std::ptr::null_mut(),
+            unmap,
+        });
+        let values = Box::new(OptionValues {
+            min_block: 1,
+            max_block: max_block.min(i32::MAX as usize) as i32,
+            nominal_block: max_block.min(i32::MAX as usize) as i32,
+            sample_rate,
+        });
+        let int = urid(c"http://lv2plug.in/ns/ext/atom#Int");
+        let float = urid(c"http://lv2plug.in/ns/ext/atom#Float");
+        let option = |key: &CStr, type_: u32, value: *const c_void| OptionsOption {
+            context: 0, // LV2_OPTIONS_INSTANCE
+            subject: 0,
+            key: urid(key),
+            size: 4,
+            type_,
+            value,
+        };
+        let options: Box<[OptionsOption]> = Box::new([
+            option(
+                c"http://lv2plug.in/ns/ext/buf-size#minBlockLength",
+                int,
+                std::ptr::from_ref(&values.min_block).cast(),
+            ),
+            option(
+                c"http://lv2plug.in/ns/ext/buf-size#maxBlockLength",
+                int,
+                std::ptr::from_ref(&values.max_block).cast(),
+            ),
+            option(
+                c"http://lv2plug.in/ns/ext/buf-size#nominalBlockLength",
+                int,
+                std::ptr::from_ref(&values.nominal_block).cast(),
+            ),
+            option(
+                c"http://lv2plug.in/ns/ext/parameters#sampleRate",
+                float,
+                std::ptr::from_ref(&values.sample_rate).cast(),
+            ),
+            // The list ends with an all-zero entry.
+            OptionsOption {
+                context: 0,
+                subject: 0,
+                key: 0,
+                size: 0,
+                type_: 0,
+                value: std::ptr::null(),
+            },
+        ]);
+        let features = vec![
+            LV2Feature {
+                uri: URID_MAP.as_ptr(),
+                data: std::ptr::from_mut(&mut *map).cast(),
+            },
+            LV2Feature {
+                uri: URID_UNMAP.as_ptr(),
+                data: std::ptr::from_mut(&mut *unmap).cast(),
+            },
+            LV2Feature {
+                uri: OPTIONS.as_ptr(),
+                data: options.as_ptr().cast_mut().cast(),
+            },
+            LV2Feature {
+                uri: BOUNDED_BLOCK_LENGTH.as_ptr(),
+                data: std::ptr::null_mut(),
+            },
+        ];
+        Box::new(HostFeatures {
+            _map: map,
+            _unmap: unmap,
+            _values: values,
+            _options: options,
+            features,
+        })
+    }
+
+    /// The features, for `lilv_plugin_instantiate`.
+    pub fn features(&self) -> &[LV2Feature] {
+        &self.features
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urids_are_stable_and_unmap_back() {
+        let a = urid(c"urn:downbeat:test#a");
+        let b = urid(c"urn:downbeat:test#b");
+        assert_ne!(a, b);
+        assert_ne!(a, 0);
+        assert_eq!(urid(c"urn:downbeat:test#a"), a);
+        let back = unmap(std::ptr::null_mut(), b);
+        // SAFETY: unmap returned a pointer into the table, which lives for the process.
+        assert_eq!(unsafe { CStr::from_ptr(back) }, c"urn:downbeat:test#b");
+        assert!(unmap(std::ptr::null_mut(), 0).is_null());
+        assert_eq!(
+            map(std::ptr::null_mut(), c"urn:downbeat:test#a".as_ptr()),
+            a
+        );
+    }
+}

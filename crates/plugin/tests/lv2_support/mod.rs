@@ -1,0 +1,194 @@
+//! Shared by the LV2 tests: finding plugins and tools (required in CI, skipped with a note
+//! elsewhere), float WAV files, and running a node through a compiled graph.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use downbeat_graph::nodes::Output;
+use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, Node, ProcessContext};
+use downbeat_plugin::lv2::PluginInfo;
+
+/// True under CI (`CI=true`), where a missing plugin or tool fails instead of skipping.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// Whether `uri` is installed. Under CI a missing plugin panics: the test must not pass
+/// by skipping what it tests.
+pub fn have_plugin(uri: &str) -> bool {
+    match PluginInfo::find(uri, 48000.0) {
+        Ok(_) => true,
+        Err(e) if in_ci() => panic!("{e} (ci.sh installs it)"),
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            false
+        }
+    }
+}
+
+/// Whether the program `name` runs (`name --version`); under CI, a panic when it does not.
+pub fn have_tool(name: &str) -> bool {
+    let ok = std::process::Command::new(name)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(!in_ci(), "{name} is not installed (ci.sh installs it)");
+        eprintln!("skipped: {name} is not installed");
+    }
+    ok
+}
+
+/// A fresh directory under the target dir for one test's files.
+pub fn tmp(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes interleaved samples as a 32-bit float WAV.
+pub fn write_wav(path: &Path, channels: usize, rate: u32, interleaved: &[f32]) {
+    let data: Vec<u8> = interleaved.iter().flat_map(|s| s.to_le_bytes()).collect();
+    let mut b = Vec::new();
+    b.extend_from_slice(b"RIFF");
+    b.extend_from_slice(&(36 + data.len() as u32).to_le_bytes());
+    b.extend_from_slice(b"WAVEfmt ");
+    b.extend_from_slice(&16u32.to_le_bytes());
+    b.extend_from_slice(&3u16.to_le_bytes()); // IEEE float
+    b.extend_from_slice(&(channels as u16).to_le_bytes());
+    b.extend_from_slice(&rate.to_le_bytes());
+    b.extend_from_slice(&(rate * 4 * channels as u32).to_le_bytes());
+    b.extend_from_slice(&(4 * channels as u16).to_le_bytes());
+    b.extend_from_slice(&32u16.to_le_bytes());
+    b.extend_from_slice(b"data");
+    b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    b.extend_from_slice(&data);
+    std::fs::write(path, b).unwrap();
+}
+
+/// Reads a 32-bit float WAV (as `lv2apply` writes one for a float input): channels and
+/// interleaved samples. Skips chunks other than `fmt ` and `data`.
+pub fn read_wav(path: &Path) -> (usize, Vec<f32>) {
+    let b = std::fs::read(path).unwrap();
+    assert_eq!(&b[0..4], b"RIFF", "{} is not a WAV file", path.display());
+    let mut at = 12;
+    let mut channels = 0;
+    while at + 8 <= b.len() {
+        let id = &b[at..at + 4];
+        let len = u32::from_le_bytes(b[at + 4..at + 8].try_into().unwrap()) as usize;
+        let body = &b[at + 8..(at + 8 + len).min(b.len())];
+        if id == b"fmt " {
+            let format = u16::from_le_bytes([body[0], body[1]]);
+            let bits = u16::from_le_bytes([body[14], body[15]]);
+            // 0xFFFE is WAVE_FORMAT_EXTENSIBLE; its sub-format is float in these files.
+            assert!(
+                (format == 3 || format == 0xFFFE) && bits == 32,
+                "{}: format {format}, {bits} bits; expected 32-bit float",
+                path.display()
+            );
+            channels = u16::from_le_bytes([body[2], body[3]]) as usize;
+        } else if id == b"data" {
+            let samples = body
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+                .collect();
+            return (channels, samples);
+        }
+        at += 8 + len + (len & 1);
+    }
+    panic!("{}: no data chunk", path.display());
+}
+
+/// A deterministic test signal: two sines per channel and a little pseudo-random noise,
+/// with a loud burst in the middle so dynamics plugins have something to do.
+pub fn signal(channels: usize, frames: usize, rate: f32) -> Vec<f32> {
+    let mut seed = 0x1234_5678u32;
+    let mut out = Vec::with_capacity(channels * frames);
+    for i in 0..frames {
+        let t = i as f32 / rate;
+        let loud = if (frames / 3..frames / 2).contains(&i) {
+            2.0
+        } else {
+            0.4
+        };
+        for c in 0..channels {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let noise = (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5;
+            let f = 220.0 * (c + 1) as f32;
+            out.push(
+                loud * (0.5 * (std::f32::consts::TAU * f * t).sin()
+                    + 0.2 * (std::f32::consts::TAU * 3.1 * f * t).sin())
+                    + 0.05 * noise,
+            );
+        }
+    }
+    out
+}
+
+/// Plays interleaved samples, then silence.
+pub struct Player {
+    pub channels: usize,
+    pub data: Vec<f32>,
+}
+
+impl Node for Player {
+    fn input_channels(&self) -> usize {
+        0
+    }
+    fn output_channels(&self) -> usize {
+        self.channels
+    }
+    fn process(&mut self, ctx: &ProcessContext, _input: AudioRef<'_>, mut output: AudioMut<'_>) {
+        for c in 0..self.channels {
+            for (k, o) in output.channel_mut(c).iter_mut().enumerate() {
+                let i = (ctx.position as usize + k) * self.channels + c;
+                *o = self.data.get(i).copied().unwrap_or(0.0);
+            }
+        }
+    }
+}
+
+/// Runs `input` (interleaved, `in_channels`) through `node` in a compiled graph
+/// (player -> node -> output) in blocks of `block` frames; returns the output interleaved.
+pub fn render(
+    node: Box<dyn Node>,
+    in_channels: usize,
+    input: &[f32],
+    rate: f32,
+    block: usize,
+) -> Vec<f32> {
+    let frames = input.len() / in_channels.max(1);
+    let out_channels = node.output_channels();
+    let mut g = Graph::new();
+    let fx = g.add_boxed("fx", node);
+    if in_channels > 0 {
+        let player = g.add(
+            "player",
+            Player {
+                channels: in_channels,
+                data: input.to_vec(),
+            },
+        );
+        g.connect(player, fx);
+    }
+    let out = g.add("out", Output::new(out_channels));
+    g.connect(fx, out);
+    g.set_output(out);
+    let mut schedule = g
+        .compile(CompileConfig {
+            sample_rate: rate,
+            max_block: block,
+        })
+        .unwrap();
+    let mut result = vec![0.0; frames * out_channels];
+    let mut done = 0;
+    while done < frames {
+        let n = block.min(frames - done);
+        schedule.process(n);
+        schedule.output_interleaved(&mut result[done * out_channels..(done + n) * out_channels]);
+        done += n;
+    }
+    result
+}
