@@ -1,0 +1,364 @@
+//! Three small CLAP plugins for Downbeat's plugin-hosting tests, all in one `.clap` file:
+//!
+//! * [`GAIN_ID`]: a stereo gain with one parameter, `gain` (0 to 2, default 1). Parameter
+//!   events are applied at their sample offset inside the block, so a host that sends an
+//!   event at frame 37 sees the level change at frame 37 exactly.
+//! * [`DELAY_ID`]: a stereo delay of [`DELAY_FRAMES`] samples that reports that latency through
+//!   the CLAP latency extension, so a host can compensate it.
+//! * [`ALLOC_ID`]: the gain, except that every `process` call allocates and frees a buffer of
+//!   [`ALLOC_BYTES`] bytes: what a real-time audit must catch.
+//!
+//! The crate builds as a `cdylib`; on Linux a `.clap` file is that shared library renamed
+//! (`libdownbeat_clap_test_plugins.so` → `downbeat-test.clap`).
+//!
+//! Everything the processors need is allocated in `activate`, off the audio thread; only the
+//! allocating plugin allocates in `process`, on purpose.
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use clack_extensions::audio_ports::{
+    AudioPortFlags, AudioPortInfo, AudioPortInfoWriter, AudioPortType, PluginAudioPorts,
+    PluginAudioPortsImpl,
+};
+use clack_extensions::latency::{PluginLatency, PluginLatencyImpl};
+use clack_extensions::params::{
+    ParamDisplayWriter, ParamInfo, ParamInfoFlags, ParamInfoWriter, PluginAudioProcessorParams,
+    PluginMainThreadParams, PluginParams,
+};
+use clack_plugin::entry::prelude::*;
+use clack_plugin::events::spaces::CoreEventSpace;
+use clack_plugin::prelude::*;
+
+/// Plugin id of the gain.
+pub const GAIN_ID: &str = "org.downbeat.test.gain";
+/// Plugin id of the fixed-latency delay.
+pub const DELAY_ID: &str = "org.downbeat.test.delay";
+/// Plugin id of the plugin that allocates in `process`.
+pub const ALLOC_ID: &str = "org.downbeat.test.alloc";
+/// The delay's length, which it reports as its latency, in frames.
+pub const DELAY_FRAMES: usize = 64;
+/// Bytes the allocating plugin allocates (and frees) in every `process` call.
+pub const ALLOC_BYTES: usize = 4096;
+
+/// CLAP id of the `gain` parameter.
+const GAIN_PARAM: u32 = 0;
+const GAIN_MIN: f64 = 0.0;
+const GAIN_MAX: f64 = 2.0;
+const GAIN_DEFAULT: f64 = 1.0;
+const CHANNELS: u32 = 2;
+
+/// Which of the three plugins an instance is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Gain,
+    Delay,
+    Alloc,
+}
+
+/// The plugin type; its instances' behaviour is chosen by [`Kind`].
+struct TestPlugin;
+
+impl Plugin for TestPlugin {
+    type AudioProcessor<'a> = Processor<'a>;
+    type Shared<'a> = Shared;
+    type MainThread<'a> = MainThread<'a>;
+
+    fn declare_extensions(builder: &mut PluginExtensions<Self>, shared: Option<&Shared>) {
+        builder.register::<PluginAudioPorts>();
+        match shared.map(|s| s.kind) {
+            Some(Kind::Delay) => {
+                builder.register::<PluginLatency>();
+            }
+            Some(Kind::Gain | Kind::Alloc) => {
+                builder.register::<PluginParams>();
+            }
+            None => {}
+        }
+    }
+}
+
+/// State both threads see: the kind and the gain's current value (for `get_value`).
+struct Shared {
+    kind: Kind,
+    gain: AtomicU32,
+}
+
+impl Shared {
+    fn new(kind: Kind) -> Self {
+        Self {
+            kind,
+            gain: AtomicU32::new((GAIN_DEFAULT as f32).to_bits()),
+        }
+    }
+
+    fn gain(&self) -> f32 {
+        f32::from_bits(self.gain.load(Ordering::Relaxed))
+    }
+
+    /// Applies a parameter event; returns the new gain when it was one.
+    fn handle(&self, event: &UnknownEvent) -> Option<f32> {
+        if let Some(CoreEventSpace::ParamValue(e)) = event.as_core_event() {
+            if e.param_id() == Some(ClapId::new(GAIN_PARAM)) {
+                let g = e.value().clamp(GAIN_MIN, GAIN_MAX) as f32;
+                self.gain.store(g.to_bits(), Ordering::Relaxed);
+                return Some(g);
+            }
+        }
+        None
+    }
+}
+
+impl PluginShared<'_> for Shared {}
+
+struct MainThread<'a> {
+    shared: &'a Shared,
+}
+
+impl<'a> PluginMainThread<'a, Shared> for MainThread<'a> {}
+
+struct Processor<'a> {
+    shared: &'a Shared,
+    gain: f32,
+    /// One ring of `DELAY_FRAMES` per channel (delay only), allocated in `activate`.
+    rings: Vec<Vec<f32>>,
+    pos: usize,
+}
+
+impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Processor<'a> {
+    fn activate(
+        _host: HostAudioProcessorHandle<'a>,
+        _main_thread: &MainThread<'a>,
+        shared: &'a Shared,
+        _audio_config: PluginAudioConfiguration,
+    ) -> Result<Self, PluginError> {
+        let rings = if shared.kind == Kind::Delay {
+            vec![vec![0.0; DELAY_FRAMES]; CHANNELS as usize]
+        } else {
+            Vec::new()
+        };
+        Ok(Self {
+            shared,
+            gain: shared.gain(),
+            rings,
+            pos: 0,
+        })
+    }
+
+    fn process(
+        &mut self,
+        _process: Process,
+        mut audio: Audio,
+        events: Events,
+    ) -> Result<ProcessStatus, PluginError> {
+        let mut pair = audio
+            .port_pair(0)
+            .ok_or(PluginError::Message("no audio port"))?;
+        let mut channels = pair
+            .channels()?
+            .into_f32()
+            .ok_or(PluginError::Message("expected 32-bit float audio"))?;
+        let mut bufs: [Option<&mut [f32]>; 2] = [None, None];
+        for (pair, buf) in channels.iter_mut().zip(&mut bufs) {
+            *buf = match pair {
+                ChannelPair::InputOnly(_) | ChannelPair::OutputOnly(_) => None,
+                ChannelPair::InPlace(b) => Some(b),
+                ChannelPair::InputOutput(i, o) => {
+                    o.copy_from_slice(i);
+                    Some(o)
+                }
+            };
+        }
+        match self.shared.kind {
+            Kind::Gain | Kind::Alloc => {
+                if self.shared.kind == Kind::Alloc {
+                    // The point of this plugin: an allocation and a free on the audio thread.
+                    let scratch = std::hint::black_box(vec![0u8; ALLOC_BYTES]);
+                    drop(scratch);
+                }
+                // Each batch runs from one event's frame to the next one's: the gain changes
+                // at the event's sample offset, not at the block's start.
+                for batch in events.input.batch() {
+                    for event in batch.events() {
+                        if let Some(g) = self.shared.handle(event) {
+                            self.gain = g;
+                        }
+                    }
+                    for buf in bufs.iter_mut().flatten() {
+                        for s in &mut buf[batch.sample_bounds()] {
+                            *s *= self.gain;
+                        }
+                    }
+                }
+            }
+            Kind::Delay => {
+                let start = self.pos;
+                for (buf, ring) in bufs.iter_mut().zip(&mut self.rings) {
+                    let Some(buf) = buf else { continue };
+                    let mut p = start;
+                    for s in buf.iter_mut() {
+                        std::mem::swap(&mut ring[p], s);
+                        p = (p + 1) % DELAY_FRAMES;
+                    }
+                }
+                self.pos = (start + audio.frames_count() as usize) % DELAY_FRAMES;
+            }
+        }
+        Ok(ProcessStatus::Continue)
+    }
+}
+
+impl PluginAudioProcessorParams for Processor<'_> {
+    fn flush(&mut self, input: &InputEvents, _output: &mut OutputEvents) {
+        for event in input {
+            if let Some(g) = self.shared.handle(event) {
+                self.gain = g;
+            }
+        }
+    }
+}
+
+impl PluginAudioPortsImpl for MainThread<'_> {
+    fn count(&self, _is_input: bool) -> u32 {
+        1
+    }
+
+    fn get(&self, index: u32, _is_input: bool, writer: &mut AudioPortInfoWriter) {
+        if index == 0 {
+            writer.set(&AudioPortInfo {
+                id: ClapId::new(0),
+                name: b"main",
+                channel_count: CHANNELS,
+                flags: AudioPortFlags::IS_MAIN,
+                port_type: Some(AudioPortType::STEREO),
+                in_place_pair: None,
+            });
+        }
+    }
+}
+
+impl PluginLatencyImpl for MainThread<'_> {
+    fn get(&self) -> u32 {
+        DELAY_FRAMES as u32
+    }
+}
+
+impl PluginMainThreadParams for MainThread<'_> {
+    fn count(&self) -> u32 {
+        1
+    }
+
+    fn get_info(&self, index: u32, info: &mut ParamInfoWriter) {
+        if index == 0 {
+            info.set(&ParamInfo {
+                id: ClapId::new(GAIN_PARAM),
+                flags: ParamInfoFlags::IS_AUTOMATABLE,
+                cookie: Default::default(),
+                name: b"gain",
+                module: b"",
+                min_value: GAIN_MIN,
+                max_value: GAIN_MAX,
+                default_value: GAIN_DEFAULT,
+            });
+        }
+    }
+
+    fn get_value(&self, id: ClapId) -> Option<f64> {
+        (id == GAIN_PARAM).then(|| f64::from(self.shared.gain()))
+    }
+
+    fn value_to_text(
+        &self,
+        id: ClapId,
+        value: f64,
+        writer: &mut ParamDisplayWriter,
+    ) -> std::fmt::Result {
+        use std::fmt::Write;
+        if id == GAIN_PARAM {
+            write!(writer, "{value:.3}")
+        } else {
+            Err(std::fmt::Error)
+        }
+    }
+
+    fn text_to_value(&self, id: ClapId, text: &CStr) -> Option<f64> {
+        if id == GAIN_PARAM {
+            text.to_str().ok()?.trim().parse().ok()
+        } else {
+            None
+        }
+    }
+
+    fn flush(&self, input: &InputEvents, _output: &mut OutputEvents) {
+        for event in input {
+            self.shared.handle(event);
+        }
+    }
+}
+
+/// The factory listing the three plugins.
+struct Factory {
+    descriptors: [(Kind, PluginDescriptor); 3],
+}
+
+impl PluginFactoryImpl for Factory {
+    fn plugin_count(&self) -> u32 {
+        self.descriptors.len() as u32
+    }
+
+    fn plugin_descriptor(&self, index: u32) -> Option<&PluginDescriptor> {
+        self.descriptors.get(index as usize).map(|(_, d)| d)
+    }
+
+    fn create_plugin<'a>(
+        &'a self,
+        host_info: HostInfo<'a>,
+        plugin_id: &CStr,
+    ) -> Option<PluginInstance<'a>> {
+        let (kind, descriptor) = self
+            .descriptors
+            .iter()
+            .find(|(_, d)| d.id() == Some(plugin_id))?;
+        let kind = *kind;
+        Some(PluginInstance::new::<TestPlugin>(
+            host_info,
+            descriptor,
+            move |_host| Ok(Shared::new(kind)),
+            |_host, shared| Ok(MainThread { shared }),
+        ))
+    }
+}
+
+/// The library's CLAP entry.
+struct TestEntry {
+    factory: PluginFactoryWrapper<Factory>,
+}
+
+impl Entry for TestEntry {
+    fn new(_bundle_path: Option<&CStr>) -> Result<Self, EntryLoadError> {
+        use clack_plugin::plugin::features::{AUDIO_EFFECT, STEREO};
+        let descriptor = |id: &str, name: &str| {
+            PluginDescriptor::new(id, name)
+                .with_vendor("Downbeat tests")
+                .with_features([AUDIO_EFFECT, STEREO])
+        };
+        Ok(Self {
+            factory: PluginFactoryWrapper::new(Factory {
+                descriptors: [
+                    (Kind::Gain, descriptor(GAIN_ID, "Downbeat test gain")),
+                    (Kind::Delay, descriptor(DELAY_ID, "Downbeat test delay")),
+                    (
+                        Kind::Alloc,
+                        descriptor(ALLOC_ID, "Downbeat test gain that allocates"),
+                    ),
+                ],
+            }),
+        })
+    }
+
+    fn declare_factories<'a>(&'a self, builder: &mut EntryFactories<'a>) {
+        builder.register_factory(&self.factory);
+    }
+}
+
+clack_export_entry!(TestEntry);
