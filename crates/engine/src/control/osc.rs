@@ -442,8 +442,9 @@ mod tests {
         let at = SystemTime::now() + Duration::from_millis(250);
         let instant = instant_of(timetag(at)).unwrap();
         let ahead = instant.saturating_duration_since(Instant::now());
+        // The lower bound leaves room for the thread being descheduled on a loaded machine.
         assert!(
-            ahead > Duration::from_millis(200) && ahead <= Duration::from_millis(251),
+            ahead > Duration::from_millis(50) && ahead <= Duration::from_millis(251),
             "{ahead:?}"
         );
         assert_eq!(instant_of(OscTime::from((0, 1))), None);
