@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 mod alloc;
 mod clock;
+mod control;
 mod gc;
 mod graph;
 mod notify;
@@ -38,6 +39,8 @@ enum Suite {
     Graph(Common),
     /// Snapshot garbage collector vs stop-the-world mark-and-sweep on the thesis' synth song (K. S. Matheussen, "Realtime Audio with Garbage Collection"), 5 runs of 60 s each.
     Gc(gc::GcArgs),
+    /// Live control (issue 14): events per block the engine absorbs before its load rises 10% on fanin84.toml, and the latency from an OSC packet to the frame it affects on the virtual device.
+    Control(Common),
 }
 
 /// Options every suite understands.
@@ -78,10 +81,11 @@ fn main() {
         Suite::Alloc(common) => alloc::run(common),
         Suite::Gc(args) => gc::run(args),
         Suite::Graph(common) => graph::run(common),
+        Suite::Control(common) => control::run(common),
     };
     let json = match &cli.suite {
         Suite::Ring(common) | Suite::Clock(common) | Suite::Notify(common) => common.json,
-        Suite::Alloc(common) | Suite::Graph(common) => common.json,
+        Suite::Alloc(common) | Suite::Graph(common) | Suite::Control(common) => common.json,
         Suite::Gc(args) => args.common.json,
     };
     report.print(json);
