@@ -1,0 +1,118 @@
+//! An instrument plugin plays notes: mda EPiano gets a held A4 through its MIDI atom input
+//! and sounds from the note's frame, at 440 Hz. The same path runs under the guard.
+
+mod lv2_support;
+
+use downbeat_graph::{Node, NodeConfig, NoteEvent};
+use downbeat_plugin::lv2::{ControlValue, Lv2Node};
+use lv2_support::{have_plugin, render};
+
+downbeat_rt::install_guard_allocator!();
+
+const EPIANO: &str = "http://drobilla.net/plugins/mda/EPiano";
+const RATE: f32 = 48000.0;
+const CFG: NodeConfig = NodeConfig {
+    sample_rate: RATE,
+    max_block: 256,
+};
+
+fn epiano() -> Lv2Node {
+    // random_tuning detunes every note by a random amount: off, for a pitch test.
+    let values = [("random_tuning".to_string(), ControlValue::Number(0.0))];
+    Lv2Node::load(EPIANO, &values, &CFG).unwrap()
+}
+
+/// Frequency of the strongest period in `x` between 50 and 2000 Hz, by autocorrelation with
+/// parabolic interpolation around the peak.
+fn pitch(x: &[f32]) -> f32 {
+    let corr = |lag: usize| -> f32 { x.iter().zip(&x[lag..]).map(|(a, b)| a * b).sum() };
+    let (lo, hi) = ((RATE / 2000.0) as usize, (RATE / 50.0) as usize);
+    let lags: Vec<f32> = (0..=hi + 1)
+        .map(|l| if l < lo { 0.0 } else { corr(l) })
+        .collect();
+    // The first peak that comes close to the best (the fundamental, not a multiple of it).
+    let best = lags[lo..=hi].iter().copied().fold(f32::MIN, f32::max);
+    let lag = (lo..=hi)
+        .find(|&l| lags[l] >= 0.9 * best && lags[l] >= lags[l - 1] && lags[l] >= lags[l + 1])
+        .unwrap();
+    let (a, b, c) = (lags[lag - 1], lags[lag], lags[lag + 1]);
+    let shift = 0.5 * (a - c) / (a - 2.0 * b + c);
+    RATE / (lag as f32 + shift)
+}
+
+#[test]
+fn a_held_note_sounds_from_its_frame_at_its_pitch() {
+    if !have_plugin(EPIANO) {
+        return;
+    }
+    let mut piano = epiano();
+    assert!(piano.plays_notes());
+    assert_eq!((piano.input_channels(), piano.output_channels()), (0, 2));
+    // Frame 1000 is inside the fourth 256-frame block: the note waits three blocks.
+    piano
+        .note(
+            1000,
+            NoteEvent::On {
+                channel: 0,
+                note: 69.0,
+                velocity: 0.8,
+            },
+        )
+        .unwrap();
+    let frames = RATE as usize;
+    let out = render(Box::new(piano), 0, &vec![0.0; frames], RATE, 256);
+    let left: Vec<f32> = out.iter().step_by(2).copied().collect();
+    assert!(
+        left[..1000].iter().all(|&s| s == 0.0),
+        "sound before the note's frame"
+    );
+    let first = left.iter().position(|&s| s.abs() > 1e-4).unwrap();
+    assert!(
+        (1000..1010).contains(&first),
+        "first sound at frame {first}"
+    );
+    let f = pitch(&left[6000..6000 + 9600]);
+    assert!((f / 440.0 - 1.0).abs() < 0.015, "A4 played at {f} Hz");
+}
+
+#[test]
+fn notes_reach_the_plugin_without_allocating_or_locking() {
+    if !have_plugin(EPIANO) {
+        return;
+    }
+    let mut piano = epiano();
+    let mut out = vec![0.0f32; 2 * 256];
+    let ctx = |position| downbeat_graph::ProcessContext {
+        sample_rate: RATE,
+        frames: 256,
+        position,
+    };
+    let silent = vec![0.0f32; 0];
+    piano.process(
+        &ctx(0),
+        downbeat_graph::AudioRef::new(&silent, 0, 256, 256),
+        downbeat_graph::AudioMut::new(&mut out, 2, 256, 256),
+    );
+    let report = downbeat_rt::guard::check(|| {
+        for block in 1..20u64 {
+            for (k, note) in [60.0, 64.0, 67.0].into_iter().enumerate() {
+                let event = if block % 2 == 1 {
+                    NoteEvent::On {
+                        channel: 0,
+                        note,
+                        velocity: 0.7,
+                    }
+                } else {
+                    NoteEvent::Off { channel: 0, note }
+                };
+                piano.note(17 * k, event).unwrap();
+            }
+            piano.process(
+                &ctx(block * 256),
+                downbeat_graph::AudioRef::new(&silent, 0, 256, 256),
+                downbeat_graph::AudioMut::new(&mut out, 2, 256, 256),
+            );
+        }
+    });
+    report.assert_clean();
+}
