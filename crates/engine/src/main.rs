@@ -193,6 +193,12 @@ struct Summary {
 }
 
 fn main() -> ExitCode {
+    // Plugin node types join the registry before any project is read.
+    #[cfg(feature = "lv2")]
+    if let Err(e) = downbeat_plugin::lv2::register() {
+        eprintln!("error: {e}");
+        return ExitCode::from(1);
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
