@@ -15,6 +15,9 @@ command -v jack_metro >/dev/null || need+=(jackd2)
 command -v pulseaudio >/dev/null || need+=(pulseaudio)
 command -v parecord >/dev/null || need+=(pulseaudio-utils)
 [ -e /usr/include/alsa/asoundlib.h ] || need+=(libasound2-dev)
+# The --all-features build below includes LV2 hosting (lilv, found through pkg-config).
+[ -e /usr/include/lilv-0/lilv/lilv.h ] || need+=(liblilv-dev)
+command -v pkg-config >/dev/null || need+=(pkg-config)
 # ALSA's PulseAudio plugin: how an ALSA program (cpal's default host) reaches the server.
 [ -n "$(find /usr/lib -name 'libasound_module_pcm_pulse.so' -print -quit 2>/dev/null)" ] ||
     need+=(libasound2-plugins)
