@@ -366,6 +366,37 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     crate::report::quantile(sorted, q)
 }
 
+/// The LV2 plugin that replaces each spectral compressor in the `plugin` case: x42's stereo
+/// compressor (Debian: x42-plugins), a compressor for a compressor.
+#[cfg(feature = "lv2")]
+const PLUGIN_URI: &str = "http://gareus.org/oss/lv2/darc#stereo";
+
+/// fanin84 with every spectral compressor replaced by [`PLUGIN_URI`] (threshold -30 dB as
+/// in the original; darc has no FFT, so each node costs far less): the same graph, sources
+/// and fan-in, with plugin nodes.
+#[cfg(feature = "lv2")]
+fn fanin84_lv2() -> Project {
+    downbeat_plugin::lv2::register().unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/projects/fanin84.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let compressor = "type = \"spectral_compressor\"\nfft_size = 2048\noverlap = 8\n\
+                      threshold_db = -30.0\nratio = 4.0\nattack_ms = 5.0\nrelease_ms = 80.0\n";
+    let plugin = format!(
+        "type = \"lv2\"\nuri = \"{PLUGIN_URI}\"\nthreshold = -30.0\nRatio = 0.5\n\
+         attack = 0.005\nrelease = 0.08\n"
+    );
+    assert_eq!(
+        text.matches(compressor).count(),
+        84,
+        "fanin84.toml changed shape"
+    );
+    Project::parse(
+        &text.replace(compressor, &plugin),
+        "fanin84 with LV2 compressors",
+    )
+    .unwrap()
+}
+
 fn fanin84() -> Project {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/projects/fanin84.toml");
     Project::load(&path).unwrap_or_else(|e| panic!("{e}"))
@@ -666,6 +697,11 @@ pub fn run(common: &Common) -> Report {
         }
     }
 
+    #[cfg(feature = "lv2")]
+    if common.wants("plugin") {
+        plugin_case(common, &mut report, &mut notes, callbacks, pace);
+    }
+
     if common.wants("overhead") {
         let nodes = 1000;
         let blocks = if common.quick { 20 } else { 2000 };
@@ -730,6 +766,76 @@ pub fn run(common: &Common) -> Report {
     notes.dedup();
     report.notes.extend(notes);
     report
+}
+
+/// The `plugin` case: fanin84 with LV2 compressors, serial against Downbeat's pool, paced
+/// like `fanin84_load_*` and with the same percentiles.
+#[cfg(feature = "lv2")]
+fn plugin_case(
+    common: &Common,
+    report: &mut Report,
+    notes: &mut Vec<String>,
+    callbacks: usize,
+    pace: bool,
+) {
+    const KINDS: [Scheduler; 2] = [Scheduler::Serial, Scheduler::Downbeat];
+    const LABELS: [(f64, &str); 6] = [
+        (0.0, "P0"),
+        (0.25, "P25"),
+        (0.5, "P50"),
+        (0.75, "P75"),
+        (0.99, "P99"),
+        (1.0, "P100"),
+    ];
+    let project = fanin84_lv2();
+    report.notes.push(format!(
+        "plugin: fanin84 with {PLUGIN_URI} in place of each of the 84 spectral compressors \
+         ({} nodes), serial against downbeat",
+        project.nodes.len()
+    ));
+    let mut loads = vec![vec![Vec::new(); LABELS.len()]; KINDS.len()];
+    let mut missed = vec![Vec::new(); KINDS.len()];
+    let mut identical = true;
+    for run in 0..common.runs() {
+        let mut first_output: Option<Vec<f32>> = None;
+        for kind in alternating(&KINDS, run) {
+            let k = KINDS.iter().position(|&x| x == kind).unwrap();
+            let mut s = project.build().unwrap();
+            let (runner, why) = Runner::new(kind, s.len(), true);
+            notes.extend(why);
+            paced(&runner, &mut s, 20, false);
+            let mut run_loads = paced(&runner, &mut s, callbacks, pace);
+            // Parallel output must stay bit-identical to serial: both ran the same blocks.
+            let out = s.output();
+            let block: Vec<f32> = (0..out.channels())
+                .flat_map(|c| out.channel(c).to_vec())
+                .collect();
+            match &first_output {
+                None => first_output = Some(block),
+                Some(other) => identical &= *other == block,
+            }
+            missed[k].push(run_loads.iter().filter(|&&l| l > 1.0).count() as f64);
+            run_loads.sort_by(f64::total_cmp);
+            for (j, &(q, _)) in LABELS.iter().enumerate() {
+                loads[k][j].push(quantile(&run_loads, q));
+            }
+        }
+    }
+    assert!(
+        identical,
+        "plugin case: parallel output differs from serial"
+    );
+    for (k, &kind) in KINDS.iter().enumerate() {
+        let name = kind.name(true);
+        for (j, &(_, label)) in LABELS.iter().enumerate() {
+            report.add(&format!("plugin_load_{label}"), name, "load", &loads[k][j]);
+        }
+        report.add("plugin_missed", name, "callbacks", &missed[k]);
+    }
+    for label in ["P50", "P99", "P100"] {
+        let case = format!("plugin_load_{label}");
+        report.ratio(&case, &case, "downbeat", "serial", Better::Lower);
+    }
 }
 
 #[cfg(test)]
