@@ -5,10 +5,13 @@
 //!   [`Controller`], each a smoothed set of a random live parameter at a random frame of the
 //!   block (so nodes are cut into sub-blocks and smoothing ramps run), for `k` in
 //!   [`SWEEP`]. A fresh engine per measurement renders the same [`BLOCKS`] blocks, so the
-//!   plucked strings' silences fall alike and only the events differ. Row per `k`: the
-//!   median load (callback time / block period) of the run; summary row
-//!   `events_at_+10%_load`: the events per block at which the median load reaches 1.1x the
-//!   load without events, interpolated linearly between the two sweep points around it.
+//!   plucked strings' silences fall alike and only the events differ; a second engine
+//!   without events runs in lockstep with it, block by block (alternating which goes first),
+//!   so both see the same part of the song and the same background load. Rows per `k`: the
+//!   median load (callback time / block period) with events, and the median over blocks of
+//!   (time with events / time without); summary row `events_at_+10%_load`: the events per
+//!   block at which that ratio reaches 1.1, interpolated linearly between the two sweep
+//!   points around it.
 //! * `osc-latency` (`hello.toml` on the virtual device): a thread sends OSC messages over
 //!   UDP loopback at random 5-15 ms intervals; an [`OscHandler`] on its own socket thread
 //!   (the code `downbeat run --osc` serves with) turns them into events, and the run's
@@ -51,16 +54,22 @@ fn project(name: &str) -> Project {
     Project::load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The median load over `blocks` blocks of `project` with `k` events per block.
-fn absorb(project: &Project, k: usize, blocks: usize, seed: u64) -> f64 {
+/// An engine on `project` with a controller and, per live parameter, two values in range
+/// to alternate between.
+struct Side {
+    engine: Engine,
+    control: downbeat::control::Controller,
+    targets: Vec<(ParamId, [f32; 2])>,
+    out: Vec<f32>,
+}
+
+fn side(project: &Project) -> Side {
+    let most = SWEEP[SWEEP.len() - 1].max(1);
     let mut engine = Engine::new(project.build().expect("fanin84 builds"));
-    engine
-        .schedule_mut()
-        .set_event_capacity(SWEEP[SWEEP.len() - 1].max(1));
-    let mut control = engine.controller(2 * SWEEP[SWEEP.len() - 1].max(1));
+    engine.schedule_mut().set_event_capacity(most);
+    let control = engine.controller(2 * most);
     let table = control.table().clone();
-    // For each live parameter, two values in range to alternate between.
-    let targets: Vec<(ParamId, [f32; 2])> = table
+    let targets = table
         .live()
         .map(|id| {
             let v = table.initial(id);
@@ -71,40 +80,74 @@ fn absorb(project: &Project, k: usize, blocks: usize, seed: u64) -> f64 {
             (id, [v, other])
         })
         .collect();
-    let block = engine.block_size();
-    let mut out = vec![0.0f32; block * engine.channels()];
-    let mut rng = Rng(seed | 1);
+    let out = vec![0.0f32; engine.block_size() * engine.channels()];
+    let mut s = Side {
+        engine,
+        control,
+        targets,
+        out,
+    };
     // Two blocks outside the measurement: first touches of every buffer.
-    engine.process(&mut out);
-    engine.process(&mut out);
-    engine.reset_load();
-    for _ in 0..blocks {
-        let start = engine.schedule().position();
+    s.engine.process(&mut s.out);
+    s.engine.process(&mut s.out);
+    s
+}
+
+/// Times one block of `s`, in seconds.
+fn timed(s: &mut Side) -> f64 {
+    let t = Instant::now();
+    s.engine.process(&mut s.out);
+    t.elapsed().as_secs_f64()
+}
+
+/// `blocks` blocks of two fresh engines on `project` in lockstep, one with `k` events per
+/// block, the other with none, alternating which goes first. Pairing block by block makes
+/// both see the same part of the song and the same moment of background load. Returns the
+/// median load with events and the median, over blocks, of time with / time without.
+fn absorb(project: &Project, k: usize, blocks: usize, seed: u64) -> (f64, f64) {
+    let (mut none, mut some) = (side(project), side(project));
+    let budget = some.engine.block_size() as f64 / f64::from(some.engine.sample_rate());
+    let block = some.engine.block_size() as u64;
+    let mut rng = Rng(seed | 1);
+    let (mut loads, mut ratios) = (Vec::with_capacity(blocks), Vec::with_capacity(blocks));
+    for b in 0..blocks {
+        let start = some.engine.schedule().position();
         for _ in 0..k {
-            let (id, values) = targets[rng.next() as usize % targets.len()];
-            let frame = start + rng.next() % block as u64;
+            let (id, values) = some.targets[rng.next() as usize % some.targets.len()];
+            let frame = start + rng.next() % block;
             let value = values[(rng.next() & 1) as usize];
-            control
+            some.control
                 .send(When::Frame(frame), id, Change::Set(value))
                 .expect("the queue holds a block's events");
         }
-        engine.process(&mut out);
+        let (t_none, t_some) = if b % 2 == 0 {
+            let a = timed(&mut none);
+            (a, timed(&mut some))
+        } else {
+            let b = timed(&mut some);
+            (timed(&mut none), b)
+        };
+        loads.push(t_some / budget);
+        ratios.push(t_some / t_none);
     }
-    let stats = engine.schedule().event_stats();
+    let stats = some.engine.schedule().event_stats();
     assert_eq!(stats.applied, (k * blocks) as u64, "every event applied");
-    engine.summary().load_p50
+    loads.sort_by(f64::total_cmp);
+    ratios.sort_by(f64::total_cmp);
+    (quantile(&loads, 0.5), quantile(&ratios, 0.5))
 }
 
-/// The events per block at which `loads` (one per [`SWEEP`] entry) first reaches 1.1x the
-/// load without events, interpolated linearly; `None` when the sweep never gets there.
-fn at_ten_percent(loads: &[f64]) -> Option<f64> {
-    let limit = loads[0] * 1.1;
-    for i in 1..loads.len() {
-        if loads[i] >= limit {
+/// The events per block at which `ratios` (one per [`SWEEP`] entry) first reach 1.1,
+/// interpolated linearly between the two sweep points around it; `None` when the sweep never
+/// gets there.
+fn at_ten_percent(ratios: &[f64]) -> Option<f64> {
+    let limit = 1.1;
+    for i in 1..ratios.len() {
+        if ratios[i] >= limit {
             let (k0, k1) = (SWEEP[i - 1] as f64, SWEEP[i] as f64);
-            let (l0, l1) = (loads[i - 1], loads[i]);
-            let t = if l1 > l0 {
-                ((limit - l0) / (l1 - l0)).clamp(0.0, 1.0)
+            let (r0, r1) = (ratios[i - 1], ratios[i]);
+            let t = if r1 > r0 {
+                ((limit - r0) / (r1 - r0)).clamp(0.0, 1.0)
             } else {
                 1.0
             };
@@ -210,6 +253,7 @@ pub fn run(common: &Common) -> Report {
         let p = project("fanin84.toml");
         let blocks = if common.quick { 20 } else { BLOCKS };
         let mut loads = vec![Vec::new(); SWEEP.len()];
+        let mut ratios = vec![Vec::new(); SWEEP.len()];
         let mut thresholds = Vec::new();
         for run in 0..runs {
             let mut this = vec![0.0; SWEEP.len()];
@@ -219,8 +263,10 @@ pub fn run(common: &Common) -> Report {
                 order.reverse();
             }
             for i in order {
-                this[i] = absorb(&p, SWEEP[i], blocks, 0x5eed + run as u64);
-                loads[i].push(this[i]);
+                let (load, ratio) = absorb(&p, SWEEP[i], blocks, 0x5eed + run as u64);
+                this[i] = ratio;
+                loads[i].push(load);
+                ratios[i].push(ratio);
             }
             thresholds.push(at_ten_percent(&this).unwrap_or(f64::INFINITY));
         }
@@ -231,6 +277,12 @@ pub fn run(common: &Common) -> Report {
                 "load p50",
                 &loads[i],
             );
+            report.add(
+                &format!("absorb_{k}_events_vs_none"),
+                "downbeat",
+                "time ratio p50",
+                &ratios[i],
+            );
         }
         report.add(
             "events_at_+10%_load",
@@ -240,9 +292,11 @@ pub fn run(common: &Common) -> Report {
         );
         report.notes.push(format!(
             "absorb: fanin84.toml ({} nodes, {} Hz / {} frames), serial, unpaced; {blocks} \
-             blocks per measurement, {runs} run(s) in alternating sweep order; each event a \
-             smoothed set of a random live parameter at a random frame; a run that never \
-             reaches +10% counts as infinite",
+             blocks per measurement, two engines in lockstep (k events / none, alternating \
+             which goes first), {runs} run(s) in alternating sweep order; each event a \
+             smoothed set of a random live parameter at a random frame; ratio rows: median \
+             over blocks of time with / time without; the threshold: where that ratio \
+             reaches 1.1 (a run that never does counts as infinite)",
             p.nodes.len(),
             p.sample_rate,
             p.block_size
@@ -296,7 +350,7 @@ mod tests {
 
     #[test]
     fn the_threshold_is_interpolated_between_the_sweep_points_around_it() {
-        // 1.0 without events, 1.05 at 1, 1.15 at 4: 1.1 is half-way from 1 to 4.
+        // 1.05 at 1 event, 1.15 at 4: 1.1 is half-way from 1 to 4.
         let loads = [1.0, 1.05, 1.15, 2.0, 2.0, 2.0, 2.0, 2.0];
         let k = at_ten_percent(&loads).unwrap();
         assert!((k - 2.5).abs() < 1e-9, "{k}");

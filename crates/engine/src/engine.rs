@@ -177,7 +177,7 @@ impl Engine {
     /// A [`Watcher`] for a control thread: the latest values of the live parameters (those
     /// ramps and automation move included) and every node's peak and RMS, published after
     /// each block through [`downbeat_rt::notify`], on whatever device runs the engine (see
-    /// [`watch`](crate::watch)). Turns on the schedule's level metering. A second call
+    /// [`watch`](mod@crate::watch)). Turns on the schedule's level metering. A second call
     /// replaces the first watcher; after a schedule swap, make a new one.
     pub fn watch(&mut self) -> Watcher {
         let (tap, watcher) = watch::pair(&mut self.schedule);

@@ -213,7 +213,7 @@ pub struct Project {
     pub nodes: Vec<ProjectNode>,
     /// Edges as `(from, to)` node names, chains expanded.
     pub edges: Vec<(String, String)>,
-    /// `[[automation]]` entries (see [`automation`](crate::control::automation)), put in
+    /// `[[automation]]` entries (see [`automation`]), put in
     /// the schedule's timeline by [`build`](Project::build).
     pub automation: Vec<Automation>,
     text: String,

@@ -1,7 +1,7 @@
 //! Watchers: parameter values (those a ramp or automation moves included) and per-node
 //! meters (peak, RMS) from the audio thread to a control thread, on every device.
 //!
-//! The audio side ([`WatchTap`], held by the [`Engine`](crate::Engine)) runs after each
+//! The audio side (a tap held by the [`Engine`](crate::Engine)) runs after each
 //! callback: it stores the values that changed and each node's level in atomics, behind a
 //! sequence counter so that the control side reads one consistent block, and triggers a
 //! [`Notifier`] of [`downbeat_rt::notify`] (the async updater of D. Rowland's "Real-time

@@ -208,3 +208,41 @@ points = [[0.1, -1.0], [0.5, 1.0, "linear"]]
         "hard right leaves the left channel silent: {left} against {right}"
     );
 }
+
+/// What a hot swap does to events (documented in `control`): the old schedule's queued
+/// events and its automation go with it; the new schedule starts its own timeline at
+/// frame 0 with its own automation; events still in a controller's queue are offered to the
+/// new schedule by position.
+#[test]
+fn a_hot_swap_drops_the_old_schedules_queued_events_and_automation() {
+    let src = CONSTANT.replace("BLOCK", "64").replace(
+        r#"[[0.001, 0.5], [0.002, 0.25, "linear"], [0.003, 2, "exp"], [0.0210, 1.0]]"#,
+        "[[0.01, 0.5]]",
+    );
+    let project = Project::parse(&src, "swap.toml").unwrap();
+    let mut engine = Engine::new(project.build().unwrap());
+    let (mut sender, mut collector) = engine.swap_channel(2);
+    let mut c = engine.controller(16);
+    let mut block = vec![0.0f32; 64];
+    c.step("g", "gain", 0.25, downbeat::control::When::Frame(1000))
+        .unwrap();
+    engine.process(&mut block); // the event moves into the schedule's queue
+    assert_eq!(engine.schedule().pending_events(), 1);
+    sender.send(project.build().unwrap()).unwrap();
+    // Sent after the swap was asked for, before the engine took it: still in the ring.
+    c.step("g", "gain", 0.125, downbeat::control::When::Frame(1100))
+        .unwrap();
+    let mut out = Vec::new();
+    for _ in 0..20 {
+        engine.process(&mut block);
+        out.extend_from_slice(&block);
+    }
+    assert_eq!(engine.swaps(), 1);
+    assert_eq!(collector.collect(), 1);
+    // New timeline from 0: its automation steps to 0.5 at frame 480; the old schedule's
+    // event at 1000 is gone; the ring's event lands at 1100 of the new timeline.
+    assert!(out[..480].iter().all(|&x| x == 1.0));
+    assert!(out[480..1100].iter().all(|&x| x == 0.5));
+    assert!(out[1100..].iter().all(|&x| x == 0.125));
+    assert_eq!(engine.stale_events(), 0);
+}

@@ -1,6 +1,19 @@
 //! Live control of a running engine: [`Controller`]s send parameter events from control
 //! threads, each through a wait-free queue of its own into the audio thread, which applies
-//! them at exact frames (see [`downbeat_graph::Event`]).
+//! them at exact frames (see [`downbeat_graph::Event`]). [`osc`] serves them over UDP,
+//! [`automation`] compiles a project's `[[automation]]` into them, and [`record`] writes and
+//! replays what a run applied.
+//!
+//! # Hot swap
+//!
+//! A schedule swapped in with [`Engine::swap_channel`](crate::Engine::swap_channel) starts its
+//! own timeline at frame 0, with its own automation. The events the old schedule had already
+//! taken into its queue (waiting for a later frame) and the rest of its automation are
+//! dropped with it. Events still in a controller's queue at the swap go to the new schedule
+//! by node and parameter position: refused and counted in
+//! [`Engine::stale_events`](crate::Engine::stale_events) where that position is not live
+//! there, applied where it is. Before a swap that changes the graph's layout, let the queues
+//! drain ([`Engine::waiting_events`](crate::Engine::waiting_events)).
 //!
 //! ```
 //! use downbeat::{control::When, project::Project, Engine};
