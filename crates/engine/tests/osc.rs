@@ -207,7 +207,10 @@ fn oscsend_steps_and_ramps_a_gain_and_a_bundle_lands_at_its_timetag() {
     assert_eq!(frame(1) % 64, 0);
     let gap = frame(2) - frame(1);
     assert!(
-        (23_000..72_000).contains(&gap),
+        // 0.5 s is 24,000 frames; the slack covers a loaded machine, where the virtual
+        // device runs late and `oscsend` is slow to exit. Applied on arrival instead, the
+        // bundle would land a block or two after the ramp.
+        (4_800..96_000).contains(&gap),
         "bundle {gap} frames after the ramp"
     );
 
@@ -239,7 +242,7 @@ fn bad_packets_are_logged_counted_and_change_nothing() {
         &dir.join("p.toml"),
         &[
             "--seconds",
-            "1.5",
+            "3",
             "--out",
             wav.to_str().unwrap(),
             "--record-events",
@@ -283,7 +286,7 @@ fn bad_packets_are_logged_counted_and_change_nothing() {
     }
     assert!(events(&ev).is_empty());
     let s = samples(&wav);
-    assert_eq!(s.len(), 72_000);
+    assert_eq!(s.len(), 144_000);
     assert!(
         s.iter().all(|&x| x == 1.0),
         "a refused packet changed the output"
@@ -313,7 +316,7 @@ fn a_live_oscsend_performance_replays_offline_bit_identically() {
         &project,
         &[
             "--seconds",
-            "2.5",
+            "4",
             "--threads",
             "2",
             "--out",
@@ -339,7 +342,7 @@ fn a_live_oscsend_performance_replays_offline_bit_identically() {
     let out = Command::new(env!("CARGO_BIN_EXE_downbeat"))
         .arg("run")
         .arg(&project)
-        .args(["--device", "offline", "--seconds", "2.5", "--replay"])
+        .args(["--device", "offline", "--seconds", "4", "--replay"])
         .arg(&ev)
         .arg("--out")
         .arg(&replay_wav)
@@ -351,7 +354,7 @@ fn a_live_oscsend_performance_replays_offline_bit_identically() {
         String::from_utf8_lossy(&out.stderr)
     );
     let (a, b) = (samples(&live_wav), samples(&replay_wav));
-    assert_eq!(a.len(), 2 * 120_000);
+    assert_eq!(a.len(), 2 * 192_000);
     let first = a
         .iter()
         .zip(&b)
@@ -362,7 +365,7 @@ fn a_live_oscsend_performance_replays_offline_bit_identically() {
     let out = Command::new(env!("CARGO_BIN_EXE_downbeat"))
         .arg("run")
         .arg(&project)
-        .args(["--device", "offline", "--seconds", "2.5", "--out"])
+        .args(["--device", "offline", "--seconds", "4", "--out"])
         .arg(&plain)
         .output()
         .unwrap();
