@@ -117,7 +117,20 @@ fn the_watch_tap_in_the_callback_is_real_time_safe() {
     report.assert_clean();
     assert!(watcher.wait(Duration::from_secs(1)));
     assert_eq!(watcher.frame(), 101 * 64);
-    assert!(watcher.value("g", "gain").unwrap() > 0.0);
+    let gain = watcher.value("g", "gain").unwrap();
+    assert!(gain > 0.0);
+    let values = watcher.values();
+    let listed = values
+        .iter()
+        .find(|r| (r.node.as_str(), r.param) == ("g", "gain"))
+        .unwrap();
+    assert_eq!(listed.value, gain);
+    // The sine's live parameters hold their project values.
+    let amp = values
+        .iter()
+        .find(|r| (r.node.as_str(), r.param) == ("s", "amp"))
+        .unwrap();
+    assert_eq!(amp.value, 1.0);
 }
 
 /// `downbeat run --meters` reports every node's peak and RMS over the run.
