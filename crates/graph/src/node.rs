@@ -97,6 +97,28 @@ pub trait Node: Send + 'static {
         false
     }
 
+    /// True for a node that takes parameter changes with their frame offsets, through
+    /// [`set_param_at`](Node::set_param_at), and computes every block in one
+    /// [`process`](Node::process) call; false (the default) for one whose block the schedule
+    /// cuts at each change. A plugin host says true: a CLAP plugin wants one call per block
+    /// with its events time-stamped inside it. Read once per block.
+    fn takes_param_offsets(&self) -> bool {
+        false
+    }
+
+    /// For a node that [`takes_param_offsets`](Node::takes_param_offsets): changes
+    /// parameter `index` to `value` from frame `frame` of the next
+    /// [`process`](Node::process) call. Calls for one block come in frame order, before
+    /// that block's `process`; a moving (smoothed or ramped) parameter arrives as a change
+    /// every [`CONTROL_FRAMES`](crate::CONTROL_FRAMES) frames, as for a node that does not
+    /// [`follow_param`](Node::follow_param). Returns `false` when the value is refused. The
+    /// default ignores `frame` and calls [`set_param`](Node::set_param). Must be real-time
+    /// safe.
+    fn set_param_at(&mut self, frame: usize, index: usize, value: f32) -> bool {
+        let _ = frame;
+        self.set_param(index, value)
+    }
+
     /// Frames by which the node's output lags its input: an FFT's frame, a plugin's
     /// look-ahead. [`Graph::compile`](crate::Graph::compile) delays the other paths into
     /// every node so they arrive aligned, and

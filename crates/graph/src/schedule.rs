@@ -652,6 +652,7 @@ impl Schedule {
         };
         let (lo, hi) = self.events.ranges[i];
         let events = &self.events.block[lo as usize..hi as usize];
+        let whole = node.takes_param_offsets();
         if events.is_empty() && *moving == 0 {
             let input = AudioRef::new(input_data, *in_ch, stride, frames);
             let output = AudioMut::new(out_buf, *out_ch, stride, frames);
@@ -663,26 +664,36 @@ impl Schedule {
                 moving,
                 refused,
                 smoothing: self.smoothing,
+                offset: None,
             };
             let mut k = 0;
             let mut e = 0;
             while k < frames {
                 let now = ctx.position + k as u64;
+                sub.offset = whole.then_some(k);
                 while e < events.len() && events[e].offset as usize == k {
                     sub.apply(events[e].body, now);
                     e += 1;
                 }
                 let next_event = events.get(e).map_or(frames, |ev| ev.offset as usize);
                 let end = sub.update_moving(now, ctx.position, next_event.min(frames));
-                let piece = ProcessContext {
-                    sample_rate: ctx.sample_rate,
-                    frames: end - k,
-                    position: now,
-                };
-                let input = AudioRef::window(input_data, *in_ch, stride, k, end - k);
-                let output = AudioMut::window(out_buf, *out_ch, stride, k, end - k);
-                sub.node.process(&piece, input, output);
+                if !whole {
+                    let piece = ProcessContext {
+                        sample_rate: ctx.sample_rate,
+                        frames: end - k,
+                        position: now,
+                    };
+                    let input = AudioRef::window(input_data, *in_ch, stride, k, end - k);
+                    let output = AudioMut::window(out_buf, *out_ch, stride, k, end - k);
+                    sub.node.process(&piece, input, output);
+                }
                 k = end;
+            }
+            if whole {
+                // The changes went in with their offsets; the node computes the block at once.
+                let input = AudioRef::new(input_data, *in_ch, stride, frames);
+                let output = AudioMut::new(out_buf, *out_ch, stride, frames);
+                sub.node.process(ctx, input, output);
             }
             *touched = true;
         }
@@ -829,6 +840,18 @@ struct SubBlocks<'a> {
     moving: &'a mut usize,
     refused: &'a mut u64,
     smoothing: u64,
+    /// For a node that takes parameter offsets: the frame, in the block, of the sub-block
+    /// being prepared, which its changes are stamped with (the block is not cut).
+    offset: Option<usize>,
+}
+
+/// Hands `node` a parameter value: stamped with the sub-block's `offset` for a node that
+/// takes offsets, else from its next sample.
+fn hand(node: &mut dyn Node, offset: Option<usize>, p: usize, value: f32) -> bool {
+    match offset {
+        Some(frame) => node.set_param_at(frame, p, value),
+        None => node.set_param(p, value),
+    }
 }
 
 impl SubBlocks<'_> {
@@ -863,7 +886,7 @@ impl SubBlocks<'_> {
                 *self.moving -= 1;
             }
         }
-        if !moving && !self.node.set_param(p, to) {
+        if !moving && !hand(&mut *self.node, self.offset, p, to) {
             *self.refused += 1;
         }
     }
@@ -887,17 +910,21 @@ impl SubBlocks<'_> {
                 state.moving = false;
                 *self.moving -= 1;
                 state.segment = Segment::constant(segment.target());
-                if !self.node.set_param(p, segment.target()) {
+                if !hand(&mut *self.node, self.offset, p, segment.target()) {
                     *self.refused += 1;
                 }
-            } else if !self.node.follow_param(p, ParamCurve::new(segment, now)) {
+            } else if self.offset.is_some()
+                || !self.node.follow_param(p, ParamCurve::new(segment, now))
+            {
                 // The value of the control period `now` falls in (or of the ramp's start,
                 // when it began inside it): the same whichever block `now` starts.
                 let period = now - now % CONTROL_FRAMES;
-                if !self
-                    .node
-                    .set_param(p, segment.value_at(period.max(segment.start())))
-                {
+                if !hand(
+                    &mut *self.node,
+                    self.offset,
+                    p,
+                    segment.value_at(period.max(segment.start())),
+                ) {
                     *self.refused += 1;
                 }
                 let next = period + CONTROL_FRAMES;

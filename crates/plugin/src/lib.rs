@@ -4,6 +4,7 @@
 //! Each format sits behind a cargo feature (`clap`, `lv2`) so that the default build needs no
 //! system library.
 
+pub mod audit;
 #[cfg(feature = "clap")]
 pub mod clap;
 #[cfg(feature = "lv2")]

@@ -1,0 +1,605 @@
+//! [`ClapNode`]: one CLAP plugin instance as a graph node.
+
+use std::ffi::CString;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use clack_extensions::audio_ports::{AudioPortInfoBuffer, PluginAudioPorts};
+use clack_extensions::latency::PluginLatency;
+use clack_extensions::note_ports::PluginNotePorts;
+use clack_extensions::params::{ParamInfoBuffer, PluginParams};
+use clack_host::events::event_types::{MidiEvent, NoteOffEvent, NoteOnEvent, ParamValueEvent};
+use clack_host::events::{Match, Pckn};
+use clack_host::prelude::*;
+use clack_host::process::PluginAudioProcessor;
+
+use downbeat_graph::{
+    AudioMut, AudioRef, Node, NoteError, NoteEvent, ParamKind, ParamSpec, ProcessContext,
+};
+
+use super::error::ClapError;
+
+/// Events a node holds between blocks (parameter changes and notes, including those that
+/// fall in later blocks). Fixed when the node is built, so the audio thread never grows it.
+pub const EVENT_CAPACITY: usize = 1024;
+
+/// The host side of an instance: Downbeat offers no host extensions, and the requests a
+/// plugin may make (restart, process, main-thread callback) are not acted on, which CLAP
+/// allows for requests.
+pub(crate) struct Host;
+
+/// Data every thread of the instance sees; empty.
+pub(crate) struct HostShared;
+
+impl<'a> SharedHandler<'a> for HostShared {
+    fn request_restart(&self) {}
+    fn request_process(&self) {}
+    fn request_callback(&self) {}
+}
+
+impl HostHandlers for Host {
+    type Shared<'a> = HostShared;
+    type MainThread<'a> = ();
+    type AudioProcessor<'a> = ();
+}
+
+/// One parameter of the plugin as the node exposes it.
+#[derive(Clone, Copy, Debug)]
+struct Param {
+    id: ClapId,
+    min: f64,
+    max: f64,
+}
+
+/// An event waiting for its block.
+#[derive(Clone, Copy, Debug)]
+enum Pending {
+    Param {
+        frame: usize,
+        index: usize,
+        value: f64,
+    },
+    Note {
+        frame: usize,
+        event: NoteEvent,
+    },
+}
+
+impl Pending {
+    fn frame_mut(&mut self) -> &mut usize {
+        match self {
+            Pending::Param { frame, .. } | Pending::Note { frame, .. } => frame,
+        }
+    }
+}
+
+/// What [`ClapNode::load`] reports about the plugin it loaded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClapInfo {
+    /// The file.
+    pub path: PathBuf,
+    /// The plugin's id.
+    pub id: String,
+    /// The plugin's name.
+    pub name: String,
+}
+
+/// A CLAP plugin instance, activated, as a [`Node`].
+///
+/// The node's input and output channels are the plugin's audio input and output ports' channels,
+/// port after port; its parameters are the plugin's, by name (see
+/// [`param_name`](super::param_name)), with the plugin's ranges and defaults, all live. It
+/// [takes parameter offsets](Node::takes_param_offsets): every block is one call to the
+/// plugin's `process`, with the block's parameter changes and notes in CLAP's input event
+/// list at their sample offsets. An instrument (a plugin with a note input port) plays the
+/// notes given to [`Node::note`].
+///
+/// Loading, instantiation and activation run in [`load`](ClapNode::load), off the audio
+/// thread. CLAP makes `start_processing` an audio-thread call, so the first
+/// [`process`](Node::process) makes it (an audit counts what the plugin does there in its
+/// first callback). The host side of `process` copies the node's input into buffers it
+/// owns, fills a preallocated event list and copies the output back: it does not allocate,
+/// lock or make system calls (a guarded test checks it).
+pub struct ClapNode {
+    info: ClapInfo,
+    // Field order matters: the processor is deactivated (in `drop`) before the instance goes.
+    processor: Option<PluginAudioProcessor<Host>>,
+    instance: PluginInstance<Host>,
+    in_ports: Vec<Range<usize>>,
+    out_ports: Vec<Range<usize>>,
+    in_bufs: Vec<Vec<f32>>,
+    out_bufs: Vec<Vec<f32>>,
+    audio_in: AudioPorts,
+    audio_out: AudioPorts,
+    specs: &'static [ParamSpec],
+    params: Vec<Param>,
+    values: Vec<f32>,
+    pending: Vec<Pending>,
+    events_in: EventBuffer,
+    events_out: EventBuffer,
+    latency: usize,
+    instrument: bool,
+    failed_calls: u64,
+}
+
+// SAFETY: `PluginInstance` is not `Send` because CLAP wants the plugin's main-thread calls
+// to come from one thread. A `ClapNode` makes them on the thread that builds it (`load`:
+// create, init, activate, queries) and when it is dropped (deactivate, destroy); in between
+// only the audio processor is used, and that is `Send` and meant to run on the audio thread.
+// The node is never shared (`&ClapNode` gives access to nothing that calls the plugin), so
+// moving it to the audio thread and back cannot make two threads call the plugin at once.
+unsafe impl Send for ClapNode {}
+
+fn host_info() -> HostInfo {
+    HostInfo::new(
+        "Downbeat",
+        "Downbeat",
+        "https://example.invalid/downbeat",
+        env!("CARGO_PKG_VERSION"),
+    )
+    .expect("no NUL in the host's constant strings")
+}
+
+/// Turns a CLAP parameter name into a project-file key: lower case, runs of anything but
+/// letters and digits become one `_`.
+///
+/// ```
+/// use downbeat_plugin::clap::param_name;
+/// assert_eq!(param_name("Gain"), "gain");
+/// assert_eq!(param_name("Filter Cutoff (Hz)"), "filter_cutoff_hz");
+/// ```
+pub fn param_name(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    while out.ends_with('_') {
+        out.pop();
+    }
+    out
+}
+
+fn text(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+/// Reads the port list of one direction; each port's channel range in the node's channels.
+fn ports(
+    plugin: &mut PluginMainThreadHandle<'_>,
+    ext: Option<PluginAudioPorts>,
+    is_input: bool,
+) -> Vec<Range<usize>> {
+    let Some(ext) = ext else { return Vec::new() };
+    let mut buffer = AudioPortInfoBuffer::new();
+    let mut out = Vec::new();
+    let mut next = 0;
+    for i in 0..ext.count(plugin, is_input) {
+        if let Some(info) = ext.get(plugin, i, is_input, &mut buffer) {
+            let n = info.channel_count as usize;
+            out.push(next..next + n);
+            next += n;
+        }
+    }
+    out
+}
+
+impl ClapNode {
+    /// Loads the plugin `id` (or the only plugin, when `id` is `None`) from the `.clap`
+    /// file at `path`, instantiates and activates it for blocks of at most `max_block`
+    /// frames at `sample_rate`. Runs off the audio thread.
+    ///
+    /// ```no_run
+    /// use downbeat_plugin::clap::ClapNode;
+    /// use downbeat_graph::Node;
+    ///
+    /// let node = ClapNode::load("gain.clap".as_ref(), Some("org.example.gain"), 48000.0, 256)?;
+    /// assert_eq!(node.output_channels(), 2);
+    /// # Ok::<(), downbeat_plugin::clap::ClapError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// A [`ClapError`] naming the file (and the id): missing file, not a CLAP library, no
+    /// such plugin, or a plugin that fails to instantiate or activate.
+    pub fn load(
+        path: &Path,
+        id: Option<&str>,
+        sample_rate: f32,
+        max_block: usize,
+    ) -> Result<Self, ClapError> {
+        let path_buf = path.to_path_buf();
+        if !path.is_file() {
+            return Err(ClapError::MissingFile { path: path_buf });
+        }
+        // SAFETY: loading a library runs its initialisers, and a non-compliant CLAP entry
+        // can break clack's assumptions; that is what hosting a plugin means, and the user
+        // chose this file by naming it in the project.
+        let entry = unsafe { PluginEntry::load(path) }.map_err(|e| ClapError::Load {
+            path: path_buf.clone(),
+            reason: e.to_string(),
+        })?;
+        let factory = entry
+            .get_plugin_factory()
+            .ok_or_else(|| ClapError::NoFactory {
+                path: path_buf.clone(),
+            })?;
+        let mut available = Vec::new();
+        let mut names = Vec::new();
+        for d in factory.plugin_descriptors() {
+            if let Some(i) = d.id() {
+                available.push(i.to_string_lossy().into_owned());
+                names.push(
+                    d.name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                );
+            }
+        }
+        let index = match id {
+            Some(id) => {
+                available
+                    .iter()
+                    .position(|a| a == id)
+                    .ok_or_else(|| ClapError::UnknownId {
+                        path: path_buf.clone(),
+                        id: id.to_string(),
+                        available: available.clone(),
+                    })?
+            }
+            None if available.len() == 1 => 0,
+            None => {
+                return Err(ClapError::IdNeeded {
+                    path: path_buf,
+                    available,
+                })
+            }
+        };
+        let info = ClapInfo {
+            path: path_buf.clone(),
+            id: available[index].clone(),
+            name: names[index].clone(),
+        };
+        let fail = |step: &str, e: &dyn std::fmt::Display| ClapError::Plugin {
+            path: path_buf.clone(),
+            id: info.id.clone(),
+            reason: format!("{step} failed: {e}"),
+        };
+        let c_id = CString::new(info.id.clone()).map_err(|e| fail("reading the id", &e))?;
+        let mut instance =
+            PluginInstance::<Host>::new(|_| HostShared, |_| (), &entry, &c_id, &host_info())
+                .map_err(|e| fail("instantiation", &e))?;
+
+        let mut handle = instance.plugin_handle();
+        let port_ext = handle.get_extension::<PluginAudioPorts>();
+        let in_ports = ports(&mut handle, port_ext, true);
+        let out_ports = ports(&mut handle, port_ext, false);
+        let instrument = handle
+            .get_extension::<PluginNotePorts>()
+            .is_some_and(|n| n.count(&handle, true) > 0);
+        let mut specs = Vec::new();
+        let mut params = Vec::new();
+        let mut values = Vec::new();
+        if let Some(ext) = handle.get_extension::<PluginParams>() {
+            let mut buffer = ParamInfoBuffer::new();
+            for i in 0..ext.count(&handle) {
+                let Some(p) = ext.get_info(&handle, i, &mut buffer) else {
+                    continue;
+                };
+                let mut name = param_name(&text(p.name));
+                if name.is_empty() || specs.iter().any(|s: &ParamSpec| s.name == name) {
+                    name = format!("{}_{}", if name.is_empty() { "param" } else { &name }, p.id);
+                }
+                let current = ext.get_value(&handle, p.id).unwrap_or(p.default_value);
+                let doc = format!(
+                    "CLAP parameter {} \"{}\" ({} to {})",
+                    p.id,
+                    text(p.name),
+                    p.min_value,
+                    p.max_value
+                );
+                specs.push(ParamSpec {
+                    // Leaked once per node built: `Node::params` hands out a 'static list,
+                    // and these names exist only once the plugin is loaded.
+                    name: Box::leak(name.into_boxed_str()),
+                    doc: Box::leak(doc.into_boxed_str()),
+                    kind: ParamKind::Float {
+                        min: p.min_value,
+                        max: p.max_value,
+                        default: p.default_value,
+                    },
+                    live: true,
+                });
+                params.push(Param {
+                    id: p.id,
+                    min: p.min_value,
+                    max: p.max_value,
+                });
+                values.push(current as f32);
+            }
+        }
+        let n_in = in_ports.last().map_or(0, |r| r.end);
+        let n_out = out_ports.last().map_or(0, |r| r.end);
+        if n_out == 0 {
+            return Err(fail(
+                "reading the audio ports",
+                &"the plugin has no audio output",
+            ));
+        }
+        let config = PluginAudioConfiguration {
+            sample_rate: f64::from(sample_rate),
+            min_frames_count: 1,
+            max_frames_count: max_block as u32,
+        };
+        let processor = instance
+            .activate(|_, _| (), config)
+            .map_err(|e| fail("activation", &e))?;
+        // CLAP: latency is read once the plugin is active.
+        let handle = instance.plugin_handle();
+        let latency = handle
+            .get_extension::<PluginLatency>()
+            .map_or(0, |l| l.get(&handle) as usize);
+        Ok(Self {
+            info,
+            processor: Some(processor.into()),
+            instance,
+            audio_in: AudioPorts::with_capacity(n_in, in_ports.len()),
+            audio_out: AudioPorts::with_capacity(n_out, out_ports.len()),
+            in_ports,
+            out_ports,
+            in_bufs: vec![vec![0.0; max_block]; n_in],
+            out_bufs: vec![vec![0.0; max_block]; n_out],
+            specs: Box::leak(specs.into_boxed_slice()),
+            params,
+            values,
+            pending: Vec::with_capacity(EVENT_CAPACITY),
+            events_in: EventBuffer::with_capacity(EVENT_CAPACITY),
+            events_out: EventBuffer::with_capacity(EVENT_CAPACITY),
+            latency,
+            instrument,
+            failed_calls: 0,
+        })
+    }
+
+    /// The file, id and name of the plugin.
+    pub fn info(&self) -> &ClapInfo {
+        &self.info
+    }
+
+    /// How many `process` calls the plugin reported as failed (the node output silence
+    /// for those blocks).
+    pub fn failed_calls(&self) -> u64 {
+        self.failed_calls
+    }
+
+    /// Queues a change of parameter `index` at `frame`; false when refused.
+    fn queue_param(&mut self, frame: usize, index: usize, value: f32) -> bool {
+        let Some(p) = self.params.get(index) else {
+            return false;
+        };
+        if !value.is_finite() || self.pending.len() == self.pending.capacity() {
+            return false;
+        }
+        let value = f64::from(value).clamp(p.min, p.max);
+        self.values[index] = value as f32;
+        self.pending.push(Pending::Param {
+            frame,
+            index,
+            value,
+        });
+        true
+    }
+
+    /// Moves the events due in a block of `frames` into the CLAP event list, in time order
+    /// (ties in the order they were given), and keeps the later ones for the next blocks.
+    fn fill_events(&mut self, frames: usize) {
+        self.events_in.clear();
+        for p in &self.pending {
+            match *p {
+                Pending::Param {
+                    frame,
+                    index,
+                    value,
+                } if frame < frames => {
+                    let ev = ParamValueEvent::new(
+                        frame as u32,
+                        self.params[index].id,
+                        Pckn::match_all(),
+                        value,
+                    );
+                    self.events_in.push(&ev);
+                }
+                Pending::Note { frame, event } if frame < frames => {
+                    push_note(&mut self.events_in, frame as u32, event);
+                }
+                _ => {}
+            }
+        }
+        // An unstable sort keyed on (time, insertion index): no allocation, stable result.
+        self.events_in.sort();
+        self.pending.retain_mut(|p| {
+            let f = p.frame_mut();
+            if *f < frames {
+                false
+            } else {
+                *f -= frames;
+                true
+            }
+        });
+    }
+}
+
+fn key(note: f32) -> u16 {
+    note.round().clamp(0.0, 127.0) as u16
+}
+
+/// Writes a note event as CLAP sees it: note on/off on port 0, any note id; pitch bend and
+/// sustain as MIDI 1 messages.
+fn push_note(events: &mut EventBuffer, time: u32, event: NoteEvent) {
+    match event.normalized() {
+        NoteEvent::On {
+            channel,
+            note,
+            velocity,
+        } => events.push(&NoteOnEvent::new(
+            time,
+            Pckn::new(0u16, u16::from(channel), key(note), Match::All),
+            f64::from(velocity),
+        )),
+        NoteEvent::Off { channel, note } => events.push(&NoteOffEvent::new(
+            time,
+            Pckn::new(0u16, u16::from(channel), key(note), Match::All),
+            0.0,
+        )),
+        NoteEvent::AllNotesOff { channel } => {
+            let channel = channel.map_or(Match::All, |c| Match::Specific(u16::from(c)));
+            events.push(&NoteOffEvent::new(
+                time,
+                Pckn::new(0u16, channel, Match::All, Match::All),
+                0.0,
+            ))
+        }
+        NoteEvent::PitchBend { channel, value } => {
+            let v = ((value.clamp(-1.0, 1.0) + 1.0) * 8191.5)
+                .round()
+                .min(16383.0) as u16;
+            events.push(&MidiEvent::new(
+                time,
+                0,
+                [0xE0 | channel, (v & 0x7F) as u8, (v >> 7) as u8],
+            ))
+        }
+        NoteEvent::Sustain { channel, on } => events.push(&MidiEvent::new(
+            time,
+            0,
+            [0xB0 | channel, 64, if on { 127 } else { 0 }],
+        )),
+    }
+}
+
+impl Node for ClapNode {
+    fn input_channels(&self) -> usize {
+        self.in_bufs.len()
+    }
+
+    fn output_channels(&self) -> usize {
+        self.out_bufs.len()
+    }
+
+    fn process(&mut self, ctx: &ProcessContext, input: AudioRef<'_>, mut output: AudioMut<'_>) {
+        let frames = ctx.frames;
+        for (c, buf) in self.in_bufs.iter_mut().enumerate() {
+            buf[..frames].copy_from_slice(&input.channel(c)[..frames]);
+        }
+        self.fill_events(frames);
+        self.events_out.clear();
+        let ok = match self.processor.as_mut() {
+            Some(processor) => {
+                let in_base = self.in_bufs.as_mut_ptr();
+                let out_base = self.out_bufs.as_mut_ptr();
+                let inputs = self
+                    .audio_in
+                    .with_input_buffers(self.in_ports.iter().map(|r| AudioPortBuffer {
+                        latency: 0,
+                        channels: AudioPortBufferType::f32_input_only((r.start..r.end).map(|c| {
+                            // SAFETY: `c` is in one port's range; the ranges are disjoint
+                            // and inside `in_bufs`, so each buffer is borrowed once, and
+                            // `in_bufs` is not touched otherwise until `inputs` is gone.
+                            let buf = unsafe { &mut *in_base.add(c) };
+                            InputChannel::variable(&mut buf[..frames])
+                        })),
+                    }));
+                let mut outputs = self
+                    .audio_out
+                    .with_output_buffers(self.out_ports.iter().map(|r| AudioPortBuffer {
+                        latency: 0,
+                        channels: AudioPortBufferType::f32_output_only((r.start..r.end).map(|c| {
+                            // SAFETY: as for the inputs: disjoint ranges in `out_bufs`,
+                            // each buffer borrowed once while `outputs` lives.
+                            let buf = unsafe { &mut *out_base.add(c) };
+                            &mut buf[..frames]
+                        })),
+                    }));
+                match processor.ensure_processing_started() {
+                    Ok(started) => started
+                        .process(
+                            &inputs,
+                            &mut outputs,
+                            &self.events_in.as_input(),
+                            &mut self.events_out.as_output(),
+                            Some(ctx.position),
+                            None,
+                        )
+                        .is_ok(),
+                    Err(_) => false,
+                }
+            }
+            None => false,
+        };
+        if !ok {
+            self.failed_calls += 1;
+        }
+        for (c, buf) in self.out_bufs.iter().enumerate() {
+            let out = output.channel_mut(c);
+            if ok {
+                out.copy_from_slice(&buf[..frames]);
+            } else {
+                out.fill(0.0);
+            }
+        }
+    }
+
+    fn set_param(&mut self, index: usize, value: f32) -> bool {
+        self.queue_param(0, index, value)
+    }
+
+    fn takes_param_offsets(&self) -> bool {
+        true
+    }
+
+    fn set_param_at(&mut self, frame: usize, index: usize, value: f32) -> bool {
+        self.queue_param(frame, index, value)
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        self.specs
+    }
+
+    fn get_param(&self, index: usize) -> Option<f32> {
+        self.values.get(index).copied()
+    }
+
+    fn latency(&self) -> usize {
+        self.latency
+    }
+
+    fn plays_notes(&self) -> bool {
+        self.instrument
+    }
+
+    fn note(&mut self, frame: usize, event: NoteEvent) -> Result<(), NoteError> {
+        if !self.instrument {
+            return Err(NoteError::NotAnInstrument);
+        }
+        event.validate()?;
+        if self.pending.len() == self.pending.capacity() {
+            return Err(NoteError::Full {
+                capacity: self.pending.capacity(),
+            });
+        }
+        self.pending.push(Pending::Note { frame, event });
+        Ok(())
+    }
+}
+
+impl Drop for ClapNode {
+    fn drop(&mut self) {
+        if let Some(processor) = self.processor.take() {
+            let stopped = processor.into_stopped();
+            self.instance.deactivate(stopped);
+        }
+    }
+}

@@ -1,0 +1,431 @@
+//! CLAP plugins as graph nodes, with the workspace's test plugins loaded through `dlopen`:
+//! parameter events at their sample offsets, latency compensation, parallel against serial,
+//! errors that name the file and the id, and a guarded run of the host's process path.
+
+#![cfg(feature = "clap")]
+
+mod clap_support;
+
+use std::path::Path;
+
+use clap_support::{test_plugins, ALLOC_ID, DELAY_FRAMES, DELAY_ID, GAIN_ID};
+use downbeat_graph::nodes::{Mix, Noise, Output};
+use downbeat_graph::{
+    lookup_node_type, AudioMut, AudioRef, Change, CompileConfig, Event, Graph, Node, NodeConfig,
+    ParamError, ParamKind, ParamValue, ProcessContext, Schedule,
+};
+use downbeat_plugin::clap::{register, ClapError, ClapNode};
+use downbeat_rt::pool::{Pool, PoolConfig};
+
+const CFG: CompileConfig = CompileConfig {
+    sample_rate: 48000.0,
+    max_block: 256,
+};
+
+fn load(id: &str) -> ClapNode {
+    ClapNode::load(&test_plugins(), Some(id), CFG.sample_rate, CFG.max_block).unwrap()
+}
+
+/// Stereo 1.0 forever.
+struct Dc;
+
+impl Node for Dc {
+    fn input_channels(&self) -> usize {
+        0
+    }
+    fn output_channels(&self) -> usize {
+        2
+    }
+    fn process(&mut self, _ctx: &ProcessContext, _input: AudioRef<'_>, mut output: AudioMut<'_>) {
+        for c in 0..2 {
+            output.channel_mut(c).fill(1.0);
+        }
+    }
+}
+
+/// Stereo 1.0 at frame 0 of the timeline, silence after.
+struct Impulse;
+
+impl Node for Impulse {
+    fn input_channels(&self) -> usize {
+        0
+    }
+    fn output_channels(&self) -> usize {
+        2
+    }
+    fn process(&mut self, ctx: &ProcessContext, _input: AudioRef<'_>, mut output: AudioMut<'_>) {
+        for c in 0..2 {
+            for (k, o) in output.channel_mut(c).iter_mut().enumerate() {
+                *o = if ctx.position + k as u64 == 0 {
+                    1.0
+                } else {
+                    0.0
+                };
+            }
+        }
+    }
+}
+
+fn left(schedule: &mut Schedule, blocks: &[usize], pool: Option<&Pool>) -> Vec<f32> {
+    let mut out = Vec::new();
+    for &frames in blocks {
+        match pool {
+            Some(p) => schedule.process_parallel(frames, p),
+            None => schedule.process(frames),
+        }
+        out.extend_from_slice(schedule.output().channel(0));
+    }
+    out
+}
+
+#[test]
+fn the_test_plugins_describe_themselves() {
+    let gain = load(GAIN_ID);
+    assert_eq!((gain.input_channels(), gain.output_channels()), (2, 2));
+    assert_eq!(gain.latency(), 0);
+    assert!(!gain.plays_notes());
+    let p = gain.params();
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].name, "gain");
+    assert!(p[0].live);
+    assert_eq!(
+        p[0].kind,
+        ParamKind::Float {
+            min: 0.0,
+            max: 2.0,
+            default: 1.0
+        }
+    );
+    assert_eq!(gain.get_param(0), Some(1.0));
+    let delay = load(DELAY_ID);
+    assert_eq!(delay.latency(), DELAY_FRAMES);
+    assert!(delay.params().is_empty());
+    assert_eq!(delay.info().id, DELAY_ID);
+}
+
+#[test]
+fn a_gain_event_changes_the_level_exactly_at_its_frame() {
+    let mut g = Graph::new();
+    let dc = g.add("dc", Dc);
+    let gain = g.add("gain", load(GAIN_ID));
+    let out = g.add("out", Output::new(2));
+    g.connect(dc, gain);
+    g.connect(gain, out);
+    g.set_output(out);
+    let mut schedule = g.compile(CFG).unwrap();
+    let id = schedule.param_table().resolve("gain", "gain").unwrap();
+    // Two changes inside the second block, one in the fourth (a block of 100).
+    for (frame, value) in [(300, 0.25), (401, 0.5), (700, 2.0)] {
+        schedule
+            .push_event(Event::param(Some(frame), id, Change::Step(value)))
+            .unwrap();
+    }
+    let out = left(&mut schedule, &[256, 256, 100, 256], None);
+    for (k, &s) in out.iter().enumerate() {
+        let want = match k {
+            0..300 => 1.0,
+            300..401 => 0.25,
+            401..700 => 0.5,
+            _ => 2.0,
+        };
+        assert_eq!(s, want, "frame {k}");
+    }
+}
+
+/// Each `process` call's frames and the parameter changes that came before it.
+type Calls = std::sync::Arc<std::sync::Mutex<Vec<(usize, Vec<(usize, f32)>)>>>;
+
+/// Records how the schedule hands a node that takes offsets its parameter changes.
+struct Recorder {
+    calls: Calls,
+    pending: Vec<(usize, f32)>,
+}
+
+impl Node for Recorder {
+    fn input_channels(&self) -> usize {
+        0
+    }
+    fn output_channels(&self) -> usize {
+        1
+    }
+    fn process(&mut self, ctx: &ProcessContext, _input: AudioRef<'_>, mut output: AudioMut<'_>) {
+        output.channel_mut(0).fill(0.0);
+        let events = std::mem::take(&mut self.pending);
+        self.calls.lock().unwrap().push((ctx.frames, events));
+    }
+    fn params(&self) -> &'static [downbeat_graph::ParamSpec] {
+        &[downbeat_graph::ParamSpec {
+            name: "x",
+            doc: "",
+            kind: ParamKind::Float {
+                min: 0.0,
+                max: 1.0,
+                default: 0.0,
+            },
+            live: true,
+        }]
+    }
+    fn get_param(&self, _index: usize) -> Option<f32> {
+        Some(0.0)
+    }
+    fn set_param(&mut self, index: usize, value: f32) -> bool {
+        self.set_param_at(usize::MAX, index, value)
+    }
+    fn takes_param_offsets(&self) -> bool {
+        true
+    }
+    fn set_param_at(&mut self, frame: usize, _index: usize, value: f32) -> bool {
+        self.pending.push((frame, value));
+        true
+    }
+}
+
+#[test]
+fn a_node_taking_offsets_gets_one_call_per_block_with_its_changes_stamped() {
+    let calls = Calls::default();
+    let mut g = Graph::new();
+    let n = g.add(
+        "rec",
+        Recorder {
+            calls: calls.clone(),
+            pending: Vec::new(),
+        },
+    );
+    let out = g.add("out", Output::new(1));
+    g.connect(n, out);
+    g.set_output(out);
+    let mut schedule = g.compile(CFG).unwrap();
+    let id = schedule.param_table().resolve("rec", "x").unwrap();
+    schedule
+        .push_event(Event::param(Some(10), id, Change::Step(0.5)))
+        .unwrap();
+    schedule
+        .push_event(Event::param(Some(200), id, Change::Step(0.75)))
+        .unwrap();
+    schedule.process(256);
+    assert_eq!(
+        *calls.lock().unwrap(),
+        vec![(256, vec![(10, 0.5), (200, 0.75)])]
+    );
+}
+
+/// impulse -> delay plugin -> mix, impulse -> mix (dry), mix -> out.
+fn delay_graph() -> Graph {
+    let mut g = Graph::new();
+    let imp = g.add("imp", Impulse);
+    let delay = g.add("delay", load(DELAY_ID));
+    let mix = g.add("mix", Mix::new(2, 0.0, 0.0));
+    let out = g.add("out", Output::new(2));
+    g.connect(imp, delay);
+    g.connect(delay, mix);
+    g.connect(imp, mix);
+    g.connect(mix, out);
+    g.set_output(out);
+    g
+}
+
+#[test]
+fn the_delay_plugins_latency_is_compensated() {
+    let mut schedule = delay_graph().compile(CFG).unwrap();
+    assert_eq!(schedule.latency(), DELAY_FRAMES);
+    let mut out = vec![Vec::new(), Vec::new()];
+    for frames in [100, 37, 256, 1] {
+        schedule.process(frames);
+        for (c, o) in out.iter_mut().enumerate() {
+            o.extend_from_slice(schedule.output().channel(c));
+        }
+    }
+    for ch in &out {
+        let hits: Vec<(usize, f32)> = ch
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|&(_, s)| s != 0.0)
+            .collect();
+        assert_eq!(hits.len(), 1, "one aligned impulse, got {hits:?}");
+        assert_eq!(hits[0].0, DELAY_FRAMES, "{hits:?}");
+    }
+    // Both paths arrived together: the one impulse is the sum of two equal ones.
+    let single = {
+        let mut g = Graph::new();
+        let imp = g.add("imp", Impulse);
+        let mix = g.add("mix", Mix::new(2, 0.0, 0.0));
+        let o = g.add("out", Output::new(2));
+        g.connect(imp, mix);
+        g.connect(mix, o);
+        g.set_output(o);
+        let mut s = g.compile(CFG).unwrap();
+        s.process(8);
+        s.output().channel(0)[0]
+    };
+    assert!((out[0][DELAY_FRAMES] - 2.0 * single).abs() < 1e-6);
+}
+
+/// noise -> gain plugin (automated) -> mix; noise -> delay plugin -> mix; mix -> out.
+fn busy_graph() -> Schedule {
+    let mut g = Graph::new();
+    let noise = g.add("noise", Noise::new(2, 0.5, 7));
+    let gain = g.add("gain", load(GAIN_ID));
+    let alloc = g.add("gain2", load(ALLOC_ID));
+    let delay = g.add("delay", load(DELAY_ID));
+    let mix = g.add("mix", Mix::new(2, 0.0, 0.0));
+    let out = g.add("out", Output::new(2));
+    g.connect(noise, gain);
+    g.connect(noise, alloc);
+    g.connect(noise, delay);
+    g.connect(gain, mix);
+    g.connect(alloc, mix);
+    g.connect(delay, mix);
+    g.connect(mix, out);
+    g.set_output(out);
+    let mut schedule = g.compile(CFG).unwrap();
+    let id = schedule.param_table().resolve("gain", "gain").unwrap();
+    let id2 = schedule.param_table().resolve("gain2", "gain").unwrap();
+    let mut timeline = Vec::new();
+    for k in 0..40u64 {
+        let v = (k % 7) as f32 * 0.25;
+        timeline.push(Event::param(Some(k * 97 + 3), id, Change::Set(v)));
+        timeline.push(Event::param(Some(k * 131 + 5), id2, Change::Step(v)));
+    }
+    timeline.sort_by_key(|e| e.frame);
+    schedule.set_timeline(timeline).unwrap();
+    schedule
+}
+
+#[test]
+fn parallel_output_is_bit_identical_to_serial() {
+    let pool = Pool::new(PoolConfig {
+        workers: Some(2),
+        realtime_priority: None,
+        pin: false,
+        ..PoolConfig::default()
+    });
+    let blocks: Vec<usize> = [256, 64, 1, 200, 256, 77].repeat(6);
+    let serial = left(&mut busy_graph(), &blocks, None);
+    let parallel = left(&mut busy_graph(), &blocks, Some(&pool));
+    assert!(serial.iter().any(|&s| s != 0.0));
+    assert!(serial == parallel, "parallel output differs from serial");
+}
+
+#[test]
+fn a_missing_file_a_wrong_id_and_a_non_clap_file_are_typed_errors() {
+    let missing = Path::new("/nonexistent/dir/none.clap");
+    let err = ClapNode::load(missing, None, 48000.0, 64).err().unwrap();
+    assert_eq!(
+        err,
+        ClapError::MissingFile {
+            path: missing.into()
+        }
+    );
+    assert!(err.to_string().contains("/nonexistent/dir/none.clap"));
+
+    let bundle = test_plugins();
+    let err = ClapNode::load(&bundle, Some("org.nope"), 48000.0, 64)
+        .err()
+        .unwrap();
+    let ClapError::UnknownId { id, available, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(id, "org.nope");
+    assert_eq!(available, &[GAIN_ID, DELAY_ID, ALLOC_ID]);
+    assert_eq!(err.key(), "id");
+
+    let err = ClapNode::load(&bundle, None, 48000.0, 64).err().unwrap();
+    assert!(matches!(err, ClapError::IdNeeded { .. }), "{err:?}");
+
+    let text = std::env::temp_dir().join(format!("not-a-plugin-{}.clap", std::process::id()));
+    std::fs::write(&text, "just text").unwrap();
+    let err = ClapNode::load(&text, None, 48000.0, 64).err().unwrap();
+    std::fs::remove_file(&text).unwrap();
+    assert!(matches!(err, ClapError::Load { .. }), "{err:?}");
+    assert!(err.to_string().contains("not-a-plugin"), "{err}");
+}
+
+#[test]
+fn the_clap_node_type_takes_path_id_and_the_plugins_parameters() {
+    register().unwrap();
+    register().unwrap();
+    let factory = lookup_node_type("clap").unwrap();
+    let cfg = NodeConfig {
+        sample_rate: 48000.0,
+        max_block: 64,
+    };
+    let path = ParamValue::Text(test_plugins().display().to_string());
+    let make = |extra: Vec<(String, ParamValue)>| {
+        let mut p = vec![
+            ("path".to_string(), path.clone()),
+            ("id".to_string(), ParamValue::Text(GAIN_ID.into())),
+        ];
+        p.extend(extra);
+        factory.create(p, &cfg)
+    };
+    let node = make(vec![("gain".into(), ParamValue::Float(0.5))]).unwrap();
+    assert_eq!(node.get_param(0), Some(0.5));
+
+    let err = make(vec![("gain".into(), ParamValue::Float(5.0))])
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, ParamError::Invalid { name, .. } if name == "gain"),
+        "{err:?}"
+    );
+    let err = make(vec![("volume".into(), ParamValue::Float(0.5))])
+        .err()
+        .unwrap();
+    assert_eq!(
+        err,
+        ParamError::Unknown {
+            name: "volume".into(),
+            valid: vec!["gain"]
+        }
+    );
+    let err = factory
+        .create(
+            vec![("path".into(), ParamValue::Text("/nope.clap".into()))],
+            &cfg,
+        )
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, ParamError::Invalid { name, message } if name == "path" && message.contains("/nope.clap")),
+        "{err:?}"
+    );
+    let err = factory.create(vec![], &cfg).err().unwrap();
+    assert!(matches!(&err, ParamError::Invalid { name, .. } if name == "path"));
+}
+
+downbeat_rt::install_guard_allocator!();
+
+#[test]
+fn the_hosts_process_path_is_real_time_safe() {
+    let mut node = load(GAIN_ID);
+    let frames = 256;
+    let input = vec![0.5f32; 2 * frames];
+    let mut output = vec![0.0f32; 2 * frames];
+    let mut run = |node: &mut ClapNode, position: u64| {
+        let ctx = ProcessContext {
+            sample_rate: 48000.0,
+            frames,
+            position,
+        };
+        node.process(
+            &ctx,
+            AudioRef::new(&input, 2, frames, frames),
+            AudioMut::new(&mut output, 2, frames, frames),
+        );
+    };
+    // The first call starts processing (the plugin's business, once).
+    run(&mut node, 0);
+    let report = downbeat_rt::guard::check(|| {
+        for b in 1..20u64 {
+            for k in 0..8 {
+                assert!(node.set_param_at(k * 30, 0, (b + k as u64) as f32 * 0.05));
+            }
+            run(&mut node, b * frames as u64);
+        }
+    });
+    report.assert_clean();
+    assert_eq!(node.failed_calls(), 0);
+    // The last value set (b = 19, k = 7) at frame 210 is the gain at the block's end.
+    assert!((output[frames - 1] - 0.5 * 26.0 * 0.05).abs() < 1e-6);
+}
