@@ -429,3 +429,12 @@ fn the_hosts_process_path_is_real_time_safe() {
     // The last value set (b = 19, k = 7) at frame 210 is the gain at the block's end.
     assert!((output[frames - 1] - 0.5 * 26.0 * 0.05).abs() < 1e-6);
 }
+
+#[test]
+fn a_relative_path_means_the_working_directory() {
+    // dlopen would search the library path for a bare file name.
+    let dir = test_plugins().parent().unwrap().to_path_buf();
+    std::env::set_current_dir(&dir).unwrap();
+    let node = ClapNode::load(Path::new("downbeat-test.clap"), Some(GAIN_ID), 48000.0, 64).unwrap();
+    assert_eq!(node.info().id, GAIN_ID);
+}

@@ -215,10 +215,16 @@ impl ClapNode {
         if !path.is_file() {
             return Err(ClapError::MissingFile { path: path_buf });
         }
+        // dlopen searches the library path for a name without a slash: hand it an absolute
+        // path so that `plugin.clap` means the file in the working directory.
+        let absolute = std::fs::canonicalize(path).map_err(|e| ClapError::Load {
+            path: path_buf.clone(),
+            reason: e.to_string(),
+        })?;
         // SAFETY: loading a library runs its initialisers, and a non-compliant CLAP entry
         // can break clack's assumptions; that is what hosting a plugin means, and the user
         // chose this file by naming it in the project.
-        let entry = unsafe { PluginEntry::load(path) }.map_err(|e| ClapError::Load {
+        let entry = unsafe { PluginEntry::load(&absolute) }.map_err(|e| ClapError::Load {
             path: path_buf.clone(),
             reason: e.to_string(),
         })?;
