@@ -1,4 +1,4 @@
-//! Three small CLAP plugins for Downbeat's plugin-hosting tests, all in one `.clap` file:
+//! Four small CLAP plugins for Downbeat's plugin-hosting tests, all in one `.clap` file:
 //!
 //! * [`GAIN_ID`]: a stereo gain with one parameter, `gain` (0 to 2, default 1). Parameter
 //!   events are applied at their sample offset inside the block, so a host that sends an
@@ -7,6 +7,9 @@
 //!   the CLAP latency extension, so a host can compensate it.
 //! * [`ALLOC_ID`]: the gain, except that every `process` call allocates and frees a buffer of
 //!   [`ALLOC_BYTES`] bytes: what a real-time audit must catch.
+//! * [`CLICK_ID`]: an instrument (one note input port, a stereo output) that writes one
+//!   sample per note on, at the event's frame: `velocity + key / 1000`, silence elsewhere, so a
+//!   test can read where and which notes arrived.
 //!
 //! The crate builds as a `cdylib`; on Linux a `.clap` file is that shared library renamed
 //! (`libdownbeat_clap_test_plugins.so` → `downbeat-test.clap`).
@@ -22,12 +25,17 @@ use clack_extensions::audio_ports::{
     PluginAudioPortsImpl,
 };
 use clack_extensions::latency::{PluginLatency, PluginLatencyImpl};
+use clack_extensions::note_ports::{
+    NoteDialect, NoteDialects, NotePortInfo, NotePortInfoWriter, PluginNotePorts,
+    PluginNotePortsImpl,
+};
 use clack_extensions::params::{
     ParamDisplayWriter, ParamInfo, ParamInfoFlags, ParamInfoWriter, PluginAudioProcessorParams,
     PluginMainThreadParams, PluginParams,
 };
 use clack_plugin::entry::prelude::*;
 use clack_plugin::events::spaces::CoreEventSpace;
+use clack_plugin::events::Match;
 use clack_plugin::prelude::*;
 
 /// Plugin id of the gain.
@@ -38,6 +46,8 @@ pub const DELAY_ID: &str = "org.downbeat.test.delay";
 pub const ALLOC_ID: &str = "org.downbeat.test.alloc";
 /// The delay's length, which it reports as its latency, in frames.
 pub const DELAY_FRAMES: usize = 64;
+/// Plugin id of the instrument that clicks on note ons.
+pub const CLICK_ID: &str = "org.downbeat.test.click";
 /// Bytes the allocating plugin allocates (and frees) in every `process` call.
 pub const ALLOC_BYTES: usize = 4096;
 
@@ -48,12 +58,13 @@ const GAIN_MAX: f64 = 2.0;
 const GAIN_DEFAULT: f64 = 1.0;
 const CHANNELS: u32 = 2;
 
-/// Which of the three plugins an instance is.
+/// Which of the plugins an instance is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Gain,
     Delay,
     Alloc,
+    Click,
 }
 
 /// The plugin type; its instances' behaviour is chosen by [`Kind`].
@@ -72,6 +83,9 @@ impl Plugin for TestPlugin {
             }
             Some(Kind::Gain | Kind::Alloc) => {
                 builder.register::<PluginParams>();
+            }
+            Some(Kind::Click) => {
+                builder.register::<PluginNotePorts>();
             }
             None => {}
         }
@@ -151,6 +165,34 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Processor<'a> {
         mut audio: Audio,
         events: Events,
     ) -> Result<ProcessStatus, PluginError> {
+        if self.shared.kind == Kind::Click {
+            let mut port = audio
+                .output_port(0)
+                .ok_or(PluginError::Message("no audio output"))?;
+            let mut channels = port
+                .channels()?
+                .into_f32()
+                .ok_or(PluginError::Message("expected 32-bit float audio"))?;
+            for ch in channels.iter_mut() {
+                ch.fill(0.0);
+            }
+            for event in events.input {
+                if let Some(CoreEventSpace::NoteOn(e)) = event.as_core_event() {
+                    let key = match e.pckn().key {
+                        Match::Specific(k) => f64::from(k),
+                        Match::All => -1000.0,
+                    };
+                    let value = (e.velocity() + key / 1000.0) as f32;
+                    let t = e.header().time() as usize;
+                    for ch in channels.iter_mut() {
+                        if let Some(s) = ch.get_mut(t) {
+                            *s = value;
+                        }
+                    }
+                }
+            }
+            return Ok(ProcessStatus::Continue);
+        }
         let mut pair = audio
             .port_pair(0)
             .ok_or(PluginError::Message("no audio port"))?;
@@ -191,6 +233,7 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Processor<'a> {
                     }
                 }
             }
+            Kind::Click => {}
             Kind::Delay => {
                 let start = self.pos;
                 for (buf, ring) in bufs.iter_mut().zip(&mut self.rings) {
@@ -219,8 +262,9 @@ impl PluginAudioProcessorParams for Processor<'_> {
 }
 
 impl PluginAudioPortsImpl for MainThread<'_> {
-    fn count(&self, _is_input: bool) -> u32 {
-        1
+    fn count(&self, is_input: bool) -> u32 {
+        // The instrument has no audio input.
+        u32::from(!(is_input && self.shared.kind == Kind::Click))
     }
 
     fn get(&self, index: u32, _is_input: bool, writer: &mut AudioPortInfoWriter) {
@@ -232,6 +276,23 @@ impl PluginAudioPortsImpl for MainThread<'_> {
                 flags: AudioPortFlags::IS_MAIN,
                 port_type: Some(AudioPortType::STEREO),
                 in_place_pair: None,
+            });
+        }
+    }
+}
+
+impl PluginNotePortsImpl for MainThread<'_> {
+    fn count(&self, is_input: bool) -> u32 {
+        u32::from(is_input)
+    }
+
+    fn get(&self, index: u32, is_input: bool, writer: &mut NotePortInfoWriter) {
+        if index == 0 && is_input {
+            writer.set(&NotePortInfo {
+                id: ClapId::new(0),
+                name: b"notes",
+                supported_dialects: NoteDialects::CLAP,
+                preferred_dialect: Some(NoteDialect::Clap),
             });
         }
     }
@@ -296,9 +357,9 @@ impl PluginMainThreadParams for MainThread<'_> {
     }
 }
 
-/// The factory listing the three plugins.
+/// The factory listing the plugins.
 struct Factory {
-    descriptors: [(Kind, PluginDescriptor); 3],
+    descriptors: [(Kind, PluginDescriptor); 4],
 }
 
 impl PluginFactoryImpl for Factory {
@@ -350,6 +411,10 @@ impl Entry for TestEntry {
                     (
                         Kind::Alloc,
                         descriptor(ALLOC_ID, "Downbeat test gain that allocates"),
+                    ),
+                    (
+                        Kind::Click,
+                        descriptor(CLICK_ID, "Downbeat test click instrument"),
                     ),
                 ],
             }),

@@ -9,7 +9,7 @@ mod clap_support;
 
 use std::process::{Command, Output};
 
-use clap_support::{test_plugins, ALLOC_ID, DELAY_ID, GAIN_ID};
+use clap_support::{test_plugins, ALLOC_ID, CLICK_ID, DELAY_ID, GAIN_ID};
 
 fn audit(plugin: &str, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_downbeat"))
@@ -41,8 +41,8 @@ fn the_plugin_that_allocates_is_reported_with_its_sizes() {
 }
 
 #[test]
-fn the_gain_and_the_delay_are_clean() {
-    for id in [GAIN_ID, DELAY_ID] {
+fn the_gain_the_delay_and_the_instrument_are_clean() {
+    for id in [GAIN_ID, DELAY_ID, CLICK_ID] {
         let out = audit(&spec(id), &[]);
         let stdout = text(&out.stdout);
         assert_eq!(
@@ -54,9 +54,11 @@ fn the_gain_and_the_delay_are_clean() {
         assert!(stdout.contains("0-199     clean"), "{stdout}");
         assert!(stdout.ends_with("result: clean\n"), "{stdout}");
     }
-    // The gain's parameter was moved: the audit drove it, it did not skip it.
+    // The gain's parameter was moved and the instrument got notes: the audit drove them.
     let out = audit(&spec(GAIN_ID), &[]);
-    assert!(text(&out.stdout).contains("parameters moved: gain"));
+    assert!(text(&out.stdout).contains("parameters moved: gain; notes sent: 0"));
+    let out = audit(&spec(CLICK_ID), &[]);
+    assert!(text(&out.stdout).contains("parameters moved: none; notes sent: 125"));
 }
 
 #[test]

@@ -8,11 +8,11 @@ mod clap_support;
 
 use std::path::Path;
 
-use clap_support::{test_plugins, ALLOC_ID, DELAY_FRAMES, DELAY_ID, GAIN_ID};
+use clap_support::{test_plugins, ALLOC_ID, CLICK_ID, DELAY_FRAMES, DELAY_ID, GAIN_ID};
 use downbeat_graph::nodes::{Mix, Noise, Output};
 use downbeat_graph::{
     lookup_node_type, AudioMut, AudioRef, Change, CompileConfig, Event, Graph, Node, NodeConfig,
-    ParamError, ParamKind, ParamValue, ProcessContext, Schedule,
+    NoteEvent, ParamError, ParamKind, ParamValue, ProcessContext, Schedule,
 };
 use downbeat_plugin::clap::{register, ClapError, ClapNode};
 use downbeat_rt::pool::{Pool, PoolConfig};
@@ -327,7 +327,7 @@ fn a_missing_file_a_wrong_id_and_a_non_clap_file_are_typed_errors() {
         panic!("{err:?}");
     };
     assert_eq!(id, "org.nope");
-    assert_eq!(available, &[GAIN_ID, DELAY_ID, ALLOC_ID]);
+    assert_eq!(available, &[GAIN_ID, DELAY_ID, ALLOC_ID, CLICK_ID]);
     assert_eq!(err.key(), "id");
 
     let err = ClapNode::load(&bundle, None, 48000.0, 64).err().unwrap();
@@ -437,4 +437,58 @@ fn a_relative_path_means_the_working_directory() {
     std::env::set_current_dir(&dir).unwrap();
     let node = ClapNode::load(Path::new("downbeat-test.clap"), Some(GAIN_ID), 48000.0, 64).unwrap();
     assert_eq!(node.info().id, GAIN_ID);
+}
+
+#[test]
+fn an_instrument_plays_notes_at_their_frames_as_clap_note_events() {
+    let mut node = load(CLICK_ID);
+    assert!(node.plays_notes());
+    assert_eq!((node.input_channels(), node.output_channels()), (0, 2));
+    assert!(!load(GAIN_ID).plays_notes());
+    let on = |note: f32, velocity: f32| NoteEvent::On {
+        channel: 0,
+        note,
+        velocity,
+    };
+    node.note(37, on(60.0, 0.5)).unwrap();
+    node.note(0, on(64.0, 0.25)).unwrap();
+    // Beyond the first block of 64 frames: carried over, it plays at frame 300 - 256 of the
+    // fifth block.
+    node.note(300, on(72.0, 1.0)).unwrap();
+    // A velocity-0 note on is a note off: no click.
+    node.note(10, on(61.0, 0.0)).unwrap();
+    let frames = 64;
+    let mut output = vec![0.0f32; 2 * frames];
+    let mut left = Vec::new();
+    for b in 0..6u64 {
+        let ctx = ProcessContext {
+            sample_rate: 48000.0,
+            frames,
+            position: b * frames as u64,
+        };
+        node.process(
+            &ctx,
+            AudioRef::new(&[], 0, frames, frames),
+            AudioMut::new(&mut output, 2, frames, frames),
+        );
+        assert_eq!(output[..frames], output[frames..], "both channels alike");
+        left.extend_from_slice(&output[..frames]);
+    }
+    let hits: Vec<(usize, f32)> = left
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|&(_, s)| s != 0.0)
+        .collect();
+    let want = [(0, 0.25 + 0.064), (37, 0.5 + 0.060), (300, 1.0 + 0.072)];
+    assert_eq!(hits.len(), want.len(), "{hits:?}");
+    for ((k, v), (wk, wv)) in hits.iter().zip(want) {
+        assert_eq!(*k, wk, "{hits:?}");
+        assert!((v - wv as f32).abs() < 1e-6, "{hits:?}");
+    }
+    // An effect refuses notes.
+    assert_eq!(
+        load(GAIN_ID).note(0, on(60.0, 1.0)),
+        Err(downbeat_graph::NoteError::NotAnInstrument)
+    );
 }

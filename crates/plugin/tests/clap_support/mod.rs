@@ -21,6 +21,8 @@ pub const GAIN_ID: &str = "org.downbeat.test.gain";
 pub const DELAY_ID: &str = "org.downbeat.test.delay";
 /// The gain that allocates 4096 bytes in every `process`.
 pub const ALLOC_ID: &str = "org.downbeat.test.alloc";
+/// The instrument writing `velocity + key / 1000` at each note on's frame.
+pub const CLICK_ID: &str = "org.downbeat.test.click";
 /// The delay's reported latency.
 pub const DELAY_FRAMES: usize = 64;
 
@@ -30,7 +32,7 @@ pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The `.clap` file holding the three test plugins, built on first use.
+/// The `.clap` file holding the test plugins, built on first use.
 pub fn test_plugins() -> PathBuf {
     static BUNDLE: OnceLock<PathBuf> = OnceLock::new();
     BUNDLE.get_or_init(build).clone()
