@@ -9,6 +9,9 @@
 //! compared with Downbeat's block length at 1, the same calls `lv2apply` makes. Neither
 //! host compensates a plugin's own latency on a single path.
 
+// Built with the `lv2` feature only (crates/plugin/ci.sh turns it on).
+#![cfg(feature = "lv2")]
+
 mod lv2_support;
 
 use std::process::Command;

@@ -1,6 +1,9 @@
 //! An instrument plugin plays notes: mda EPiano gets a held A4 through its MIDI atom input
 //! and sounds from the note's frame, at 440 Hz. The same path runs under the guard.
 
+// Built with the `lv2` feature only (crates/plugin/ci.sh turns it on).
+#![cfg(feature = "lv2")]
+
 mod lv2_support;
 
 use downbeat_graph::{Node, NodeConfig, NoteEvent};

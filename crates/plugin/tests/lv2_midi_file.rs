@@ -1,6 +1,9 @@
 //! An instrument plugin plays a MIDI file: a Standard MIDI File read by the engine's reader
 //! (`downbeat::midi`), its notes sent to mda EPiano at the frames its tempo map gives.
 
+// Built with the `lv2` feature only (crates/plugin/ci.sh turns it on).
+#![cfg(feature = "lv2")]
+
 mod lv2_support;
 
 use downbeat::midi::{MidiFile, MidiMessage};
@@ -48,7 +51,10 @@ fn epiano_plays_a_midi_file_at_its_frames() {
     let frames = 2 * RATE as usize;
     let out = render(Box::new(piano), 0, &vec![0.0; frames], RATE as f32, 256);
     let left: Vec<f32> = out.iter().step_by(2).copied().collect();
-    assert!(left[..12000].iter().all(|&s| s == 0.0), "sound before the note");
+    assert!(
+        left[..12000].iter().all(|&s| s == 0.0),
+        "sound before the note"
+    );
     let first = left.iter().position(|&s| s.abs() > 1e-4).unwrap();
     assert!((12000..12010).contains(&first), "first sound at {first}");
     let rms = |x: &[f32]| (x.iter().map(|s| s * s).sum::<f32>() / x.len() as f32).sqrt();

@@ -2,6 +2,9 @@
 //! the plugin's ranges and port properties, refused features and values, latency, and a
 //! guarded run.
 
+// Built with the `lv2` feature only (crates/plugin/ci.sh turns it on).
+#![cfg(feature = "lv2")]
+
 mod lv2_support;
 
 use downbeat_graph::{lookup_node_type, Node, NodeConfig, ParamError, ParamKind, ParamValue};
