@@ -492,3 +492,64 @@ fn an_instrument_plays_notes_at_their_frames_as_clap_note_events() {
         Err(downbeat_graph::NoteError::NotAnInstrument)
     );
 }
+
+#[test]
+fn the_hosts_note_path_is_real_time_safe() {
+    let mut node = load(CLICK_ID);
+    let frames = 128;
+    let mut output = vec![0.0f32; 2 * frames];
+    let mut run = |node: &mut ClapNode, position: u64| {
+        let ctx = ProcessContext {
+            sample_rate: 48000.0,
+            frames,
+            position,
+        };
+        node.process(
+            &ctx,
+            AudioRef::new(&[], 0, frames, frames),
+            AudioMut::new(&mut output, 2, frames, frames),
+        );
+    };
+    run(&mut node, 0);
+    let report = downbeat_rt::guard::check(|| {
+        for b in 1..20u64 {
+            for k in 0..6 {
+                let event = NoteEvent::On {
+                    channel: (k % 16) as u8,
+                    note: 40.0 + k as f32,
+                    velocity: 0.5,
+                };
+                node.note(k * 50, event).unwrap();
+                node.note(
+                    k * 50 + 7,
+                    NoteEvent::Off {
+                        channel: (k % 16) as u8,
+                        note: 40.0 + k as f32,
+                    },
+                )
+                .unwrap();
+            }
+            node.note(
+                3,
+                NoteEvent::PitchBend {
+                    channel: 1,
+                    value: -0.5,
+                },
+            )
+            .unwrap();
+            node.note(
+                4,
+                NoteEvent::Sustain {
+                    channel: 1,
+                    on: true,
+                },
+            )
+            .unwrap();
+            node.note(5, NoteEvent::AllNotesOff { channel: None })
+                .unwrap();
+            run(&mut node, b * frames as u64);
+        }
+    });
+    report.assert_clean();
+    assert_eq!(node.failed_calls(), 0);
+}
