@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Plugin hosting against real plugins. The workspace's `cargo test` builds downbeat-plugin
-# without features; this suite builds it with them and runs the tests that load the plugins
+# with its default feature only (`clap`: the CLAP tests build the workspace's own test
+# plugins and need nothing installed); this suite adds `lv2` and runs the tests that load the plugins
 # Debian packages, so those must be installed: a missing plugin or tool fails the LV2 tests
 # when CI=true instead of skipping them.
 set -euo pipefail
