@@ -209,6 +209,41 @@ fn a_node_taking_offsets_gets_one_call_per_block_with_its_changes_stamped() {
     );
 }
 
+#[test]
+fn a_smoothed_change_reaches_a_node_taking_offsets_as_stamped_control_rate_steps() {
+    let calls = Calls::default();
+    let mut g = Graph::new();
+    let n = g.add(
+        "rec",
+        Recorder {
+            calls: calls.clone(),
+            pending: Vec::new(),
+        },
+    );
+    let out = g.add("out", Output::new(1));
+    g.connect(n, out);
+    g.set_output(out);
+    let mut schedule = g.compile(CFG).unwrap();
+    let id = schedule.param_table().resolve("rec", "x").unwrap();
+    // `Set` glides over the default smoothing, 5 ms = 240 frames at 48 kHz.
+    schedule
+        .push_event(Event::param(Some(0), id, Change::Set(1.0)))
+        .unwrap();
+    schedule.process(256);
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 1, "one call for the block: {calls:?}");
+    let (frames, changes) = &calls[0];
+    assert_eq!(*frames, 256);
+    let offsets: Vec<usize> = changes.iter().map(|c| c.0).collect();
+    let step = downbeat_graph::CONTROL_FRAMES as usize;
+    // A value per control period while gliding, then the target when the glide ends at 240.
+    let mut want: Vec<usize> = (0..240).step_by(step).collect();
+    want.push(240);
+    assert_eq!(offsets, want, "{changes:?}");
+    assert!(changes.windows(2).all(|w| w[0].1 < w[1].1), "{changes:?}");
+    assert_eq!(changes.last().unwrap().1, 1.0);
+}
+
 /// impulse -> delay plugin -> mix, impulse -> mix (dry), mix -> out.
 fn delay_graph() -> Graph {
     let mut g = Graph::new();
