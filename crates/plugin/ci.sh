@@ -7,8 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-# --- LV2 (feature `lv2`): lilv to host, lv2apply as the reference host, mda and x42 plugins.
-lv2_packages=(liblilv-dev lilv-utils mda-lv2 x42-plugins pkg-config)
+# --- LV2 (feature `lv2`): lilv to host, lv2apply as the reference host, mda and x42 plugins,
+# and dragonfly (whose early reflections the audit must catch misbehaving).
+lv2_packages=(liblilv-dev lilv-utils mda-lv2 x42-plugins dragonfly-reverb-lv2 pkg-config)
 missing=()
 for p in "${lv2_packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -21,3 +22,23 @@ fi
 echo "--- LV2 hosting (--features lv2)"
 CI="${CI:-true}" cargo test -p downbeat-plugin --features lv2
 cargo clippy -q -p downbeat-plugin --all-features --all-targets -- -D warnings
+
+# `downbeat audit` over LV2, end to end through the executable and its malloc interposition:
+# mda Overdrive is clean (exit 0); dragonfly's early reflections allocates with libc's
+# malloc while its parameters move, which only the interposition sees (exit 3, and a
+# non-zero `malloc.allocations` in the JSON).
+echo "--- downbeat audit on LV2 plugins"
+cargo build -q -p downbeat --features lv2
+downbeat="${CARGO_TARGET_DIR:-target}/debug/downbeat"
+"$downbeat" audit http://drobilla.net/plugins/mda/Overdrive --blocks 50 >/dev/null
+status=0
+json=$("$downbeat" audit urn:dragonfly:early --blocks 50 --json) || status=$?
+if [ "$status" -ne 3 ]; then
+    echo "audit of urn:dragonfly:early exited $status, expected 3 (violations)" >&2
+    exit 1
+fi
+if ! grep -Eq '"allocations": [1-9]' <<<"$json"; then
+    echo "audit of urn:dragonfly:early: the malloc probe saw no allocation" >&2
+    exit 1
+fi
+echo "audit: Overdrive clean, dragonfly early reflections caught allocating through malloc"
