@@ -20,7 +20,10 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 echo "--- LV2 hosting (--features lv2)"
-CI="${CI:-true}" cargo test -p downbeat-plugin --features lv2
+# The command-line differential test (tests/lv2_cli.rs) runs this executable.
+cargo build -q -p downbeat --features lv2
+downbeat="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/downbeat"
+CI="${CI:-true}" DOWNBEAT_BIN="$downbeat" cargo test -p downbeat-plugin --features lv2
 cargo clippy -q -p downbeat-plugin --all-features --all-targets -- -D warnings
 
 # `downbeat audit` over LV2, end to end through the executable and its malloc interposition:
@@ -28,8 +31,6 @@ cargo clippy -q -p downbeat-plugin --all-features --all-targets -- -D warnings
 # malloc while its parameters move, which only the interposition sees (exit 3, and a
 # non-zero `malloc.allocations` in the JSON).
 echo "--- downbeat audit on LV2 plugins"
-cargo build -q -p downbeat --features lv2
-downbeat="${CARGO_TARGET_DIR:-target}/debug/downbeat"
 "$downbeat" audit http://drobilla.net/plugins/mda/Overdrive --blocks 50 >/dev/null
 status=0
 json=$("$downbeat" audit urn:dragonfly:early --blocks 50 --json) || status=$?
