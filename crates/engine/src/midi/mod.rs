@@ -15,7 +15,7 @@
 //! // Format 0, 96 ticks per quarter: middle C for one quarter note at 120 bpm.
 //! let bytes = [
 //!     b"MThd".as_slice(), &[0, 0, 0, 6, 0, 0, 0, 1, 0, 96],
-//!     b"MTrk", &[0, 0, 0, 12],
+//!     b"MTrk", &[0, 0, 0, 11],
 //!     &[0x00, 0x90, 60, 100], // delta 0: note on, channel 1
 //!     &[0x60, 60, 0],         // delta 96, running status: velocity 0 = note off
 //!     &[0x00, 0xFF, 0x2F, 0x00],
@@ -28,7 +28,7 @@
 //!
 //! let truncated = &bytes[..bytes.len() - 3];
 //! let err = MidiFile::parse(truncated).unwrap_err();
-//! assert!(err.to_string().starts_with("byte 33: expected"), "{err}");
+//! assert!(err.to_string().starts_with("byte 30: expected"), "{err}");
 //! ```
 
 mod check;
