@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use crate::note::{NoteError, NoteEvent};
 use crate::param::{quoted_list, ParamKind, ParamSpec};
 use crate::smooth::Shape;
 
@@ -71,8 +72,8 @@ impl Change {
 
 /// What happens to a node at an event's frame.
 ///
-/// Non-exhaustive: note events for instruments are meant to join parameter changes here, so
-/// that they reach their node at exact frames through the same lists.
+/// Parameter changes and notes travel through the same lists, so both reach their node at
+/// exact frames. Non-exhaustive: more kinds may join.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum NodeEvent {
@@ -83,6 +84,10 @@ pub enum NodeEvent {
         /// How it changes.
         change: Change,
     },
+    /// A note event for a node that plays notes ([`Node::plays_notes`](crate::Node::plays_notes)):
+    /// the schedule cuts the node's block at the event's frame and hands the event to
+    /// [`Node::note`](crate::Node::note) for the first frame of the piece that starts there.
+    Note(NoteEvent),
 }
 
 /// An event for a running schedule: a [`NodeEvent`] for one node, at a frame.
@@ -127,6 +132,17 @@ impl Event {
                 index: id.param,
                 change,
             },
+        }
+    }
+
+    /// A note event at `frame` (`None`: at the start of the next block) for the node at
+    /// position `node` in processing order ([`ParamTable::note_nodes`] lists the nodes that
+    /// play notes).
+    pub fn note(frame: Option<u64>, node: usize, event: NoteEvent) -> Self {
+        Self {
+            frame,
+            node: node as u32,
+            body: NodeEvent::Note(event),
         }
     }
 }
@@ -228,6 +244,10 @@ pub enum ControlError {
     /// The engine runs another schedule than the one the controller was made for (it was
     /// swapped): the controller's ids mean nothing there. Make a new controller.
     Stale,
+    /// A note event with a channel, note number, velocity or bend out of range.
+    BadNote(NoteError),
+    /// A note was sent to a schedule in which no node plays notes.
+    NoInstrument,
 }
 
 impl ControlError {
@@ -274,6 +294,8 @@ impl ControlError {
             ControlError::Stale => {
                 "the engine now runs another schedule than this controller's".to_string()
             }
+            ControlError::BadNote(e) => format!("bad note event: {e}"),
+            ControlError::NoInstrument => "no node of this project plays notes".to_string(),
         }
     }
 
@@ -307,6 +329,9 @@ impl ControlError {
                     .to_string(),
             ),
             ControlError::Stale => Some("make a new controller from the engine".to_string()),
+            ControlError::NoInstrument => Some(
+                "add a node that plays notes (`synth`, or `karplus`) to receive them".to_string(),
+            ),
             _ => None,
         }
     }
@@ -338,6 +363,8 @@ pub(crate) struct NodeParams {
     pub(crate) live: Vec<bool>,
     /// Per declared parameter: its value when the schedule was compiled (0 if not live).
     pub(crate) initial: Vec<f32>,
+    /// Whether the node takes note events.
+    pub(crate) plays_notes: bool,
 }
 
 /// The names behind a schedule's [`ParamId`]s, with each live parameter's range: what a
@@ -517,6 +544,16 @@ impl ParamTable {
                     param: p as u16,
                 })
         })
+    }
+
+    /// The positions (in processing order) of the nodes that play notes: the nodes a note
+    /// sent to the whole schedule goes to.
+    pub fn note_nodes(&self) -> impl Iterator<Item = usize> + '_ {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.plays_notes)
+            .map(|(i, _)| i)
     }
 
     /// Node names in processing order.

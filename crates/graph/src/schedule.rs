@@ -858,7 +858,17 @@ impl SubBlocks<'_> {
     /// Applies `body` at frame `now`: the parameter's new segment starts from the value it
     /// has reached there. A change that is over at once (a step) reaches the node now.
     fn apply(&mut self, body: NodeEvent, now: u64) {
-        let NodeEvent::Param { index, change } = body;
+        let (index, change) = match body {
+            NodeEvent::Param { index, change } => (index, change),
+            NodeEvent::Note(note) => {
+                // The sub-block starts at this event's frame, so the note is for its first
+                // frame; a node taking offsets computes the whole block in one call.
+                if self.node.note(self.offset.unwrap_or(0), note).is_err() {
+                    *self.refused += 1;
+                }
+                return;
+            }
+        };
         let p = usize::from(index);
         let Some(state) = self.params.get_mut(p).filter(|s| s.live) else {
             *self.refused += 1;
@@ -973,13 +983,16 @@ impl Schedule {
 
     /// Whether `event` names a live parameter of this schedule.
     fn accepts(&self, event: &Event) -> bool {
-        let NodeEvent::Param { index, .. } = event.body;
-        (event.node as usize) < self.slots.len()
-            && self
-                .slot(event.node as usize)
-                .params
-                .get(usize::from(index))
-                .is_some_and(|p| p.live)
+        if event.node as usize >= self.slots.len() {
+            return false;
+        }
+        let slot = self.slot(event.node as usize);
+        match event.body {
+            NodeEvent::Param { index, .. } => {
+                slot.params.get(usize::from(index)).is_some_and(|p| p.live)
+            }
+            NodeEvent::Note(_) => slot.node.plays_notes(),
+        }
     }
 
     /// Events waiting in the queue for their frame.
@@ -1082,6 +1095,7 @@ impl Schedule {
                         .iter()
                         .map(|p| p.segment.value_at(self.position))
                         .collect(),
+                    plays_notes: slot.node.plays_notes(),
                 }
             })
             .collect();

@@ -39,7 +39,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use downbeat_graph::{Change, ControlError, Event, ParamId, ParamTable, Ramp, Schedule, Shape};
+use downbeat_graph::{
+    Change, ControlError, Event, NoteEvent, ParamId, ParamTable, Ramp, Schedule, Shape,
+};
 use downbeat_ring::{Consumer, Producer, RingBuffer};
 use downbeat_rt::clock::now_ns;
 
@@ -281,5 +283,105 @@ impl Controller {
     /// Room left in the queue, in events.
     pub fn available(&self) -> usize {
         self.queue.available_write()
+    }
+
+    /// Sends a note event at `when` to every node that plays notes
+    /// ([`ParamTable::note_nodes`]), whatever its channel: one queue entry per such node, all
+    /// or none (a full queue takes none of them).
+    ///
+    /// ```
+    /// use downbeat::{control::When, project::Project, Engine};
+    /// use downbeat_graph::NoteEvent;
+    ///
+    /// let p = Project::parse(
+    ///     "edges = [\"s -> out\"]\n[nodes.s]\ntype = \"synth\"\n[nodes.out]\ntype = \"output\"\n",
+    ///     "x.toml",
+    /// ).unwrap();
+    /// let mut engine = Engine::new(p.build().unwrap());
+    /// let mut control = engine.controller(64);
+    /// control.note_on(When::Frame(100), 0, 69.0, 0.8).unwrap();
+    /// assert!(control.note_on(When::Now, 16, 69.0, 0.8).is_err());
+    /// let mut block = vec![0.0f32; 256 * 2];
+    /// engine.process(&mut block);
+    /// assert!(block[..200].iter().all(|&x| x == 0.0));
+    /// assert!(block[200..].iter().any(|&x| x != 0.0));
+    /// ```
+    ///
+    /// # Errors
+    /// [`ControlError::BadNote`] for a value out of range, [`ControlError::NoInstrument`]
+    /// when no node plays notes, [`ControlError::QueueFull`] when the queue has no room for
+    /// one entry per such node.
+    pub fn send_note(&mut self, when: When, event: NoteEvent) -> Result<(), ControlError> {
+        event.validate().map_err(ControlError::BadNote)?;
+        let event = event.normalized();
+        let targets = self.table.note_nodes().count();
+        if targets == 0 {
+            return Err(ControlError::NoInstrument);
+        }
+        if self.queue.available_write() < targets {
+            return Err(ControlError::QueueFull {
+                capacity: self.queue.capacity(),
+            });
+        }
+        let frame = self.frame(when);
+        for node in self.table.note_nodes() {
+            let pushed = self.queue.push(Event::note(frame, node, event));
+            debug_assert!(pushed.is_ok(), "room was checked; only this thread pushes");
+        }
+        Ok(())
+    }
+
+    /// Starts note `note` (`0..=127`, fractions are microtones) on MIDI channel `channel`
+    /// (`0..=15`) with `velocity` (`0..=1`; 0 is a note off, as in MIDI).
+    ///
+    /// # Errors
+    /// As [`send_note`](Self::send_note).
+    pub fn note_on(
+        &mut self,
+        when: When,
+        channel: u8,
+        note: f32,
+        velocity: f32,
+    ) -> Result<(), ControlError> {
+        self.send_note(
+            when,
+            NoteEvent::On {
+                channel,
+                note,
+                velocity,
+            },
+        )
+    }
+
+    /// Releases note `note` on `channel`.
+    ///
+    /// # Errors
+    /// As [`send_note`](Self::send_note).
+    pub fn note_off(&mut self, when: When, channel: u8, note: f32) -> Result<(), ControlError> {
+        self.send_note(when, NoteEvent::Off { channel, note })
+    }
+
+    /// Releases every note on `channel` (`None`: on every channel).
+    ///
+    /// # Errors
+    /// As [`send_note`](Self::send_note).
+    pub fn all_notes_off(&mut self, when: When, channel: Option<u8>) -> Result<(), ControlError> {
+        self.send_note(when, NoteEvent::AllNotesOff { channel })
+    }
+
+    /// Bends every note on `channel` by `value` (`-1..=1` of the receiver's bend range).
+    ///
+    /// # Errors
+    /// As [`send_note`](Self::send_note).
+    pub fn pitch_bend(&mut self, when: When, channel: u8, value: f32) -> Result<(), ControlError> {
+        self.send_note(when, NoteEvent::PitchBend { channel, value })
+    }
+
+    /// Presses (`on`) or lifts the sustain pedal of `channel`.
+    ///
+    /// # Errors
+    /// As [`send_note`](Self::send_note).
+    pub fn sustain(&mut self, when: When, channel: u8, on: bool) -> Result<(), ControlError> {
+        self.send_note(when, NoteEvent::Sustain { channel, on })
     }
 }

@@ -9,7 +9,15 @@
 //! ```
 //!
 //! `change` is `set` (smoothed), `step`, `linear` or `exponential`; ramps carry `to`,
-//! `frames` and, when the event named its start value, `from`. Values are written as the
+//! `frames` and, when the event named its start value, `from`. Notes are recorded per node
+//! that took them, without `param`: `change` is `note_on` (with `channel`, `note`,
+//! `velocity`), `note_off` (`channel`, `note`), `all_notes_off` (`channel` unless every
+//! channel), `pitch_bend` (`channel`, `value`) or `sustain` (`channel`, `on`):
+//!
+//! ```text
+//! {"frame":4800,"node":"synth","change":"note_on","channel":0,"note":69.0,"velocity":0.8}
+//! ```
+//! Values are written as the
 //! shortest decimal that reads back to the same `f32`, so a replay applies exactly the
 //! recorded values.
 
@@ -18,7 +26,7 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 
 use downbeat_graph::{
-    Applied, Change, ControlError, Event, NodeEvent, ParamTable, Ramp, Schedule, Shape,
+    Applied, Change, ControlError, Event, NodeEvent, NoteEvent, ParamTable, Ramp, Schedule, Shape,
 };
 use downbeat_ring::{Consumer, Producer, RingBuffer};
 use serde::{Deserialize, Serialize};
@@ -112,8 +120,17 @@ impl RecordReader {
 struct Line {
     frame: u64,
     node: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     param: String,
     change: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    channel: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    note: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    velocity: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    on: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     value: Option<f32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -126,8 +143,10 @@ struct Line {
 
 impl Line {
     fn of(a: &Applied, table: &ParamTable) -> Self {
-        let NodeEvent::Param { index, change } = a.body else {
-            unreachable!("only parameter events exist")
+        let (index, change) = match a.body {
+            NodeEvent::Param { index, change } => (index, change),
+            NodeEvent::Note(note) => return Self::of_note(a, note, table),
+            _ => unreachable!("parameter and note events are the only kinds"),
         };
         let id = table
             .live()
@@ -139,6 +158,10 @@ impl Line {
             node: node.to_string(),
             param: param.to_string(),
             change: String::new(),
+            channel: None,
+            note: None,
+            velocity: None,
+            on: None,
             value: None,
             from: None,
             to: None,
@@ -153,6 +176,93 @@ impl Line {
             }
         }
         line
+    }
+
+    fn of_note(a: &Applied, event: NoteEvent, table: &ParamTable) -> Self {
+        let node = table
+            .node_names()
+            .nth(a.node as usize)
+            .expect("applied events name nodes of the schedule");
+        let mut line = Line {
+            frame: a.frame,
+            node: node.to_string(),
+            param: String::new(),
+            change: String::new(),
+            channel: None,
+            note: None,
+            velocity: None,
+            on: None,
+            value: None,
+            from: None,
+            to: None,
+            frames: None,
+        };
+        let change = match event {
+            NoteEvent::On {
+                channel,
+                note,
+                velocity,
+            } => {
+                (line.channel, line.note, line.velocity) =
+                    (Some(channel), Some(note), Some(velocity));
+                "note_on"
+            }
+            NoteEvent::Off { channel, note } => {
+                (line.channel, line.note) = (Some(channel), Some(note));
+                "note_off"
+            }
+            NoteEvent::AllNotesOff { channel } => {
+                line.channel = channel;
+                "all_notes_off"
+            }
+            NoteEvent::PitchBend { channel, value } => {
+                (line.channel, line.value) = (Some(channel), Some(value));
+                "pitch_bend"
+            }
+            NoteEvent::Sustain { channel, on } => {
+                (line.channel, line.on) = (Some(channel), Some(on));
+                "sustain"
+            }
+        };
+        line.change = change.to_string();
+        line
+    }
+
+    /// The note event of a `note_*`, `pitch_bend` or `sustain` line; `None` for a parameter
+    /// change.
+    fn note_event(&self) -> Result<Option<NoteEvent>, String> {
+        let need = |v: Option<f32>, what: &str| {
+            v.ok_or_else(|| format!("`{}` needs `{what}`", self.change))
+        };
+        let channel = || {
+            self.channel
+                .ok_or_else(|| format!("`{}` needs `channel`", self.change))
+        };
+        Ok(Some(match self.change.as_str() {
+            "note_on" => NoteEvent::On {
+                channel: channel()?,
+                note: need(self.note, "note")?,
+                velocity: need(self.velocity, "velocity")?,
+            },
+            "note_off" => NoteEvent::Off {
+                channel: channel()?,
+                note: need(self.note, "note")?,
+            },
+            "all_notes_off" => NoteEvent::AllNotesOff {
+                channel: self.channel,
+            },
+            "pitch_bend" => NoteEvent::PitchBend {
+                channel: channel()?,
+                value: need(self.value, "value")?,
+            },
+            "sustain" => NoteEvent::Sustain {
+                channel: channel()?,
+                on: self
+                    .on
+                    .ok_or_else(|| format!("`{}` needs `on`", self.change))?,
+            },
+            _ => return Ok(None),
+        }))
     }
 }
 
@@ -208,6 +318,24 @@ pub fn read_events(path: &Path, table: &ParamTable) -> Result<Vec<Event>, Replay
             message: e.to_string(),
         })?;
         let control = |error| ReplayError::Control { line, error };
+        let note = l
+            .note_event()
+            .map_err(|message| ReplayError::Syntax { line, message })?;
+        if let Some(note) = note {
+            note.validate()
+                .map_err(|e| control(ControlError::BadNote(e)))?;
+            let node = table.node_index(&l.node).ok_or_else(|| {
+                control(ControlError::UnknownNode {
+                    name: l.node.clone(),
+                    known: table.node_names().map(str::to_string).collect(),
+                })
+            })?;
+            if !table.note_nodes().any(|n| n == node) {
+                return Err(control(ControlError::NoInstrument));
+            }
+            events.push(Event::note(Some(l.frame), node, note));
+            continue;
+        }
         let id = table.resolve(&l.node, &l.param).map_err(control)?;
         let missing = |what: &str| ReplayError::Syntax {
             line,
@@ -220,7 +348,8 @@ pub fn read_events(path: &Path, table: &ParamTable) -> Result<Vec<Event>, Replay
                 let shape = Shape::from_name(other).ok_or_else(|| ReplayError::Syntax {
                     line,
                     message: format!(
-                        "unknown change `{other}`; expected set, step, linear or exponential"
+                        "unknown change `{other}`; expected set, step, linear, exponential, \
+                         note_on, note_off, all_notes_off, pitch_bend or sustain"
                     ),
                 })?;
                 Change::Ramp(Ramp {
