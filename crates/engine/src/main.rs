@@ -24,6 +24,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of the `run` variant's many options costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Runs a project on a device and prints a load summary.
@@ -55,9 +57,15 @@ enum Command {
         /// go on on this device instead of stopping.
         #[arg(long, value_enum, value_name = "DEVICE")]
         fallback: Option<FallbackKind>,
-        /// Seconds of audio to produce.
-        #[arg(long, default_value_t = 10.0, value_parser = parse_seconds)]
-        seconds: f64,
+        /// Seconds of audio to produce [default: 10; with `--midi`, to the file's last event
+        /// plus the longest release of the project's instruments].
+        #[arg(long, value_parser = parse_seconds)]
+        seconds: Option<f64>,
+        /// Play this Standard MIDI file (format 0 or 1) into every node that plays notes,
+        /// each event at the frame its tick falls on through the file's tempo map. A
+        /// malformed file exits 2 naming the byte offset and what was expected there.
+        #[arg(long, value_name = "FILE.mid")]
+        midi: Option<PathBuf>,
         /// With `--device jack`: connect the outputs, in order, to the JACK input ports whose
         /// names start with this (e.g. `system:playback`).
         #[arg(long, value_name = "PORT")]
@@ -136,6 +144,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Puts the events of the MIDI file at `path` on the engine's timeline; returns how many
+/// frames a run playing it lasts (its last event plus the longest release).
+fn play_midi(path: &std::path::Path, engine: &mut Engine) -> Result<u64, Failure> {
+    use downbeat::midi::{play, MidiFile};
+    let file = MidiFile::read(path)
+        .map_err(|e| Failure::Input(format!("--midi `{}`: {e}", path.display())))?;
+    let rate = engine.sample_rate();
+    let table = engine.schedule().param_table();
+    let events = play::events(&file, &table, &[], rate)
+        .map_err(|e| Failure::Input(format!("--midi `{}`: {e}", path.display())))?;
+    engine
+        .schedule_mut()
+        .add_to_timeline(events)
+        .expect("the events name nodes that play notes");
+    Ok(play::run_frames(&file, &table, rate))
 }
 
 pub(crate) fn parse_seconds(s: &str) -> Result<f64, String> {
@@ -333,6 +358,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             connect,
             osc,
             meters,
+            midi,
         } => {
             let args = DeviceArgs {
                 device,
@@ -361,6 +387,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     .set_timeline(events)
                     .map_err(|e| Failure::Input(format!("--replay: {e}")))?;
             }
+            let midi_frames = midi
+                .as_deref()
+                .map(|path| play_midi(path, &mut engine))
+                .transpose()?;
             cli_device::check_dir("--record-events", record_events.as_deref())?;
             let recorder = record_events
                 .as_ref()
@@ -375,7 +405,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 eprintln!("note: {note}");
             }
             engine.schedule().set_profiling(report.is_some());
-            let length = RunLength::seconds(seconds, engine.sample_rate());
+            let length = match (seconds, midi_frames) {
+                (None, Some(frames)) => RunLength {
+                    frames: frames.max(1),
+                },
+                (seconds, _) => RunLength::seconds(seconds.unwrap_or(10.0), engine.sample_rate()),
+            };
             let mut dev = cli_device::make(&args, built.input)?;
             let progress = cli_device::Progress::attach(&mut engine, length.frames, json);
             let run = match dev.run(engine, length) {

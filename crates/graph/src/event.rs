@@ -365,6 +365,8 @@ pub(crate) struct NodeParams {
     pub(crate) initial: Vec<f32>,
     /// Whether the node takes note events.
     pub(crate) plays_notes: bool,
+    /// How long its notes sound after their note off, in seconds (0 if it plays none).
+    pub(crate) release_seconds: f64,
 }
 
 /// The names behind a schedule's [`ParamId`]s, with each live parameter's range: what a
@@ -554,6 +556,17 @@ impl ParamTable {
             .enumerate()
             .filter(|(_, n)| n.plays_notes)
             .map(|(i, _)| i)
+    }
+
+    /// The longest release of the nodes that play notes, in seconds, as they were when the
+    /// table was made ([`Node::release_seconds`](crate::Node::release_seconds)): how long
+    /// the last note off of a performance goes on sounding.
+    pub fn longest_release(&self) -> f64 {
+        self.nodes
+            .iter()
+            .filter(|n| n.plays_notes)
+            .map(|n| n.release_seconds)
+            .fold(0.0, f64::max)
     }
 
     /// Node names in processing order.

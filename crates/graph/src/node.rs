@@ -146,4 +146,12 @@ pub trait Node: Send + 'static {
         let _ = (frame, event);
         Err(NoteError::NotAnInstrument)
     }
+
+    /// For an instrument: how long a note goes on sounding after its note off, in seconds
+    /// (so that a player of a MIDI file knows how long to run after the file's last
+    /// event). Read when the schedule's [`ParamTable`](crate::ParamTable) is made. The
+    /// default is 0.
+    fn release_seconds(&self) -> f64 {
+        0.0
+    }
 }

@@ -1028,6 +1028,32 @@ impl Schedule {
         Ok(())
     }
 
+    /// Adds `events` to the preloaded timeline, keeping what it holds (automation, a
+    /// replay): a MIDI file's notes join a project's automation this way. At the same
+    /// frame, the events already there come first, then these in their order. Allocates;
+    /// call it off the audio thread.
+    ///
+    /// # Errors
+    /// As [`set_timeline`](Self::set_timeline); nothing is added then.
+    pub fn add_to_timeline(&mut self, events: Vec<Event>) -> Result<(), ControlError> {
+        if !events.iter().all(|e| self.accepts(e)) {
+            return Err(ControlError::Stale);
+        }
+        let timeline = &mut self.events.timeline;
+        let base = timeline.iter().map(|p| p.seq + 1).max().unwrap_or(0);
+        timeline.extend(events.into_iter().enumerate().map(|(i, e)| Pending {
+            frame: e.frame.unwrap_or(0),
+            seq: base + i as u64,
+            node: e.node,
+            body: e.body,
+        }));
+        // Only what is still to come is sorted again; an event for a frame already played
+        // takes effect at the start of the next block, counted as late.
+        let done = self.events.cursor;
+        timeline[done..].sort_by_key(Pending::key);
+        Ok(())
+    }
+
     /// Sets how many events the queue holds and how many can be due in one block. Allocates
     /// (off the audio thread). Queued events are kept: the capacity never shrinks below
     /// their number.
@@ -1096,6 +1122,7 @@ impl Schedule {
                         .map(|p| p.segment.value_at(self.position))
                         .collect(),
                     plays_notes: slot.node.plays_notes(),
+                    release_seconds: slot.node.release_seconds(),
                 }
             })
             .collect();

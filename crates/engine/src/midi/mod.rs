@@ -32,6 +32,7 @@
 //! ```
 
 mod check;
+pub mod play;
 mod tempo;
 
 use std::fmt;

@@ -775,6 +775,10 @@ impl Node for Synth {
         Synth::note(self, frame, event)
     }
 
+    fn release_seconds(&self) -> f64 {
+        Synth::release_seconds(self)
+    }
+
     fn set_param(&mut self, index: usize, value: f32) -> bool {
         if !float_param_accepts(PARAMS, index, value) {
             return false;

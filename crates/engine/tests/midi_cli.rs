@@ -1,0 +1,184 @@
+//! `downbeat run PROJECT --midi FILE.mid` end to end: notes land at the frames their ticks
+//! fall on through the tempo map, renders are bit-identical, the run lasts to the last event
+//! plus the release, and every malformed file of the corpus exits 2 naming its byte offset.
+
+mod midi_corpus;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use downbeat::midi::MidiFile;
+use midi_corpus::{corpus, smf, Track};
+
+const SYNTH: &str = r#"
+sample_rate = 48000
+block_size = 256
+edges = ["keys -> out"]
+[nodes.keys]
+type = "synth"
+wave = "sine"
+channels = 1
+[nodes.out]
+type = "output"
+channels = 1
+"#;
+
+const PLAIN: &str = r#"
+edges = ["osc -> out"]
+[nodes.osc]
+type = "sine"
+[nodes.out]
+type = "output"
+"#;
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("downbeat-midi-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn downbeat(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_downbeat"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+fn wav(path: &str) -> Vec<f32> {
+    hound::WavReader::open(path)
+        .unwrap()
+        .samples::<f32>()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Four notes 480 ticks (five quarters at 96 PPQ) apart, format 1 with the
+/// tempo track apart, the tempo changing between them: 120, then 90, then 200 bpm.
+fn tune() -> Vec<u8> {
+    let tempo = Track::default()
+        .tempo(0, 500_000)
+        .tempo(480, 666_667)
+        .tempo(960, 300_000)
+        .end(0);
+    let mut notes = Track::default();
+    for (i, key) in [60u8, 67, 72, 64].into_iter().enumerate() {
+        notes = notes
+            .event(if i == 0 { 0 } else { 432 }, &[0x90, key, 100])
+            .event(48, &[0x80, key, 0]);
+    }
+    smf(1, 96, &[tempo, notes.end(96)])
+}
+
+#[test]
+fn notes_start_at_the_frames_of_their_ticks_and_renders_are_bit_identical() {
+    let d = dir("onsets");
+    let project = write(&d, "synth.toml", SYNTH.as_bytes());
+    let bytes = tune();
+    let mid = write(&d, "tune.mid", &bytes);
+    let file = MidiFile::parse(&bytes).unwrap();
+    let mut renders = Vec::new();
+    for k in 0..2 {
+        let out = d.join(format!("tune-{k}.wav"));
+        let o = downbeat(&[
+            "run",
+            &project,
+            "--device",
+            "offline",
+            "--midi",
+            &mid,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        renders.push(wav(out.to_str().unwrap()));
+    }
+    assert!(renders[0] == renders[1], "two renders differ");
+    let x = &renders[0];
+    // Without --seconds: to the file's last event plus the synth's release.
+    let release = 48000.0 * 0.1; // the synth's default release, at most 100 ms
+    let end = file.end_frame(48000) as f64;
+    assert!(
+        (x.len() as f64) > end && (x.len() as f64) <= end + release + 1.0,
+        "{} frames for a file ending at {end}",
+        x.len()
+    );
+    let onsets: Vec<u64> = [0u64, 480, 960, 1440]
+        .iter()
+        .map(|&t| file.tempo_map().frame(t, 48000))
+        .collect();
+    // 120 bpm for 5 quarters, then 90, then 200: the gaps differ.
+    assert_eq!(onsets[1], 48000 * 5 / 2);
+    for &f in &onsets {
+        let f = f as usize;
+        let from = f.saturating_sub(480);
+        let first = from + x[from..].iter().position(|s| s.abs() > 0.01).unwrap();
+        assert!(
+            first >= f && first <= f + 240,
+            "note at frame {f} first audible at {first}"
+        );
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn seconds_limits_a_midi_run() {
+    let d = dir("seconds");
+    let project = write(&d, "synth.toml", SYNTH.as_bytes());
+    let mid = write(&d, "tune.mid", &tune());
+    let out = d.join("short.wav");
+    let o = downbeat(&[
+        "run",
+        &project,
+        "--device",
+        "offline",
+        "--midi",
+        &mid,
+        "--seconds",
+        "0.5",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(wav(out.to_str().unwrap()).len(), 24000);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn every_malformed_file_exits_2_with_its_offset() {
+    let d = dir("corpus");
+    let project = write(&d, "synth.toml", SYNTH.as_bytes());
+    let corpus = corpus();
+    assert!(corpus.len() >= 10);
+    for bad in &corpus {
+        let mid = write(&d, &format!("{}.mid", bad.name), &bad.bytes);
+        let o = downbeat(&["run", &project, "--device", "offline", "--midi", &mid]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{}: {err}", bad.name);
+        assert!(
+            err.contains(&format!("byte {}: ", bad.offset)) && err.contains(bad.expected),
+            "{}: stderr `{err}` lacks the offset {} or `{}`",
+            bad.name,
+            bad.offset,
+            bad.expected
+        );
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_project_without_instruments_refuses_midi() {
+    let d = dir("plain");
+    let project = write(&d, "plain.toml", PLAIN.as_bytes());
+    let mid = write(&d, "tune.mid", &tune());
+    let o = downbeat(&["run", &project, "--device", "offline", "--midi", &mid]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("no node of this project plays notes"), "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
