@@ -148,13 +148,20 @@ enum Command {
 
 /// Puts the events of the MIDI file at `path` on the engine's timeline; returns how many
 /// frames a run playing it lasts (its last event plus the longest release).
-fn play_midi(path: &std::path::Path, engine: &mut Engine) -> Result<u64, Failure> {
+fn play_midi(
+    path: &std::path::Path,
+    project: &downbeat::project::Project,
+    engine: &mut Engine,
+) -> Result<u64, Failure> {
     use downbeat::midi::{play, MidiFile};
     let file = MidiFile::read(path)
         .map_err(|e| Failure::Input(format!("--midi `{}`: {e}", path.display())))?;
     let rate = engine.sample_rate();
     let table = engine.schedule().param_table();
-    let events = play::events(&file, &table, &[], rate)
+    let cc = project
+        .cc_mappings(&table)
+        .map_err(|e| Failure::Input(e.to_string()))?;
+    let events = play::events(&file, &table, &cc, rate)
         .map_err(|e| Failure::Input(format!("--midi `{}`: {e}", path.display())))?;
     engine
         .schedule_mut()
@@ -389,7 +396,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             let midi_frames = midi
                 .as_deref()
-                .map(|path| play_midi(path, &mut engine))
+                .map(|path| play_midi(path, &p, &mut engine))
                 .transpose()?;
             cli_device::check_dir("--record-events", record_events.as_deref())?;
             let recorder = record_events

@@ -154,6 +154,29 @@ struct RawProject {
     nodes: Option<Spanned<IndexMap<Spanned<String>, RawNode>>>,
     #[serde(default)]
     automation: Vec<RawAutomation>,
+    midi: Option<RawMidi>,
+}
+
+/// The `[midi]` table as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMidi {
+    #[serde(default)]
+    cc: IndexMap<Spanned<String>, Spanned<String>>,
+}
+
+/// One `[midi.cc]` entry: `74 = "synth.cutoff"` maps MIDI controller 74 to parameter
+/// `cutoff` of node `synth`. A CC value `0..=127` spans the parameter's range linearly (the
+/// parameter specs carry no curve, so a frequency moves linearly in Hz too).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MidiCc {
+    /// The controller number, `0..=127`.
+    pub controller: u8,
+    /// The node.
+    pub node: String,
+    /// The live parameter.
+    pub param: String,
+    span: Range<usize>,
 }
 
 /// One node of a project, as written in the file.
@@ -216,6 +239,9 @@ pub struct Project {
     /// `[[automation]]` entries (see [`automation`]), put in
     /// the schedule's timeline by [`build`](Project::build).
     pub automation: Vec<Automation>,
+    /// `[midi.cc]` entries: MIDI control changes mapped to parameters (see
+    /// [`cc_mappings`](Project::cc_mappings)).
+    pub midi_cc: Vec<MidiCc>,
     text: String,
     spans: Spans,
 }
@@ -282,7 +308,35 @@ impl Project {
 
         let automation = automation::parse(raw.automation).map_err(|e| located(&src, e))?;
 
+        let mut midi_cc = Vec::new();
+        for (key, target) in raw.midi.map(|m| m.cc).unwrap_or_default() {
+            let controller = key.get_ref().parse::<u8>().ok().filter(|&c| c <= 127);
+            let Some(controller) = controller else {
+                return Err(ProjectError::at(
+                    &src,
+                    key.span(),
+                    format!("MIDI controller `{}` does not exist", key.get_ref()),
+                )
+                .help("controller numbers go from 0 to 127, e.g. `74 = \"synth.cutoff\"`"));
+            };
+            let Some((node, param)) = target.get_ref().split_once('.') else {
+                return Err(ProjectError::at(
+                    &src,
+                    target.span(),
+                    format!("`{}` names no parameter", target.get_ref()),
+                )
+                .help("write the node and the parameter as `node.param`, e.g. \"synth.cutoff\""));
+            };
+            midi_cc.push(MidiCc {
+                controller,
+                node: node.to_string(),
+                param: param.to_string(),
+                span: target.span(),
+            });
+        }
+
         let project = Project {
+            midi_cc,
             automation,
             file: src.name.clone(),
             sample_rate: sample_rate as u32,
@@ -370,7 +424,42 @@ impl Project {
                 .set_timeline(events)
                 .expect("automation names live parameters of this schedule");
         }
+        self.cc_mappings(&schedule.param_table())?;
         Ok(schedule)
+    }
+
+    /// The `[midi.cc]` entries resolved against the built schedule `table` describes.
+    ///
+    /// # Errors
+    /// An unknown node or parameter, or a parameter that cannot change while running,
+    /// pointing at the entry.
+    pub fn cc_mappings(
+        &self,
+        table: &downbeat_graph::ParamTable,
+    ) -> Result<Vec<crate::midi::play::CcMapping>, ProjectError> {
+        self.midi_cc
+            .iter()
+            .map(|m| {
+                let id = table.resolve(&m.node, &m.param).map_err(|e| {
+                    let err = ProjectError::at(
+                        &self.source(),
+                        m.span.clone(),
+                        format!("[midi.cc] {}: {}", m.controller, e.message()),
+                    );
+                    match e.help() {
+                        Some(h) => err.help(h),
+                        None => err,
+                    }
+                })?;
+                let (min, max) = table.range(id);
+                Ok(crate::midi::play::CcMapping {
+                    controller: m.controller,
+                    param: id,
+                    min: min as f32,
+                    max: max as f32,
+                })
+            })
+            .collect()
     }
 
     fn graph_error(&self, e: GraphError) -> ProjectError {

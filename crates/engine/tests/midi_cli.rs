@@ -182,3 +182,82 @@ fn a_project_without_instruments_refuses_midi() {
     assert!(err.contains("no node of this project plays notes"), "{err}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+const CC: &str = r#"
+edges = ["keys -> level -> out"]
+[nodes.keys]
+type = "synth"
+wave = "sine"
+channels = 1
+[nodes.level]
+type = "gain"
+channels = 1
+[nodes.out]
+type = "output"
+channels = 1
+[midi.cc]
+7 = "level.gain"
+"#;
+
+/// `[midi.cc] 7 = "level.gain"`: CC 7 spans the gain's range, 0 to 16, linearly; a CC 7 of
+/// 0 silences the held note from its frame on (after the 5 ms smoothing of a set).
+#[test]
+fn midi_cc_moves_the_mapped_parameter_at_its_frame() {
+    let p = downbeat::project::Project::parse(CC, "cc.toml").unwrap();
+    let s = p.build().unwrap();
+    let maps = p.cc_mappings(&s.param_table()).unwrap();
+    assert_eq!(maps.len(), 1);
+    assert_eq!(maps[0].controller, 7);
+    assert_eq!((maps[0].value(0), maps[0].value(127)), (0.0, 16.0));
+    assert_eq!(maps[0].value(64), 16.0 * 64.0 / 127.0);
+
+    let d = dir("cc");
+    let project = write(&d, "cc.toml", CC.as_bytes());
+    // 96 PPQ at 120 bpm: 96 ticks are 24000 frames.
+    let notes = Track::default()
+        .event(0, &[0x90, 69, 100])
+        .event(96, &[0xB0, 7, 0])
+        .event(96, &[0x80, 69, 0])
+        .end(0);
+    let mid = write(&d, "cc.mid", &smf(0, 96, &[notes]));
+    let out = d.join("cc.wav");
+    let o = downbeat(&[
+        "run",
+        &project,
+        "--device",
+        "offline",
+        "--midi",
+        &mid,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let x = wav(out.to_str().unwrap());
+    let peak = |r: std::ops::Range<usize>| x[r].iter().fold(0.0f32, |m, s| m.max(s.abs()));
+    assert!(peak(20000..24000) > 0.05, "the note sounds before the CC");
+    assert_eq!(peak(24000 + 240..48000), 0.0, "CC 7 = 0 silences it");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn midi_cc_errors_point_at_the_entry() {
+    let cases = [
+        (
+            "128 = \"level.gain\"",
+            "MIDI controller `128` does not exist",
+        ),
+        ("7 = \"levl.gain\"", "unknown node `levl`"),
+        ("7 = \"level.gian\"", "unknown parameter `gian`"),
+        ("7 = \"level.channels\"", "cannot change while running"),
+        ("7 = \"level\"", "`level` names no parameter"),
+    ];
+    for (entry, want) in cases {
+        let text = CC.replace("7 = \"level.gain\"", entry);
+        let line = text.lines().position(|l| l == entry).unwrap() + 1;
+        let err = downbeat::project::Project::parse(&text, "cc.toml")
+            .and_then(|p| p.build().map(|_| ()))
+            .unwrap_err();
+        assert_eq!(err.line, line, "{entry}: {err}");
+        assert!(err.message.contains(want), "{entry}: {err}");
+    }
+}

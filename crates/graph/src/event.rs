@@ -529,6 +529,18 @@ impl ParamTable {
         (node, spec.name)
     }
 
+    /// The range of parameter `id`: its smallest and largest accepted values.
+    ///
+    /// # Panics
+    /// If `id` did not come from this table.
+    pub fn range(&self, id: ParamId) -> (f64, f64) {
+        let (_, spec) = self.spec(id);
+        let ParamKind::Float { min, max, .. } = spec.kind else {
+            unreachable!("live parameters are floats");
+        };
+        (min, max)
+    }
+
     /// The value parameter `id` had when the schedule was compiled.
     pub fn initial(&self, id: ParamId) -> f32 {
         self.nodes[id.node()].initial[id.param()]
