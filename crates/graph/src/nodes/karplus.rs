@@ -1,4 +1,11 @@
-//! `karplus`: a Karplus-Strong plucked string playing a repeating note pattern.
+//! `karplus`: a Karplus-Strong plucked string playing a repeating note pattern, or the
+//! notes it is sent.
+//!
+//! It plays incoming notes ([`Node::note`]): a note on plucks the string at the note's pitch
+//! at its frame, its velocity scaling the pluck. The string is monophonic, like a real one:
+//! a new pluck replaces the ringing note, and a note off leaves it ringing out for
+//! `length` (a plucked string has no key to lift). The first note received silences the
+//! built-in pattern for good, so the pattern plays only in projects without MIDI.
 
 use std::f64::consts::TAU;
 
@@ -7,6 +14,7 @@ use crate::node::{Node, ProcessContext};
 use crate::nodes::{
     check_channels, curve_accepts, float_param_accepts, invalid, Pcg32, CHANNELS, SEED,
 };
+use crate::note::{note_to_hz, NoteError, NoteEvent};
 use crate::param::{ParamError, ParamKind, ParamSpec, Params};
 use crate::registry::{NodeConfig, NodeType};
 use crate::smooth::ParamCurve;
@@ -21,6 +29,8 @@ const MIN_FRACTION: f64 = 0.1;
 const MIN_PERIOD: f64 = 3.0;
 /// Loop samples smaller than this are flushed to exactly zero (no subnormals).
 const FLUSH: f64 = 1e-30;
+/// Incoming plucks a string holds for later frames; more are refused (`NoteError::Full`).
+pub const KARPLUS_PENDING: usize = 256;
 
 /// Everything about a [`Karplus`] string except its channel count and sample rate.
 ///
@@ -161,6 +171,12 @@ pub struct Karplus {
     amp: f32,
     /// The amplitude's curve over the next block while it moves.
     amp_curve: Option<ParamCurve>,
+    /// Incoming plucks not yet played, in frame order: sample (on `time`'s count), tuning
+    /// and velocity. Fixed capacity, so taking a note never allocates.
+    pending: [(u64, Tuning, f64); KARPLUS_PENDING],
+    pending_len: usize,
+    /// Gain of the current pluck: its velocity (1 for the pattern's notes).
+    velocity: f64,
 }
 
 impl Karplus {
@@ -228,6 +244,7 @@ impl Karplus {
         let lowest = Tuning::for_freq(midi_to_hz(LOWEST_NOTE), sample_rate)
             .map_or(2, |t| t.ring_len)
             .max(tunings.iter().map(|t| t.ring_len).max().unwrap_or(2));
+        let tunings_first = tunings[0];
         let mut string = Self {
             channels,
             sample_rate,
@@ -247,6 +264,9 @@ impl Karplus {
             length_samples: (s.length * sample_rate).round() as u64,
             amp: s.amp,
             amp_curve: None,
+            pending: [(0, tunings_first, 0.0); KARPLUS_PENDING],
+            pending_len: 0,
+            velocity: 1.0,
         };
         string.next_onset = string.onset(0);
         Ok(string)
@@ -267,7 +287,13 @@ impl Karplus {
     /// Bounded work: at most the length of the delay line.
     fn pluck(&mut self, k: u64) {
         let index = (k % self.tunings.len() as u64) as usize;
-        self.tuning = self.tunings[index];
+        self.pluck_tuned(self.tunings[index], 1.0);
+    }
+
+    /// Plucks the string tuned to `tuning`, the noise scaled by `velocity`.
+    fn pluck_tuned(&mut self, tuning: Tuning, velocity: f64) {
+        self.tuning = tuning;
+        self.velocity = velocity;
         let ring = &mut self.ring[..self.tuning.ring_len];
         let mut sum = 0.0;
         for slot in ring.iter_mut() {
@@ -276,12 +302,65 @@ impl Karplus {
         }
         let mean = sum / ring.len() as f64;
         for slot in ring.iter_mut() {
-            *slot -= mean;
+            *slot = (*slot - mean) * velocity;
         }
         self.write = 0;
         self.ap_x1 = 0.0;
         self.ap_y1 = 0.0;
         self.remaining = self.length_samples;
+    }
+
+    /// Takes a note event at `frame` of the next block: a note on (at any pitch from MIDI
+    /// 21 to 108 that is below a third of the sample rate) plucks the string then; other
+    /// events are accepted and change nothing. Real-time safe.
+    ///
+    /// # Errors
+    /// [`NoteError`] for an out-of-range field or a note the string cannot play, or when
+    /// [`KARPLUS_PENDING`] plucks are already waiting; the event is then not taken.
+    pub fn note(&mut self, frame: usize, event: NoteEvent) -> Result<(), NoteError> {
+        event.validate()?;
+        let NoteEvent::On { note, velocity, .. } = event.normalized() else {
+            return Ok(());
+        };
+        let n = f64::from(note);
+        let tuning = (LOWEST_NOTE..=HIGHEST_NOTE)
+            .contains(&n)
+            .then(|| Tuning::for_freq(note_to_hz(n), self.sample_rate))
+            .flatten()
+            .ok_or(NoteError::Note(note))?;
+        if self.pending_len == KARPLUS_PENDING {
+            return Err(NoteError::Full {
+                capacity: KARPLUS_PENDING,
+            });
+        }
+        let at = self.time + frame as u64;
+        // Insert after every pluck at or before `at`: same-frame events keep their order.
+        let mut i = self.pending_len;
+        while i > 0 && self.pending[i - 1].0 > at {
+            self.pending[i] = self.pending[i - 1];
+            i -= 1;
+        }
+        self.pending[i] = (at, tuning, f64::from(velocity));
+        self.pending_len += 1;
+        // Notes take over the string from the built-in pattern.
+        self.next_onset = u64::MAX;
+        Ok(())
+    }
+
+    /// Plays the pending plucks due at the current sample.
+    fn pluck_due(&mut self) {
+        let mut due = 0;
+        while due < self.pending_len && self.pending[due].0 <= self.time {
+            due += 1;
+        }
+        if due == 0 {
+            return;
+        }
+        // Several at one sample: the last one is what the string plays.
+        let (_, tuning, velocity) = self.pending[due - 1];
+        self.pluck_tuned(tuning, velocity);
+        self.pending.copy_within(due..self.pending_len, 0);
+        self.pending_len -= due;
     }
 
     /// One sample of the string loop.
@@ -418,6 +497,9 @@ impl Node for Karplus {
         let curve = self.amp_curve;
         for (k, o) in first.iter_mut().enumerate() {
             let amp = curve.map_or(amp, |c| f64::from(c.at(k)));
+            if self.pending_len > 0 {
+                self.pluck_due();
+            }
             if self.time >= self.next_onset {
                 let k = self.next_note;
                 self.pluck(k);
@@ -435,6 +517,18 @@ impl Node for Karplus {
         for ch in channels {
             ch.copy_from_slice(first);
         }
+    }
+
+    fn plays_notes(&self) -> bool {
+        true
+    }
+
+    fn note(&mut self, frame: usize, event: NoteEvent) -> Result<(), NoteError> {
+        Karplus::note(self, frame, event)
+    }
+
+    fn release_seconds(&self) -> f64 {
+        self.settings.length
     }
 
     fn set_param(&mut self, index: usize, value: f32) -> bool {

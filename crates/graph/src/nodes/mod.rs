@@ -31,7 +31,7 @@ mod synth;
 pub use biquad::{Biquad, FilterMode};
 pub use gain::Gain;
 pub use input::{Capture, Input};
-pub use karplus::{Karplus, KarplusSettings};
+pub use karplus::{Karplus, KarplusSettings, KARPLUS_PENDING};
 pub use mix::Mix;
 pub use noise::Noise;
 pub use output::Output;
