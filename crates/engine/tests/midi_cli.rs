@@ -261,3 +261,38 @@ fn midi_cc_errors_point_at_the_entry() {
         assert!(err.message.contains(want), "{entry}: {err}");
     }
 }
+
+/// SMPTE division end to end: 25 frames per second of 40 ticks each is 1000 ticks per
+/// second, so a note at tick 500 starts at half a second, frame 24000.
+#[test]
+fn an_smpte_file_plays_at_its_times() {
+    let d = dir("smpte");
+    let project = write(&d, "synth.toml", SYNTH.as_bytes());
+    let notes = Track::default()
+        .event(500, &[0x90, 69, 100])
+        .event(250, &[0x80, 69, 0])
+        .end(0);
+    let mid = write(&d, "smpte.mid", &smf(0, 0xE728, &[notes]));
+    let out = d.join("smpte.wav");
+    let o = downbeat(&[
+        "run",
+        &project,
+        "--device",
+        "offline",
+        "--midi",
+        &mid,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let x = wav(out.to_str().unwrap());
+    let first = x.iter().position(|s| s.abs() > 0.01).unwrap();
+    assert!((24000..24240).contains(&first), "first audible at {first}");
+    // Ends at tick 750 (36000) plus the synth's release, at most 100 ms.
+    assert!(
+        x.len() > 36000 && x.len() <= 36000 + 4800,
+        "{} frames",
+        x.len()
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
