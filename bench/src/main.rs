@@ -14,6 +14,7 @@ mod notify;
 mod report;
 mod ring;
 mod rng;
+mod synth;
 
 #[derive(Parser)]
 #[command(
@@ -41,6 +42,8 @@ enum Suite {
     Gc(gc::GcArgs),
     /// Live control (issue 14): events per block the engine absorbs before its load rises 10% on fanin84.toml, and the latency from an OSC packet to the frame it affects on the virtual device.
     Control(Common),
+    /// Synth (issue 15): saw voices one core renders at 48 kHz / 256 frames before the load reaches 0.5, and the cost of a block with 128 note ons.
+    Synth(Common),
 }
 
 /// Options every suite understands.
@@ -82,10 +85,12 @@ fn main() {
         Suite::Gc(args) => gc::run(args),
         Suite::Graph(common) => graph::run(common),
         Suite::Control(common) => control::run(common),
+        Suite::Synth(common) => synth::run(common),
     };
     let json = match &cli.suite {
         Suite::Ring(common) | Suite::Clock(common) | Suite::Notify(common) => common.json,
         Suite::Alloc(common) | Suite::Graph(common) | Suite::Control(common) => common.json,
+        Suite::Synth(common) => common.json,
         Suite::Gc(args) => args.common.json,
     };
     report.print(json);
