@@ -55,6 +55,7 @@ pub(crate) struct DeviceArgs {
     pub(crate) device: DeviceKind,
     pub(crate) connect: Option<String>,
     pub(crate) connect_in: Option<String>,
+    pub(crate) midi_in: Option<String>,
     pub(crate) output_device: Option<String>,
     pub(crate) input_device: Option<String>,
     pub(crate) input: Option<PathBuf>,
@@ -86,6 +87,12 @@ impl DeviceArgs {
         only(
             "--connect-in",
             self.connect_in.is_some(),
+            d == DeviceKind::Jack,
+            "`--device jack`",
+        )?;
+        only(
+            "--midi-in",
+            self.midi_in.is_some(),
             d == DeviceKind::Jack,
             "`--device jack`",
         )?;
@@ -299,6 +306,7 @@ fn jack_device(args: &DeviceArgs) -> Result<Box<dyn Device>, Failure> {
     Ok(Box::new(
         downbeat::device::Jack::new("downbeat", args.connect.clone(), args.out.clone())
             .connect_inputs(args.connect_in.clone())
+            .midi_in(args.midi_in.clone())
             .record_input(args.record_input.clone())
             .on_loss(args.on_loss()),
     ))

@@ -161,6 +161,7 @@ pub(crate) fn run(args: &Args) -> std::result::Result<(), Failure> {
         },
         connect: args.connect.clone(),
         connect_in: args.connect_in.clone(),
+        midi_in: None,
         output_device: args.output_device.clone(),
         input_device: args.input_device.clone(),
         input: None,

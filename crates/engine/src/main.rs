@@ -66,6 +66,12 @@ enum Command {
         /// malformed file exits 2 naming the byte offset and what was expected there.
         #[arg(long, value_name = "FILE.mid")]
         midi: Option<PathBuf>,
+        /// With `--device jack`: register a MIDI input port and connect it from the first
+        /// JACK MIDI output port whose name starts with this (e.g. `a2j:` or a sequencer's
+        /// client name); its notes, pedal and pitch bend reach every node that plays notes at
+        /// the frame JACK gives them.
+        #[arg(long, value_name = "PORT")]
+        midi_in: Option<String>,
         /// With `--device jack`: connect the outputs, in order, to the JACK input ports whose
         /// names start with this (e.g. `system:playback`).
         #[arg(long, value_name = "PORT")]
@@ -366,11 +372,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
             osc,
             meters,
             midi,
+            midi_in,
         } => {
             let args = DeviceArgs {
                 device,
                 connect,
                 connect_in,
+                midi_in,
                 output_device,
                 input_device,
                 input,

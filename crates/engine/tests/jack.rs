@@ -390,3 +390,164 @@ fn latency_through_a_loop_inside_the_server() {
     assert_eq!(json["measured_frames"], 256, "{json}");
     assert_eq!(json["spread_frames"], 0, "{json}");
 }
+
+/// A sine synth alone, so that onsets and pitches can be read off the recording.
+const SYNTH: &str = r#"
+sample_rate = 48000
+block_size = 256
+edges = ["keys -> out"]
+[nodes.keys]
+type = "synth"
+wave = "sine"
+attack = 0.001
+release = 0.01
+amp = 0.5
+[nodes.out]
+type = "output"
+"#;
+
+/// Frames of the first sample at or above `level` in each stretch of sound that follows at
+/// least `gap` frames of near-silence.
+fn onsets(x: &[f32], level: f32, gap: usize) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut quiet = gap;
+    for (i, &s) in x.iter().enumerate() {
+        if s.abs() >= level {
+            if quiet >= gap {
+                found.push(i);
+            }
+            quiet = 0;
+        } else {
+            quiet += 1;
+        }
+    }
+    found
+}
+
+/// Frequency of `x` from its upward zero crossings.
+fn frequency(x: &[f32]) -> f64 {
+    let ups: Vec<usize> = (1..x.len())
+        .filter(|&i| x[i - 1] < 0.0 && x[i] >= 0.0)
+        .collect();
+    let (first, last) = (ups[0], ups[ups.len() - 1]);
+    48_000.0 * (ups.len() - 1) as f64 / (last - first) as f64
+}
+
+/// `jack_midiseq` (jackd2's example sequencer, a client we did not write) loops a bar of
+/// 30011 frames: A4 from frame 0 for 6000 frames, E5 from frame 10007 for 6000. Through
+/// `--midi-in` each note starts at the frame JACK stamped it with: consecutive onsets in the
+/// recording are 10007 and 20004 frames apart within 8 frames (the first sample over the
+/// threshold comes a frame or two into the 1 ms attack, earlier for the higher note; a note
+/// placed at the start of its 256-frame cycle is tens of frames off), at the note's pitch.
+#[test]
+fn midi_in_notes_from_jack_midiseq_start_at_their_frames_at_their_pitch() {
+    let server = Server::start("midi");
+    let project = tmp("synth.toml");
+    std::fs::write(&project, SYNTH).unwrap();
+    let mut seq = Command::new("jack_midiseq")
+        .args(["seq", "30011", "0", "69", "6000", "10007", "76", "6000"])
+        .env("JACK_DEFAULT_SERVER", &server.name)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("jack_midiseq is installed (jackd2)");
+    server.wait_for_port("seq:out");
+    let wav = tmp("midi.wav");
+    let out = server
+        .downbeat(&[
+            "run",
+            project.to_str().unwrap(),
+            "--device",
+            "jack",
+            "--midi-in",
+            "seq:",
+            "--seconds",
+            "2",
+            "--out",
+            wav.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    terminate(&mut seq, "-TERM");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let (all, channels) = read_wav(&wav);
+    let x: Vec<f32> = all.into_iter().step_by(channels).collect();
+    // Onsets late enough to be whole in the recording, with room to measure their pitch.
+    let found: Vec<usize> = onsets(&x, 1e-3, 2000)
+        .into_iter()
+        .filter(|&at| at + 6_000 <= x.len())
+        .collect();
+    assert!(found.len() >= 5, "onsets {found:?}");
+    // After the first (whose note may have begun before the run), notes alternate A4, E5.
+    for pair in found[1..].windows(2) {
+        let gap = pair[1] - pair[0];
+        let pitch = if x_is_a4(&x, pair[0]) { 10_007 } else { 20_004 };
+        assert!(
+            gap.abs_diff(pitch) <= 8,
+            "onsets {found:?}: {gap} frames between notes, expected {pitch} (within 8)"
+        );
+    }
+    for &at in &found[1..] {
+        let f = frequency(&x[at + 480..at + 5_280]);
+        let want = if x_is_a4(&x, at) { 440.0 } else { 659.255 };
+        assert!(
+            (f / want - 1.0).abs() < 0.005,
+            "note at {at}: {f:.2} Hz, expected {want} Hz"
+        );
+    }
+}
+
+/// Whether the note starting at `at` is the A4 (else the E5): nearer to 440 than to 659 Hz.
+fn x_is_a4(x: &[f32], at: usize) -> bool {
+    frequency(&x[at + 480..at + 5_280]) < 550.0
+}
+
+#[test]
+fn midi_in_without_an_instrument_or_a_port_is_refused() {
+    let server = Server::start("midi-bad");
+    let sine = tmp("sine.toml");
+    std::fs::write(
+        &sine,
+        "edges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\n[nodes.out]\ntype = \"output\"\n",
+    )
+    .unwrap();
+    let out = server
+        .downbeat(&[
+            "run",
+            sine.to_str().unwrap(),
+            "--device",
+            "jack",
+            "--midi-in",
+            "seq:",
+            "--seconds",
+            "0.5",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no node of the project plays notes"), "{err}");
+
+    let project = tmp("synth-bad.toml");
+    std::fs::write(&project, SYNTH).unwrap();
+    let out = server
+        .downbeat(&[
+            "run",
+            project.to_str().unwrap(),
+            "--device",
+            "jack",
+            "--midi-in",
+            "nowhere:",
+            "--seconds",
+            "0.5",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no JACK midi output port starts with `nowhere:`"),
+        "{err}"
+    );
+}

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jack::{
-    AudioIn, AudioOut, Client, ClientOptions, Control, Frames, LatencyType, Port, PortFlags,
-    ProcessScope,
+    AudioIn, AudioOut, Client, ClientOptions, Control, Frames, LatencyType, MidiIn, Port,
+    PortFlags, ProcessScope,
 };
 
 use super::handoff::Handoff;
@@ -17,6 +17,7 @@ use super::virtual_device::{pace, prepare, Recorded};
 use super::{
     ClaimedLatency, Device, DeviceError, DeviceReport, Fallback, OnLoss, Recordings, Run, RunLength,
 };
+use crate::midi::MidiInput;
 use crate::Engine;
 
 /// Runs the engine in a JACK server's real-time process callback.
@@ -24,7 +25,9 @@ use crate::Engine;
 /// Registers one output port per channel (`out_1`, `out_2`, ...) and, when the engine has a
 /// capture (the project has an `input` node), one input port per captured channel (`in_1`,
 /// ...), whose buffers the `input` nodes hear in the same cycle: JACK is duplex, so the input
-/// is sample-aligned with the output by construction. It optionally connects both sides,
+/// is sample-aligned with the output by construction. With
+/// [`midi_in`](Self::midi_in) it also registers a MIDI input port (`midi_in`) whose notes
+/// reach the project's instruments at the frame JACK stamped them with. It optionally connects both sides,
 /// follows the server's buffer size, counts xruns, and ends cleanly if the server goes away,
 /// or goes on on the virtual device with [`OnLoss::FallBackToVirtual`].
 ///
@@ -35,6 +38,7 @@ pub struct Jack {
     name: String,
     connect: Option<String>,
     connect_in: Option<String>,
+    midi_in: Option<String>,
     recordings: Recordings,
     on_loss: OnLoss,
 }
@@ -47,6 +51,7 @@ impl Jack {
             name: name.to_string(),
             connect,
             connect_in: None,
+            midi_in: None,
             recordings: Recordings { out, input: None },
             on_loss: OnLoss::Stop,
         }
@@ -56,6 +61,15 @@ impl Jack {
     /// to the input ports.
     pub fn connect_inputs(mut self, prefix: Option<String>) -> Self {
         self.connect_in = prefix;
+        self
+    }
+
+    /// Registers a MIDI input port, `midi_in`, connected from the first MIDI output port
+    /// whose name starts with `prefix` (e.g. `a2j:` or `jack_midiseq:`): its note ons and
+    /// offs, sustain pedal, pitch bend and all-notes-off go to every node that plays notes,
+    /// each at the frame of the cycle JACK gives it.
+    pub fn midi_in(mut self, prefix: Option<String>) -> Self {
+        self.midi_in = prefix;
         self
     }
 
@@ -180,6 +194,7 @@ struct Process {
     renderer: Arc<Handoff<Renderer>>,
     inputs: Vec<Port<AudioIn>>,
     outputs: Vec<Port<AudioOut>>,
+    midi: Option<(Port<MidiIn>, MidiInput)>,
     status: Arc<Status>,
 }
 
@@ -221,9 +236,19 @@ impl jack::ProcessHandler for Process {
         };
         // Everything the renderer does here is `render_planar`, which the guard checks in
         // the tests; once the control thread has taken the renderer back, silence.
-        let played = self
-            .renderer
-            .with(|r| r.render_planar(frames, &inputs, &mut outputs));
+        let midi = &mut self.midi;
+        let played = self.renderer.with(|r| {
+            if let Some((port, input)) = midi {
+                // The engine's timeline is at this cycle's first frame: every cycle renders
+                // exactly the frames JACK asks for.
+                let start = r.engine().schedule().position();
+                let schedule = r.engine_mut().schedule_mut();
+                for event in port.iter(ps) {
+                    input.push(schedule, start + u64::from(event.time), event.bytes);
+                }
+            }
+            r.render_planar(frames, &inputs, &mut outputs)
+        });
         if played.is_none() {
             for c in 0..channels {
                 outputs.channel_mut(c)[..frames].fill(0.0);
@@ -242,23 +267,23 @@ fn connect_ports(
     client: &Client,
     ours: &[String],
     prefix: &str,
-    flags: PortFlags,
+    (kind, flags): (&str, PortFlags),
     flag: &str,
 ) -> Result<(), String> {
     let theirs = client.ports(
         Some(&format!("^{}", regex_escape(prefix))),
-        Some("audio"),
+        Some(kind),
         flags,
     );
     let theirs: Vec<String> = theirs.into_iter().filter(|p| !ours.contains(p)).collect();
     if theirs.is_empty() {
-        let kind = if flags.contains(PortFlags::IS_INPUT) {
+        let direction = if flags.contains(PortFlags::IS_INPUT) {
             "input"
         } else {
             "output"
         };
         return Err(format!(
-            "{flag}: no JACK {kind} port starts with `{prefix}`; see `jack_lsp -t` for the ports there are"
+            "{flag}: no JACK {kind} {direction} port starts with `{prefix}`; see `jack_lsp -t` for the ports there are"
         ));
     }
     for (a, b) in ours.iter().zip(&theirs) {
@@ -273,6 +298,11 @@ fn connect_ports(
     }
     Ok(())
 }
+
+/// Port kinds for [`connect_ports`]: a JACK type pattern and whose ports to look for.
+const AUDIO_INPUTS: (&str, PortFlags) = ("audio", PortFlags::IS_INPUT);
+const AUDIO_OUTPUTS: (&str, PortFlags) = ("audio", PortFlags::IS_OUTPUT);
+const MIDI_OUTPUTS: (&str, PortFlags) = ("midi", PortFlags::IS_OUTPUT);
 
 /// How long the control thread waits for a process callback to hand the renderer back.
 const TAKE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -321,6 +351,25 @@ impl Device for Jack {
             .iter()
             .map(|p| p.name().unwrap_or_default())
             .collect();
+        let midi = match &self.midi_in {
+            None => None,
+            Some(_) => {
+                let input = MidiInput::new(renderer.engine().schedule());
+                if !input.has_instruments() {
+                    return Err(DeviceError::Config(
+                        "--midi-in: no node of the project plays notes (add a `synth` or a `karplus`)"
+                            .into(),
+                    ));
+                }
+                let port = client
+                    .register_port("midi_in", MidiIn::default())
+                    .map_err(|e| port_error("midi_in", e))?;
+                Some((port, input))
+            }
+        };
+        let midi_name = midi
+            .as_ref()
+            .map(|(p, _)| vec![p.name().unwrap_or_default()]);
         if self.connect_in.is_some() && inputs.is_empty() {
             return Err(DeviceError::Config(
                 "--connect-in: the project has no `input` node, so Downbeat has no JACK input ports"
@@ -333,6 +382,7 @@ impl Device for Jack {
             renderer: Arc::clone(&handoff),
             inputs,
             outputs,
+            midi,
             status: Arc::clone(&status),
         };
         let started = Instant::now();
@@ -345,13 +395,16 @@ impl Device for Jack {
         let mut connect_error = None;
         if let Some(prefix) = &self.connect {
             let c = active.as_client();
-            connect_error =
-                connect_ports(c, &out_names, prefix, PortFlags::IS_INPUT, "--connect").err();
+            connect_error = connect_ports(c, &out_names, prefix, AUDIO_INPUTS, "--connect").err();
         }
         if let (None, Some(prefix)) = (&connect_error, &self.connect_in) {
             let c = active.as_client();
             connect_error =
-                connect_ports(c, &in_names, prefix, PortFlags::IS_OUTPUT, "--connect-in").err();
+                connect_ports(c, &in_names, prefix, AUDIO_OUTPUTS, "--connect-in").err();
+        }
+        if let (None, Some(prefix), Some(ours)) = (&connect_error, &self.midi_in, &midi_name) {
+            let c = active.as_client();
+            connect_error = connect_ports(c, ours, prefix, MIDI_OUTPUTS, "--midi-in").err();
         }
         let claimed = claimed_latency(active.as_client(), &out_names, &in_names);
 

@@ -337,6 +337,11 @@ impl Renderer {
         &self.engine
     }
 
+    /// The engine, to queue events for the frames about to be rendered (a driver's MIDI).
+    pub fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+
     /// The engine back, once the run is over.
     pub fn into_engine(self) -> Engine {
         self.engine

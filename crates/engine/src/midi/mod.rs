@@ -32,6 +32,7 @@
 //! ```
 
 mod check;
+mod live;
 pub mod play;
 mod tempo;
 
@@ -41,6 +42,7 @@ use std::path::{Path, PathBuf};
 use downbeat_graph::NoteEvent;
 use midly::{MetaMessage, MidiMessage as Wire, Timing, TrackEventKind};
 
+pub use live::MidiInput;
 pub use tempo::{Division, TempoMap, DEFAULT_TEMPO};
 
 /// Why a MIDI file could not be read.
