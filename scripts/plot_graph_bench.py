@@ -9,7 +9,7 @@ import sys
 
 data = json.load(open(sys.argv[1]))
 impls = ["serial", "rayon_spawn", "rayon_broadcast", "rayon_spawn_rt", "rayon_broadcast_rt",
-         "downbeat", "downbeat_nort"]
+         "downbeat", "downbeat_nort", "downbeat_cold"]
 impls = [i for i in impls if any(r["impl"] == i for r in data["results"])]
 labels = ["P0", "P25", "P50", "P75", "P99", "P100"]
 # Medians over runs of each run's percentile; P100 is the worst callback of all runs (max).

@@ -1,12 +1,15 @@
 //! The experiment of "Real-Time Safe Multi-Threaded DAW Audio": serial, rayon
 //! spawn-per-node, rayon broadcast + `ArrayQueue`, and Downbeat's pool, on the same graph in
-//! one process; plus synthetic graphs of 1000 trivial nodes for the scheduling overhead, and
-//! the CPU workers burn while idle.
+//! one process; an uneven synthetic graph (a heavy chain among light nodes); synthetic graphs
+//! of 1000 trivial nodes for the scheduling overhead; and the CPU workers burn while idle.
 //!
 //! Downbeat's workers run at `SCHED_FIFO` and pinned. So that the table separates the
 //! scheduler from the priority, rayon is also run with its threads set up the same way
 //! (`rayon_*_rt`, through `ThreadPoolBuilder::start_handler`), and Downbeat without real-time
-//! priority (`downbeat_nort`).
+//! priority (`downbeat_nort`) and without warm workers (`downbeat_cold`).
+//!
+//! Every paced case also reports the limit ([`limit`]): per callback, the ideal time on N
+//! cores from the per-node timings, and where the rest went.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,7 +28,13 @@ use downbeat_rt::pool::{
 };
 
 use crate::report::{Better, Report};
+
+mod cells;
+mod limit;
+mod uneven;
 use crate::Common;
+use cells::Cells;
+use limit::Limit;
 
 /// `SCHED_FIFO` priority of every helper thread that gets one (Downbeat's workers, and
 /// rayon's in the `_rt` rows); the audio thread runs above it.
@@ -47,10 +56,13 @@ enum Scheduler {
     Downbeat,
     /// Downbeat's pool with its workers pinned but at normal priority.
     DownbeatNoRt,
+    /// Downbeat's pool without warm workers (`PoolConfig::lead` zero): they park between
+    /// callbacks and each callback wakes one, as before the workers predicted callbacks.
+    DownbeatCold,
 }
 
 /// Every scheduler, for the fanin84 project.
-const ALL: [Scheduler; 7] = [
+const ALL: [Scheduler; 8] = [
     Scheduler::Serial,
     Scheduler::RayonSpawn,
     Scheduler::RayonBroadcast,
@@ -58,6 +70,7 @@ const ALL: [Scheduler; 7] = [
     Scheduler::RayonBroadcastRt,
     Scheduler::Downbeat,
     Scheduler::DownbeatNoRt,
+    Scheduler::DownbeatCold,
 ];
 
 /// The unpaced overhead case runs no helper at real-time priority, so there `downbeat_nort`
@@ -92,6 +105,7 @@ impl Scheduler {
             (Scheduler::RayonBroadcastRt, false) => "rayon_broadcast_pinned",
             (Scheduler::Downbeat, _) => "downbeat",
             (Scheduler::DownbeatNoRt, _) => "downbeat_nort",
+            (Scheduler::DownbeatCold, _) => "downbeat_cold",
         }
     }
 
@@ -106,7 +120,10 @@ impl Scheduler {
     }
 
     fn is_downbeat(self) -> bool {
-        matches!(self, Scheduler::Downbeat | Scheduler::DownbeatNoRt)
+        matches!(
+            self,
+            Scheduler::Downbeat | Scheduler::DownbeatNoRt | Scheduler::DownbeatCold
+        )
     }
 }
 
@@ -127,6 +144,8 @@ struct Runner {
     rayon: Option<rayon::ThreadPool>,
     indegree: Vec<AtomicUsize>,
     queue: ArrayQueue<usize>,
+    /// Cores of the machine, read before any thread is pinned (a pinned thread sees one).
+    cores: usize,
 }
 
 impl Runner {
@@ -140,9 +159,14 @@ impl Runner {
         let pool = kind.is_downbeat().then(|| {
             let pool = Pool::new(PoolConfig {
                 workers: Some(cores.saturating_sub(1).max(1)),
-                realtime_priority: (realtime && kind == Scheduler::Downbeat)
+                realtime_priority: (realtime && kind != Scheduler::DownbeatNoRt)
                     .then_some(WORKER_PRIORITY),
                 pin: true,
+                lead: if kind == Scheduler::DownbeatCold {
+                    Duration::ZERO
+                } else {
+                    PoolConfig::default().lead
+                },
                 ..PoolConfig::default()
             });
             notes.extend(pool.notes().iter().cloned());
@@ -187,6 +211,7 @@ impl Runner {
             rayon,
             indegree: (0..nodes).map(|_| AtomicUsize::new(0)).collect(),
             queue: ArrayQueue::new(nodes.max(1)),
+            cores,
         };
         (runner, notes)
     }
@@ -194,7 +219,7 @@ impl Runner {
     fn block(&self, s: &mut Schedule, frames: usize) {
         match self.kind {
             Scheduler::Serial => s.process(frames),
-            Scheduler::Downbeat | Scheduler::DownbeatNoRt => {
+            Scheduler::Downbeat | Scheduler::DownbeatNoRt | Scheduler::DownbeatCold => {
                 s.process_parallel(frames, self.pool.as_ref().unwrap())
             }
             Scheduler::RayonSpawn | Scheduler::RayonSpawnRt => {
@@ -329,21 +354,24 @@ fn on_audio_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     })
 }
 
-/// What a run of callbacks gave: the load of each, and how often the pacing slept.
+/// What a run of callbacks gave: the load of each, how often the pacing slept, and the
+/// limit each callback could have reached.
 struct Paced {
     loads: Vec<f64>,
     sleeps: u64,
+    limit: Limit,
 }
 
 /// Loads per callback, paced like a sound card at the project's block period.
-fn paced(runner: &Runner, s: &mut Schedule, callbacks: usize, pace: bool) -> Vec<f64> {
-    on_audio_thread(|| paced_here(runner, s, callbacks, pace)).loads
+fn paced(runner: &Runner, s: &mut Schedule, callbacks: usize, pace: bool) -> Paced {
+    on_audio_thread(|| paced_here(runner, s, callbacks, pace))
 }
 
 fn paced_here(runner: &Runner, s: &mut Schedule, callbacks: usize, pace: bool) -> Paced {
     let cfg = s.config();
     let period = Duration::from_secs_f64(cfg.max_block as f64 / cfg.sample_rate as f64);
     let mut loads = Vec::with_capacity(callbacks);
+    let mut limit = Limit::new(s, runner.cores, callbacks);
     let mut sleeps = 0;
     let mut deadline = Instant::now();
     for _ in 0..callbacks {
@@ -357,9 +385,15 @@ fn paced_here(runner: &Runner, s: &mut Schedule, callbacks: usize, pace: bool) -
         }
         let t = Instant::now();
         runner.block(s, cfg.max_block);
-        loads.push(t.elapsed().as_secs_f64() / period.as_secs_f64());
+        let load = t.elapsed().as_secs_f64() / period.as_secs_f64();
+        loads.push(load);
+        limit.observe(s, load);
     }
-    Paced { loads, sleeps }
+    Paced {
+        loads,
+        sleeps,
+        limit,
+    }
 }
 
 fn quantile(sorted: &[f64], q: f64) -> f64 {
@@ -618,30 +652,15 @@ pub fn run(common: &Common) -> Report {
 
     let mut notes = Vec::new();
     if common.wants("fanin84") {
-        const LABELS: [(f64, &str); 6] = [
-            (0.0, "P0"),
-            (0.25, "P25"),
-            (0.5, "P50"),
-            (0.75, "P75"),
-            (0.99, "P99"),
-            (1.0, "P100"),
-        ];
-        // [scheduler][label] -> one figure per run; [scheduler] -> missed per run.
-        let mut loads = vec![vec![Vec::new(); LABELS.len()]; ALL.len()];
-        let mut missed = vec![Vec::new(); ALL.len()];
+        let mut cells = Cells::new("fanin84", &ALL);
         for run in 0..runs {
             for kind in alternating(&ALL, run) {
-                let k = ALL.iter().position(|&x| x == kind).unwrap();
                 let mut s = project.build().unwrap();
                 let (runner, why) = Runner::new(kind, s.len(), true);
                 notes.extend(why);
+                s.set_profiling(true);
                 paced(&runner, &mut s, 20, false);
-                let mut run_loads = paced(&runner, &mut s, callbacks, pace);
-                missed[k].push(run_loads.iter().filter(|&&l| l > 1.0).count() as f64);
-                run_loads.sort_by(f64::total_cmp);
-                for (j, &(q, _)) in LABELS.iter().enumerate() {
-                    loads[k][j].push(quantile(&run_loads, q));
-                }
+                cells.record(kind, paced(&runner, &mut s, callbacks, pace));
             }
         }
         let mut calls = Vec::new();
@@ -651,13 +670,7 @@ pub fn run(common: &Common) -> Report {
             paced(&runner, &mut s, 20, false);
             calls.push((kind, audio_thread_calls(&runner, &mut s, traced, pace)));
         }
-        for (k, &kind) in ALL.iter().enumerate() {
-            let name = kind.name(true);
-            for (j, &(_, label)) in LABELS.iter().enumerate() {
-                report.add(&format!("fanin84_load_{label}"), name, "load", &loads[k][j]);
-            }
-            report.add("fanin84_missed", name, "callbacks", &missed[k]);
-        }
+        cells.report(&mut report);
         for &kind in &ALL {
             let (_, c) = calls.iter().find(|(k, _)| *k == kind).unwrap();
             let name = kind.name(true);
@@ -689,12 +702,10 @@ pub fn run(common: &Common) -> Report {
                 }
             ));
         }
-        for rival in ALL.iter().filter(|&&k| k != Scheduler::Downbeat) {
-            for label in ["P50", "P99", "P100"] {
-                let case = format!("fanin84_load_{label}");
-                report.ratio(&case, &case, "downbeat", rival.name(true), Better::Lower);
-            }
-        }
+    }
+
+    if common.wants("uneven") {
+        uneven_case(common, &mut report, &mut notes, callbacks, pace);
     }
 
     #[cfg(feature = "lv2")]
@@ -768,6 +779,44 @@ pub fn run(common: &Common) -> Report {
     report
 }
 
+/// The schedulers of the uneven case: serial, the same-priority rayon rows and Downbeat.
+const UNEVEN: [Scheduler; 4] = [
+    Scheduler::Serial,
+    Scheduler::RayonSpawnRt,
+    Scheduler::RayonBroadcastRt,
+    Scheduler::Downbeat,
+];
+
+/// The `uneven` case ([`uneven`]): paced like fanin84, with the same columns.
+fn uneven_case(
+    common: &Common,
+    report: &mut Report,
+    notes: &mut Vec<String>,
+    callbacks: usize,
+    pace: bool,
+) {
+    report.notes.push(format!(
+        "uneven: {} light nodes and a chain of {} heavy ones (added last) into a mix, {} Hz / \
+         {} frames",
+        uneven::LIGHT,
+        uneven::HEAVY,
+        uneven::SAMPLE_RATE,
+        uneven::BLOCK
+    ));
+    let mut cells = Cells::new("uneven", &UNEVEN);
+    for run in 0..common.runs() {
+        for kind in alternating(&UNEVEN, run) {
+            let mut s = uneven::schedule();
+            let (runner, why) = Runner::new(kind, s.len(), true);
+            notes.extend(why);
+            s.set_profiling(true);
+            paced(&runner, &mut s, 20, false);
+            cells.record(kind, paced(&runner, &mut s, callbacks, pace));
+        }
+    }
+    cells.report(report);
+}
+
 /// The `plugin` case: fanin84 with LV2 compressors, serial against Downbeat's pool, paced
 /// like `fanin84_load_*` and with the same percentiles.
 #[cfg(feature = "lv2")]
@@ -779,32 +828,23 @@ fn plugin_case(
     pace: bool,
 ) {
     const KINDS: [Scheduler; 2] = [Scheduler::Serial, Scheduler::Downbeat];
-    const LABELS: [(f64, &str); 6] = [
-        (0.0, "P0"),
-        (0.25, "P25"),
-        (0.5, "P50"),
-        (0.75, "P75"),
-        (0.99, "P99"),
-        (1.0, "P100"),
-    ];
     let project = fanin84_lv2();
     report.notes.push(format!(
         "plugin: fanin84 with {PLUGIN_URI} in place of each of the 84 spectral compressors \
          ({} nodes), serial against downbeat",
         project.nodes.len()
     ));
-    let mut loads = vec![vec![Vec::new(); LABELS.len()]; KINDS.len()];
-    let mut missed = vec![Vec::new(); KINDS.len()];
+    let mut cells = Cells::new("plugin", &KINDS);
     let mut identical = true;
     for run in 0..common.runs() {
         let mut first_output: Option<Vec<f32>> = None;
         for kind in alternating(&KINDS, run) {
-            let k = KINDS.iter().position(|&x| x == kind).unwrap();
             let mut s = project.build().unwrap();
             let (runner, why) = Runner::new(kind, s.len(), true);
             notes.extend(why);
+            s.set_profiling(true);
             paced(&runner, &mut s, 20, false);
-            let mut run_loads = paced(&runner, &mut s, callbacks, pace);
+            cells.record(kind, paced(&runner, &mut s, callbacks, pace));
             // Parallel output must stay bit-identical to serial: both ran the same blocks.
             let out = s.output();
             let block: Vec<f32> = (0..out.channels())
@@ -814,28 +854,13 @@ fn plugin_case(
                 None => first_output = Some(block),
                 Some(other) => identical &= *other == block,
             }
-            missed[k].push(run_loads.iter().filter(|&&l| l > 1.0).count() as f64);
-            run_loads.sort_by(f64::total_cmp);
-            for (j, &(q, _)) in LABELS.iter().enumerate() {
-                loads[k][j].push(quantile(&run_loads, q));
-            }
         }
     }
     assert!(
         identical,
         "plugin case: parallel output differs from serial"
     );
-    for (k, &kind) in KINDS.iter().enumerate() {
-        let name = kind.name(true);
-        for (j, &(_, label)) in LABELS.iter().enumerate() {
-            report.add(&format!("plugin_load_{label}"), name, "load", &loads[k][j]);
-        }
-        report.add("plugin_missed", name, "callbacks", &missed[k]);
-    }
-    for label in ["P50", "P99", "P100"] {
-        let case = format!("plugin_load_{label}");
-        report.ratio(&case, &case, "downbeat", "serial", Better::Lower);
-    }
+    cells.report(report);
 }
 
 #[cfg(test)]
@@ -867,9 +892,11 @@ mod tests {
         );
     }
 
-    /// The syscall rows come from a paced pass: there Downbeat's workers park between
-    /// callbacks and each callback wakes one, which a back-to-back pass (workers still
-    /// spinning) would hide; and the pacing itself is not counted.
+    /// The syscall rows come from a paced pass: there Downbeat's workers without a lead
+    /// (`downbeat_cold`) park between callbacks and each callback wakes one, which a
+    /// back-to-back pass (workers still spinning) would hide; and the pacing itself is not
+    /// counted. Warm workers need no wake when callbacks come on time, and whatever they
+    /// cost is a counted futex wake.
     #[test]
     fn paced_guard_pass_counts_the_wake_and_not_the_pacing() {
         let callbacks = 20;
@@ -879,18 +906,28 @@ mod tests {
         let calls = audio_thread_calls(&serial, &mut s, callbacks, true);
         assert_eq!(calls.syscalls, 0.0, "serial: {:?}", calls.by_kind);
 
-        let (pool, _) = Runner::new(Scheduler::Downbeat, s.len(), true);
+        let (pool, _) = Runner::new(Scheduler::DownbeatCold, s.len(), true);
         paced(&pool, &mut s, 5, true);
         let calls = audio_thread_calls(&pool, &mut s, callbacks, true);
         // Every callback but possibly the first (workers may still be awake from the warm-up).
         assert!(
             calls.syscalls >= (callbacks - 1) as f64 / callbacks as f64 && calls.syscalls <= 1.0,
-            "downbeat: {} per callback, {:?}",
+            "downbeat_cold: {} per callback, {:?}",
             calls.syscalls,
             calls.by_kind
         );
         assert_eq!(calls.by_kind.len(), 1, "{:?}", calls.by_kind);
         assert_eq!(calls.by_kind[0].0, "futex wake");
+
+        let (warm, _) = Runner::new(Scheduler::Downbeat, s.len(), true);
+        paced(&warm, &mut s, 20, true);
+        let calls = audio_thread_calls(&warm, &mut s, callbacks, true);
+        assert!(calls.syscalls <= 1.0, "downbeat: {:?}", calls.by_kind);
+        assert!(
+            calls.by_kind.iter().all(|(kind, _)| kind == "futex wake"),
+            "downbeat: {:?}",
+            calls.by_kind
+        );
     }
 
     #[test]

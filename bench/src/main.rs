@@ -36,7 +36,7 @@ enum Suite {
     Notify(Common),
     /// Real-time allocator: Downbeat's TLSF pool vs glibc malloc and rlsf, latency percentiles.
     Alloc(Common),
-    /// Parallel graph processing ("Real-Time Safe Multi-Threaded DAW Audio"): serial, rayon spawn and broadcast (also with threads at Downbeat's priority and pinning), Downbeat's pool (also without real-time priority).
+    /// Parallel graph processing ("Real-Time Safe Multi-Threaded DAW Audio"): serial, rayon spawn and broadcast (also with threads at Downbeat's priority and pinning), Downbeat's pool (also without real-time priority or warm workers), each beside the ideal time on N cores; cases fanin84, uneven, overhead, idle (and plugin with --features lv2).
     Graph(Common),
     /// Snapshot garbage collector vs stop-the-world mark-and-sweep on the thesis' synth song (K. S. Matheussen, "Realtime Audio with Garbage Collection"), 5 runs of 60 s each.
     Gc(gc::GcArgs),

@@ -99,9 +99,11 @@ fn graph_quick_json_separates_scheduler_from_priority() {
         "rayon_broadcast_rt",
         "downbeat",
         "downbeat_nort",
+        "downbeat_cold",
     ] {
         for case in [
             "fanin84_load_P50",
+            "fanin84_ideal_P50",
             "fanin84_missed",
             "fanin84_audio_syscalls",
         ] {
@@ -118,9 +120,51 @@ fn graph_quick_json_separates_scheduler_from_priority() {
         "fanin84_load_P50_vs_rayon_spawn_rt",
         "fanin84_load_P100_vs_rayon_broadcast_rt",
         "fanin84_load_P50_vs_downbeat_nort",
+        "fanin84_load_P50_vs_downbeat_cold",
+        "fanin84_load_P50_vs_ideal",
     ] {
         assert!(json["ratios"][key].is_number(), "missing ratio {key}");
     }
+}
+
+/// The median of `case` for `imp` in a `--json` report.
+fn median(results: &[serde_json::Value], case: &str, imp: &str) -> f64 {
+    results
+        .iter()
+        .find(|r| r["case"] == case && r["impl"] == imp)
+        .and_then(|r| r["median"].as_f64())
+        .unwrap_or_else(|| panic!("missing {case}/{imp}"))
+}
+
+/// The ideal column is a lower bound: no scheduler on N cores beats the larger of the
+/// summed node times over N and the critical path, both measured in the same callbacks.
+#[test]
+fn uneven_case_reports_an_ideal_no_scheduler_beats() {
+    let out = Command::new(env!("CARGO_BIN_EXE_downbeat-bench"))
+        .args(["graph", "--quick", "--json", "--case", "uneven"])
+        .output()
+        .expect("bench binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let results = json["results"].as_array().expect("results");
+    for imp in ["serial", "rayon_spawn_rt", "rayon_broadcast_rt", "downbeat"] {
+        let load = median(results, "uneven_load_P50", imp);
+        let ideal = median(results, "uneven_ideal_P50", imp);
+        let work = median(results, "uneven_work_P50", imp);
+        assert!(
+            ideal > 0.0 && ideal <= load * 1.01,
+            "{imp}: ideal {ideal}, load {load}"
+        );
+        assert!(
+            ideal >= work / 2.0 * 0.99,
+            "{imp}: ideal {ideal} below work/2 {work}"
+        );
+    }
+    assert!(median(results, "uneven_wake_P50", "downbeat") >= 0.0);
 }
 
 #[test]

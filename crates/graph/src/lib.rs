@@ -15,7 +15,9 @@ mod graph;
 mod node;
 pub mod nodes;
 mod note;
+mod parallel;
 mod param;
+mod profile;
 mod registry;
 mod schedule;
 mod smooth;
@@ -30,6 +32,7 @@ pub use graph::{Edge, Endpoint, Graph, NodeId};
 pub use node::{Node, ProcessContext};
 pub use note::{note_to_hz, NoteError, NoteEvent, MAX_CHANNEL, MAX_NOTE};
 pub use param::{ParamError, ParamKind, ParamSpec, ParamValue, Params};
+pub use profile::NodeSample;
 pub use registry::{
     all_node_types, lookup_node_type, node_type, node_types, register_node_type, BuildFn,
     NodeConfig, NodeFactory, NodeType, RegistryError,

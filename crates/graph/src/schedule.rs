@@ -2,10 +2,10 @@
 //! [`Pool`].
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
-use downbeat_rt::pool::{Pool, WorkList};
+use downbeat_rt::pool::{available_cores, Pool};
 
 use crate::buffer::{AudioMut, AudioRef};
 use crate::compile::CompileConfig;
@@ -13,7 +13,9 @@ use crate::event::{
     Applied, Change, ControlError, Event, EventStats, NodeEvent, NodeParams, ParamId, ParamTable,
 };
 use crate::node::{Node, ProcessContext};
+use crate::parallel::{Kahn, Parallel};
 use crate::param::ParamKind;
+use crate::profile::{NodeSample, Profile};
 use crate::smooth::{ParamCurve, Segment, Shape};
 
 /// Events a schedule holds by default: waiting for their frame, and due in one block.
@@ -395,65 +397,6 @@ impl Events {
     }
 }
 
-/// Nodes made ready during one block, in the order they became ready. Each node is pushed
-/// at most once per block, so `n` slots never wrap; `reset` starts the next block.
-struct ReadyQueue {
-    slots: Box<[AtomicUsize]>,
-    head: AtomicUsize,
-    tail: AtomicUsize,
-}
-
-impl ReadyQueue {
-    fn new(n: usize) -> Self {
-        Self {
-            slots: (0..n).map(|_| AtomicUsize::new(0)).collect(),
-            head: AtomicUsize::new(0),
-            tail: AtomicUsize::new(0),
-        }
-    }
-
-    fn reset(&self) {
-        for s in self.slots.iter() {
-            s.store(0, Ordering::Relaxed);
-        }
-        self.head.store(0, Ordering::Relaxed);
-        self.tail.store(0, Ordering::Relaxed);
-    }
-
-    fn push(&self, node: usize) {
-        let t = self.tail.fetch_add(1, Ordering::Relaxed);
-        // Stored as node + 1 so that 0 means "claimed but not yet written".
-        self.slots[t].store(node + 1, Ordering::Release);
-    }
-
-    fn pop(&self) -> Option<usize> {
-        loop {
-            let h = self.head.load(Ordering::Acquire);
-            if h >= self.tail.load(Ordering::Acquire) {
-                return None;
-            }
-            let v = self.slots[h].load(Ordering::Acquire);
-            if v == 0 {
-                // A pusher has claimed the slot and is about to write it: try again later.
-                return None;
-            }
-            if self
-                .head
-                .compare_exchange_weak(h, h + 1, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
-                return Some(v - 1);
-            }
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.tail
-            .load(Ordering::Relaxed)
-            .saturating_sub(self.head.load(Ordering::Relaxed))
-    }
-}
-
 /// A compiled, immutable graph: nodes in topological order with every buffer allocated.
 ///
 /// Built by [`Graph::compile`](crate::Graph::compile) off the audio thread. Its shape never
@@ -482,11 +425,8 @@ pub struct Schedule {
     // Topology, outside the cells so any thread may read it while nodes run.
     preds: Box<[Box<[usize]>]>,
     succs: Box<[Box<[usize]>]>,
-    remaining: Box<[AtomicUsize]>,
-    ready: ReadyQueue,
-    to_do: AtomicUsize,
-    profiling: AtomicBool,
-    node_nanos: Box<[AtomicU64]>,
+    parallel: Parallel,
+    profile: Profile,
     names: Vec<String>,
     original: Vec<usize>,
     output: usize,
@@ -498,6 +438,8 @@ pub struct Schedule {
     /// Frames a [`Change::Set`] takes.
     smoothing: u64,
     levels: bool,
+    /// Whether the current block is timed.
+    timed: bool,
 }
 
 impl Schedule {
@@ -518,15 +460,14 @@ impl Schedule {
                 InputPlan::Sum(p) => p.clone().into_boxed_slice(),
             })
             .collect();
+        let succs: Box<[Box<[usize]>]> = succs.into_iter().map(Vec::into_boxed_slice).collect();
+        let parallel = Parallel::new(&preds, &succs, available_cores());
         Self {
             slots: slots.into_iter().map(UnsafeCell::new).collect(),
             preds,
-            succs: succs.into_iter().map(Vec::into_boxed_slice).collect(),
-            remaining: (0..n).map(|_| AtomicUsize::new(0)).collect(),
-            ready: ReadyQueue::new(n),
-            to_do: AtomicUsize::new(0),
-            profiling: AtomicBool::new(false),
-            node_nanos: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            succs,
+            parallel,
+            profile: Profile::new(n),
             names,
             original,
             output,
@@ -538,6 +479,7 @@ impl Schedule {
             smoothing: (DEFAULT_SMOOTHING.as_secs_f64() * f64::from(cfg.sample_rate)).round()
                 as u64,
             levels: false,
+            timed: false,
         }
     }
 
@@ -551,15 +493,19 @@ impl Schedule {
         for i in 0..self.slots.len() {
             // SAFETY: `&mut self` excludes every other access, and slots run in
             // topological order, so predecessors are complete.
-            unsafe { self.run_slot(i, &ctx) };
+            unsafe { self.run_slot(i, &ctx, 0) };
         }
         self.end(frames);
     }
 
     /// Runs every node once for a block of `frames` frames on `pool` and the calling
     /// thread, with Kahn's algorithm: a node runs as soon as its last predecessor is done,
-    /// and the thread that finishes that predecessor runs the first such successor itself.
-    /// The output is bit-identical to [`process`](Schedule::process).
+    /// and the thread that finishes that predecessor runs the successor with the longest
+    /// path ahead of it itself. Sources start longest path first, and a ready node waits on
+    /// the thread that ran it last unless another runs out of work (critical path first,
+    /// cache affinity; the ranks come from the nodes' measured times, see
+    /// [`set_profiling`](Schedule::set_profiling)). The output is bit-identical to
+    /// [`process`](Schedule::process).
     ///
     /// Real-time safe: every structure it uses was allocated by `compile`; the only system
     /// call is the pool's counted wake of parked workers.
@@ -568,15 +514,7 @@ impl Schedule {
     /// If `frames` is 0 or exceeds the `max_block` the schedule was compiled for.
     pub fn process_parallel(&mut self, frames: usize, pool: &Pool) {
         let ctx = self.begin(frames);
-        self.ready.reset();
-        for (i, p) in self.preds.iter().enumerate() {
-            let d = p.len();
-            self.remaining[i].store(d, Ordering::Relaxed);
-            if d == 0 {
-                self.ready.push(i);
-            }
-        }
-        self.to_do.store(self.slots.len(), Ordering::Release);
+        self.parallel.start(&self.preds, &self.profile);
         pool.run(&Kahn {
             schedule: self,
             ctx,
@@ -592,6 +530,7 @@ impl Schedule {
         );
         self.events
             .distribute(self.position, self.position + frames as u64);
+        self.timed = self.profile.begin();
         ProcessContext {
             sample_rate: self.cfg.sample_rate,
             frames,
@@ -600,6 +539,10 @@ impl Schedule {
     }
 
     fn end(&mut self, frames: usize) {
+        if self.timed {
+            let profile = &self.profile;
+            self.parallel.rerank(&self.succs, |i| profile.nanos(i));
+        }
         self.position += frames as u64;
         self.frames = frames;
     }
@@ -612,8 +555,8 @@ impl Schedule {
     /// # Safety
     /// No other thread may access slot `i`, and every predecessor of `i` must be complete
     /// for this block with its writes visible to this thread.
-    unsafe fn run_slot(&self, i: usize, ctx: &ProcessContext) {
-        let started = self.profiling.load(Ordering::Relaxed).then(Instant::now);
+    pub(crate) unsafe fn run_slot(&self, i: usize, ctx: &ProcessContext, thread: usize) {
+        let started = self.profile.starting();
         let stride = self.cfg.max_block;
         let frames = ctx.frames;
         // SAFETY: exclusive access to slot `i` is the caller's promise.
@@ -700,9 +643,7 @@ impl Schedule {
         if self.levels {
             level.add(AudioRef::new(out_buf, *out_ch, stride, frames));
         }
-        if let Some(t) = started {
-            self.node_nanos[i].fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        }
+        self.profile.ran(i, thread, started);
     }
 
     /// Runs one block with a scheduler of the caller's own: `f` gets a [`NodeRunner`] that
@@ -722,19 +663,31 @@ impl Schedule {
         r
     }
 
-    /// Starts or stops measuring the time each node takes (two clock reads per node).
+    /// Starts or stops timing every block (two clock reads per node; without profiling,
+    /// one block in 16 is timed, for [`process_parallel`](Schedule::process_parallel)'s
+    /// ranking).
     pub fn set_profiling(&self, on: bool) {
-        self.profiling.store(on, Ordering::Relaxed);
+        self.profile.set_on(on);
     }
 
     /// Total time spent in the node at processing position `i` while profiling was on.
-    pub fn node_time(&self, i: usize) -> std::time::Duration {
-        std::time::Duration::from_nanos(self.node_nanos[i].load(Ordering::Relaxed))
+    pub fn node_time(&self, i: usize) -> Duration {
+        self.profile.total(i)
     }
 
-    /// Ready-queue length right now (diagnostics).
-    fn ready_len(&self) -> usize {
-        self.ready.len()
+    /// When, how long and on which thread the node at processing position `i` ran in the
+    /// last timed block (every block while profiling). From these a caller can tell how
+    /// close a parallel block came to its limit; see [`NodeSample`].
+    pub fn node_sample(&self, i: usize) -> NodeSample {
+        self.profile.sample(i)
+    }
+
+    pub(crate) fn parallel(&self) -> &Parallel {
+        &self.parallel
+    }
+
+    pub(crate) fn profile(&self) -> &Profile {
+        &self.profile
     }
 
     /// The output node's output for the last processed block.
@@ -1205,54 +1158,6 @@ impl std::fmt::Debug for Schedule {
     }
 }
 
-/// One block of Kahn's algorithm over a schedule, as a [`WorkList`] for the pool.
-struct Kahn<'a> {
-    schedule: &'a Schedule,
-    ctx: ProcessContext,
-}
-
-// SAFETY: `Kahn` exists only inside `process_parallel`, which holds `&mut Schedule`, so the
-// pool's threads are the only ones touching the schedule. Each node index is handed out
-// once per block (by the ready queue or as a reserved successor) and only after its last
-// predecessor's `remaining` decrement, whose AcqRel ordering (and the queue's
-// Release/Acquire) makes the predecessors' outputs visible. Nodes are `Send`, so running
-// them on any thread is sound.
-unsafe impl Sync for Kahn<'_> {}
-
-impl WorkList for Kahn<'_> {
-    type Item = usize;
-
-    fn next_item(&self) -> Option<usize> {
-        self.schedule.ready.pop()
-    }
-
-    fn do_work(&self, i: usize) -> Option<usize> {
-        let s = self.schedule;
-        // SAFETY: see the `Sync` impl: `i` is ours alone and its predecessors are done.
-        unsafe { s.run_slot(i, &self.ctx) };
-        let mut reserved = None;
-        for &next in s.successors(i).iter() {
-            if s.remaining[next].fetch_sub(1, Ordering::AcqRel) == 1 {
-                if reserved.is_none() {
-                    reserved = Some(next);
-                } else {
-                    s.ready.push(next);
-                }
-            }
-        }
-        s.to_do.fetch_sub(1, Ordering::Release);
-        reserved
-    }
-
-    fn is_done(&self) -> bool {
-        self.schedule.to_do.load(Ordering::Acquire) == 0
-    }
-
-    fn ready(&self) -> usize {
-        self.schedule.ready_len()
-    }
-}
-
 /// Processes single nodes of one block, for schedulers outside this crate; see
 /// [`Schedule::with_runner`].
 pub struct NodeRunner<'a> {
@@ -1293,6 +1198,9 @@ impl NodeRunner<'_> {
     /// happens-before relation to this call (e.g. through an `AcqRel` counter).
     pub unsafe fn run(&self, i: usize) {
         // SAFETY: forwarded to the caller.
-        unsafe { self.schedule.run_slot(i, &self.ctx) }
+        unsafe {
+            self.schedule
+                .run_slot(i, &self.ctx, NodeSample::OTHER_THREAD)
+        }
     }
 }

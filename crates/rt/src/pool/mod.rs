@@ -8,9 +8,13 @@
 //! never parks: when it runs out of items it spins until the list reports done, then closes
 //! the pool and waits (a bounded spin) for workers still inside to leave.
 //!
-//! Between callbacks, workers spin briefly, yield a few times, then park. Waking a parked
-//! worker is the one system call the audio thread makes (a futex wake); it happens at most
-//! once per worker per callback, only for workers that are really parked, and is counted in
+//! Between callbacks, workers stay warm at a bounded cost: once callbacks come at a steady
+//! period, a worker sleeps until [`PoolConfig::lead`] before the next one is due and spins
+//! from then on, so a callback on time finds it awake (no wake-up latency, no system call
+//! on the audio thread). Without a steady period, or when a callback is late, a worker
+//! spins briefly, yields a few times, then parks. Waking a parked (or sleeping) worker is
+//! the one system call the audio thread makes (a futex wake); it happens at most once per
+//! worker per callback, only for workers that are really parked, and is counted in
 //! [`Pool::wakes`].
 //!
 //! ```
@@ -22,11 +26,11 @@
 //!
 //! impl WorkList for Sum {
 //!     type Item = usize;
-//!     fn next_item(&self) -> Option<usize> {
+//!     fn next_item(&self, _thread: usize) -> Option<usize> {
 //!         let i = self.next.fetch_add(1, Ordering::Relaxed);
 //!         (i < self.n).then_some(i)
 //!     }
-//!     fn do_work(&self, i: usize) -> Option<usize> {
+//!     fn do_work(&self, i: usize, _thread: usize) -> Option<usize> {
 //!         self.total.fetch_add(i, Ordering::Relaxed);
 //!         self.left.fetch_sub(1, Ordering::Release);
 //!         None
@@ -52,6 +56,7 @@ pub use thread::{
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use worker::{work_until_done, JobRef, CLOSED};
 
@@ -63,13 +68,17 @@ pub trait WorkList: Sync {
     /// One unit of work, e.g. a node index.
     type Item;
 
-    /// Takes the next ready item, or `None` if nothing is ready right now (more may become
-    /// ready later, until [`is_done`](WorkList::is_done)).
-    fn next_item(&self) -> Option<Self::Item>;
+    /// Takes the next ready item for `thread`, or `None` if nothing is ready right now (more
+    /// may become ready later, until [`is_done`](WorkList::is_done)).
+    ///
+    /// `thread` is 0 for the thread that called [`Pool::run`] and `k + 1` for worker `k`,
+    /// so that a list can keep an item on the thread whose cache holds its data.
+    fn next_item(&self, thread: usize) -> Option<Self::Item>;
 
-    /// Processes `item`; may return one item that became ready and is reserved for the
-    /// calling thread to process next.
-    fn do_work(&self, item: Self::Item) -> Option<Self::Item>;
+    /// Processes `item` on `thread` (numbered as in [`next_item`](WorkList::next_item));
+    /// may return one item that became ready and is reserved for the calling thread to
+    /// process next.
+    fn do_work(&self, item: Self::Item, thread: usize) -> Option<Self::Item>;
 
     /// True once every item of this callback has been processed.
     fn is_done(&self) -> bool;
@@ -87,8 +96,13 @@ pub struct PoolConfig {
     pub realtime_priority: Option<i32>,
     /// Pin worker `k` to core `k + 1` (the audio thread is expected on core 0).
     pub pin: bool,
-    /// Spin iterations a worker waits for work before yielding, then parking.
+    /// Spin iterations a worker waits for work before yielding, then parking, when it
+    /// cannot predict the next callback.
     pub spin: u32,
+    /// How long before a predicted callback a worker stops sleeping and spins, so that the
+    /// callback finds it awake; it bounds the CPU a worker burns per callback to about two
+    /// leads. `Duration::ZERO` turns prediction off.
+    pub lead: Duration,
 }
 
 impl Default for PoolConfig {
@@ -98,17 +112,24 @@ impl Default for PoolConfig {
             realtime_priority: Some(70),
             pin: true,
             spin: 20_000,
+            lead: Duration::from_micros(200),
         }
     }
 }
 
 pub(crate) struct Shared {
     pub(crate) epoch: AtomicU64,
+    /// When the current epoch's callback began, in nanoseconds since `base`: workers
+    /// predict the next callback from these, not from when they happened to see one (a
+    /// worker woken late would otherwise predict late, and sleep through the next one too).
+    pub(crate) began: AtomicU64,
+    pub(crate) base: Instant,
     /// Workers inside the current callback's work, or [`CLOSED`] between callbacks.
     pub(crate) active: AtomicUsize,
     pub(crate) job: AtomicPtr<JobRef>,
     pub(crate) shutdown: AtomicBool,
     pub(crate) spin: u32,
+    pub(crate) lead: Duration,
 }
 
 struct Worker {
@@ -134,10 +155,13 @@ impl Pool {
             .unwrap_or_else(|| available_cores().saturating_sub(1));
         let shared = Arc::new(Shared {
             epoch: AtomicU64::new(0),
+            began: AtomicU64::new(0),
+            base: Instant::now(),
             active: AtomicUsize::new(CLOSED),
             job: AtomicPtr::new(std::ptr::null_mut()),
             shutdown: AtomicBool::new(false),
             spin: config.spin,
+            lead: config.lead,
         });
         let cores = available_cores();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -166,7 +190,7 @@ impl Pool {
                     }
                     let _ = tx.send(notes);
                     drop(tx);
-                    worker::main(&shared, &flag);
+                    worker::main(&shared, &flag, k + 1);
                 })
                 .expect("spawning a worker thread");
             list.push(Worker {
@@ -209,7 +233,7 @@ impl Pool {
     /// call. Returns only when [`WorkList::is_done`] and no worker is still inside `work`.
     pub fn run<W: WorkList>(&self, work: &W) {
         if self.workers.is_empty() {
-            work_until_done(work, None);
+            work_until_done(work, None, 0);
             return;
         }
         let job = JobRef::new(work);
@@ -217,6 +241,10 @@ impl Pool {
             .job
             .store(&job as *const JobRef as *mut JobRef, Ordering::Release);
         self.shared.active.store(0, Ordering::Release);
+        // The clock read is the vDSO's (no system call where the clock source has one,
+        // as the time stamp counter does); the epoch increment below publishes it.
+        let began = self.shared.base.elapsed().as_nanos() as u64;
+        self.shared.began.store(began, Ordering::Relaxed);
         // SeqCst pairs with the worker's SeqCst `parked` store and epoch re-check: either
         // the worker sees the new epoch and does not park, or we see it parked and wake it.
         self.shared.epoch.fetch_add(1, Ordering::SeqCst);
@@ -231,7 +259,7 @@ impl Pool {
             }
             to_wake -= 1;
         }
-        work_until_done(work, None);
+        work_until_done(work, None, 0);
         // Close: wait for the workers still inside (they leave as soon as they see the
         // list done), then mark the pool closed so no late worker can enter this job.
         while self

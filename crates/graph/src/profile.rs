@@ -1,0 +1,131 @@
+//! What a [`Schedule`](crate::Schedule) measures of its nodes while it runs them: when and
+//! how long each node of the last timed block ran, on which thread, and the running totals
+//! that `downbeat run --report` prints.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Blocks between two that are timed when profiling is off: the parallel processor ranks
+/// nodes by their measured times, and timing one block in this many keeps the two clock
+/// reads per node off the others.
+pub(crate) const TIME_EVERY: u64 = 16;
+
+/// One node in the last timed block; see [`Schedule::node_sample`](crate::Schedule::node_sample).
+///
+/// ```
+/// use downbeat_graph::{nodes::{Output, Sine}, CompileConfig, Graph};
+///
+/// let mut g = Graph::new();
+/// let osc = g.add("osc", Sine::new(1, 48000.0, 440.0, 0.5, 0.0));
+/// let out = g.add("out", Output::new(1));
+/// g.connect(osc, out);
+/// g.set_output(out);
+/// let mut schedule = g.compile(CompileConfig { sample_rate: 48000.0, max_block: 64 }).unwrap();
+/// schedule.set_profiling(true);
+/// schedule.process(64);
+/// let osc = schedule.node_sample(0);
+/// let out = schedule.node_sample(1);
+/// assert_eq!(osc.thread, 0);
+/// assert!(out.start >= osc.start + osc.time, "the output runs after its input");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeSample {
+    /// When the node started, counted from the start of the block.
+    pub start: Duration,
+    /// How long it ran (summing its inputs included).
+    pub time: Duration,
+    /// The thread that ran it: 0 for the caller of `process` or `process_parallel`, `k + 1`
+    /// for the pool's worker `k`; [`NodeSample::OTHER_THREAD`] for a block run through
+    /// [`Schedule::with_runner`](crate::Schedule::with_runner).
+    pub thread: usize,
+}
+
+impl NodeSample {
+    /// The thread number of nodes run by a scheduler outside this crate.
+    pub const OTHER_THREAD: usize = usize::MAX;
+}
+
+pub(crate) struct Profile {
+    on: AtomicBool,
+    /// Whether the current block is timed: profiling, or one block in [`TIME_EVERY`].
+    timing: bool,
+    began: Option<Instant>,
+    blocks: u64,
+    start: Box<[AtomicU64]>,
+    time: Box<[AtomicU64]>,
+    thread: Box<[AtomicUsize]>,
+    total: Box<[AtomicU64]>,
+}
+
+impl Profile {
+    pub(crate) fn new(n: usize) -> Self {
+        let zeros = || (0..n).map(|_| AtomicU64::new(0)).collect();
+        Self {
+            on: AtomicBool::new(false),
+            timing: false,
+            began: None,
+            blocks: 0,
+            start: zeros(),
+            time: zeros(),
+            thread: (0..n).map(|_| AtomicUsize::new(0)).collect(),
+            total: zeros(),
+        }
+    }
+
+    pub(crate) fn set_on(&self, on: bool) {
+        self.on.store(on, Ordering::Relaxed);
+    }
+
+    /// Starts a block; returns whether it is timed.
+    pub(crate) fn begin(&mut self) -> bool {
+        self.timing = self.on.load(Ordering::Relaxed) || self.blocks % TIME_EVERY == 0;
+        self.blocks += 1;
+        self.began = self.timing.then(Instant::now);
+        self.timing
+    }
+
+    /// The clock reading to pass to [`ran`](Profile::ran), if this block is timed.
+    pub(crate) fn starting(&self) -> Option<Instant> {
+        self.timing.then(Instant::now)
+    }
+
+    /// Records that node `i` ran on `thread`, since `started` if the block is timed.
+    pub(crate) fn ran(&self, i: usize, thread: usize, started: Option<Instant>) {
+        self.thread[i].store(thread, Ordering::Relaxed);
+        let (Some(t0), Some(began)) = (started, self.began) else {
+            return;
+        };
+        let nanos = |d: Duration| d.as_nanos() as u64;
+        let time = nanos(t0.elapsed());
+        self.start[i].store(
+            nanos(t0.saturating_duration_since(began)),
+            Ordering::Relaxed,
+        );
+        self.time[i].store(time, Ordering::Relaxed);
+        if self.on.load(Ordering::Relaxed) {
+            self.total[i].fetch_add(time, Ordering::Relaxed);
+        }
+    }
+
+    /// The thread that ran node `i` last.
+    pub(crate) fn thread(&self, i: usize) -> usize {
+        self.thread[i].load(Ordering::Relaxed)
+    }
+
+    /// Node `i`'s time in the last timed block, in nanoseconds.
+    pub(crate) fn nanos(&self, i: usize) -> u64 {
+        self.time[i].load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn sample(&self, i: usize) -> NodeSample {
+        NodeSample {
+            start: Duration::from_nanos(self.start[i].load(Ordering::Relaxed)),
+            time: Duration::from_nanos(self.nanos(i)),
+            thread: self.thread(i),
+        }
+    }
+
+    pub(crate) fn total(&self, i: usize) -> Duration {
+        Duration::from_nanos(self.total[i].load(Ordering::Relaxed))
+    }
+}
