@@ -85,10 +85,23 @@ impl ReadyQueue {
     }
 }
 
+/// A value alone on its cache line (two lines, for CPUs that fetch pairs).
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// The parallel processor's state, allocated by `compile` and reset every block.
 pub(crate) struct Parallel {
     remaining: Box<[AtomicUsize]>,
-    to_do: AtomicUsize,
+    /// On a cache line of its own: every finished node decrements it, and every idle thread
+    /// polls it, so sharing its line with the fields read per node would bounce that line.
+    to_do: Padded<AtomicUsize>,
     queues: Box<[ReadyQueue]>,
     /// Longest path from each node to the end of the graph, the node included.
     rank: Box<[u64]>,
@@ -103,7 +116,7 @@ impl Parallel {
         let n = preds.len();
         let mut p = Self {
             remaining: (0..n).map(|_| AtomicUsize::new(0)).collect(),
-            to_do: AtomicUsize::new(0),
+            to_do: Padded(AtomicUsize::new(0)),
             queues: (0..threads.max(1)).map(|_| ReadyQueue::new(n)).collect(),
             rank: vec![0; n].into_boxed_slice(),
             sources: (0..n).filter(|&i| preds[i].is_empty()).collect(),
