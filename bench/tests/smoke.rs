@@ -2,10 +2,10 @@
 
 use std::process::Command;
 
-#[test]
-fn ring_quick_json_has_every_case_and_ratio() {
+/// Runs the bench binary with `args`, checks it succeeded, and parses its one JSON object.
+fn bench_json(args: &[&str]) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_downbeat-bench"))
-        .args(["ring", "--quick", "--json"])
+        .args(args)
         .output()
         .expect("bench binary runs");
     assert!(
@@ -13,7 +13,12 @@ fn ring_quick_json_has_every_case_and_ratio() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+#[test]
+fn ring_quick_json_has_every_case_and_ratio() {
+    let json = bench_json(&["ring", "--quick", "--json"]);
     assert_eq!(json["suite"], "ring");
     assert!(json["machine"].as_str().is_some_and(|m| m.contains("cpus")));
     let results = json["results"].as_array().expect("results");
@@ -63,16 +68,7 @@ fn ring_quick_json_has_every_case_and_ratio() {
 
 #[test]
 fn ring_case_filter_runs_only_that_case() {
-    let out = Command::new(env!("CARGO_BIN_EXE_downbeat-bench"))
-        .args(["ring", "--quick", "--json", "--case", "bulk_480"])
-        .output()
-        .expect("bench binary runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let json = bench_json(&["ring", "--quick", "--json", "--case", "bulk_480"]);
     let results = json["results"].as_array().expect("results");
     assert_eq!(results.len(), 5, "four rings and memcpy: {results:?}");
     assert!(results.iter().all(|r| r["case"] == "bulk_480"));
@@ -80,16 +76,7 @@ fn ring_case_filter_runs_only_that_case() {
 
 #[test]
 fn graph_quick_json_separates_scheduler_from_priority() {
-    let out = Command::new(env!("CARGO_BIN_EXE_downbeat-bench"))
-        .args(["graph", "--quick", "--json", "--case", "fanin84"])
-        .output()
-        .expect("bench binary runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let json = bench_json(&["graph", "--quick", "--json", "--case", "fanin84"]);
     let results = json["results"].as_array().expect("results");
     for imp in [
         "serial",
@@ -140,16 +127,7 @@ fn median(results: &[serde_json::Value], case: &str, imp: &str) -> f64 {
 /// summed node times over N and the critical path, both measured in the same callbacks.
 #[test]
 fn uneven_case_reports_an_ideal_no_scheduler_beats() {
-    let out = Command::new(env!("CARGO_BIN_EXE_downbeat-bench"))
-        .args(["graph", "--quick", "--json", "--case", "uneven"])
-        .output()
-        .expect("bench binary runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let json = bench_json(&["graph", "--quick", "--json", "--case", "uneven"]);
     let results = json["results"].as_array().expect("results");
     for imp in ["serial", "rayon_spawn_rt", "rayon_broadcast_rt", "downbeat"] {
         let load = median(results, "uneven_load_P50", imp);
