@@ -7,22 +7,10 @@ use std::process::Command;
 use downbeat::project::{Project, ProjectError};
 use downbeat::Engine;
 
-/// A constant 1.0 through a gain: the output is the gain, sample for sample.
-const CONSTANT: &str = r#"block_size = BLOCK
-edges = ["s -> g -> out"]
-[nodes.s]
-type = "sine"
-freq = 0.0
-phase = 0.25
-amp = 1.0
-channels = 1
-[nodes.g]
-type = "gain"
-channels = 1
-[nodes.out]
-type = "output"
-channels = 1
+mod support;
 
+/// Automation of the gain of [`support::constant_through_gain`], whose output is the gain.
+const AUTOMATION: &str = r#"
 [[automation]]
 node = "g"
 param = "gain"
@@ -30,7 +18,7 @@ points = [[0.001, 0.5], [0.002, 0.25, "linear"], [0.003, 2, "exp"], [0.0210, 1.0
 "#;
 
 fn render(block: usize, threads: usize, frames: usize) -> Vec<f32> {
-    let src = CONSTANT.replace("BLOCK", &block.to_string());
+    let src = support::constant_through_gain(block) + AUTOMATION;
     let project = Project::parse(&src, "auto.toml").unwrap();
     let mut engine = Engine::new(project.build().unwrap());
     engine.set_threads(threads);
@@ -79,7 +67,7 @@ fn error(src: &str) -> ProjectError {
 
 #[test]
 fn automation_errors_point_at_the_line_and_column() {
-    let good = CONSTANT.replace("BLOCK", "64");
+    let good = support::constant_through_gain(64) + AUTOMATION;
     let cases = [
         (
             r#"node = "g""#,
@@ -215,7 +203,7 @@ points = [[0.1, -1.0], [0.5, 1.0, "linear"]]
 /// new schedule by position.
 #[test]
 fn a_hot_swap_drops_the_old_schedules_queued_events_and_automation() {
-    let src = CONSTANT.replace("BLOCK", "64").replace(
+    let src = (support::constant_through_gain(64) + AUTOMATION).replace(
         r#"[[0.001, 0.5], [0.002, 0.25, "linear"], [0.003, 2, "exp"], [0.0210, 1.0]]"#,
         "[[0.01, 0.5]]",
     );

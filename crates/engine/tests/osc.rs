@@ -13,23 +13,12 @@ use std::time::{Duration, SystemTime};
 
 use rosc::{OscBundle, OscMessage, OscPacket, OscType};
 
+mod support;
+
 /// A constant 1.0 through a gain: the output is the gain, sample for sample.
-const CONSTANT: &str = r#"
-block_size = 64
-edges = ["s -> g -> out"]
-[nodes.s]
-type = "sine"
-freq = 0.0
-phase = 0.25
-amp = 1.0
-channels = 1
-[nodes.g]
-type = "gain"
-channels = 1
-[nodes.out]
-type = "output"
-channels = 1
-"#;
+fn constant() -> String {
+    support::constant_through_gain(64)
+}
 
 /// Whether `oscsend` can be run; `false` means skip (or fail under
 /// `DOWNBEAT_REQUIRE_OSCSEND=1`).
@@ -155,7 +144,7 @@ fn oscsend_steps_and_ramps_a_gain_and_a_bundle_lands_at_its_timetag() {
         return;
     }
     let dir = scratch("effects");
-    std::fs::write(dir.join("p.toml"), CONSTANT).unwrap();
+    std::fs::write(dir.join("p.toml"), &constant()).unwrap();
     let (wav, ev) = (dir.join("live.wav"), dir.join("ev.jsonl"));
     let live = Live::start(
         &dir.join("p.toml"),
@@ -236,7 +225,7 @@ fn bad_packets_are_logged_counted_and_change_nothing() {
         return;
     }
     let dir = scratch("bad");
-    std::fs::write(dir.join("p.toml"), CONSTANT).unwrap();
+    std::fs::write(dir.join("p.toml"), &constant()).unwrap();
     let (wav, ev) = (dir.join("live.wav"), dir.join("ev.jsonl"));
     let live = Live::start(
         &dir.join("p.toml"),

@@ -4,22 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-const PROJECT: &str = r#"
-block_size = 64
-edges = ["s -> g -> out"]
-[nodes.s]
-type = "sine"
-freq = 0.0
-phase = 0.25
-amp = 1.0
-channels = 1
-[nodes.g]
-type = "gain"
-channels = 1
-[nodes.out]
-type = "output"
-channels = 1
-"#;
+mod support;
 
 fn run(dir: &Path, extra: &[&str]) -> std::process::Output {
     let out = Command::new(env!("CARGO_BIN_EXE_downbeat"))
@@ -45,7 +30,7 @@ fn run(dir: &Path, extra: &[&str]) -> std::process::Output {
 fn replay_applies_recorded_events_at_their_frames_and_records_them_again() {
     let dir = std::env::temp_dir().join(format!("downbeat-replay-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("p.toml"), PROJECT).unwrap();
+    std::fs::write(dir.join("p.toml"), support::constant_through_gain(64)).unwrap();
     let events = "{\"frame\":100,\"node\":\"g\",\"param\":\"gain\",\"change\":\"step\",\"value\":0.25}\n\
                   {\"frame\":300,\"node\":\"g\",\"param\":\"gain\",\"change\":\"linear\",\"to\":0.0,\"frames\":40}\n";
     std::fs::write(dir.join("in.jsonl"), events).unwrap();

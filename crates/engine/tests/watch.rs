@@ -9,24 +9,11 @@ use downbeat::project::Project;
 use downbeat::Engine;
 use downbeat_graph::Shape;
 
+mod support;
+
 /// A constant 1.0 through a gain ramped by automation from 0 to 1 over `SECONDS`: the
 /// gain's value at frame f is f / (SECONDS x 48000), and so is its output.
-const PROJECT: &str = r#"
-block_size = 64
-edges = ["s -> g -> out"]
-[nodes.s]
-type = "sine"
-freq = 0.0
-phase = 0.25
-amp = 1.0
-channels = 1
-[nodes.g]
-type = "gain"
-channels = 1
-gain = 0.0
-[nodes.out]
-type = "output"
-channels = 1
+const AUTOMATION: &str = r#"gain = 0.0
 
 [[automation]]
 node = "g"
@@ -35,7 +22,8 @@ points = [[SECONDS, 1.0, "linear"]]
 "#;
 
 fn engine(seconds: f64) -> Engine {
-    let src = PROJECT.replace("SECONDS", &format!("{seconds:.1}"));
+    let src = support::constant_through_gain(64)
+        + &AUTOMATION.replace("SECONDS", &format!("{seconds:.1}"));
     Engine::new(Project::parse(&src, "watch.toml").unwrap().build().unwrap())
 }
 
@@ -140,7 +128,7 @@ fn run_meters_reports_each_nodes_levels_over_the_run() {
     std::fs::create_dir_all(&dir).unwrap();
     // The gain ramps from 0 to 1 over the run: its peak is 1 (the last frame is the
     // ramp's end), its RMS that of a straight line, 1/sqrt(3).
-    let src = PROJECT.replace("SECONDS", "1.0");
+    let src = support::constant_through_gain(64) + &AUTOMATION.replace("SECONDS", "1.0");
     std::fs::write(dir.join("p.toml"), src).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_downbeat"))
         .arg("run")
