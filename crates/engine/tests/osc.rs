@@ -144,7 +144,7 @@ fn oscsend_steps_and_ramps_a_gain_and_a_bundle_lands_at_its_timetag() {
         return;
     }
     let dir = scratch("effects");
-    std::fs::write(dir.join("p.toml"), &constant()).unwrap();
+    std::fs::write(dir.join("p.toml"), constant()).unwrap();
     let (wav, ev) = (dir.join("live.wav"), dir.join("ev.jsonl"));
     let live = Live::start(
         &dir.join("p.toml"),
@@ -225,7 +225,7 @@ fn bad_packets_are_logged_counted_and_change_nothing() {
         return;
     }
     let dir = scratch("bad");
-    std::fs::write(dir.join("p.toml"), &constant()).unwrap();
+    std::fs::write(dir.join("p.toml"), constant()).unwrap();
     let (wav, ev) = (dir.join("live.wav"), dir.join("ev.jsonl"));
     let live = Live::start(
         &dir.join("p.toml"),
