@@ -98,7 +98,7 @@ use std::time::Duration;
 use downbeat_ring::RingBuffer;
 
 pub use collector::Collector;
-pub use mutator::{Block, Mutator, MutatorStats};
+pub use mutator::{AuditError, Block, Mutator, MutatorStats};
 pub use rate::measure_copy_rate;
 pub use stats::{Stats, Timing};
 

@@ -474,7 +474,7 @@ impl Mutator {
     /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
     /// assert_eq!(m.audit(), Ok(0));
     /// ```
-    pub fn audit(&self) -> Result<usize, String> {
+    pub fn audit(&self) -> Result<usize, AuditError> {
         let mut checked = 0;
         for class in 0..self.free_heads.len() {
             let mut link = self.free_heads[class];
@@ -482,17 +482,21 @@ impl Mutator {
                 let i = link as usize - 1;
                 let h = Header(self.word(i));
                 if h.is_allocated() || h.words() != class {
-                    return Err(format!("free block {i} has header {h:?}, class {class}"));
+                    return Err(AuditError::FreeHeader {
+                        at: i,
+                        header: h.0,
+                        class,
+                    });
                 }
                 for w in i + 2..i + class {
                     if self.word(w) != 0 {
-                        return Err(format!("freed block {i} not zeroed at word {w}"));
+                        return Err(AuditError::NotZeroed { block: i, word: w });
                     }
                 }
                 link = self.word(i + 1) as u32;
                 checked += 1;
                 if checked > self.heap_words {
-                    return Err("free list cycle".into());
+                    return Err(AuditError::FreeListCycle { class });
                 }
             }
         }
@@ -500,16 +504,95 @@ impl Mutator {
         while i < self.top {
             let w = Header(self.word(i)).words();
             if w < 2 {
-                return Err(format!("header at {i} has size {w}"));
+                return Err(AuditError::BadSize { at: i, words: w });
             }
             i += w;
         }
         if i != self.top {
-            return Err(format!("header walk ends at {i}, top is {}", self.top));
+            return Err(AuditError::WalkOverrun {
+                end: i,
+                top: self.top,
+            });
         }
         Ok(checked)
     }
 }
+
+/// What [`Mutator::audit`] found wrong with the pointer heap, and where (word indices into
+/// the heap). Any of these is a bug in the collector, never in the caller.
+///
+/// ```
+/// let e = downbeat_gc::AuditError::NotZeroed { block: 10, word: 12 };
+/// assert_eq!(e.to_string(), "freed block at word 10 is not zeroed at word 12");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AuditError {
+    /// A block on the free list of size class `class` has a header that is allocated or of
+    /// another size.
+    FreeHeader {
+        /// The block's header word index.
+        at: usize,
+        /// The header word found there.
+        header: u64,
+        /// The free list it was found on (its size in words).
+        class: usize,
+    },
+    /// A freed block still holds a non-zero word, which a stale reference could resurrect.
+    NotZeroed {
+        /// The block's header word index.
+        block: usize,
+        /// The non-zero word.
+        word: usize,
+    },
+    /// The free list of this size class does not end: it links back into itself.
+    FreeListCycle {
+        /// The size class (words) whose list loops.
+        class: usize,
+    },
+    /// The linear walk over headers met a header whose size is below the two-word minimum.
+    BadSize {
+        /// The header word index.
+        at: usize,
+        /// The size it claims.
+        words: usize,
+    },
+    /// The linear walk over headers stepped past the heap's top instead of ending on it.
+    WalkOverrun {
+        /// Where the walk ended.
+        end: usize,
+        /// The heap's top.
+        top: usize,
+    },
+}
+
+impl std::fmt::Display for AuditError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            AuditError::FreeHeader { at, header, class } => write!(
+                f,
+                "free block at word {at} has header {header:#x}, on the free list of class {class}"
+            ),
+            AuditError::NotZeroed { block, word } => {
+                write!(
+                    f,
+                    "freed block at word {block} is not zeroed at word {word}"
+                )
+            }
+            AuditError::FreeListCycle { class } => {
+                write!(f, "the free list of class {class} loops")
+            }
+            AuditError::BadSize { at, words } => {
+                write!(f, "header at word {at} claims {words} words (at least 2)")
+            }
+            AuditError::WalkOverrun { end, top } => {
+                write!(f, "header walk ends at word {end}, past the top {top}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for AuditError {}
 
 fn atomic_ref(slot: usize, gen: u32) -> u64 {
     ATOMIC_TAG | ((gen as u64) << 32) | slot as u64
@@ -879,5 +962,25 @@ impl Mutator {
         // The rest of the payload was zeroed by the sweep; only the link needs clearing.
         self.set_word(i + 1, 0);
         Some(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{start, AuditError, Config, Mode};
+
+    /// A freed block that is not zeroed is reported with where it is.
+    #[test]
+    fn audit_reports_a_dirty_free_block() {
+        let config = Config {
+            mode: Mode::StopTheWorld,
+            ..Config::small()
+        };
+        let (mut m, _c) = start(config).unwrap();
+        // Unrooted: the stop-the-world collection at the end of the block frees it.
+        m.begin_block().alloc(0, 3).unwrap();
+        assert_eq!(m.audit(), Ok(1));
+        m.set_word(3, 7);
+        assert_eq!(m.audit(), Err(AuditError::NotZeroed { block: 0, word: 3 }));
     }
 }
