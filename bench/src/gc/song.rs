@@ -87,11 +87,11 @@ const COMBS: [(usize, f32); 4] = [
 const REVERB_DELAY: [f64; 2] = [0.03, 0.31];
 
 fn f(b: &Block<'_>, o: Gc, i: usize) -> f64 {
-    f64::from_bits(b.data(o, i))
+    f64::from_bits(b.data(o, i).expect("live handle"))
 }
 
 fn setf(b: &mut Block<'_>, o: Gc, i: usize, v: f64) {
-    b.set_data(o, i, v.to_bits());
+    b.set_data(o, i, v.to_bits()).expect("live handle");
 }
 
 fn blocks(seconds: f64) -> u64 {
@@ -200,7 +200,7 @@ impl Song {
     pub fn setup(&mut self, m: &mut Mutator) -> Result<(), downbeat_gc::GcError> {
         let mut b = m.begin_block();
         let table = b.alloc(TABLE, 0)?;
-        b.set_root(ROOT_VOICES, Some(table));
+        b.set_root(ROOT_VOICES, Some(table)).expect("live handle");
         for (k, delay) in REVERB_DELAY.into_iter().enumerate() {
             let r = b.alloc(8, 8)?;
             let sizes = ALLPASS
@@ -210,15 +210,16 @@ impl Song {
             for (i, len) in sizes.enumerate() {
                 let line = b.alloc_atomic(len * OVERSAMPLE * 4)?;
                 b.samples(line).expect("just allocated").fill(0.0);
-                b.set_atomic(r, i, Some(line));
+                b.set_atomic(r, i, Some(line)).expect("live handle");
             }
-            b.set_root(ROOT_REVERBS[k], Some(r));
+            b.set_root(ROOT_REVERBS[k], Some(r)).expect("live handle");
         }
         let channels = b.alloc(0, CHANNELS)?;
         for c in 0..CHANNELS {
             setf(&mut b, channels, c, 0.8);
         }
-        b.set_root(ROOT_CHANNELS, Some(channels));
+        b.set_root(ROOT_CHANNELS, Some(channels))
+            .expect("live handle");
         Ok(())
     }
 
@@ -226,7 +227,10 @@ impl Song {
     /// voices rendered or ending, reverbs, mixdown.
     pub fn block(&mut self, b: &mut Block<'_>, n: u64) {
         let t1 = (n + 1) as f64 * BLOCK_SECONDS;
-        let table = b.root(ROOT_VOICES).expect("Song::setup ran");
+        let table = b
+            .root(ROOT_VOICES)
+            .expect("live handle")
+            .expect("Song::setup ran");
         self.control(b, n);
         while self.notes.due(t1, &mut self.rng) {
             self.start(b, table, n, NOTE);
@@ -246,15 +250,15 @@ impl Song {
         }
         let mut sounding = 0;
         for slot in 0..TABLE {
-            let Some(v) = b.get_ref(table, slot) else {
+            let Some(v) = b.get_ref(table, slot).expect("live handle") else {
                 continue;
             };
-            if b.data(v, 1) <= n {
-                b.set_ref(table, slot, None); // the voice's whole graph is garbage now
+            if b.data(v, 1).expect("live handle") <= n {
+                b.set_ref(table, slot, None).expect("live handle"); // the voice's whole graph is garbage now
                 continue;
             }
             sounding += 1;
-            match b.data(v, 0) {
+            match b.data(v, 0).expect("live handle") {
                 NOTE => self.note(b, v, n),
                 GRAIN => self.grain(b, v),
                 INSECT => self.insect(b, v),
@@ -264,7 +268,7 @@ impl Song {
         self.peak_voices = self.peak_voices.max(sounding);
         if self.render {
             for (k, root) in ROOT_REVERBS.into_iter().enumerate() {
-                let r = b.root(root).expect("Song::setup ran");
+                let r = b.root(root).expect("live handle").expect("Song::setup ran");
                 reverb(b, r, &mut self.bus[k], &mut self.tmp, &mut self.sum);
             }
             let scale = 1.0 / OVERSAMPLE as f32;
@@ -280,7 +284,10 @@ impl Song {
     /// The control stream: 12–20 messages on random channels, linked into a list, applied to
     /// the channels' volumes, then dropped.
     fn control(&mut self, b: &mut Block<'_>, n: u64) {
-        let channels = b.root(ROOT_CHANNELS).expect("Song::setup ran");
+        let channels = b
+            .root(ROOT_CHANNELS)
+            .expect("live handle")
+            .expect("Song::setup ran");
         let count = 12 + (self.rng.next() % 9) as usize;
         let t = n as f64 * BLOCK_SECONDS;
         let mut head = None;
@@ -290,16 +297,16 @@ impl Song {
                 break;
             };
             let ch = self.rng.next() % CHANNELS as u64;
-            b.set_ref(msg, 0, head);
-            b.set_data(msg, 0, ch);
+            b.set_ref(msg, 0, head).expect("live handle");
+            b.set_data(msg, 0, ch).expect("live handle");
             let phase = t * 0.25 + ch as f64 / CHANNELS as f64;
             setf(b, msg, 1, 0.6 + 0.4 * (TAU * phase).sin());
             head = Some(msg);
         }
         while let Some(msg) = head {
-            let (ch, value) = (b.data(msg, 0) as usize, f(b, msg, 1));
+            let (ch, value) = (b.data(msg, 0).expect("live handle") as usize, f(b, msg, 1));
             setf(b, channels, ch, value);
-            head = b.get_ref(msg, 0);
+            head = b.get_ref(msg, 0).expect("live handle");
         }
     }
 
@@ -307,7 +314,7 @@ impl Song {
     fn start(&mut self, b: &mut Block<'_>, table: Gc, n: u64, kind: u64) {
         let Some(slot) = (0..TABLE)
             .map(|k| (self.cursor + k) % TABLE)
-            .find(|&i| b.get_ref(table, i).is_none())
+            .find(|&i| b.get_ref(table, i).expect("live handle").is_none())
         else {
             self.dropped += 1;
             return;
@@ -320,7 +327,7 @@ impl Song {
             _ => self.new_pluck(b, n),
         };
         match voice {
-            Ok(v) => b.set_ref(table, slot, Some(v)),
+            Ok(v) => b.set_ref(table, slot, Some(v)).expect("live handle"),
             Err(_) => self.failed += 1,
         }
     }
@@ -354,7 +361,7 @@ impl Song {
         {
             setf(b, params, i, x);
         }
-        b.set_ref(adsr, 0, Some(params));
+        b.set_ref(adsr, 0, Some(params)).expect("live handle");
         // Stereo-pan with c = note / 127.
         let angle = std::f64::consts::FRAC_PI_4 - key as f64 / 127.0 * std::f64::consts::FRAC_PI_2;
         let half = std::f64::consts::FRAC_1_SQRT_2;
@@ -365,44 +372,56 @@ impl Song {
             .into_iter()
             .enumerate()
         {
-            b.set_data(event, i, x);
+            b.set_data(event, i, x).expect("live handle");
         }
         for (i, o) in [osc, adsr, pan, vol, event].into_iter().enumerate() {
-            b.set_ref(v, i, Some(o));
+            b.set_ref(v, i, Some(o)).expect("live handle");
         }
         let release = n + blocks(dur);
         // The 10 ms release, and one block to spare.
         let end = release + blocks(0.010) + 1;
         for (i, x) in [NOTE, end, ch, release].into_iter().enumerate() {
-            b.set_data(v, i, x);
+            b.set_data(v, i, x).expect("live handle");
         }
         Ok(v)
     }
 
     fn note(&mut self, b: &mut Block<'_>, v: Gc, n: u64) {
-        let [osc, adsr, pan, vol] = [0, 1, 2, 3].map(|i| b.get_ref(v, i).expect("note"));
-        if b.data(v, 3) == n {
+        let [osc, adsr, pan, vol] =
+            [0, 1, 2, 3].map(|i| b.get_ref(v, i).expect("live handle").expect("note"));
+        if b.data(v, 3).expect("live handle") == n {
             // Note-off: its event replaces the note-on's, which becomes garbage.
             if let Ok(off) = b.alloc(0, 3) {
-                let on = b.get_ref(v, 4).expect("note-on event");
-                b.set_data(off, 0, 0x80 | (b.data(on, 0) & 0xf));
-                b.set_data(off, 1, b.data(on, 1));
-                b.set_ref(v, 4, Some(off));
+                let on = b
+                    .get_ref(v, 4)
+                    .expect("live handle")
+                    .expect("note-on event");
+                b.set_data(off, 0, 0x80 | (b.data(on, 0).expect("live handle") & 0xf))
+                    .expect("live handle");
+                b.set_data(off, 1, b.data(on, 1).expect("live handle"))
+                    .expect("live handle");
+                b.set_ref(v, 4, Some(off)).expect("live handle");
             } else {
                 self.failed += 1;
             }
-            b.set_data(adsr, 1, 3);
+            b.set_data(adsr, 1, 3).expect("live handle");
         }
         if !self.render {
             return;
         }
-        let params = b.get_ref(adsr, 0).expect("adsr parameters");
+        let params = b
+            .get_ref(adsr, 0)
+            .expect("live handle")
+            .expect("adsr parameters");
         let [attack, decay, sustain, release] = [0, 1, 2, 3].map(|i| f(b, params, i));
-        let channels = b.root(ROOT_CHANNELS).expect("Song::setup ran");
-        let gain = f(b, vol, 0) * f(b, channels, b.data(v, 2) as usize);
+        let channels = b
+            .root(ROOT_CHANNELS)
+            .expect("live handle")
+            .expect("Song::setup ran");
+        let gain = f(b, vol, 0) * f(b, channels, b.data(v, 2).expect("live handle") as usize);
         let (left, right) = (f(b, pan, 0) as f32, f(b, pan, 1) as f32);
         let (mut phase, inc) = (f(b, osc, 0), f(b, osc, 1));
-        let (mut level, mut stage) = (f(b, adsr, 0), b.data(adsr, 1));
+        let (mut level, mut stage) = (f(b, adsr, 0), b.data(adsr, 1).expect("live handle"));
         let [bus_l, bus_r] = &mut self.bus;
         for (l, r) in bus_l.iter_mut().zip(bus_r.iter_mut()) {
             match stage {
@@ -432,7 +451,7 @@ impl Song {
         }
         setf(b, osc, 0, phase);
         setf(b, adsr, 0, level);
-        b.set_data(adsr, 1, stage);
+        b.set_data(adsr, 1, stage).expect("live handle");
     }
 
     /// A grain: voice, triangle oscillator, envelope `((0 0) (.5 .05) (1 0))` and its points.
@@ -444,10 +463,10 @@ impl Song {
         let osc = b.alloc(0, 2)?;
         setf(b, osc, 1, freq / SR);
         let env = new_env(b, &[0.0, 0.0, 50.0, 0.05, 100.0, 0.0], 1.0, dur)?;
-        b.set_ref(v, 0, Some(osc));
-        b.set_ref(v, 1, Some(env));
-        b.set_data(v, 0, GRAIN);
-        b.set_data(v, 1, n + blocks(dur));
+        b.set_ref(v, 0, Some(osc)).expect("live handle");
+        b.set_ref(v, 1, Some(env)).expect("live handle");
+        b.set_data(v, 0, GRAIN).expect("live handle");
+        b.set_data(v, 1, n + blocks(dur)).expect("live handle");
         Ok(v)
     }
 
@@ -455,7 +474,7 @@ impl Song {
         if !self.render {
             return;
         }
-        let [osc, env] = [0, 1].map(|i| b.get_ref(v, i).expect("grain"));
+        let [osc, env] = [0, 1].map(|i| b.get_ref(v, i).expect("live handle").expect("grain"));
         run_env(b, env, &mut self.env[0]);
         let (mut phase, inc) = (f(b, osc, 0), f(b, osc, 1));
         for (o, e) in self.direct.iter_mut().zip(self.env[0].iter()) {
@@ -490,7 +509,7 @@ impl Song {
         {
             let osc = b.alloc(0, 2)?;
             setf(b, osc, 1, radians(hz));
-            b.set_ref(v, i, Some(osc));
+            b.set_ref(v, i, Some(osc)).expect("live handle");
         }
         let envs: [(&[f64], f64); 3] = [
             (&[0.0, 0.0, 25.0, 1.0, 75.0, 0.7, 100.0, 0.0], amplitude),
@@ -505,10 +524,10 @@ impl Song {
         ];
         for (i, (points, scaler)) in envs.into_iter().enumerate() {
             let env = new_env(b, points, scaler, dur)?;
-            b.set_ref(v, 3 + i, Some(env));
+            b.set_ref(v, 3 + i, Some(env)).expect("live handle");
         }
-        b.set_data(v, 0, INSECT);
-        b.set_data(v, 1, n + blocks(dur));
+        b.set_data(v, 0, INSECT).expect("live handle");
+        b.set_data(v, 1, n + blocks(dur)).expect("live handle");
         setf(b, v, 2, radians(fm_index * fm_ratio * frequency));
         Ok(v)
     }
@@ -517,7 +536,7 @@ impl Song {
         if !self.render {
             return;
         }
-        let r = [0, 1, 2, 3, 4, 5].map(|i| b.get_ref(v, i).expect("insect"));
+        let r = [0, 1, 2, 3, 4, 5].map(|i| b.get_ref(v, i).expect("live handle").expect("insect"));
         let [amp, index, skew] = &mut self.env;
         run_env(b, r[3], amp);
         run_env(b, r[4], index);
@@ -565,11 +584,11 @@ impl Song {
         setf(b, allpass, 1, lf * wt);
         setf(b, feedback, 0, c);
         setf(b, feedback, 1, 1.0);
-        b.set_atomic(v, 0, Some(line));
-        b.set_ref(v, 1, Some(allpass));
-        b.set_ref(v, 2, Some(feedback));
-        b.set_data(v, 0, PLUCK);
-        b.set_data(v, 1, n + blocks(dur));
+        b.set_atomic(v, 0, Some(line)).expect("live handle");
+        b.set_ref(v, 1, Some(allpass)).expect("live handle");
+        b.set_ref(v, 2, Some(feedback)).expect("live handle");
+        b.set_data(v, 0, PLUCK).expect("live handle");
+        b.set_data(v, 1, n + blocks(dur)).expect("live handle");
         setf(b, v, 3, amp);
         Ok(v)
     }
@@ -579,14 +598,17 @@ impl Song {
             return;
         }
         let (allpass, feedback) = (
-            b.get_ref(v, 1).expect("pluck"),
-            b.get_ref(v, 2).expect("pluck"),
+            b.get_ref(v, 1).expect("live handle").expect("pluck"),
+            b.get_ref(v, 2).expect("live handle").expect("pluck"),
         );
         let [a0, a1, mut x1] = [0, 1, 2].map(|i| f(b, allpass, i) as f32);
         let [c, c1, mut y1] = [0, 1, 2].map(|i| f(b, feedback, i) as f32);
         let amp = f(b, v, 3) as f32;
-        let mut at = b.data(v, 2) as usize;
-        let line = b.get_atomic(v, 0).expect("pluck line");
+        let mut at = b.data(v, 2).expect("live handle") as usize;
+        let line = b
+            .get_atomic(v, 0)
+            .expect("live handle")
+            .expect("pluck line");
         let tab = b.samples(line).expect("a live voice's line is live");
         for o in self.direct.iter_mut() {
             let val = tab[at];
@@ -603,7 +625,7 @@ impl Song {
         }
         setf(b, allpass, 2, x1 as f64);
         setf(b, feedback, 2, y1 as f64);
-        b.set_data(v, 2, at as u64);
+        b.set_data(v, 2, at as u64).expect("live handle");
     }
 }
 
@@ -647,19 +669,23 @@ fn new_env(
         setf(b, p, i, *x);
     }
     let env = b.alloc(1, 7)?;
-    b.set_ref(env, 0, Some(p));
+    b.set_ref(env, 0, Some(p)).expect("live handle");
     setf(b, env, 0, scaler);
     setf(b, env, 1, dur * SR);
-    b.set_data(env, 6, (points.len() / 2) as u64);
+    b.set_data(env, 6, (points.len() / 2) as u64)
+        .expect("live handle");
     segment(b, env, 0);
     Ok(env)
 }
 
 /// Enters segment `k` of the envelope (holds the last point after the end).
 fn segment(b: &mut Block<'_>, env: Gc, k: u64) {
-    let p = b.get_ref(env, 0).expect("envelope points");
+    let p = b
+        .get_ref(env, 0)
+        .expect("live handle")
+        .expect("envelope points");
     let (scaler, samples) = (f(b, env, 0), f(b, env, 1));
-    let (k, count) = (k as usize, b.data(env, 6) as usize);
+    let (k, count) = (k as usize, b.data(env, 6).expect("live handle") as usize);
     let (value, incr, left) = if k + 1 < count {
         let [x0, y0, x1, y1] = [2 * k, 2 * k + 1, 2 * k + 2, 2 * k + 3].map(|i| f(b, p, i));
         let n = ((x1 - x0) / 100.0 * samples).round().max(1.0);
@@ -669,26 +695,30 @@ fn segment(b: &mut Block<'_>, env: Gc, k: u64) {
     };
     setf(b, env, 2, value);
     setf(b, env, 3, incr);
-    b.set_data(env, 4, left);
-    b.set_data(env, 5, k as u64);
+    b.set_data(env, 4, left).expect("live handle");
+    b.set_data(env, 5, k as u64).expect("live handle");
 }
 
 /// One block of the envelope into `out`.
 fn run_env(b: &mut Block<'_>, env: Gc, out: &mut [f32]) {
     let (mut value, mut incr) = (f(b, env, 2), f(b, env, 3));
-    let mut left = b.data(env, 4);
+    let mut left = b.data(env, 4).expect("live handle");
     for o in out.iter_mut() {
         *o = value as f32;
         value += incr;
         left -= 1;
         if left == 0 {
-            segment(b, env, b.data(env, 5) + 1);
-            (value, incr, left) = (f(b, env, 2), f(b, env, 3), b.data(env, 4));
+            segment(b, env, b.data(env, 5).expect("live handle") + 1);
+            (value, incr, left) = (
+                f(b, env, 2),
+                f(b, env, 3),
+                b.data(env, 4).expect("live handle"),
+            );
         }
     }
     setf(b, env, 2, value);
     setf(b, env, 3, incr);
-    b.set_data(env, 4, left);
+    b.set_data(env, 4, left).expect("live handle");
 }
 
 /// `(Fx-ctrl 0.3 0.04 (Reverb d))` over one channel in place: three all-passes, the sum of
@@ -732,13 +762,16 @@ fn reverb(b: &mut Block<'_>, r: Gc, io: &mut [f32], tmp: &mut [f32], sum: &mut [
 
 /// Runs `f` on delay line `u` of reverb `r` and its position, and stores the position back.
 fn with_line(b: &mut Block<'_>, r: Gc, u: usize, f: impl FnOnce(&mut [f32], &mut usize)) {
-    let line = b.get_atomic(r, u).expect("reverb line");
-    let mut at = b.data(r, u) as usize;
+    let line = b
+        .get_atomic(r, u)
+        .expect("live handle")
+        .expect("reverb line");
+    let mut at = b.data(r, u).expect("live handle") as usize;
     f(
         b.samples(line).expect("reverb lines live for the song"),
         &mut at,
     );
-    b.set_data(r, u, at as u64);
+    b.set_data(r, u, at as u64).expect("live handle");
 }
 
 #[cfg(test)]

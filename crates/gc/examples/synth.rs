@@ -34,26 +34,26 @@ fn voice(b: &mut Block<'_>, score: &mut Score, now: u64, kind: u64) -> Option<Gc
         1 => 50.0 + score.next() * 1950.0,          // grain
         _ => 50.0 + score.next() * 350.0,           // plucked string
     };
-    b.set_data(osc, 0, (freq / RATE).to_bits() as u64);
-    b.set_ref(v, 0, Some(osc));
-    b.set_ref(v, 1, Some(env));
+    b.set_data(osc, 0, (freq / RATE).to_bits() as u64).unwrap();
+    b.set_ref(v, 0, Some(osc)).unwrap();
+    b.set_ref(v, 1, Some(env)).unwrap();
     if kind == 2 {
         let line = b.alloc_atomic((RATE / freq) as usize * 4).ok()?;
         for s in b.samples(line)?.iter_mut() {
             *s = score.next() * 2.0 - 1.0;
         }
-        b.set_atomic(v, 2, Some(line));
+        b.set_atomic(v, 2, Some(line)).unwrap();
     }
     let blocks = 20 + (score.next() * 150.0) as u64;
-    b.set_data(v, 0, kind);
-    b.set_data(v, 1, now + blocks);
+    b.set_data(v, 0, kind).unwrap();
+    b.set_data(v, 1, now + blocks).unwrap();
     Some(v)
 }
 
 fn render(b: &mut Block<'_>, v: Gc, out: &mut [f32; FRAMES]) {
-    if let Some(line) = b.get_atomic(v, 2) {
+    if let Some(line) = b.get_atomic(v, 2).unwrap() {
         // Karplus-Strong: average two neighbours back into the line.
-        let mut at = b.data(v, 2) as usize;
+        let mut at = b.data(v, 2).unwrap() as usize;
         let tab = b.samples(line).unwrap();
         for o in out.iter_mut() {
             let next = (at + 1) % tab.len();
@@ -62,16 +62,16 @@ fn render(b: &mut Block<'_>, v: Gc, out: &mut [f32; FRAMES]) {
             *o += 0.2 * s;
             at = next;
         }
-        b.set_data(v, 2, at as u64);
+        b.set_data(v, 2, at as u64).unwrap();
     } else {
-        let osc = b.get_ref(v, 0).unwrap();
-        let inc = f32::from_bits(b.data(osc, 0) as u32);
-        let mut phase = f32::from_bits(b.data(osc, 1) as u32);
+        let osc = b.get_ref(v, 0).unwrap().unwrap();
+        let inc = f32::from_bits(b.data(osc, 0).unwrap() as u32);
+        let mut phase = f32::from_bits(b.data(osc, 1).unwrap() as u32);
         for o in out.iter_mut() {
             *o += if phase < 0.5 { 0.05 } else { -0.05 };
             phase = (phase + inc).fract();
         }
-        b.set_data(osc, 1, phase.to_bits() as u64);
+        b.set_data(osc, 1, phase.to_bits() as u64).unwrap();
     }
 }
 
@@ -96,11 +96,11 @@ fn main() {
             std::thread::sleep(wait);
         }
         let mut b = audio.begin_block();
-        let table = match b.root(0) {
+        let table = match b.root(0).unwrap() {
             Some(t) => t,
             None => {
                 let t = b.alloc(VOICES, 0).expect("voice table");
-                b.set_root(0, Some(t));
+                b.set_root(0, Some(t)).unwrap();
                 t
             }
         };
@@ -114,19 +114,19 @@ fn main() {
             .chain(std::iter::repeat_n(1, grains)) // grain cloud
             .chain(std::iter::repeat_n(2, plucks)); // plucked strings
         for kind in births {
-            if let Some(slot) = (0..VOICES).find(|&i| b.get_ref(table, i).is_none()) {
+            if let Some(slot) = (0..VOICES).find(|&i| b.get_ref(table, i).unwrap().is_none()) {
                 if let Some(v) = voice(&mut b, &mut score, n, kind) {
-                    b.set_ref(table, slot, Some(v));
+                    b.set_ref(table, slot, Some(v)).unwrap();
                 }
             }
         }
         let mut out = [0.0f32; FRAMES];
         for slot in 0..VOICES {
-            let Some(v) = b.get_ref(table, slot) else {
+            let Some(v) = b.get_ref(table, slot).unwrap() else {
                 continue;
             };
-            if b.data(v, 1) <= n {
-                b.set_ref(table, slot, None); // note-off: its graph is garbage now
+            if b.data(v, 1).unwrap() <= n {
+                b.set_ref(table, slot, None).unwrap(); // note-off: its graph is garbage now
             } else {
                 render(&mut b, v, &mut out);
             }

@@ -214,7 +214,7 @@ pub(crate) fn collect_snapshot(shared: &Shared, sw: &mut Sweeper) {
             for w in i + 1..i + words {
                 shared.heap[w].store(0, Ordering::Relaxed);
             }
-            shared.heap[i].store(Header::free(words).0, Ordering::Relaxed);
+            shared.heap[i].store(h.freed().0, Ordering::Relaxed);
             if sw.frees.push(i as u64).is_err() {
                 unreachable!("the frees queue holds every object and slot at once");
             }

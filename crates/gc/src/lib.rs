@@ -40,6 +40,28 @@
 //! names the start of an allocated object. References are opaque handles ([`Gc`], [`Atomic`])
 //! that can only come from allocation, so a data word can never be mistaken for one.
 //!
+//! # Generations: stale handles are refused
+//!
+//! A handle is only guaranteed to stay valid while a root reaches it at the end of every
+//! block. One kept across blocks in a local variable may outlive its object, and the freed
+//! block may then be reused for a new one. Each handle therefore carries the **generation** of
+//! the block it was returned for (31 bits, kept in the object's header word, bumped on every
+//! reuse; an atomic slot keeps its own). Every access compares the two in O(1), so a stale
+//! handle is refused with [`AccessError::Stale`] (or `None` from [`Block::samples`] and
+//! [`Block::bytes`]) instead of reading or writing the new object, and it can never be stored
+//! into a field or a root. Nothing on the audio thread panics on a bad handle.
+//!
+//! ```
+//! use downbeat_gc::{start, AccessError, Config, Mode};
+//!
+//! let (mut m, _c) = start(Config { mode: Mode::StopTheWorld, ..Config::small() }).unwrap();
+//! let kept = m.begin_block().alloc(0, 1).unwrap(); // not rooted: collected as the block ends
+//! let mut b = m.begin_block();
+//! let reused = b.alloc(0, 1).unwrap(); // takes the freed block
+//! assert_eq!(b.data(kept, 0), Err(AccessError::Stale));
+//! assert_eq!(b.data(reused, 0), Ok(0));
+//! ```
+//!
 //! # Example
 //!
 //! ```
@@ -54,14 +76,14 @@
 //!         let voice = block.alloc(2, 2).unwrap();
 //!         let line = block.alloc_atomic(480 * 4).unwrap();
 //!         block.samples(line).unwrap().fill(0.0);
-//!         block.set_atomic(voice, 0, Some(line));
-//!         block.set_data(voice, 0, 440f64.to_bits());
+//!         block.set_atomic(voice, 0, Some(line)).unwrap();
+//!         block.set_data(voice, 0, 440f64.to_bits()).unwrap();
 //!         // Chain it to the previous voice, kept alive by root slot 0.
-//!         block.set_ref(voice, 1, block.root(0));
-//!         block.set_root(0, Some(voice));
+//!         block.set_ref(voice, 1, block.root(0).unwrap()).unwrap();
+//!         block.set_root(0, Some(voice)).unwrap();
 //!     }
 //!     if block_no % 40 == 0 {
-//!         block.set_root(0, None); // all notes off: everything becomes garbage
+//!         block.set_root(0, None).unwrap(); // all notes off: everything becomes garbage
 //!     }
 //!     // ... render audio ...
 //! } // dropping `block` ends it
@@ -118,7 +140,7 @@ use words::MarkState;
 /// assert_eq!(a, copy);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Gc(u32);
+pub struct Gc(u64);
 
 /// A reference to a pointer-free block in the atomic heap (samples, bytes).
 ///
@@ -177,7 +199,7 @@ pub struct Config {
     pub atomic_bytes: usize,
     /// Root slots. Default 4096.
     pub roots: usize,
-    /// Largest object, in words, header included. Default 512.
+    /// Largest object, in words, header included: 2 to 65535. Default 512.
     pub max_object_words: usize,
     /// Most atomic blocks alive at once. Default 65536.
     pub atomic_slots: usize,
@@ -274,6 +296,67 @@ impl fmt::Display for GcError {
 
 impl std::error::Error for GcError {}
 
+/// Why a field, data word or root could not be read or written. None of these touches memory:
+/// the access is refused in O(1) and the audio thread carries on.
+///
+/// ```
+/// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+/// let mut b = m.begin_block();
+/// let o = b.alloc(1, 1).unwrap();
+/// assert_eq!(
+///     b.get_ref(o, 1),
+///     Err(downbeat_gc::AccessError::NoSuchField { field: 1, fields: 1 })
+/// );
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AccessError {
+    /// The handle's object or block was collected (it was not reachable from a root at the
+    /// end of some block), and its memory may already hold another object: the handle's
+    /// generation no longer matches.
+    Stale,
+    /// The object has only `fields` reference fields.
+    NoSuchField {
+        /// The field asked for.
+        field: usize,
+        /// How many reference fields the object has.
+        fields: usize,
+    },
+    /// The object has only `words` data words.
+    NoSuchWord {
+        /// The data word asked for.
+        index: usize,
+        /// How many data words the object has.
+        words: usize,
+    },
+    /// There are only `roots` root slots ([`Config::roots`]).
+    NoSuchRoot {
+        /// The slot asked for.
+        slot: usize,
+        /// How many root slots there are.
+        roots: usize,
+    },
+}
+
+impl fmt::Display for AccessError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            AccessError::Stale => f.write_str("stale handle: its object was collected"),
+            AccessError::NoSuchField { field, fields } => {
+                write!(f, "reference field {field} of an object with {fields}")
+            }
+            AccessError::NoSuchWord { index, words } => {
+                write!(f, "data word {index} of an object with {words}")
+            }
+            AccessError::NoSuchRoot { slot, roots } => {
+                write!(f, "root slot {slot} of {roots}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for AccessError {}
+
 /// Builds the heaps, measures p(M) if needed and starts the collector threads. Not real-time
 /// safe: call it before the audio starts, then move the [`Mutator`] to the audio thread.
 ///
@@ -294,9 +377,9 @@ pub fn start(config: Config) -> Result<(Mutator, Collector), GcError> {
             "atomic_slots and roots must be positive".into(),
         ));
     }
-    if config.max_object_words < 2 {
+    if config.max_object_words < 2 || config.max_object_words > words::MAX_WORDS {
         return Err(GcError::Config(
-            "max_object_words must be at least 2".into(),
+            "max_object_words must be between 2 and 65535".into(),
         ));
     }
     let copy_rate = match config.copy_rate {

@@ -10,8 +10,8 @@ use downbeat_ring::{Consumer, Producer};
 use downbeat_rt::alloc::Tlsf;
 
 use crate::shared::{Cycle, Shared};
-use crate::words::{backed, Header, MarkState, ATOMIC_TAG};
-use crate::{Atomic, Gc, GcError, Mode, Wake};
+use crate::words::{backed, object_ref, ref_gen, ref_index, Header, MarkState, ATOMIC_TAG};
+use crate::{AccessError, Atomic, Gc, GcError, Mode, Wake};
 
 /// An atomic-heap block the mutator handed out: where it is and which incarnation.
 #[derive(Clone, Copy)]
@@ -196,7 +196,7 @@ impl Mutator {
     /// let (mut mutator, _collector) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
     /// let mut block = mutator.begin_block();
     /// let voice = block.alloc(2, 1).unwrap();
-    /// block.set_root(0, Some(voice));
+    /// block.set_root(0, Some(voice)).unwrap();
     /// drop(block); // ends the block
     /// ```
     pub fn begin_block(&mut self) -> Block<'_> {
@@ -375,7 +375,7 @@ impl Mutator {
                 for w in i + 1..i + words {
                     self.set_word(w, 0);
                 }
-                self.set_word(i, Header::free(words).0);
+                self.set_word(i, h.freed().0);
                 self.push_free(i, words);
                 freed += 1;
                 bytes += words as u64 * 8;
@@ -604,7 +604,9 @@ fn atomic_ref(slot: usize, gen: u32) -> u64 {
 /// Objects have a fixed number of leading reference fields and then data words, all zero
 /// when allocated. A [`Gc`] is only guaranteed to stay valid while it is reachable from a root
 /// slot at the end of every block (references held in local variables across blocks are not
-/// roots). Misuse cannot corrupt memory: every access is bounds checked.
+/// roots). Misuse cannot corrupt memory or panic: every access is bounds checked, and a
+/// handle whose object was collected is refused with [`AccessError::Stale`] (its generation no
+/// longer matches the block's), even after the block was reused for another object.
 ///
 /// [`end`]: Block::end
 pub struct Block<'m> {
@@ -633,8 +635,8 @@ impl Block<'_> {
     /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
     /// let mut b = m.begin_block();
     /// let o = b.alloc(1, 2).unwrap();
-    /// assert_eq!(b.get_ref(o, 0), None);
-    /// assert_eq!(b.data(o, 1), 0);
+    /// assert_eq!(b.get_ref(o, 0), Ok(None));
+    /// assert_eq!(b.data(o, 1), Ok(0));
     /// ```
     pub fn alloc(&mut self, refs: usize, data: usize) -> Result<Gc, GcError> {
         let m = &mut *self.m;
@@ -657,10 +659,13 @@ impl Block<'_> {
             }
             None => return Err(GcError::OutOfMemory),
         };
-        m.set_word(i, Header::used(words, refs).0);
+        // A free block's header kept its generation (a fresh one is 0): the new incarnation
+        // gets the next, so handles to the old one are refused.
+        let gen = Header(m.word(i)).next_gen();
+        m.set_word(i, Header::used(words, refs, gen).0);
         m.stats.objects_allocated += 1;
         m.allocs_since += 1;
-        Ok(Gc(i as u32 + 1))
+        Ok(Gc(object_ref(i, gen)))
     }
 
     /// Allocates a pointer-free block of at least `bytes` bytes, zeroed only if fresh (sample
@@ -720,12 +725,37 @@ impl Block<'_> {
 
     fn slot(&self, a: Atomic) -> Option<Slot> {
         let slot = (a.0 & 0xffff_ffff) as usize;
-        let gen = ((a.0 >> 32) & 0x7fff_ffff) as u32;
+        let gen = ref_gen(a.0);
         self.m
             .slots
             .get(slot)
             .copied()
             .filter(|s| s.live && s.gen == gen)
+    }
+
+    /// Whether `o` still names the object it was returned for: `false` once that object was
+    /// collected (and its memory perhaps reused). O(1): one load of its header.
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// let mut b = m.begin_block();
+    /// let o = b.alloc(0, 1).unwrap();
+    /// assert!(b.is_live(o));
+    /// ```
+    pub fn is_live(&self, o: Gc) -> bool {
+        self.header(o).is_ok()
+    }
+
+    /// Whether `a` still names the atomic block it was returned for. O(1).
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// let mut b = m.begin_block();
+    /// let a = b.alloc_atomic(16).unwrap();
+    /// assert!(b.is_live_atomic(a));
+    /// ```
+    pub fn is_live_atomic(&self, a: Atomic) -> bool {
+        self.slot(a).is_some()
     }
 
     /// The atomic block's bytes, or `None` if the handle is stale (its block was collected).
@@ -744,7 +774,8 @@ impl Block<'_> {
         Some(unsafe { std::slice::from_raw_parts_mut(s.ptr, s.bytes) })
     }
 
-    /// The atomic block as `f32` samples (its length in bytes / 4).
+    /// The atomic block as `f32` samples (its length in bytes / 4), or `None` if the handle
+    /// is stale.
     ///
     /// ```
     /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
@@ -759,71 +790,130 @@ impl Block<'_> {
         Some(unsafe { std::slice::from_raw_parts_mut(s.ptr.cast::<f32>(), s.bytes / 4) })
     }
 
-    /// Header of a live object; panics on a stale or foreign reference.
-    fn header(&self, o: Gc) -> (usize, Header) {
-        let i = o.0 as usize - 1;
-        let h = Header(self.m.word(i));
-        assert!(h.is_allocated(), "stale object reference {o:?}");
-        (i, h)
-    }
-
-    fn ref_field(&self, o: Gc, field: usize) -> usize {
-        let (i, h) = self.header(o);
-        assert!(
-            field < h.ptrs(),
-            "reference field {field} of {o:?} out of range"
+    /// Header index and header of the object `o` names, if it is still that incarnation.
+    /// The generation check is what makes a handle kept across blocks without a root safe to
+    /// try: once the block is freed (header not allocated) or reused (generation bumped), the
+    /// handle is refused instead of reading or writing someone else's object.
+    #[inline]
+    fn header(&self, o: Gc) -> Result<(usize, Header), AccessError> {
+        let i = ref_index(o.0);
+        let h = Header(
+            self.m
+                .shared
+                .heap
+                .get(i)
+                .ok_or(AccessError::Stale)?
+                .load(Ordering::Relaxed),
         );
-        i + 1 + field
+        if h.is_allocated() && h.gen() == ref_gen(o.0) {
+            Ok((i, h))
+        } else {
+            Err(AccessError::Stale)
+        }
     }
 
-    fn data_field(&self, o: Gc, index: usize) -> usize {
-        let (i, h) = self.header(o);
+    fn ref_field(&self, o: Gc, field: usize) -> Result<usize, AccessError> {
+        let (i, h) = self.header(o)?;
+        if field < h.ptrs() {
+            Ok(i + 1 + field)
+        } else {
+            Err(AccessError::NoSuchField {
+                field,
+                fields: h.ptrs(),
+            })
+        }
+    }
+
+    fn data_field(&self, o: Gc, index: usize) -> Result<usize, AccessError> {
+        let (i, h) = self.header(o)?;
         let w = i + 1 + h.ptrs() + index;
-        assert!(w < i + h.words(), "data word {index} of {o:?} out of range");
-        w
+        if w < i + h.words() {
+            Ok(w)
+        } else {
+            Err(AccessError::NoSuchWord {
+                index,
+                words: h.words() - 1 - h.ptrs(),
+            })
+        }
     }
 
-    /// Reads reference field `field` as an object reference (`None` if null or an atomic
+    /// The stored form of an object reference, refusing a stale one: storing it would make
+    /// the reused block reachable through an old name.
+    fn check_ref(&self, value: Option<Gc>) -> Result<u64, AccessError> {
+        match value {
+            None => Ok(0),
+            Some(g) => self.header(g).map(|_| g.0),
+        }
+    }
+
+    /// As [`check_ref`](Self::check_ref) for an atomic-block reference.
+    fn check_atomic(&self, value: Option<Atomic>) -> Result<u64, AccessError> {
+        match value {
+            None => Ok(0),
+            Some(a) => self.slot(a).map(|_| a.0).ok_or(AccessError::Stale),
+        }
+    }
+
+    fn root_slot(&self, slot: usize) -> Result<&AtomicU64, AccessError> {
+        self.m
+            .shared
+            .roots
+            .get(slot)
+            .ok_or(AccessError::NoSuchRoot {
+                slot,
+                roots: self.m.shared.roots.len(),
+            })
+    }
+
+    /// Reads reference field `field` as an object reference (`Ok(None)` if null or an atomic
     /// block).
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// If `o` is stale or `field` is not one of its reference fields.
+    /// [`AccessError::Stale`] if `o` was collected, [`AccessError::NoSuchField`] if `field`
+    /// is not one of its reference fields.
     ///
     /// ```
     /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
     /// let mut b = m.begin_block();
     /// let (a, c) = (b.alloc(1, 0).unwrap(), b.alloc(0, 1).unwrap());
-    /// b.set_ref(a, 0, Some(c));
-    /// assert_eq!(b.get_ref(a, 0), Some(c));
+    /// b.set_ref(a, 0, Some(c)).unwrap();
+    /// assert_eq!(b.get_ref(a, 0), Ok(Some(c)));
+    /// assert!(b.get_ref(a, 1).is_err());
     /// ```
-    pub fn get_ref(&self, o: Gc, field: usize) -> Option<Gc> {
-        let v = self.m.word(self.ref_field(o, field));
-        (v != 0 && v & ATOMIC_TAG == 0).then_some(Gc(v as u32))
+    pub fn get_ref(&self, o: Gc, field: usize) -> Result<Option<Gc>, AccessError> {
+        let v = self.m.word(self.ref_field(o, field)?);
+        Ok((v != 0 && v & ATOMIC_TAG == 0).then_some(Gc(v)))
     }
 
-    /// Writes reference field `field`.
+    /// Writes reference field `field`. This (with [`set_atomic`](Self::set_atomic) and the
+    /// root setters) is the only way a reference enters the heap: the place where an
+    /// incremental collector's write barrier would sit.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// As [`get_ref`](Self::get_ref).
+    /// As [`get_ref`](Self::get_ref), and [`AccessError::Stale`] if `value` was collected
+    /// (nothing is written then).
     ///
     /// ```
     /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
     /// let mut b = m.begin_block();
     /// let a = b.alloc(1, 0).unwrap();
-    /// b.set_ref(a, 0, Some(a));
-    /// b.set_ref(a, 0, None);
-    /// assert_eq!(b.get_ref(a, 0), None);
+    /// b.set_ref(a, 0, Some(a)).unwrap();
+    /// b.set_ref(a, 0, None).unwrap();
+    /// assert_eq!(b.get_ref(a, 0), Ok(None));
     /// ```
-    pub fn set_ref(&mut self, o: Gc, field: usize, value: Option<Gc>) {
-        let w = self.ref_field(o, field);
-        self.m.set_word(w, value.map_or(0, |g| g.0 as u64));
+    pub fn set_ref(&mut self, o: Gc, field: usize, value: Option<Gc>) -> Result<(), AccessError> {
+        let w = self.ref_field(o, field)?;
+        let v = self.check_ref(value)?;
+        self.m.set_word(w, v);
+        Ok(())
     }
 
-    /// Reads reference field `field` as an atomic-block reference.
+    /// Reads reference field `field` as an atomic-block reference (`Ok(None)` if null or an
+    /// object).
     ///
-    /// # Panics
+    /// # Errors
     ///
     /// As [`get_ref`](Self::get_ref).
     ///
@@ -831,51 +921,59 @@ impl Block<'_> {
     /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
     /// let mut b = m.begin_block();
     /// let (o, line) = (b.alloc(1, 0).unwrap(), b.alloc_atomic(64).unwrap());
-    /// b.set_atomic(o, 0, Some(line));
-    /// assert_eq!(b.get_atomic(o, 0), Some(line));
+    /// b.set_atomic(o, 0, Some(line)).unwrap();
+    /// assert_eq!(b.get_atomic(o, 0), Ok(Some(line)));
     /// ```
-    pub fn get_atomic(&self, o: Gc, field: usize) -> Option<Atomic> {
-        let v = self.m.word(self.ref_field(o, field));
-        (v & ATOMIC_TAG != 0).then_some(Atomic(v))
+    pub fn get_atomic(&self, o: Gc, field: usize) -> Result<Option<Atomic>, AccessError> {
+        let v = self.m.word(self.ref_field(o, field)?);
+        Ok((v & ATOMIC_TAG != 0).then_some(Atomic(v)))
     }
 
     /// Writes reference field `field` with an atomic-block reference.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// As [`get_ref`](Self::get_ref).
+    /// As [`set_ref`](Self::set_ref).
     ///
     /// ```
     /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
     /// let mut b = m.begin_block();
     /// let o = b.alloc(1, 0).unwrap();
-    /// b.set_atomic(o, 0, None);
+    /// b.set_atomic(o, 0, None).unwrap();
     /// ```
-    pub fn set_atomic(&mut self, o: Gc, field: usize, value: Option<Atomic>) {
-        let w = self.ref_field(o, field);
-        self.m.set_word(w, value.map_or(0, |a| a.0));
+    pub fn set_atomic(
+        &mut self,
+        o: Gc,
+        field: usize,
+        value: Option<Atomic>,
+    ) -> Result<(), AccessError> {
+        let w = self.ref_field(o, field)?;
+        let v = self.check_atomic(value)?;
+        self.m.set_word(w, v);
+        Ok(())
     }
 
     /// Reads data word `index` (counted after the reference fields).
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// If `o` is stale or `index` is out of range.
+    /// [`AccessError::Stale`] if `o` was collected, [`AccessError::NoSuchWord`] if `index` is
+    /// out of range.
     ///
     /// ```
     /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
     /// let mut b = m.begin_block();
     /// let o = b.alloc(0, 1).unwrap();
-    /// b.set_data(o, 0, 42);
-    /// assert_eq!(b.data(o, 0), 42);
+    /// b.set_data(o, 0, 42).unwrap();
+    /// assert_eq!(b.data(o, 0), Ok(42));
     /// ```
-    pub fn data(&self, o: Gc, index: usize) -> u64 {
-        self.m.word(self.data_field(o, index))
+    pub fn data(&self, o: Gc, index: usize) -> Result<u64, AccessError> {
+        Ok(self.m.word(self.data_field(o, index)?))
     }
 
     /// Writes data word `index`.
     ///
-    /// # Panics
+    /// # Errors
     ///
     /// As [`data`](Self::data).
     ///
@@ -883,60 +981,69 @@ impl Block<'_> {
     /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
     /// let mut b = m.begin_block();
     /// let o = b.alloc(0, 1).unwrap();
-    /// b.set_data(o, 0, 0.5f64.to_bits());
-    /// assert_eq!(f64::from_bits(b.data(o, 0)), 0.5);
+    /// b.set_data(o, 0, 0.5f64.to_bits()).unwrap();
+    /// assert_eq!(b.data(o, 0).map(f64::from_bits), Ok(0.5));
     /// ```
-    pub fn set_data(&mut self, o: Gc, index: usize, value: u64) {
-        let w = self.data_field(o, index);
+    pub fn set_data(&mut self, o: Gc, index: usize, value: u64) -> Result<(), AccessError> {
+        let w = self.data_field(o, index)?;
         self.m.set_word(w, value);
+        Ok(())
     }
 
     /// Reads root slot `slot` as an object reference.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// If `slot` is beyond the configured number of roots.
+    /// [`AccessError::NoSuchRoot`] if `slot` is beyond the configured number of roots.
     ///
     /// ```
     /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
-    /// assert_eq!(m.begin_block().root(3), None);
+    /// assert_eq!(m.begin_block().root(3), Ok(None));
     /// ```
-    pub fn root(&self, slot: usize) -> Option<Gc> {
-        let v = self.m.shared.roots[slot].load(Ordering::Relaxed);
-        (v != 0 && v & ATOMIC_TAG == 0).then_some(Gc(v as u32))
+    pub fn root(&self, slot: usize) -> Result<Option<Gc>, AccessError> {
+        let v = self.root_slot(slot)?.load(Ordering::Relaxed);
+        Ok((v != 0 && v & ATOMIC_TAG == 0).then_some(Gc(v)))
     }
 
     /// Writes root slot `slot`. Whatever the roots reach at the end of a block survives.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// As [`root`](Self::root).
+    /// As [`root`](Self::root), and [`AccessError::Stale`] if `value` was collected.
     ///
     /// ```
     /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
     /// let mut b = m.begin_block();
     /// let o = b.alloc(0, 1).unwrap();
-    /// b.set_root(3, Some(o));
-    /// assert_eq!(b.root(3), Some(o));
+    /// b.set_root(3, Some(o)).unwrap();
+    /// assert_eq!(b.root(3), Ok(Some(o)));
     /// ```
-    pub fn set_root(&mut self, slot: usize, value: Option<Gc>) {
-        self.m.shared.roots[slot].store(value.map_or(0, |g| g.0 as u64), Ordering::Relaxed);
+    pub fn set_root(&mut self, slot: usize, value: Option<Gc>) -> Result<(), AccessError> {
+        let v = self.check_ref(value)?;
+        self.root_slot(slot)?.store(v, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Writes root slot `slot` with an atomic-block reference.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// As [`root`](Self::root).
+    /// As [`set_root`](Self::set_root).
     ///
     /// ```
     /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
     /// let mut b = m.begin_block();
     /// let a = b.alloc_atomic(8).unwrap();
-    /// b.set_root_atomic(0, Some(a));
+    /// b.set_root_atomic(0, Some(a)).unwrap();
     /// ```
-    pub fn set_root_atomic(&mut self, slot: usize, value: Option<Atomic>) {
-        self.m.shared.roots[slot].store(value.map_or(0, |a| a.0), Ordering::Relaxed);
+    pub fn set_root_atomic(
+        &mut self,
+        slot: usize,
+        value: Option<Atomic>,
+    ) -> Result<(), AccessError> {
+        let v = self.check_atomic(value)?;
+        self.root_slot(slot)?.store(v, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Time since `begin_block` returned, for load measurement.

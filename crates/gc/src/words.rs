@@ -1,9 +1,19 @@
 //! How a heap word is laid out: object headers and references.
 //!
-//! A reference is one `u64`: 0 is null; an object reference is its header's word index plus one;
-//! an atomic-block reference has the top bit set, its slot's generation in bits 32..63 and the
-//! slot in bits 0..32. A header holds the object's size in words (header included) in bits
-//! 0..32, the number of leading reference fields in bits 32..48, and "allocated" in bit 63.
+//! A reference is one `u64`: 0 is null. An object reference has the object's generation in
+//! bits 32..63 and its header's word index plus one in bits 0..32; an atomic-block reference
+//! has the top bit set, its slot's generation in bits 32..63 and the slot in bits 0..32. A
+//! header holds the object's size in words (header included) in bits 0..16, the number of
+//! leading reference fields in bits 16..32, the generation in bits 32..63 and "allocated" in
+//! bit 63.
+//!
+//! The generation lives in the header word, not in a side table, because the header is read
+//! by every access anyway (to bounds-check the field), so checking it costs no extra cache
+//! line; and because blocks are never split or merged (a freed block goes back to the free
+//! list of its own size), a header word is the start of the same block for ever and can carry
+//! that block's count of incarnations across frees. Freeing keeps the generation
+//! (`Header::freed`); allocating bumps it (`Header::next_gen`). 31 bits: the same block
+//! must be reused 2^31 times before an old handle could match again.
 
 pub(crate) const ATOMIC_TAG: u64 = 1 << 63;
 const ALLOCATED: u64 = 1 << 63;
@@ -11,18 +21,53 @@ const ALLOCATED: u64 = 1 << 63;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Header(pub(crate) u64);
 
+/// Largest object size in words the header can hold.
+pub(crate) const MAX_WORDS: usize = 0xffff;
+/// Generations are 31 bits (bits 32..63 of a reference or header).
+pub(crate) const GEN_MASK: u32 = 0x7fff_ffff;
+
+/// The generation of a reference (object or atomic block).
+#[inline]
+pub(crate) fn ref_gen(r: u64) -> u32 {
+    (r >> 32) as u32 & GEN_MASK
+}
+
+/// The heap index an object reference names (`usize::MAX` for a malformed zero index, which
+/// every bounds check refuses).
+#[inline]
+pub(crate) fn ref_index(r: u64) -> usize {
+    ((r & 0xffff_ffff) as usize).wrapping_sub(1)
+}
+
+/// The object reference for the header at `index` with generation `gen`.
+#[inline]
+pub(crate) fn object_ref(index: usize, gen: u32) -> u64 {
+    ((gen as u64) << 32) | (index as u64 + 1)
+}
+
 impl Header {
-    pub(crate) fn used(words: usize, ptrs: usize) -> Self {
-        Header(ALLOCATED | ((ptrs as u64) << 32) | words as u64)
+    pub(crate) fn used(words: usize, ptrs: usize, gen: u32) -> Self {
+        Header(ALLOCATED | ((gen as u64) << 32) | ((ptrs as u64) << 16) | words as u64)
     }
-    pub(crate) fn free(words: usize) -> Self {
-        Header(words as u64)
+    /// The free header of this block: same size, same generation (the next allocation of the
+    /// block bumps it), not allocated.
+    pub(crate) fn freed(self) -> Self {
+        Header(self.0 & !(ALLOCATED | 0xffff_0000))
+    }
+    /// The generation the block's next incarnation gets: never 0, so that a reference is
+    /// never mistaken for null.
+    pub(crate) fn next_gen(self) -> u32 {
+        let g = (self.gen() + 1) & GEN_MASK;
+        g.max(1)
+    }
+    pub(crate) fn gen(self) -> u32 {
+        (self.0 >> 32) as u32 & GEN_MASK
     }
     pub(crate) fn words(self) -> usize {
-        (self.0 & 0xffff_ffff) as usize
+        (self.0 & 0xffff) as usize
     }
     pub(crate) fn ptrs(self) -> usize {
-        ((self.0 >> 32) & 0xffff) as usize
+        ((self.0 >> 16) & 0xffff) as usize
     }
     pub(crate) fn is_allocated(self) -> bool {
         self.0 & ALLOCATED != 0
@@ -150,7 +195,10 @@ impl MarkState {
             }
             return 0;
         }
-        let i = (r - 1) as usize;
+        // The generation is not checked here: the mutator refuses to store a stale reference
+        // (its generation is checked on every write), so every reference in the heap or the
+        // roots names the incarnation that is there.
+        let i = ref_index(r);
         if i < top && get(&self.starts, i) && !get(&self.marks, i) {
             set(&mut self.marks, i);
             self.stack.push(i as u32);

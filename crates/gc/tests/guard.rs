@@ -37,16 +37,16 @@ fn play(m: &mut Mutator, blocks: usize, wait_for_copy: bool, collector: &Collect
                 .alloc_atomic(256 + 64 * ((n + k) % 16))
                 .expect("room for a line");
             b.samples(line).unwrap().fill(0.1);
-            b.set_atomic(voice, 0, Some(line));
-            b.set_ref(voice, 1, b.root(0));
-            b.set_data(voice, 0, n as u64);
-            b.set_root(0, Some(voice));
+            b.set_atomic(voice, 0, Some(line)).unwrap();
+            b.set_ref(voice, 1, b.root(0).unwrap()).unwrap();
+            b.set_data(voice, 0, n as u64).unwrap();
+            b.set_root(0, Some(voice)).unwrap();
         }
         if n % 16 == 15 {
-            b.set_root(0, None);
+            b.set_root(0, None).unwrap();
         }
-        if let Some(v) = b.root(0) {
-            sum += b.data(v, 0);
+        if let Some(v) = b.root(0).unwrap() {
+            sum += b.data(v, 0).unwrap();
         }
     }
     sum
@@ -103,7 +103,7 @@ const LATE_POLL: Duration = Duration::from_millis(50);
 fn note_on(m: &mut Mutator) {
     let mut b = m.begin_block();
     let v = b.alloc(0, 1).expect("room for a voice");
-    b.set_root(0, Some(v));
+    b.set_root(0, Some(v)).unwrap();
 }
 
 /// The wait path of `begin_block`: the snapshot thread is late, so the audio thread spins for

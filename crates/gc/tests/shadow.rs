@@ -73,13 +73,17 @@ fn step(block: &mut Block<'_>, model: &mut Model, rng: &mut Rng) {
         0..=4 => {
             let Ok(g) = block.alloc(REFS, 1) else { return };
             for f in 0..REFS {
-                assert_eq!(block.get_ref(g, f), None, "fresh objects are zeroed");
-                assert_eq!(block.get_atomic(g, f), None);
+                assert_eq!(
+                    block.get_ref(g, f).unwrap(),
+                    None,
+                    "fresh objects are zeroed"
+                );
+                assert_eq!(block.get_atomic(g, f).unwrap(), None);
             }
-            assert_eq!(block.data(g, 0), 0, "fresh objects are zeroed");
+            assert_eq!(block.data(g, 0).unwrap(), 0, "fresh objects are zeroed");
             model.next_id += 1;
             let id = model.next_id;
-            block.set_data(g, 0, id);
+            block.set_data(g, 0, id).unwrap();
             let mut obj = Obj {
                 id,
                 refs: [None, None],
@@ -90,46 +94,46 @@ fn step(block: &mut Block<'_>, model: &mut Model, rng: &mut Rng) {
                 if let Ok(a) = block.alloc_atomic(len) {
                     let fill = (id % 251) as u8 + 1;
                     block.bytes(a).unwrap().fill(fill);
-                    block.set_atomic(g, 2, Some(a));
+                    block.set_atomic(g, 2, Some(a)).unwrap();
                     obj.line = Some((a, fill, len));
                 }
             }
             // Link to an existing object so graphs form, including cycles.
             if let Some(other) = random_live(model, rng) {
-                block.set_ref(g, 0, Some(other));
+                block.set_ref(g, 0, Some(other)).unwrap();
                 obj.refs[0] = Some(other);
                 if rng.below(4) == 0 {
                     let f = rng.below(2);
-                    block.set_ref(other, f, Some(g));
+                    block.set_ref(other, f, Some(g)).unwrap();
                     model.objs.get_mut(&other).unwrap().refs[f] = Some(g);
                 }
             }
             model.objs.insert(g, obj);
             let r = rng.below(ROOTS);
             if model.roots[r].is_none() || rng.below(3) == 0 {
-                block.set_root(r, Some(g));
+                block.set_root(r, Some(g)).unwrap();
                 model.roots[r] = Some(g);
             }
         }
         5 | 6 => {
             let r = rng.below(ROOTS);
-            block.set_root(r, None);
+            block.set_root(r, None).unwrap();
             model.roots[r] = None;
         }
         7 => {
             if let Some(o) = random_live(model, rng) {
                 let f = rng.below(2);
-                block.set_ref(o, f, None);
+                block.set_ref(o, f, None).unwrap();
                 model.objs.get_mut(&o).unwrap().refs[f] = None;
             }
         }
         _ => {
             if let (Some(a), Some(b)) = (random_live(model, rng), random_live(model, rng)) {
                 let f = rng.below(2);
-                block.set_ref(a, f, Some(b));
+                block.set_ref(a, f, Some(b)).unwrap();
                 model.objs.get_mut(&a).unwrap().refs[f] = Some(b);
                 let r = rng.below(ROOTS);
-                block.set_root(r, Some(a));
+                block.set_root(r, Some(a)).unwrap();
                 model.roots[r] = Some(a);
             }
         }
@@ -138,18 +142,18 @@ fn step(block: &mut Block<'_>, model: &mut Model, rng: &mut Rng) {
 
 fn verify(block: &mut Block<'_>, model: &Model) {
     for (r, root) in model.roots.iter().enumerate() {
-        assert_eq!(block.root(r), *root);
+        assert_eq!(block.root(r).unwrap(), *root);
     }
     for (&g, obj) in &model.objs {
         assert_eq!(
-            block.data(g, 0),
+            block.data(g, 0).unwrap(),
             obj.id,
             "a reachable object was freed or overwritten"
         );
         for f in 0..2 {
-            assert_eq!(block.get_ref(g, f), obj.refs[f]);
+            assert_eq!(block.get_ref(g, f).unwrap(), obj.refs[f]);
         }
-        assert_eq!(block.get_atomic(g, 2), obj.line.map(|l| l.0));
+        assert_eq!(block.get_atomic(g, 2).unwrap(), obj.line.map(|l| l.0));
         if let Some((a, fill, len)) = obj.line {
             let bytes = block.bytes(a).expect("a reachable atomic block was freed");
             assert_eq!(bytes.len(), len);
@@ -211,7 +215,7 @@ fn run(seed: u64, mode: Mode, blocks: usize) {
     {
         let mut b = m.begin_block();
         for r in 0..ROOTS {
-            b.set_root(r, None);
+            b.set_root(r, None).unwrap();
         }
     }
     model.roots = [None; ROOTS];
