@@ -351,17 +351,27 @@ impl RtAlloc {
     /// assert_eq!(p.as_ptr() as usize % 16, 0);
     /// # unsafe { rt.free(p) };
     /// ```
+    #[inline]
     pub fn alloc(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
-        self.apply_remote(REMOTE_PER_ALLOC);
+        // The common case has no remote frees at all: two loads decide it, and the work lives
+        // out of line so it does not weigh on every allocation (callgrind showed the inlined
+        // loop costing ~30 instructions per allocation on a workload with no remote frees).
+        if !self.side().pending.is_null() || !self.shared.remote.load(Ordering::Relaxed).is_null() {
+            self.apply_remote(REMOTE_PER_ALLOC);
+        }
         match self.side().tlsf.alloc(layout) {
-            Err(AllocError::OutOfMemory) => {
-                // Memory may be waiting in the remote list; the bound is the number of blocks
-                // freed elsewhere, which the caller controls, and beats failing.
-                self.collect_remote();
-                self.side().tlsf.alloc(layout)
-            }
+            Err(AllocError::OutOfMemory) => self.alloc_after_collect(layout),
             other => other,
         }
+    }
+
+    /// Memory may be waiting in the remote list; the bound is the number of blocks freed
+    /// elsewhere, which the caller controls, and beats failing.
+    #[cold]
+    #[inline(never)]
+    fn alloc_after_collect(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+        self.collect_remote();
+        self.side().tlsf.alloc(layout)
     }
 
     /// Frees a block. O(1).
@@ -377,6 +387,7 @@ impl RtAlloc {
     /// // SAFETY: allocated above, freed once.
     /// unsafe { rt.free(p) };
     /// ```
+    #[inline]
     pub unsafe fn free(&mut self, ptr: NonNull<u8>) {
         // SAFETY: forwarded contract.
         unsafe { self.side().tlsf.free(ptr) }
@@ -438,6 +449,7 @@ impl RtAlloc {
         self.apply_remote(usize::MAX)
     }
 
+    #[inline(never)]
     fn apply_remote(&mut self, budget: usize) -> usize {
         let side = self.side();
         if side.pending.is_null() && !self.shared.remote.load(Ordering::Relaxed).is_null() {

@@ -64,6 +64,16 @@ fn mapping_insert(size: usize) -> (usize, usize) {
     }
 }
 
+/// [`mapping_insert`] for a block that exists: its payload is below [`MAX_PAYLOAD`], so both
+/// levels are below 32 and the masks change nothing; they only tell the compiler so, which drops
+/// two bounds checks from every list operation (callgrind: ~8 instructions per pair).
+#[inline(always)]
+fn list_of(size: usize) -> (usize, usize) {
+    debug_assert!(size < MAX_PAYLOAD);
+    let (fl, sl) = mapping_insert(size);
+    (fl & (FL_COUNT - 1), sl & (SL_COUNT - 1))
+}
+
 /// The smallest (first, second) level whose every block fits `size`: rounding up first is what
 /// makes the search O(1) instead of a walk of one list.
 #[inline]
@@ -257,6 +267,7 @@ impl Tlsf {
     /// let too_big = std::alloc::Layout::from_size_align(4096, 8).unwrap();
     /// assert_eq!(tlsf.alloc(too_big), Err(AllocError::OutOfMemory));
     /// ```
+    #[inline]
     pub fn alloc(&mut self, layout: core::alloc::Layout) -> Result<NonNull<u8>, AllocError> {
         if layout.align() > ALIGN {
             return Err(AllocError::Alignment);
@@ -296,6 +307,7 @@ impl Tlsf {
     /// // SAFETY: allocated above, freed once.
     /// unsafe { tlsf.free(p) };
     /// ```
+    #[inline]
     pub unsafe fn free(&mut self, ptr: NonNull<u8>) {
         // SAFETY: the caller's promise makes the header ours and used; neighbours found through
         // the physical chain are headers of this region (the sentinel bounds the walk).
@@ -340,30 +352,36 @@ impl Tlsf {
         self.find(fl, sl).is_some()
     }
 
+    #[inline(always)]
     fn find(&self, fl: usize, sl: usize) -> Option<*mut Block> {
         if fl >= FL_COUNT {
             return None;
         }
+        // `sl < SL_COUNT` (32) and `fl < FL_COUNT` (32), so the plain shifts cannot overflow
+        // except `fl + 1 == 32`, which the u64 shift covers; no `checked_shl` branch per call.
         let mut fl = fl;
-        let mut sl_map = self.sl_bitmap[fl] & (!0u32).checked_shl(sl as u32).unwrap_or(0);
+        let mut sl_map = self.sl_bitmap[fl] & (!0u32 << (sl & (SL_COUNT - 1)));
         if sl_map == 0 {
-            let fl_map = self.fl_bitmap & (!0u32).checked_shl(fl as u32 + 1).unwrap_or(0);
+            let fl_map = (u64::from(self.fl_bitmap) >> (fl + 1) << (fl + 1)) as u32;
             if fl_map == 0 {
                 return None;
             }
             fl = fl_map.trailing_zeros() as usize;
-            sl_map = self.sl_bitmap[fl];
+            sl_map = self.sl_bitmap[fl & (FL_COUNT - 1)];
         }
         let sl = sl_map.trailing_zeros() as usize;
-        Some(self.heads[fl][sl])
+        // The masks restate what the bitmaps guarantee (a set bit of a u32 is below 32), which
+        // lets the compiler drop the bounds checks.
+        Some(self.heads[fl & (FL_COUNT - 1)][sl & (SL_COUNT - 1)])
     }
 
     /// # Safety
     /// `block` must be a free header of this heap, in no list.
+    #[inline(always)]
     unsafe fn insert(&mut self, block: *mut Block) {
         // SAFETY: per the contract; list heads are blocks of this heap or null.
         unsafe {
-            let (fl, sl) = mapping_insert((*block).payload_size());
+            let (fl, sl) = list_of((*block).payload_size());
             let head = self.heads[fl][sl];
             (*block).next_free = head;
             (*block).prev_free = ptr::null_mut();
@@ -378,10 +396,11 @@ impl Tlsf {
 
     /// # Safety
     /// `block` must be a free header of this heap, in its list.
+    #[inline(always)]
     unsafe fn remove(&mut self, block: *mut Block) {
         // SAFETY: per the contract, the links are valid blocks or null.
         unsafe {
-            let (fl, sl) = mapping_insert((*block).payload_size());
+            let (fl, sl) = list_of((*block).payload_size());
             let (prev, next) = ((*block).prev_free, (*block).next_free);
             if !next.is_null() {
                 (*next).prev_free = prev;
@@ -418,6 +437,7 @@ impl Tlsf {
     ///
     /// # Safety
     /// `block` must be a free header of this heap in no list with payload >= `size`.
+    #[inline(always)]
     unsafe fn split(&mut self, block: *mut Block, size: usize) {
         // SAFETY: the remainder lies inside `block`'s payload, so inside the region.
         unsafe {
@@ -440,6 +460,7 @@ impl Tlsf {
     ///
     /// # Safety
     /// As described; `b` directly follows `a`.
+    #[inline(always)]
     unsafe fn absorb(&mut self, a: *mut Block, b: *mut Block) -> *mut Block {
         // SAFETY: per the contract.
         unsafe {
