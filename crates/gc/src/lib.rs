@@ -62,6 +62,58 @@
 //! assert_eq!(b.data(reused, 0), Ok(0));
 //! ```
 //!
+//! # The typed layer
+//!
+//! The words above are untyped: field 0, data word 2. [`gc_struct!`] declares a struct's
+//! reference fields and data words once and generates a `Copy` handle with a getter and a
+//! setter per field; each is one call of the untyped accessor, so it stays O(1) and refuses
+//! stale handles the same way. Reference writes still go through [`Block::set_ref`] /
+//! [`Block::set_atomic`], the one place a later write barrier will sit. Samples live in atomic
+//! blocks, lent as plain slices by [`Block::samples`] / [`Block::read_samples`]: the inner loop
+//! of a delay line does ordinary loads and stores. More in [`typed`].
+//!
+//! ```
+//! use downbeat_gc::{gc_struct, start, Atomic, Config};
+//!
+//! gc_struct! {
+//!     /// A voice with a delay line.
+//!     pub struct Voice {
+//!         refs {
+//!             /// Its delay line.
+//!             line / set_line: Atomic,
+//!         }
+//!         data {
+//!             /// Write position in the line.
+//!             pos / set_pos: usize,
+//!             /// Feedback gain.
+//!             feedback / set_feedback: f32,
+//!         }
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let (mut m, _c) = start(Config::small())?;
+//! let mut b = m.begin_block();
+//! let v = Voice::alloc(&mut b)?;
+//! let line = b.alloc_atomic(480 * 4)?;
+//! b.samples(line).ok_or("fresh")?.fill(0.0);
+//! v.set_line(&mut b, Some(line))?;
+//! v.set_feedback(&mut b, 0.7)?;
+//! b.set_root(0, Some(v.gc()))?;
+//! // One block of a comb filter: fields read once, then slice access per sample.
+//! let (line, mut pos, fb) = (v.line(&b)?.ok_or("no line")?, v.pos(&b)?, v.feedback(&b)?);
+//! let buf = b.samples(line).ok_or("stale")?;
+//! for x in [1.0f32; 64] {
+//!     let y = buf[pos];
+//!     buf[pos] = x + fb * y;
+//!     pos = (pos + 1) % buf.len();
+//! }
+//! v.set_pos(&mut b, pos)?;
+//! assert_eq!(v.pos(&b)?, 64);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Example
 //!
 //! ```
@@ -104,6 +156,7 @@ mod mutator;
 mod rate;
 mod shared;
 mod stats;
+pub mod typed;
 mod words;
 
 /// The atomics the handshake is built on (loom's in the model, see `handshake`).

@@ -790,6 +790,28 @@ impl Block<'_> {
         Some(unsafe { std::slice::from_raw_parts_mut(s.ptr.cast::<f32>(), s.bytes / 4) })
     }
 
+    /// The atomic block as read-only `f32` samples, or `None` if the handle is stale. Unlike
+    /// [`samples`](Self::samples) it borrows the block only shared, so fields can still be
+    /// read (and other blocks viewed) while the slice is held in an inner loop.
+    ///
+    /// ```
+    /// let (mut m, _c) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
+    /// let mut b = m.begin_block();
+    /// let (x, y) = (b.alloc_atomic(16).unwrap(), b.alloc_atomic(16).unwrap());
+    /// b.samples(x).unwrap().fill(0.5);
+    /// b.samples(y).unwrap().fill(2.0);
+    /// let (xs, ys) = (b.read_samples(x).unwrap(), b.read_samples(y).unwrap());
+    /// let dot: f32 = xs.iter().zip(ys).map(|(a, b)| a * b).sum();
+    /// assert_eq!(dot, 4.0);
+    /// ```
+    pub fn read_samples(&self, a: Atomic) -> Option<&[f32]> {
+        let s = self.slot(a)?;
+        // SAFETY: a live slot names a live, 16-byte aligned TLSF block of at least `bytes`
+        // bytes that only this mutator touches; `&self` excludes every `&mut` view of it
+        // (those need `&mut self`) for as long as this slice lives.
+        Some(unsafe { std::slice::from_raw_parts(s.ptr.cast::<f32>(), s.bytes / 4) })
+    }
+
     /// Header index and header of the object `o` names, if it is still that incarnation.
     /// The generation check is what makes a handle kept across blocks without a root safe to
     /// try: once the block is freed (header not allocated) or reused (generation bumped), the

@@ -23,7 +23,8 @@ fn until_freed(m: &mut Mutator, freed: u64, atomic_freed: u64) {
 }
 
 /// Allocates an unrooted object, lets the collector free it, allocates one of the same size
-/// (which takes the freed block: the heap does not grow) and returns (old, new).
+/// (which takes the freed block: the heap does not grow), roots it in slot 0 and returns
+/// (old, new).
 fn collected_and_reused(m: &mut Mutator) -> (Gc, Gc) {
     let old = {
         let mut b = m.begin_block();
@@ -33,7 +34,13 @@ fn collected_and_reused(m: &mut Mutator) -> (Gc, Gc) {
     }; // not rooted: garbage once this block ends
     until_freed(m, 1, 0);
     let used = m.heap_used();
-    let new = m.begin_block().alloc(1, 1).unwrap();
+    let new = {
+        let mut b = m.begin_block();
+        let new = b.alloc(1, 1).unwrap();
+        // Rooted, so that the collector (running concurrently in snapshot mode) keeps it.
+        b.set_root(0, Some(new)).unwrap();
+        new
+    };
     assert_eq!(m.heap_used(), used, "the freed block was reused");
     assert_ne!(old, new, "the new incarnation has a new generation");
     (old, new)
@@ -56,8 +63,9 @@ fn check_refused(mode: Mode) {
     assert_eq!(b.set_ref(old, 0, None), Err(AccessError::Stale));
     // Storing the stale handle would make the new object reachable through an old name.
     assert_eq!(b.set_ref(new, 0, Some(old)), Err(AccessError::Stale));
-    assert_eq!(b.set_root(0, Some(old)), Err(AccessError::Stale));
-    assert_eq!(b.root(0), Ok(None));
+    assert_eq!(b.set_root(1, Some(old)), Err(AccessError::Stale));
+    assert_eq!(b.root(1), Ok(None));
+    assert_eq!(b.root(0), Ok(Some(new)));
     // The new object saw none of the refused writes.
     assert_eq!(b.data(new, 0), Ok(0));
     assert_eq!(b.get_ref(new, 0), Ok(None));
@@ -106,7 +114,7 @@ fn refusing_a_stale_handle_is_real_time_safe() {
             b.data(old, 0).err(),
             b.set_data(old, 0, 1).err(),
             b.set_ref(new, 0, Some(old)).err(),
-            b.set_root(1, Some(old)).err(),
+            b.set_root(2, Some(old)).err(),
         ]
     });
     assert!(report.is_complete(), "{report}");
