@@ -2,6 +2,17 @@
 //! sized) after a fragmentation warm-up, through Downbeat's TLSF pool, glibc `malloc` and
 //! `rlsf::Tlsf`. Each pair is timed on its own; the run happens under the guard so the system
 //! calls and page faults it makes are counted.
+//!
+//! Beside that workload (case names `pair_*`, `syscalls`, `page_faults`), the suite runs:
+//! `large_*`, the same pairs with one-second stereo delay lines (128-375 KiB, where glibc
+//! switches to `mmap`); `remote_*`, one thread allocating and another freeing, Downbeat's
+//! cross-thread frees against glibc (rlsf cannot free from another thread); and the rival
+//! `glibc_tuned`, glibc set up as real-time users set it up (`M_MMAP_MAX=0`,
+//! `M_TRIM_THRESHOLD=-1`, `mlockall`), run in a child process so its settings stay there.
+
+mod remote;
+mod tuned;
+mod workload;
 
 use std::alloc::Layout;
 use std::hint::black_box;
@@ -15,26 +26,21 @@ use downbeat_rt::guard::{self, Options};
 use crate::report::{quantile, Better, Report};
 use crate::rng::Rng;
 use crate::Common;
+use workload::{size, LIVE};
 
 const OURS: &str = "downbeat";
-const LIVE: usize = 1024;
+const GLIBC_TUNED: &str = "glibc_tuned";
 const POOL: usize = 64 << 20;
 /// Samples slower than this are counted as stalls (the VM's, or the allocator's).
 const STALL_NS: f64 = 10_000.0;
+/// Live blocks of the `large_*` workload: 64 lines of at most 375 KiB fill at most 24 MiB.
+const LARGE_LIVE: usize = 64;
 
-/// Object-sized blocks, delay lines of plucked strings (50-400 Hz at 48 kHz as f32), and some
-/// long lines up to 64 KiB, as in the thesis' benchmark program.
-fn size(rng: &mut Rng) -> usize {
-    let u = rng.unit();
-    let s = if u < 0.4 {
-        16.0 + rng.unit() * 240.0
-    } else if u < 0.9 {
-        4.0 * (48_000.0 / (50.0 + rng.unit() * 350.0))
-    } else {
-        // Log-uniform 4 KiB - 64 KiB.
-        4096.0 * 16f64.powf(rng.unit())
-    };
-    (s as usize).clamp(16, 64 * 1024)
+/// One second of stereo f32 at 48 kHz (375 KiB) or a little less, never below 128 KiB:
+/// the delay lines of a reverb or a looper, allocated when a plug-in is inserted.
+fn large_size(rng: &mut Rng) -> usize {
+    let full = 48_000 * 2 * 4;
+    (128 * 1024 + (rng.unit() * (full - 128 * 1024) as f64) as usize).min(full)
 }
 
 trait Heap {
@@ -97,18 +103,21 @@ fn rlsf_pool() -> &'static mut [MaybeUninit<u8>] {
     pool
 }
 
-struct RunResult {
-    sorted_ns: Vec<f64>,
-    syscalls: u64,
-    faults: u64,
-    stalls: usize,
-    failed: usize,
+pub(crate) struct RunResult {
+    pub(crate) sorted_ns: Vec<f64>,
+    pub(crate) syscalls: u64,
+    pub(crate) faults: u64,
+    pub(crate) stalls: usize,
+    pub(crate) failed: usize,
+    /// `glibc_tuned` only: a `mallopt` or `mlockall` did not take.
+    pub(crate) tune_failed: bool,
 }
 
 /// Everything a run carries from warm-up to measurement to clean-up, allocated up front so the
 /// measured scope allocates nothing of its own.
 struct State {
     live: Vec<Option<(NonNull<u8>, usize)>>,
+    size: fn(&mut Rng) -> usize,
     rng: Rng,
     samples: Vec<f64>,
     failed: usize,
@@ -119,9 +128,10 @@ struct State {
 unsafe impl Send for State {}
 
 impl State {
-    fn new(pairs: usize, seed: u64) -> Self {
+    fn new(pairs: usize, seed: u64, live: usize, size: fn(&mut Rng) -> usize) -> Self {
         Self {
-            live: vec![None; LIVE],
+            live: vec![None; live],
+            size,
             rng: Rng(seed | 1),
             // Written now so the measured scope does not fault these pages in.
             samples: vec![-1.0; pairs],
@@ -132,12 +142,12 @@ impl State {
     /// Frees one random live block and allocates another of a random size.
     #[inline(always)]
     fn step<H: Heap>(&mut self, heap: &mut H) -> bool {
-        let slot = (self.rng.next() % LIVE as u64) as usize;
+        let slot = (self.rng.next() % self.live.len() as u64) as usize;
         if let Some((p, s)) = self.live[slot].take() {
             // SAFETY: allocated below with this size.
             unsafe { heap.free(p, s) };
         }
-        let s = size(&mut self.rng);
+        let s = (self.size)(&mut self.rng);
         match heap.alloc(s) {
             Some(p) => {
                 // Touch the block like a delay line being cleared at its start.
@@ -192,6 +202,7 @@ fn measure(state: &mut State, timed: impl FnOnce(&mut State) + Send) -> RunResul
         faults,
         stalls,
         failed: state.failed,
+        tune_failed: false,
     }
 }
 
@@ -209,58 +220,90 @@ fn one_glibc_arena() {
     unsafe { libc::mallopt(M_ARENA_MAX, 1) };
 }
 
-pub fn run(common: &Common) -> Report {
-    let mut report = Report::new("alloc");
-    let pairs = if common.quick { 20_000 } else { 1_000_000 };
-    let warmup = if common.quick { 5_000 } else { 200_000 };
-    // A run takes about 3 s: the project's 7 repetitions cost little.
+/// One workload's shape.
+struct Workload {
+    /// Prefix of its case names ("" for today's workload, whose names the docs cite).
+    prefix: &'static str,
+    live: usize,
+    size: fn(&mut Rng) -> usize,
+    pairs: usize,
+    warmup: usize,
+    /// What the notes say about it.
+    describe: String,
+}
+
+/// The child process's whole job: one glibc_tuned run of `w`, its tuning set before anything
+/// is allocated for it.
+fn tuned_child(w: &Workload, seed: u64) -> RunResult {
+    let tuned = tuned::tune_glibc();
+    let mut state = State::new(w.pairs, seed, w.live, w.size);
+    state.warm_up(&mut Glibc, w.warmup);
+    let mut r = measure(&mut state, |st| st.timed(&mut Glibc));
+    state.release(&mut Glibc);
+    r.tune_failed = !tuned;
+    r
+}
+
+/// One run of `name` on `w`, warmed up and measured on the same heap.
+fn run_one(name: &str, w: &Workload, seed: u64, pool: &Pool) -> RunResult {
+    let mut state = State::new(w.pairs, seed, w.live, w.size);
+    match name {
+        OURS => {
+            // Warm up as one owner, measure as another on the guard's thread: the pool's
+            // state carries over, as it would from one audio callback to the next.
+            let mut heap = Ours(pool.bind().expect("unbound"));
+            state.warm_up(&mut heap, w.warmup);
+            drop(heap);
+            let r = measure(&mut state, |st| {
+                let mut heap = Ours(pool.bind().expect("unbound"));
+                st.timed(&mut heap);
+            });
+            state.release(&mut Ours(pool.bind().expect("unbound")));
+            r
+        }
+        "glibc" => {
+            state.warm_up(&mut Glibc, w.warmup);
+            let r = measure(&mut state, |st| st.timed(&mut Glibc));
+            state.release(&mut Glibc);
+            r
+        }
+        GLIBC_TUNED => unreachable!("glibc_tuned runs in a child process"),
+        _ => {
+            let mut t = RlsfTlsf::new();
+            t.insert_free_block(rlsf_pool());
+            let mut heap = SendRlsf(Rlsf(t));
+            state.warm_up(&mut heap.0, w.warmup);
+            let heap_ref = &mut heap;
+            let r = measure(&mut state, move |st| st.timed(&mut heap_ref.0));
+            state.release(&mut heap.0);
+            r
+        }
+    }
+}
+
+/// Runs every wanted implementation on `w`, alternating their order from run to run, and adds
+/// the rows and ratios.
+fn run_workload(report: &mut Report, common: &Common, pool: &Pool, index: usize, w: &Workload) {
     let runs = common.runs();
-    let impls = [OURS, "glibc", "rlsf"];
+    let impls = [OURS, "glibc", "rlsf", GLIBC_TUNED];
     let cases = ["p50", "p99", "p99.9", "p99.99", "max"];
     let mut rows: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); cases.len() + 3]; impls.len()];
-    one_glibc_arena();
-    let pool = Pool::new(POOL).expect("pool");
-    if let Some(note) = pool.note() {
-        report.notes.push(note.to_owned());
-    }
     for run in 0..runs {
-        for (k, name) in impls.iter().enumerate() {
+        let mut order: Vec<usize> = (0..impls.len()).collect();
+        if run % 2 == 1 {
+            order.reverse();
+        }
+        for k in order {
+            let name = impls[k];
             if !common.wants(name) {
                 continue;
             }
             let seed = 0x5eed + run as u64;
-            let mut state = State::new(pairs, seed);
-            let r = match *name {
-                OURS => {
-                    // Warm up as one owner, measure as another on the guard's thread: the pool's
-                    // state carries over, as it would from one audio callback to the next.
-                    let mut heap = Ours(pool.bind().expect("unbound"));
-                    state.warm_up(&mut heap, warmup);
-                    drop(heap);
-                    let pool = &pool;
-                    let r = measure(&mut state, |st| {
-                        let mut heap = Ours(pool.bind().expect("unbound"));
-                        st.timed(&mut heap);
-                    });
-                    state.release(&mut Ours(pool.bind().expect("unbound")));
-                    r
-                }
-                "glibc" => {
-                    state.warm_up(&mut Glibc, warmup);
-                    let r = measure(&mut state, |st| st.timed(&mut Glibc));
-                    state.release(&mut Glibc);
-                    r
-                }
-                _ => {
-                    let mut t = RlsfTlsf::new();
-                    t.insert_free_block(rlsf_pool());
-                    let mut heap = SendRlsf(Rlsf(t));
-                    state.warm_up(&mut heap.0, warmup);
-                    let heap_ref = &mut heap;
-                    let r = measure(&mut state, move |st| st.timed(&mut heap_ref.0));
-                    state.release(&mut heap.0);
-                    r
-                }
+            let r = if name == GLIBC_TUNED {
+                tuned::in_child(index, seed, common.quick)
+                    .unwrap_or_else(|e| panic!("glibc_tuned child process: {e}"))
+            } else {
+                run_one(name, w, seed, pool)
             };
             for (c, q) in [0.5, 0.99, 0.999, 0.9999, 1.0].iter().enumerate() {
                 rows[k][c].push(quantile(&r.sorted_ns, *q));
@@ -269,41 +312,108 @@ pub fn run(common: &Common) -> Report {
             rows[k][6].push(r.faults as f64);
             rows[k][7].push(r.stalls as f64);
             if r.failed > 0 {
-                report
-                    .notes
-                    .push(format!("{name} run {run}: {} allocations failed", r.failed));
+                report.notes.push(format!(
+                    "{}{name} run {run}: {} allocations failed",
+                    w.prefix, r.failed
+                ));
+            }
+            if r.tune_failed {
+                report.notes.push(format!(
+                    "{}{name} run {run}: tuning incomplete (mallopt or mlockall failed, see stderr)",
+                    w.prefix
+                ));
             }
         }
     }
+    let p = w.prefix;
     for (k, name) in impls.iter().enumerate() {
         for (c, case) in cases.iter().enumerate() {
             if !rows[k][c].is_empty() {
-                report.add(&format!("pair_{case}"), name, "ns", &rows[k][c]);
+                report.add(&format!("{p}pair_{case}"), name, "ns", &rows[k][c]);
             }
         }
         if !rows[k][5].is_empty() {
-            report.add("syscalls", name, "calls", &rows[k][5]);
-            report.add("page_faults", name, "faults", &rows[k][6]);
-            report.add("stalls_over_10us", name, "samples", &rows[k][7]);
-        }
-    }
-    for case in cases {
-        for rival in ["glibc", "rlsf"] {
-            report.ratio(
-                &format!("pair_{case}"),
-                &format!("pair_{case}"),
-                OURS,
-                rival,
-                Better::Lower,
+            report.add(&format!("{p}syscalls"), name, "calls", &rows[k][5]);
+            report.add(&format!("{p}page_faults"), name, "faults", &rows[k][6]);
+            report.add(
+                &format!("{p}stalls_over_10us"),
+                name,
+                "samples",
+                &rows[k][7],
             );
         }
     }
-    report.notes.push(format!(
-        "{pairs} timed pairs per run after {warmup} warm-up pairs, {LIVE} live blocks, sizes 16 B-64 KiB \
-         (40% objects, 50% delay lines 50-400 Hz, 10% log-uniform 4-64 KiB); each pair includes \
-         one Instant::now() pair of timing overhead; stalls = samples over 10 us; \
-         syscalls and page faults counted by the guard over the timed pairs only; glibc limited \
-         to one arena (M_ARENA_MAX=1) so its warm-up shapes the measured heap; {runs} runs"
-    ));
+    for case in cases {
+        for rival in ["glibc", "rlsf", GLIBC_TUNED] {
+            let key = format!("{p}pair_{case}");
+            report.ratio(&key, &key, OURS, rival, Better::Lower);
+        }
+    }
+    report.notes.push(w.describe.clone());
+}
+
+pub fn run(common: &Common) -> Report {
+    let mut report = Report::new("alloc");
+    let pairs = if common.quick { 20_000 } else { 1_000_000 };
+    let warmup = if common.quick { 5_000 } else { 200_000 };
+    let runs = common.runs();
+    let today = Workload {
+        prefix: "",
+        live: LIVE,
+        size,
+        pairs,
+        warmup,
+        describe: format!(
+            "pair_*: {pairs} timed pairs per run after {warmup} warm-up pairs, {LIVE} live blocks, \
+             sizes 16 B-64 KiB (40% objects, 50% delay lines 50-400 Hz, 10% log-uniform 4-64 \
+             KiB); each pair includes one Instant::now() pair of timing overhead; stalls = \
+             samples over 10 us; syscalls and page faults counted by the guard over the timed \
+             pairs only; glibc limited to one arena (M_ARENA_MAX=1) so its warm-up shapes the \
+             measured heap; glibc_tuned = glibc with M_MMAP_MAX=0, M_TRIM_THRESHOLD=-1 and \
+             mlockall(MCL_CURRENT|MCL_FUTURE), in a child process of its own; implementations alternate \
+             order run to run; {runs} runs"
+        ),
+    };
+    let large_pairs = pairs / 10;
+    let large_warmup = warmup / 10;
+    let large = Workload {
+        prefix: "large_",
+        live: LARGE_LIVE,
+        size: large_size,
+        pairs: large_pairs,
+        warmup: large_warmup,
+        describe: format!(
+            "large_*: {large_pairs} timed pairs per run after {large_warmup} warm-up pairs, \
+             {LARGE_LIVE} live blocks of 128-375 KiB (up to one second of stereo f32 at 48 kHz: \
+             above glibc's default mmap threshold), otherwise as pair_*; {runs} runs"
+        ),
+    };
+    let workloads = [today, large];
+    one_glibc_arena();
+    if let Ok(v) = std::env::var(tuned::CHILD_ENV) {
+        // We are the glibc_tuned child: one run, result on stdout, and nothing else.
+        let (index, seed) = tuned::parse_child_env(&v)
+            .filter(|(i, _)| *i < workloads.len())
+            .unwrap_or_else(|| {
+                panic!("{}={v:?}: expected <workload 0-1>,<seed>", tuned::CHILD_ENV)
+            });
+        let r = tuned_child(&workloads[index], seed);
+        let code = match tuned::send(&r) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("glibc_tuned child: writing the result: {e}");
+                1
+            }
+        };
+        std::process::exit(code);
+    }
+    let pool = Pool::new(POOL).expect("pool");
+    if let Some(note) = pool.note() {
+        report.notes.push(note.to_owned());
+    }
+    for (index, w) in workloads.iter().enumerate() {
+        run_workload(&mut report, common, &pool, index, w);
+    }
+    remote::run(&mut report, common, &pool);
     report
 }

@@ -155,3 +155,60 @@ fn ring_table_is_the_default() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("uncontended_vs_rtrb"), "{text}");
 }
+
+#[test]
+fn alloc_quick_json_has_every_workload_and_rival() {
+    let json = bench_json(&["alloc", "--quick", "--json"]);
+    assert_eq!(json["suite"], "alloc");
+    let results = json["results"].as_array().expect("results");
+    let row = |case: &str, imp: &str| {
+        results
+            .iter()
+            .find(|r| r["case"] == case && r["impl"] == imp)
+            .unwrap_or_else(|| panic!("missing {case}/{imp}"))
+            .clone()
+    };
+    for prefix in ["", "large_"] {
+        for imp in ["downbeat", "glibc", "rlsf", "glibc_tuned"] {
+            for q in ["p50", "p99", "p99.9"] {
+                let r = row(&format!("{prefix}pair_{q}"), imp);
+                assert!(
+                    r["median"].as_f64().is_some_and(|x| x > 0.0),
+                    "{prefix}{q}/{imp}"
+                );
+            }
+            row(&format!("{prefix}syscalls"), imp);
+        }
+        // The pool is pre-faulted and nothing in the harness may undo that (a fork for the
+        // glibc_tuned child once made every pool page copy-on-write, and the next Downbeat
+        // run faulted on ~1500 of them).
+        for case in ["syscalls", "page_faults"] {
+            let r = row(&format!("{prefix}{case}"), "downbeat");
+            assert_eq!(r["max"].as_f64(), Some(0.0), "{prefix}{case}/downbeat");
+        }
+    }
+    for op in ["alloc", "free"] {
+        for imp in ["downbeat", "glibc"] {
+            let r = row(&format!("remote_{op}_p99"), imp);
+            assert!(
+                r["median"].as_f64().is_some_and(|x| x > 0.0),
+                "remote {op}/{imp}"
+            );
+        }
+    }
+    assert!(
+        !results.iter().any(
+            |r| r["case"].as_str().is_some_and(|c| c.starts_with("remote_")) && r["impl"] == "rlsf"
+        ),
+        "rlsf cannot free across threads and must have no remote row"
+    );
+    for key in [
+        "pair_p99.9_vs_rlsf",
+        "pair_p99.9_vs_glibc",
+        "pair_p99.9_vs_glibc_tuned",
+        "large_pair_p99.9_vs_rlsf",
+        "remote_alloc_p99.9_vs_glibc",
+    ] {
+        assert!(json["ratios"][key].is_number(), "ratio {key}");
+    }
+}
