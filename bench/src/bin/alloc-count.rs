@@ -8,8 +8,12 @@
 //! callgrind_annotate /tmp/cg.ours
 //! ```
 //!
-//! The warm-up runs the same number of pairs first; `--toggle-collect=alloc_count::measured*`
-//! restricts the count to the measured pairs.
+//! The program runs `pairs` warm-up pairs, then `pairs` measured pairs, after building a 64 MiB
+//! pool (whose pre-faulting dominates a small run). Instructions per steady-state pair are the
+//! difference of two runs divided by the difference of their pair counts, e.g.
+//! (Ir(60000) - Ir(20000)) / 80000; or, from `callgrind_annotate --inclusive=yes`, the
+//! inclusive count of `measured_downbeat` (warm-up and measured calls) minus that of
+//! `measured_downbeat_warm`, divided by `pairs` (likewise for rlsf).
 
 use std::alloc::Layout;
 use std::hint::black_box;
