@@ -178,9 +178,14 @@ impl Pool {
                 .name(format!("downbeat-worker-{k}"))
                 .spawn(move || {
                     let mut notes = Vec::new();
+                    // The priority the worker returns to after waiting at normal priority.
+                    let mut realtime = None;
                     if let Some(p) = prio {
-                        if let Err(e) = set_current_thread_realtime(p) {
-                            notes.push(format!("worker {k}: no real-time priority ({e})"));
+                        match set_current_thread_realtime(p) {
+                            Ok(()) => realtime = Some(p),
+                            Err(e) => {
+                                notes.push(format!("worker {k}: no real-time priority ({e})"))
+                            }
                         }
                     }
                     if pin {
@@ -190,7 +195,7 @@ impl Pool {
                     }
                     let _ = tx.send(notes);
                     drop(tx);
-                    worker::main(&shared, &flag, k + 1);
+                    worker::main(&shared, &flag, k + 1, realtime);
                 })
                 .expect("spawning a worker thread");
             list.push(Worker {

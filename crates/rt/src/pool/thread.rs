@@ -21,21 +21,32 @@ pub fn set_current_thread_round_robin(priority: i32) -> Result<(), String> {
     set_policy(Policy::RoundRobin, priority)
 }
 
+/// Gives the calling thread back ordinary (`SCHED_OTHER`) scheduling.
+///
+/// # Errors
+/// The system's reason, as for [`set_current_thread_realtime`].
+pub(crate) fn set_current_thread_normal() -> Result<(), String> {
+    set_policy(Policy::Other, 0)
+}
+
 enum Policy {
     Fifo,
     RoundRobin,
+    Other,
 }
 
 fn set_policy(policy: Policy, priority: i32) -> Result<(), String> {
     let name = match policy {
         Policy::Fifo => "SCHED_FIFO",
         Policy::RoundRobin => "SCHED_RR",
+        Policy::Other => "SCHED_OTHER",
     };
     #[cfg(target_os = "linux")]
     {
         let policy = match policy {
             Policy::Fifo => libc::SCHED_FIFO,
             Policy::RoundRobin => libc::SCHED_RR,
+            Policy::Other => libc::SCHED_OTHER,
         };
         let param = libc::sched_param {
             sched_priority: priority,

@@ -74,11 +74,12 @@ pub(crate) fn work_until_done<W: WorkList>(work: &W, give_up: Option<u32>, threa
     }
 }
 
-pub(crate) fn main(shared: &Shared, parked: &AtomicBool, thread: usize) {
+/// `realtime`: the `SCHED_FIFO` priority the worker runs at, if it got one.
+pub(crate) fn main(shared: &Shared, parked: &AtomicBool, thread: usize, realtime: Option<i32>) {
     let mut seen = shared.epoch.load(Ordering::Acquire);
     let mut cadence = Cadence::default();
     loop {
-        match wait_for_epoch(shared, parked, seen, &cadence) {
+        match wait_for_epoch(shared, parked, seen, &cadence, realtime) {
             Some(epoch) => seen = epoch,
             None => return,
         }
@@ -169,6 +170,7 @@ fn wait_for_epoch(
     parked: &AtomicBool,
     seen: u64,
     cadence: &Cadence,
+    realtime: Option<i32>,
 ) -> Option<u64> {
     let changed = || {
         if shared.shutdown.load(Ordering::Acquire) {
@@ -191,6 +193,12 @@ fn wait_for_epoch(
             }
             park_while_unchanged(shared, parked, seen, Some(wake - now));
         }
+        // Spin at normal priority: the lead falls just before this process's callback, when
+        // the other clients of the same audio graph (JACK's, say, at lower real-time
+        // priorities) are running, and a real-time thread spinning on their core would starve
+        // them. The worker takes its priority back when the callback comes (a system call of
+        // the worker's, not the audio thread's).
+        let _normal = Demoted::new(realtime);
         // A late callback (a timer that fired late, a busy host) still finds the worker
         // awake if it comes within a quarter period; that spinning only happens when the
         // callback is late, and a stream that stopped costs it once.
@@ -244,4 +252,25 @@ fn park_while_unchanged(
         }
     }
     parked.store(false, Ordering::SeqCst);
+}
+
+/// Normal scheduling for the calling worker while it lives; its real-time priority back on
+/// drop. Refusals are ignored: the worker then spins at whatever priority it has.
+struct Demoted(Option<i32>);
+
+impl Demoted {
+    fn new(realtime: Option<i32>) -> Self {
+        if realtime.is_some() {
+            let _ = super::thread::set_current_thread_normal();
+        }
+        Self(realtime)
+    }
+}
+
+impl Drop for Demoted {
+    fn drop(&mut self) {
+        if let Some(p) = self.0 {
+            let _ = super::set_current_thread_realtime(p);
+        }
+    }
 }
