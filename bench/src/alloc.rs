@@ -23,7 +23,7 @@ use std::time::Instant;
 use downbeat_rt::alloc::{Pool, RtAlloc};
 use downbeat_rt::guard::{self, Options};
 
-use crate::report::{quantile, Better, Report};
+use crate::report::{alternating, quantile, Better, Report};
 use crate::rng::Rng;
 use crate::Common;
 use workload::{size, LIVE};
@@ -289,11 +289,8 @@ fn run_workload(report: &mut Report, common: &Common, pool: &Pool, index: usize,
     let cases = ["p50", "p99", "p99.9", "p99.99", "max"];
     let mut rows: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); cases.len() + 3]; impls.len()];
     for run in 0..runs {
-        let mut order: Vec<usize> = (0..impls.len()).collect();
-        if run % 2 == 1 {
-            order.reverse();
-        }
-        for k in order {
+        let all: Vec<usize> = (0..impls.len()).collect();
+        for k in alternating(&all, run) {
             let name = impls[k];
             if !common.wants(name) {
                 continue;

@@ -27,7 +27,7 @@ use downbeat_rt::pool::{
     available_cores, pin_current_thread, set_current_thread_realtime, Pool, PoolConfig,
 };
 
-use crate::report::{Better, Report};
+use crate::report::{alternating, Better, Report};
 
 mod cells;
 mod limit;
@@ -125,16 +125,6 @@ impl Scheduler {
             Scheduler::Downbeat | Scheduler::DownbeatNoRt | Scheduler::DownbeatCold
         )
     }
-}
-
-/// Run `k` visits the schedulers forward when `k` is even and backward when it is odd, so
-/// that none always runs first or after the same neighbour.
-fn alternating<T: Copy>(items: &[T], k: usize) -> Vec<T> {
-    let mut v = items.to_vec();
-    if k % 2 == 1 {
-        v.reverse();
-    }
-    v
 }
 
 /// Everything a scheduler needs, allocated before the measurement.
@@ -928,12 +918,5 @@ mod tests {
             "downbeat: {:?}",
             calls.by_kind
         );
-    }
-
-    #[test]
-    fn alternating_order_reverses_every_other_run() {
-        assert_eq!(alternating(&[1, 2, 3], 0), vec![1, 2, 3]);
-        assert_eq!(alternating(&[1, 2, 3], 1), vec![3, 2, 1]);
-        assert_eq!(alternating(&[1, 2, 3], 2), vec![1, 2, 3]);
     }
 }

@@ -6,6 +6,16 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+/// The order run `k` visits `items` in: forward when `k` is even, backward when it is odd,
+/// so that no rival always runs first or after the same neighbour.
+pub fn alternating<T: Copy>(items: &[T], k: usize) -> Vec<T> {
+    let mut v = items.to_vec();
+    if k % 2 == 1 {
+        v.reverse();
+    }
+    v
+}
+
 /// One case measured for one implementation, summarised over its runs.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
@@ -253,6 +263,13 @@ pub fn pin_to_cpu(cpu: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn alternating_order_reverses_every_other_run() {
+        assert_eq!(alternating(&[1, 2, 3], 0), vec![1, 2, 3]);
+        assert_eq!(alternating(&[1, 2, 3], 1), vec![3, 2, 1]);
+        assert_eq!(alternating(&[1, 2, 3], 2), vec![1, 2, 3]);
+    }
 
     #[test]
     fn summaries_and_quantiles() {

@@ -11,7 +11,7 @@ use downbeat_rt::alloc::{Pool, RtVec};
 
 use super::workload::size;
 use super::OURS;
-use crate::report::{pin_to_cpu, quantile, Better, Report};
+use crate::report::{alternating, pin_to_cpu, quantile, Better, Report};
 use crate::rng::Rng;
 use crate::Common;
 
@@ -161,11 +161,7 @@ pub(crate) fn run(report: &mut Report, common: &Common, pool: &Pool) {
     // [impl][alloc/free][quantile] -> samples over runs
     let mut rows = vec![vec![vec![Vec::new(); qs.len()]; 2]; impls.len()];
     for run in 0..runs {
-        let mut order = [0, 1];
-        if run % 2 == 1 {
-            order.reverse();
-        }
-        for k in order {
+        for k in alternating(&[0, 1], run) {
             let name = impls[k];
             if !common.wants(name) {
                 continue;
