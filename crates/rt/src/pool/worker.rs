@@ -76,14 +76,17 @@ pub(crate) fn work_until_done<W: WorkList>(work: &W, give_up: Option<u32>, threa
 
 /// `realtime`: the `SCHED_FIFO` priority the worker runs at, if it got one.
 pub(crate) fn main(shared: &Shared, parked: &AtomicBool, thread: usize, realtime: Option<i32>) {
-    let mut seen = shared.epoch.load(Ordering::Acquire);
+    // The epoch the pool was created with, not the one this thread finds when it gets to
+    // run: a worker that starts after the first `Pool::run` opened its callback would
+    // otherwise take that callback's epoch as already seen and sit it out.
+    let mut seen = 0;
     let mut cadence = Cadence::default();
     loop {
         match wait_for_epoch(shared, parked, seen, &cadence, realtime) {
             Some(epoch) => seen = epoch,
             None => return,
         }
-        cadence.observe(seen, shared.began.load(Ordering::Relaxed), shared.base);
+        cadence.observe(seen, shared.began.load(Ordering::Relaxed));
 
         // Enter the current callback's work unless the audio thread already closed it.
         let mut active = shared.active.load(Ordering::Acquire);
@@ -127,14 +130,13 @@ const LONGEST_PERIOD: Duration = Duration::from_millis(200);
 struct Cadence {
     /// The last epoch seen and its stamp, in nanoseconds since `Shared::base`.
     last: Option<(u64, u64)>,
-    base: Option<Instant>,
     /// Recent periods: time between two stamps over the epochs between them.
     periods: [u64; INTERVALS],
     seen: usize,
 }
 
 impl Cadence {
-    fn observe(&mut self, epoch: u64, began: u64, base: Instant) {
+    fn observe(&mut self, epoch: u64, began: u64) {
         if let Some((e, t)) = self.last {
             if epoch > e && began > t {
                 self.periods[self.seen % INTERVALS] = (began - t) / (epoch - e);
@@ -142,18 +144,18 @@ impl Cadence {
             }
         }
         self.last = Some((epoch, began));
-        self.base = Some(base);
     }
 
     /// When the next callback should come (the last one plus the shortest recent period:
-    /// the shortest errs on the side of waking early), and the period.
-    fn next(&self) -> Option<(Instant, Duration)> {
+    /// the shortest errs on the side of waking early), and the period; `base` is the
+    /// instant the stamps count from (`Shared::base`).
+    fn next(&self, base: Instant) -> Option<(Instant, Duration)> {
         if self.seen < INTERVALS {
             return None;
         }
         let period = Duration::from_nanos(*self.periods.iter().min()?);
         let (_, began) = self.last?;
-        let next = self.base? + Duration::from_nanos(began) + period;
+        let next = base + Duration::from_nanos(began) + period;
         (period <= LONGEST_PERIOD).then_some((next, period))
     }
 }
@@ -179,7 +181,7 @@ fn wait_for_epoch(
         let epoch = shared.epoch.load(Ordering::Acquire);
         (epoch != seen).then_some(Some(epoch))
     };
-    if let Some((next, period)) = cadence.next().filter(|_| !shared.lead.is_zero()) {
+    if let Some((next, period)) = cadence.next(shared.base).filter(|_| !shared.lead.is_zero()) {
         let wake = next.checked_sub(shared.lead).unwrap_or(next);
         // `park_timeout` may return early (a wake meant for an earlier park, or none at
         // all); sleep again for what is left unless the callback came.
