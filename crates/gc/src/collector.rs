@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use downbeat_ring::{Consumer, Producer};
 
+use crate::replica::OVERFLOWED;
 use crate::shared::{Cycle, Shared};
 use crate::stats::Stats;
 use crate::words::{Header, MarkState};
@@ -53,6 +54,9 @@ impl Collector {
             predicted_full_snapshot: predicted(heap_bytes, self.shared.copy_rate),
             copy_rate: self.shared.copy_rate,
             priority_note: s.priority_note.get().cloned(),
+            memory_bytes: self.shared.memory_bytes,
+            stack_overflows: s.stack_overflows.load(Ordering::Relaxed),
+            replicated_words: s.replicated_words.load(Ordering::Relaxed),
         }
     }
 
@@ -181,16 +185,50 @@ pub(crate) fn mark_sweep_thread(shared: Arc<Shared>, mut sw: Sweeper, poll: Dura
             std::thread::park_timeout(poll.max(Duration::from_millis(2)));
             continue;
         }
+        if shared.replica.is_some() {
+            replicate(&shared);
+        }
         collect_snapshot(&shared, &mut sw);
         shared.handshake.swept();
     }
 }
 
+/// The replicating collector's update of its snapshot: what the write barrier recorded since
+/// the last collection, and the roots the audio thread copied when it handed over.
+fn replicate(shared: &Shared) {
+    let Some(r) = &shared.replica else { return };
+    // SAFETY: in MARKING the snapshot buffers are ours; the audio thread's Release store of
+    // MARKING, read with Acquire by our caller, makes its barrier and root writes visible.
+    let snap = unsafe { &mut *shared.snapshot.get() };
+    let top = shared.req_top.load(Ordering::Relaxed);
+    let len = r.req_stack_len.load(Ordering::Relaxed);
+    if len == OVERFLOWED {
+        shared.stats.stack_overflows.fetch_add(1, Ordering::Relaxed);
+    }
+    let moved = r.unload(
+        r.req_index.load(Ordering::Relaxed),
+        len,
+        top,
+        &mut snap.heap,
+    );
+    for (s, root) in snap.roots.iter_mut().zip(&r.roots[..]) {
+        *s = root.load(Ordering::Relaxed);
+    }
+    snap.top = top;
+    snap.atomic_allocs = shared.req_atomic_allocs.load(Ordering::Relaxed);
+    shared
+        .stats
+        .replicated_words
+        .fetch_add(moved, Ordering::Relaxed);
+}
+
 /// One mark-and-sweep of the snapshot.
 pub(crate) fn collect_snapshot(shared: &Shared, sw: &mut Sweeper) {
-    // SAFETY: in MARKING the snapshot buffers are ours; the snapshot thread's Release store,
-    // read with Acquire by the caller, makes its copy visible.
-    let snap = unsafe { &*shared.snapshot.get() };
+    // SAFETY: in MARKING the snapshot buffers are ours; the snapshot thread's (or, replicating,
+    // the audio thread's) Release store, read with Acquire by the caller, makes its copy
+    // visible.
+    let snap = unsafe { &mut *shared.snapshot.get() };
+    let replicating = shared.replica.is_some();
     while sw.popped < snap.atomic_allocs {
         let r = sw
             .new_atomic
@@ -215,6 +253,12 @@ pub(crate) fn collect_snapshot(shared: &Shared, sw: &mut Sweeper) {
                 shared.heap[w].store(0, Ordering::Relaxed);
             }
             shared.heap[i].store(h.freed().0, Ordering::Relaxed);
+            if replicating {
+                // The replica is kept, not retaken: it must learn of the free itself. The
+                // payload may keep old references; the next allocation of the block clears
+                // its reference fields through the barrier.
+                snap.heap[i] = h.freed().0;
+            }
             if sw.frees.push(i as u64).is_err() {
                 unreachable!("the frees queue holds every object and slot at once");
             }

@@ -11,6 +11,8 @@ const MARKING: u8 = 2;
 
 /// Whose turn it is: the audio thread requests (IDLE -> REQUESTED), the snapshot thread copies
 /// and hands over (REQUESTED -> MARKING), the mark-and-sweep thread finishes (MARKING -> IDLE).
+/// The replicating collector skips the copy: the audio thread hands over directly
+/// (IDLE -> MARKING).
 /// Every hand-over is a Release store read with Acquire by the next owner, so what one owner
 /// wrote is visible to the next.
 pub(crate) struct Handshake {
@@ -33,6 +35,20 @@ impl Handshake {
             return false;
         }
         self.phase.store(REQUESTED, Ordering::Release);
+        true
+    }
+
+    /// Audio thread, end of a block, replicating collector: starts a collection that has
+    /// nothing left to copy (the barrier kept the replica, the caller copied the roots), so
+    /// the mark-and-sweep thread takes over at once. Its writes so far (barrier, roots) happen
+    /// before the collector reads them.
+    pub(crate) fn try_hand_over(&self) -> bool {
+        // Acquire: the collector's reset of the complementary block we are about to hand it
+        // back in exchange for, and its sweep, are visible before we go on writing.
+        if self.phase.load(Ordering::Acquire) != IDLE {
+            return false;
+        }
+        self.phase.store(MARKING, Ordering::Release);
         true
     }
 

@@ -30,6 +30,52 @@
 //!   in the concert. When the pointer heap's used part enters the safety buffer (the top 30%),
 //!   [`Stats::safety_warnings`] counts it.
 //!
+//! # The second collector: heap replication
+//!
+//! The snapshot collector's limit is the copy: a full snapshot must fit in the time a block
+//! leaves over, so the block's slack caps the heap. The thesis' second collector (chapter 12,
+//! described with pseudocode and listed as future work) removes the cap, and
+//! [`Mode::Replicating`] implements it. The collector keeps its snapshot from cycle to cycle
+//! and never copies the heap; instead a **write barrier** in [`Block::set_ref`],
+//! [`Block::set_atomic`], the typed layer's setters and allocation stores every header and
+//! reference the audio thread writes a second time, into a heap-sized *complementary block*.
+//! Data words and samples never pass the barrier, so DSP loops pay nothing. At the end of a
+//! block, if the collector is idle, the audio thread swaps the two complementary blocks,
+//! copies the roots and hands over: that is its whole pause, the same for a 1 MiB heap as for
+//! a 1 GiB one, and no block ever waits for a collector thread. The mark-and-sweep thread
+//! moves the recorded words into its snapshot, resets the block, marks and sweeps.
+//!
+//! * [`Barrier::Block`]: the collector scans the used part of the complementary block each
+//!   cycle (the thesis' Program 10).
+//! * [`Barrier::Stacks`]: the barrier also pushes the index of each word first written in a
+//!   cycle onto a fixed stack of [`Config::comp_stack`] entries, so the collector visits only
+//!   those; a full stack falls back to the scan and is counted in
+//!   [`Stats::stack_overflows`] (the thesis' Program 12).
+//!
+//! The price is memory: the snapshot and two complementary blocks make four heap-sized arrays
+//! ([`Stats::memory_bytes`] reports it). Everything else, the API included, is the same.
+//!
+//! ```
+//! use downbeat_gc::{start, Barrier, Config, Mode};
+//!
+//! let config = Config { mode: Mode::Replicating(Barrier::Stacks), ..Config::small() };
+//! let (mut m, c) = start(config).unwrap();
+//! for n in 0..200 {
+//!     let mut b = m.begin_block();
+//!     let voice = b.alloc(1, 1).unwrap();
+//!     b.set_ref(voice, 0, b.root(0).unwrap()).unwrap(); // the barrier records this
+//!     b.set_root(0, if n % 50 == 49 { None } else { Some(voice) }).unwrap();
+//! #   drop(b);
+//! #   if n % 20 == 0 { std::thread::sleep(std::time::Duration::from_millis(2)); }
+//! }
+//! # std::thread::sleep(std::time::Duration::from_millis(20));
+//! # for _ in 0..4 { let mut b = m.begin_block(); b.set_root(1, None).unwrap(); drop(b); std::thread::sleep(std::time::Duration::from_millis(5)); }
+//! let s = c.stats();
+//! assert_eq!(s.full_snapshot.count + s.partial_snapshot.count, 0); // the heap is never copied
+//! assert!(s.memory_bytes >= 4 * Config::small().heap_bytes);
+//! println!("{} cycles, pause {:?} at most", s.cycles, m.stats().max_blocking);
+//! ```
+//!
 //! # Precise scanning, and why
 //!
 //! The thesis scans conservatively: every word that looks like a pointer into the heap is one.
@@ -68,7 +114,7 @@
 //! reference fields and data words once and generates a `Copy` handle with a getter and a
 //! setter per field; each is one call of the untyped accessor, so it stays O(1) and refuses
 //! stale handles the same way. Reference writes still go through [`Block::set_ref`] /
-//! [`Block::set_atomic`], the one place a later write barrier will sit. Samples live in atomic
+//! [`Block::set_atomic`], the one place the replicating collector's write barrier sits. Samples live in atomic
 //! blocks, lent as plain slices by [`Block::samples`] / [`Block::read_samples`]: the inner loop
 //! of a delay line does ordinary loads and stores. More in [`typed`].
 //!
@@ -154,6 +200,7 @@ mod collector;
 mod handshake;
 mod mutator;
 mod rate;
+mod replica;
 mod shared;
 mod stats;
 pub mod typed;
@@ -175,10 +222,12 @@ use downbeat_ring::RingBuffer;
 pub use collector::Collector;
 pub use mutator::{AuditError, Block, Mutator, MutatorStats};
 pub use rate::measure_copy_rate;
+pub use replica::Barrier;
 pub use stats::{Stats, Timing};
 
 use collector::Sweeper;
 use mutator::MutatorParts;
+use replica::Replica;
 use shared::{Shared, SharedStats, Snapshot};
 use words::MarkState;
 
@@ -219,6 +268,12 @@ pub enum Mode {
     /// The baseline it is compared with: mark and sweep of the live heap on the audio thread,
     /// at the same points the snapshot collector would start a collection.
     StopTheWorld,
+    /// The thesis' second collector: the snapshot is kept up to date by a write barrier on
+    /// every reference write, so starting a collection only swaps two complementary blocks and
+    /// copies the roots, whatever the heap's size. Mark and sweep run on another thread as
+    /// for [`Mode::Snapshot`]. Costs three more heap-sized arrays (a snapshot and two
+    /// complementary blocks). See [`Barrier`] for the two variants.
+    Replicating(Barrier),
 }
 
 /// How the snapshot thread learns that a snapshot was requested.
@@ -273,6 +328,10 @@ pub struct Config {
     /// SCHED_FIFO priority for the snapshot thread (match the audio thread's); `None` leaves
     /// it at normal priority.
     pub snapshot_priority: Option<i32>,
+    /// Entries per complementary stack ([`Barrier::Stacks`]): the reference words that may
+    /// change between two collections before the collector falls back to scanning the
+    /// complementary block. Default 16384 (64 KiB per stack).
+    pub comp_stack: usize,
 }
 
 impl Default for Config {
@@ -291,6 +350,7 @@ impl Default for Config {
             free_budget: 4096,
             copy_rate: None,
             snapshot_priority: None,
+            comp_stack: 16384,
         }
     }
 }
@@ -443,12 +503,31 @@ pub fn start(config: Config) -> Result<(Mutator, Collector), GcError> {
     let zeros = |n: usize| (0..n).map(|_| AtomicU64::new(0)).collect::<Box<[_]>>();
     let heap = zeros(heap_words);
     prefault(&heap);
-    let mut snapshot_heap = vec![0u64; heap_words].into_boxed_slice();
+    if config.comp_stack > u32::MAX as usize {
+        return Err(GcError::Config("comp_stack must fit in 32 bits".into()));
+    }
+    let copies = config.mode != Mode::StopTheWorld;
+    let mut snapshot_heap = vec![0u64; if copies { heap_words } else { 0 }].into_boxed_slice();
     // calloc'd pages may be unbacked: the first full snapshot would fault every one of them
     // in and miss its prediction.
     for w in snapshot_heap.iter_mut().step_by(512) {
         *w = std::hint::black_box(0);
     }
+    let replica = match config.mode {
+        Mode::Replicating(barrier) => Some(Replica::new(
+            barrier,
+            heap_words,
+            config.roots,
+            config.comp_stack,
+        )),
+        _ => None,
+    };
+    let mark_bytes =
+        heap_words.div_ceil(64) * 16 + (heap_words / 2 + 1) * 4 + config.atomic_slots * 8;
+    let memory_bytes = heap_words * 8
+        + snapshot_heap.len() * 8
+        + replica.as_ref().map_or(0, Replica::bytes)
+        + mark_bytes;
     let shared = Arc::new(Shared {
         heap,
         roots: zeros(config.roots),
@@ -465,6 +544,8 @@ pub fn start(config: Config) -> Result<(Mutator, Collector), GcError> {
         }),
         snapshot_thread: OnceLock::new(),
         collector_thread: OnceLock::new(),
+        replica,
+        memory_bytes,
         copy_rate,
         stats: SharedStats::default(),
     });
@@ -489,7 +570,7 @@ pub fn start(config: Config) -> Result<(Mutator, Collector), GcError> {
         free_budget: config.free_budget,
     })?;
     let mut threads = Vec::new();
-    if config.mode == Mode::Snapshot {
+    if config.mode != Mode::StopTheWorld {
         let sweeper = Sweeper {
             state: MarkState::new(heap_words, config.atomic_slots),
             known: Vec::with_capacity(config.atomic_slots),
@@ -505,8 +586,10 @@ pub fn start(config: Config) -> Result<(Mutator, Collector), GcError> {
                 .spawn(move || collector::mark_sweep_thread(s, sweeper, poll))
                 .map_err(|e| GcError::Config(format!("cannot spawn a thread: {e}")))?,
         );
+    }
+    if config.mode == Mode::Snapshot {
         let s = shared.clone();
-        let (wake, priority) = (config.wake, config.snapshot_priority);
+        let (wake, priority, poll) = (config.wake, config.snapshot_priority, config.poll);
         let t = std::thread::Builder::new()
             .name("downbeat-gc-snapshot".into())
             .spawn(move || collector::snapshot_thread(s, wake, poll, priority))

@@ -112,6 +112,12 @@ pub struct Mutator {
     block_start: Instant,
     blocking: Duration,
     stw: Option<Box<MarkState>>,
+    /// Replicating collector: which complementary block and stack the barrier writes.
+    wb: usize,
+    /// Replicating collector: entries on stack `wb` (capacity + 1 once it overflowed).
+    stack_len: usize,
+    /// Replicating collector: reference writes since the last collection started.
+    writes_since: u64,
     stats: MutatorStats,
     // Declared last: the TLSF and the slots point into it.
     _atomic_memory: AtomicMemory,
@@ -178,6 +184,9 @@ impl Mutator {
             block_start: Instant::now(),
             blocking: Duration::ZERO,
             stw,
+            wb: 0,
+            stack_len: 0,
+            writes_since: 0,
             stats: MutatorStats::default(),
             shared: p.shared,
             _atomic_memory: memory,
@@ -283,6 +292,19 @@ impl Mutator {
         self.shared.heap[i].store(v, Ordering::Relaxed)
     }
 
+    /// Writes a word the collector's mark reads (a header or a reference field): with the
+    /// replicating collector this is the write barrier, which also records it for the
+    /// snapshot. Data words never come here: the thesis' point is that the barrier stays out
+    /// of the DSP loops.
+    #[inline]
+    fn set_traced_word(&mut self, i: usize, v: u64) {
+        self.set_word(i, v);
+        if let Some(r) = &self.shared.replica {
+            r.record(self.wb, i, v, &mut self.stack_len);
+            self.writes_since += 1;
+        }
+    }
+
     fn end_block(&mut self) {
         self.stats.blocks += 1;
         if self.top > self.safety_words {
@@ -336,6 +358,7 @@ impl Mutator {
                     }
                 }
             }
+            Mode::Replicating(_) => self.hand_over(),
             Mode::StopTheWorld => {
                 if !self.requested_last && (self.allocs_since > 0 || full_due) {
                     if full_due {
@@ -355,6 +378,61 @@ impl Mutator {
         self.stats.last_blocking = b;
         self.stats.total_blocking += b;
         self.stats.max_blocking = self.stats.max_blocking.max(b);
+    }
+
+    /// The replicating collector's start of a collection, at the end of a block: if the
+    /// collector is idle and something may have become garbage, swap the complementary blocks
+    /// and copy the roots, and hand over. This is the audio thread's whole pause; it does not
+    /// depend on the heap's size. Unlike the snapshot collector, nothing makes the next block
+    /// wait, so there is no need to skip a block after a collection started.
+    fn hand_over(&mut self) {
+        let Some(r) = &self.shared.replica else {
+            return;
+        };
+        if (self.allocs_since == 0 && self.writes_since == 0) || !self.shared.handshake.is_idle() {
+            return;
+        }
+        let t0 = Instant::now();
+        let roots = &self.shared.roots;
+        // SAFETY: AtomicU64 has u64's layout and both arrays have `roots.len()` elements (the
+        // copy was sized from the same config). Only this thread writes the roots, and in IDLE
+        // the collector does not read the copy (it starts after the Release below), so
+        // nothing runs concurrently with these plain reads and writes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                roots.as_ptr().cast::<u64>(),
+                r.roots.as_ptr().cast::<u64>().cast_mut(),
+                roots.len().min(r.roots.len()),
+            )
+        };
+        let len = if self.stack_len > r.stack_capacity() {
+            crate::replica::OVERFLOWED
+        } else {
+            self.stack_len
+        };
+        r.req_index.store(self.wb, Ordering::Relaxed);
+        r.req_stack_len.store(len, Ordering::Relaxed);
+        self.shared.req_top.store(self.top, Ordering::Relaxed);
+        self.shared
+            .req_atomic_allocs
+            .store(self.atomic_allocs, Ordering::Relaxed);
+        if !self.shared.handshake.try_hand_over() {
+            // Only this thread leaves IDLE, and it was IDLE above.
+            return;
+        }
+        self.wb ^= 1;
+        self.stack_len = 0;
+        if let Wake::Unpark = self.wake {
+            if let Some(t) = self.shared.collector_thread.get() {
+                t.unpark();
+            }
+        }
+        self.allocs_since = 0;
+        self.writes_since = 0;
+        self.stats.snapshots_requested += 1;
+        let paused = t0.elapsed();
+        self.blocking += paused;
+        self.shared.stats.roots.record(paused.as_nanos() as u64);
     }
 
     /// Stop-the-world mark and sweep of the live heap on the calling (audio) thread: the
@@ -662,7 +740,14 @@ impl Block<'_> {
         // A free block's header kept its generation (a fresh one is 0): the new incarnation
         // gets the next, so handles to the old one are refused.
         let gen = Header(m.word(i)).next_gen();
-        m.set_word(i, Header::used(words, refs, gen).0);
+        m.set_traced_word(i, Header::used(words, refs, gen).0);
+        if m.shared.replica.is_some() {
+            // The live heap's reference fields are zero (swept, or fresh), but a reused
+            // block's snapshot copy may still hold its previous life's references.
+            for f in i + 1..i + 1 + refs {
+                m.set_traced_word(f, 0);
+            }
+        }
         m.stats.objects_allocated += 1;
         m.allocs_since += 1;
         Ok(Gc(object_ref(i, gen)))
@@ -713,8 +798,8 @@ impl Block<'_> {
         s.bytes = bytes;
         s.live = true;
         let r = atomic_ref(slot, s.gen);
-        // Only the snapshot collector needs to hear of it; stop-the-world scans the slots.
-        if m.mode == Mode::Snapshot && m.new_atomic.push(r).is_err() {
+        // Only the concurrent collectors need to hear of it; stop-the-world scans the slots.
+        if m.mode != Mode::StopTheWorld && m.new_atomic.push(r).is_err() {
             unreachable!("the queue holds one entry per slot");
         }
         m.atomic_allocs += 1;
@@ -909,8 +994,9 @@ impl Block<'_> {
     }
 
     /// Writes reference field `field`. This (with [`set_atomic`](Self::set_atomic) and the
-    /// root setters) is the only way a reference enters the heap: the place where an
-    /// incremental collector's write barrier would sit.
+    /// root setters) is the only way a reference enters the heap, so it is where the
+    /// replicating collector's write barrier sits ([`Mode::Replicating`]): two more stores
+    /// and, with [`Barrier::Stacks`](crate::Barrier::Stacks), a load and a push.
     ///
     /// # Errors
     ///
@@ -928,7 +1014,7 @@ impl Block<'_> {
     pub fn set_ref(&mut self, o: Gc, field: usize, value: Option<Gc>) -> Result<(), AccessError> {
         let w = self.ref_field(o, field)?;
         let v = self.check_ref(value)?;
-        self.m.set_word(w, v);
+        self.m.set_traced_word(w, v);
         Ok(())
     }
 
@@ -971,7 +1057,7 @@ impl Block<'_> {
     ) -> Result<(), AccessError> {
         let w = self.ref_field(o, field)?;
         let v = self.check_atomic(value)?;
-        self.m.set_word(w, v);
+        self.m.set_traced_word(w, v);
         Ok(())
     }
 
@@ -1043,6 +1129,9 @@ impl Block<'_> {
     pub fn set_root(&mut self, slot: usize, value: Option<Gc>) -> Result<(), AccessError> {
         let v = self.check_ref(value)?;
         self.root_slot(slot)?.store(v, Ordering::Relaxed);
+        // The roots are copied whole when a collection starts (the thesis found a barrier on
+        // them not worth it); a changed root only has to make that start happen.
+        self.m.writes_since += 1;
         Ok(())
     }
 
@@ -1065,6 +1154,9 @@ impl Block<'_> {
     ) -> Result<(), AccessError> {
         let v = self.check_atomic(value)?;
         self.root_slot(slot)?.store(v, Ordering::Relaxed);
+        // The roots are copied whole when a collection starts (the thesis found a barrier on
+        // them not worth it); a changed root only has to make that start happen.
+        self.m.writes_since += 1;
         Ok(())
     }
 

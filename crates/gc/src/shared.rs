@@ -12,6 +12,12 @@
 //!   mark-and-sweep thread owns the snapshot buffers, and writes only to garbage blocks of the
 //!   live heap, which nothing reachable can name. It stores `IDLE` with Release when its sweep
 //!   is published.
+//!
+//! The replicating collector ([`Mode::Replicating`](crate::Mode::Replicating)) has no copy and
+//! no snapshot thread: at the end of a block the audio thread, seeing `IDLE`, copies the roots,
+//! writes the request (top, which complementary block, its stack's length) and stores
+//! `MARKING` with Release; from then on that complementary block and the roots' copy are the
+//! mark-and-sweep thread's, until it has emptied the block into the snapshot and stores `IDLE`.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -20,6 +26,7 @@ use std::thread::Thread;
 use std::time::Duration;
 
 use crate::handshake::Handshake;
+use crate::replica::Replica;
 use crate::stats::TimeStat;
 
 pub(crate) struct Snapshot {
@@ -40,6 +47,12 @@ pub(crate) struct Shared {
     pub(crate) snapshot: UnsafeCell<Snapshot>,
     pub(crate) snapshot_thread: OnceLock<Thread>,
     pub(crate) collector_thread: OnceLock<Thread>,
+    /// The second collector's complementary blocks and stacks ([`Mode::Replicating`] only).
+    ///
+    /// [`Mode::Replicating`]: crate::Mode::Replicating
+    pub(crate) replica: Option<Replica>,
+    /// What [`Stats::memory_bytes`](crate::Stats::memory_bytes) reports, fixed at start-up.
+    pub(crate) memory_bytes: usize,
     /// Bytes per nanosecond, the thesis' p(M).
     pub(crate) copy_rate: f64,
     pub(crate) stats: SharedStats,
@@ -64,6 +77,8 @@ pub(crate) struct SharedStats {
     pub(crate) cycles: AtomicU64,
     pub(crate) safety_warnings: AtomicU64,
     pub(crate) late_full_snapshots: AtomicU64,
+    pub(crate) stack_overflows: AtomicU64,
+    pub(crate) replicated_words: AtomicU64,
     pub(crate) priority_note: OnceLock<String>,
 }
 

@@ -84,7 +84,8 @@ pub struct Stats {
     pub partial_snapshot: Timing,
     /// Forced full snapshots: the whole heap, padded to the prediction.
     pub full_snapshot: Timing,
-    /// Copying the root slots.
+    /// Copying the root slots (for the replicating collector: the swap of the complementary
+    /// blocks and the roots' copy, the audio thread's whole pause).
     pub roots_snapshot: Timing,
     /// Marking (on the snapshot, or on the live heap in stop-the-world mode).
     pub mark: Timing,
@@ -111,4 +112,13 @@ pub struct Stats {
     pub copy_rate: f64,
     /// Why the snapshot thread does not run at real-time priority, if it does not.
     pub priority_note: Option<String>,
+    /// Memory the collector keeps for the pointer heap: the heap itself, its snapshot, the
+    /// replicating collector's complementary blocks and stacks and root copy, and the mark
+    /// state (the atomic heap, the same for every collector, is left out).
+    pub memory_bytes: usize,
+    /// Replicating collector, [`Barrier::Stacks`](crate::Barrier::Stacks): collections whose
+    /// complementary stack had overflowed, so the whole block was scanned.
+    pub stack_overflows: u64,
+    /// Replicating collector: heap words moved from a complementary block into the snapshot.
+    pub replicated_words: u64,
 }

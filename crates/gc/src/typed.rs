@@ -126,7 +126,7 @@ impl Word for bool {
 /// A value a reference field holds: an object ([`Gc`] or a typed struct) or an atomic block.
 ///
 /// Writing goes through [`Block::set_ref`] / [`Block::set_atomic`], never around them: they
-/// are the one place a reference enters the heap, where a later write barrier will sit.
+/// are the one place a reference enters the heap, where the replicating collector's write barrier sits.
 pub trait Ref: Copy {
     /// Reads reference field `field` of `o`.
     ///
@@ -282,7 +282,7 @@ macro_rules! gc_struct {
             }
 
             /// Writes the field of the same name (see its getter). Goes through
-            /// `Block::set_ref` / `set_atomic`: the one place a later write barrier will sit.
+            /// `Block::set_ref` / `set_atomic`: the one place the replicating collector's write barrier sits.
             ///
             /// # Errors
             ///

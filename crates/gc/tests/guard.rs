@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use downbeat_gc::{start, Collector, Config, Mode, Mutator};
+use downbeat_gc::{start, Barrier, Collector, Config, Mode, Mutator};
 use downbeat_rt::guard;
 
 downbeat_rt::install_guard_allocator!();
@@ -85,6 +85,14 @@ fn check(mode: Mode) {
 #[test]
 fn snapshot_mode_audio_side_is_clean() {
     check(Mode::Snapshot);
+}
+
+/// The write barrier (every `set_ref`/`set_atomic` and allocation above also writes the
+/// complementary block, and the stack), the swap and the roots' copy at the end of a block.
+#[test]
+fn replicating_mode_audio_side_is_clean_barrier_included() {
+    check(Mode::Replicating(Barrier::Block));
+    check(Mode::Replicating(Barrier::Stacks));
 }
 
 #[test]

@@ -120,3 +120,62 @@ fn the_sweep_is_visible_to_the_next_copy() {
         assert_eq!(sweep.join().unwrap(), 1);
     });
 }
+
+/// The replicating collector's cells: the complementary blocks change hands at each hand-over
+/// (IDLE -> MARKING by the audio thread, MARKING -> IDLE by the collector), and so does the
+/// roots' copy.
+struct Replica {
+    hs: Handshake,
+    comp: [UnsafeCell<u32>; 2],
+    roots: UnsafeCell<u32>,
+    snapshot: UnsafeCell<u32>,
+}
+
+// SAFETY: as for `World`.
+unsafe impl Sync for Replica {}
+
+const UNUSED: u32 = u32::MAX;
+
+/// Two collections: what the barrier and the roots' copy wrote before each hand-over reaches
+/// the collector, and the collector's reset of a block happens before the audio thread's
+/// barrier uses that block again (its load must see UNUSED, and no write may race).
+#[test]
+fn the_complementary_blocks_change_hands_at_the_hand_over() {
+    model(|| {
+        let w = Arc::new(Replica {
+            hs: Handshake::new(),
+            comp: [UnsafeCell::new(UNUSED), UnsafeCell::new(UNUSED)],
+            roots: UnsafeCell::new(0),
+            snapshot: UnsafeCell::new(0),
+        });
+        let collector = {
+            let w = w.clone();
+            thread::spawn(move || {
+                let mut seen = [(0, 0); 2];
+                for (gc, s) in seen.iter_mut().enumerate() {
+                    spin_until(|| w.hs.marking());
+                    let v = get(&w.comp[gc]);
+                    set(&w.snapshot, v);
+                    set(&w.comp[gc], UNUSED);
+                    *s = (v, get(&w.roots));
+                    w.hs.swept();
+                }
+                seen
+            })
+        };
+        // Block 1: the barrier writes block 0; at its end, copy the roots and hand over.
+        set(&w.comp[0], 1);
+        assert!(w.hs.is_idle());
+        set(&w.roots, 5);
+        assert!(w.hs.try_hand_over());
+        // Block 2 writes block 1 while the collector empties block 0.
+        set(&w.comp[1], 2);
+        spin_until(|| w.hs.is_idle());
+        set(&w.roots, 6);
+        assert!(w.hs.try_hand_over());
+        // Block 3: block 0 is the barrier's again, and clean.
+        assert_eq!(get(&w.comp[0]), UNUSED);
+        set(&w.comp[0], 3);
+        assert_eq!(collector.join().unwrap(), [(1, 5), (2, 6)]);
+    });
+}
