@@ -238,7 +238,8 @@ struct Summary {
 }
 
 fn main() -> ExitCode {
-    // Plugin node types join the registry before any project is read.
+    // Plugin node types and the collected-heap ones (`echoes`) join the registry before any
+    // project is read.
     #[cfg(feature = "lv2")]
     if let Err(e) = downbeat_plugin::lv2::register() {
         eprintln!("error: {e}");
@@ -246,6 +247,10 @@ fn main() -> ExitCode {
     }
     #[cfg(feature = "clap")]
     if let Err(e) = downbeat_plugin::clap::register() {
+        eprintln!("error: {e}");
+        return ExitCode::from(1);
+    }
+    if let Err(e) = downbeat_gc_nodes::register() {
         eprintln!("error: {e}");
         return ExitCode::from(1);
     }
