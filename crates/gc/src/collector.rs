@@ -54,6 +54,7 @@ impl Collector {
             predicted_full_snapshot: predicted(heap_bytes, self.shared.copy_rate),
             copy_rate: self.shared.copy_rate,
             priority_note: s.priority_note.get().cloned(),
+            pin_note: s.pin_note.get().cloned(),
             memory_bytes: self.shared.memory_bytes,
             stack_overflows: s.stack_overflows.load(Ordering::Relaxed),
             replicated_words: s.replicated_words.load(Ordering::Relaxed),
@@ -87,7 +88,23 @@ pub(crate) fn predicted(heap_bytes: usize, rate: f64) -> Duration {
     Duration::from_nanos((heap_bytes as f64 / rate) as u64)
 }
 
-fn wait(wake: Wake, poll: Duration) {
+/// How long a collector thread keeps polling at [`Config::poll`](crate::Config::poll) after
+/// its last piece of work. While blocks run there is work at least once a
+/// [`Config::full_snapshot_every`](crate::Config::full_snapshot_every) (one second by
+/// default), so this only passes when the audio has stopped.
+const IDLE_AFTER: Duration = Duration::from_secs(2);
+
+/// How long an idle collector thread sleeps between looks: no busy polling when nothing plays.
+/// Nothing waits for it meanwhile: an unclaimed copy is taken over by the audio thread (see
+/// `Mutator::begin_block`), and a hand-over to the mark-and-sweep thread only delays the
+/// collection.
+const IDLE_SLEEP: Duration = Duration::from_millis(100);
+
+fn wait(wake: Wake, poll: Duration, last_work: Instant) {
+    if last_work.elapsed() >= IDLE_AFTER {
+        std::thread::park_timeout(IDLE_SLEEP);
+        return;
+    }
     match wake {
         Wake::Poll => std::thread::sleep(poll),
         Wake::Unpark => std::thread::park_timeout(poll.max(Duration::from_millis(5))),
@@ -100,74 +117,147 @@ fn set_realtime(priority: i32) -> Result<(), String> {
         .map_err(|e| format!("snapshot thread runs at normal priority: {e}"))
 }
 
+/// Pins the calling thread to `cpu`; the reason when refused.
+#[cfg(target_os = "linux")]
+fn pin(cpu: usize) -> Result<(), String> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(format!("collector threads not pinned: no CPU {cpu}"));
+    }
+    // SAFETY: cpu_set_t is plain data, zeroed is an empty set; CPU_SET writes inside it (the
+    // index was checked against CPU_SETSIZE); sched_setaffinity reads it.
+    let r = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "collector threads not pinned to CPU {cpu}: {}",
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pin(cpu: usize) -> Result<(), String> {
+    Err(format!(
+        "collector threads not pinned to CPU {cpu}: Linux only"
+    ))
+}
+
+/// Pins a collector thread as [`Config::collector_cpu`](crate::Config::collector_cpu) says,
+/// keeping the first reason it could not.
+pub(crate) fn pin_collector(shared: &Shared, cpu: Option<usize>) {
+    if let Some(cpu) = cpu {
+        if let Err(note) = pin(cpu) {
+            let _ = shared.stats.pin_note.set(note);
+        }
+    }
+}
+
+/// The snapshot thread: at real-time priority, or not at all. Reports through `ready` whether
+/// it got the priority; without it, copies are taken on the audio thread instead (see
+/// `start`), because the audio thread waits for a copy to finish and must never wait for a
+/// thread of lower priority than its own (the thesis' rule 2, section 9: the snapshot thread
+/// has at least the audio thread's priority).
 pub(crate) fn snapshot_thread(
     shared: Arc<Shared>,
     wake: Wake,
     poll: Duration,
     priority: Option<i32>,
+    cpu: Option<usize>,
+    ready: std::sync::mpsc::Sender<bool>,
 ) {
-    if let Some(p) = priority {
-        if let Err(note) = set_realtime(p) {
-            let _ = shared.stats.priority_note.set(note);
+    pin_collector(&shared, cpu);
+    let realtime = match priority {
+        Some(p) => match set_realtime(p) {
+            Ok(()) => true,
+            Err(note) => {
+                let _ = shared.stats.priority_note.set(format!(
+                    "{note}; snapshots are copied on the audio thread instead"
+                ));
+                false
+            }
+        },
+        None => {
+            let _ = shared.stats.priority_note.set(
+                "no snapshot priority configured: snapshots are copied on the audio thread".into(),
+            );
+            false
         }
+    };
+    let _ = ready.send(realtime);
+    if !realtime {
+        return;
     }
-    let heap_bytes = shared.heap.len() * 8;
-    let pad = predicted(heap_bytes, shared.copy_rate);
+    let mut last_work = Instant::now();
     while !shared.stop.load(Ordering::Acquire) {
-        if !shared.handshake.requested() {
-            wait(wake, poll);
+        if !shared.handshake.claim() {
+            wait(wake, poll, last_work);
             continue;
         }
-        // SAFETY: in REQUESTED the snapshot buffers are ours (see `shared`), and the audio
-        // thread's Release store of REQUESTED, read above with Acquire, orders its writes
-        // before these reads; it does not write again until we publish MARKING.
-        let snap = unsafe { &mut *shared.snapshot.get() };
-        let t0 = Instant::now();
-        let n_roots = shared.roots.len();
-        // SAFETY: AtomicU64 has u64's layout; nobody writes the roots during the copy.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                shared.roots.as_ptr().cast::<u64>(),
-                snap.roots.as_mut_ptr(),
-                n_roots,
-            )
-        };
-        let t1 = Instant::now();
-        let top = shared.req_top.load(Ordering::Relaxed);
-        let full = shared.req_full.load(Ordering::Relaxed);
-        let words = if full { shared.heap.len() } else { top };
-        // SAFETY: as for the roots; `words` is within both buffers.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                shared.heap.as_ptr().cast::<u64>(),
-                snap.heap.as_mut_ptr(),
-                words,
-            )
-        };
-        if full {
-            // The thesis' worst-case rehearsal: never let a full snapshot be faster than the
-            // slowest the machine is assumed to copy, so a heap that will not fit shows up now.
-            while t1.elapsed() < pad {
-                std::hint::spin_loop();
-            }
-        }
-        let t2 = Instant::now();
-        snap.top = top;
-        snap.atomic_allocs = shared.req_atomic_allocs.load(Ordering::Relaxed);
-        let s = &shared.stats;
-        s.roots.record((t1 - t0).as_nanos() as u64);
-        if full {
-            s.full.record((t2 - t1).as_nanos() as u64);
-        } else {
-            s.partial.record((t2 - t1).as_nanos() as u64);
-        }
-        s.snapshot_bytes
-            .fetch_add(((words + n_roots) * 8) as u64, Ordering::Relaxed);
+        copy_snapshot(&shared);
         shared.handshake.copied();
+        last_work = Instant::now();
         if let Some(t) = shared.collector_thread.get() {
             t.unpark();
         }
     }
+}
+
+/// Copies the roots and the requested part of the heap into the snapshot. The caller has
+/// claimed the request (`Handshake::claim`) and publishes it with `Handshake::copied`. Runs on
+/// the snapshot thread, or on the audio thread when it takes a copy over: no allocation, lock
+/// or system call (the clock is the vDSO's).
+pub(crate) fn copy_snapshot(shared: &Shared) {
+    let pad = predicted(shared.heap.len() * 8, shared.copy_rate);
+    // SAFETY: the claim (COPYING) makes the snapshot buffers the caller's (see `shared`), and
+    // its Acquire orders the audio thread's writes before these reads; the audio thread does
+    // not write again until the copy is published.
+    let snap = unsafe { &mut *shared.snapshot.get() };
+    let t0 = Instant::now();
+    let n_roots = shared.roots.len();
+    // SAFETY: AtomicU64 has u64's layout; nobody writes the roots during the copy.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            shared.roots.as_ptr().cast::<u64>(),
+            snap.roots.as_mut_ptr(),
+            n_roots,
+        )
+    };
+    let t1 = Instant::now();
+    let top = shared.req_top.load(Ordering::Relaxed);
+    let full = shared.req_full.load(Ordering::Relaxed);
+    let words = if full { shared.heap.len() } else { top };
+    // SAFETY: as for the roots; `words` is within both buffers.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            shared.heap.as_ptr().cast::<u64>(),
+            snap.heap.as_mut_ptr(),
+            words,
+        )
+    };
+    if full {
+        // The thesis' worst-case rehearsal: never let a full snapshot be faster than the
+        // slowest the machine is assumed to copy, so a heap that will not fit shows up now.
+        while t1.elapsed() < pad {
+            std::hint::spin_loop();
+        }
+    }
+    let t2 = Instant::now();
+    snap.top = top;
+    snap.atomic_allocs = shared.req_atomic_allocs.load(Ordering::Relaxed);
+    let s = &shared.stats;
+    s.roots.record((t1 - t0).as_nanos() as u64);
+    if full {
+        s.full.record((t2 - t1).as_nanos() as u64);
+    } else {
+        s.partial.record((t2 - t1).as_nanos() as u64);
+    }
+    s.snapshot_bytes
+        .fetch_add(((words + n_roots) * 8) as u64, Ordering::Relaxed);
 }
 
 pub(crate) struct Sweeper {
@@ -178,13 +268,28 @@ pub(crate) struct Sweeper {
     pub(crate) frees: Producer<u64>,
 }
 
-pub(crate) fn mark_sweep_thread(shared: Arc<Shared>, mut sw: Sweeper, poll: Duration) {
+/// The mark-and-sweep thread: normal priority (the thesis runs it below the audio thread; a
+/// long mark at a real-time priority would starve everything else on its CPU, and nothing
+/// real-time waits for it).
+pub(crate) fn mark_sweep_thread(
+    shared: Arc<Shared>,
+    mut sw: Sweeper,
+    poll: Duration,
+    cpu: Option<usize>,
+) {
     let _ = shared.collector_thread.set(std::thread::current());
+    pin_collector(&shared, cpu);
+    let mut last_work = Instant::now();
     while !shared.stop.load(Ordering::Acquire) {
         if !shared.handshake.marking() {
-            std::thread::park_timeout(poll.max(Duration::from_millis(2)));
+            if last_work.elapsed() >= IDLE_AFTER {
+                std::thread::park_timeout(IDLE_SLEEP);
+            } else {
+                std::thread::park_timeout(poll.max(Duration::from_millis(2)));
+            }
             continue;
         }
+        last_work = Instant::now();
         if shared.replica.is_some() {
             replicate(&shared);
         }

@@ -8,9 +8,14 @@ use super::sync::{AtomicU8, Ordering};
 const IDLE: u8 = 0;
 const REQUESTED: u8 = 1;
 const MARKING: u8 = 2;
+const COPYING: u8 = 3;
 
-/// Whose turn it is: the audio thread requests (IDLE -> REQUESTED), the snapshot thread copies
-/// and hands over (REQUESTED -> MARKING), the mark-and-sweep thread finishes (MARKING -> IDLE).
+/// Whose turn it is: the audio thread requests (IDLE -> REQUESTED); whoever claims the request
+/// copies (REQUESTED -> COPYING), the snapshot thread between blocks or, if it has not started
+/// by the next block, the audio thread itself, and hands over (COPYING -> MARKING); the
+/// mark-and-sweep thread finishes (MARKING -> IDLE). The claim is a compare-and-swap, so
+/// exactly one thread copies, and the audio thread only ever waits for a copy that is
+/// running.
 /// The replicating collector skips the copy: the audio thread hands over directly
 /// (IDLE -> MARKING).
 /// Every hand-over is a Release store read with Acquire by the next owner, so what one owner
@@ -52,18 +57,24 @@ impl Handshake {
         true
     }
 
-    /// Audio thread, start of a block: whether the requested copy is still running (the block
-    /// must wait). False means the copy is complete and visible as done.
+    /// Audio thread, start of a block: whether the requested copy is not complete yet (the
+    /// block may not write the heap). False means the copy is complete and visible as done.
     pub(crate) fn copying(&self) -> bool {
-        self.phase.load(Ordering::Acquire) == REQUESTED
+        matches!(self.phase.load(Ordering::Acquire), REQUESTED | COPYING)
     }
 
-    /// Snapshot thread: whether a copy was requested (then the heap is quiet and ours to read).
-    pub(crate) fn requested(&self) -> bool {
-        self.phase.load(Ordering::Acquire) == REQUESTED
+    /// Either copier: claims the requested copy (REQUESTED -> COPYING). True means the caller
+    /// owns the snapshot buffers and may read the heap, which the audio thread does not write
+    /// until the copy is published with [`copied`](Self::copied); false means someone else
+    /// claimed it (or there was no request).
+    pub(crate) fn claim(&self) -> bool {
+        // Acquire: the audio thread's writes before its request happen before the copy.
+        self.phase
+            .compare_exchange(REQUESTED, COPYING, Ordering::Acquire, Ordering::Acquire)
+            .is_ok()
     }
 
-    /// Snapshot thread: the copy is complete; the audio thread may run and the mark-and-sweep
+    /// The copier: the copy is complete; the audio thread may run and the mark-and-sweep
     /// thread may read the snapshot.
     pub(crate) fn copied(&self) {
         self.phase.store(MARKING, Ordering::Release);

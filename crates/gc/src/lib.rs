@@ -16,14 +16,21 @@
 //!   or scanned.
 //! * A fixed array of **root slots**. What the roots reach at the end of a block survives.
 //! * The per-block protocol. [`Mutator::begin_block`] waits only if the snapshot requested after
-//!   the previous block is still copying (it spins, and after 2 ms calls `sched_yield` until the
-//!   copy is done), then applies a bounded number of frees the collector
-//!   sent back. Ending the [`Block`] decides whether to collect: if the collector is idle, the
+//!   the previous block is being copied by the snapshot thread (it spins, and after 2 ms calls
+//!   `sched_yield` until the copy is done); a copy nobody has started yet it takes over and
+//!   copies itself, so it never waits for a thread that is not running. Then it applies a
+//!   bounded number of frees the collector sent back. Ending the [`Block`] decides whether to collect: if the collector is idle, the
 //!   previous block did not start a snapshot (at most one every two blocks), and something was
 //!   allocated or a full snapshot is due, it asks the **snapshot thread** to copy the used part
 //!   of the pointer heap and the roots with `memcpy`. The **mark-and-sweep thread** then marks
 //!   the copy and sweeps: unreachable objects are zeroed in the live heap and their addresses
 //!   go back to the audio thread through a wait-free ring; it never waits for the collector.
+//! * Real-time defaults. The snapshot thread runs at SCHED_FIFO 70 ([`Config::snapshot_priority`])
+//!   and both collector threads are pinned to the last CPU ([`Config::collector_cpu`]), as the
+//!   thesis runs them. If the system refuses the priority, there is no snapshot thread: the
+//!   audio thread copies each snapshot at the end of the block that requests it, so it never
+//!   waits for a thread below its own priority ([`Stats::priority_note`] says so). Idle
+//!   collector threads sleep 100 ms at a time instead of polling.
 //! * The worst case is rehearsed. At start-up the copy rate p(M) is measured on a buffer much
 //!   larger than the caches; at least once a second the snapshot is a **full** one, padded to
 //!   `heap_size / p(M)`, so that a heap too large for the block size glitches in rehearsal, not
@@ -284,9 +291,9 @@ pub enum Mode {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wake {
-    /// It checks every [`Config::poll`]: the audio thread makes no system call to wake it.
-    /// (If the copy is still running 2 ms into the next block, [`Mutator::begin_block`]
-    /// yields, which is one: likely with a poll longer than that, or a preempted thread.)
+    /// It checks every [`Config::poll`] while blocks run, and every 100 ms after two idle
+    /// seconds: the audio thread makes no system call to wake it. A copy it has not started
+    /// by the next block is taken over by [`Mutator::begin_block`].
     Poll,
     /// The audio thread unparks it: one futex wake when it was asleep, at most once every two
     /// blocks; the copy starts sooner.
@@ -325,9 +332,18 @@ pub struct Config {
     pub free_budget: usize,
     /// p(M) in bytes per nanosecond; `None` measures it at start-up (about 0.1 s).
     pub copy_rate: Option<f64>,
-    /// SCHED_FIFO priority for the snapshot thread (match the audio thread's); `None` leaves
-    /// it at normal priority.
+    /// SCHED_FIFO priority for the snapshot thread: at least the audio thread's, since the
+    /// audio thread may wait for its copy. Default 70, the priority of Downbeat's audio and
+    /// pool threads. If the system refuses it (no `CAP_SYS_NICE` or `rtprio` limit), or with
+    /// `None`, there is no snapshot thread: the audio thread copies each snapshot itself at
+    /// the end of the block that requests it, so it never waits for a thread of lower
+    /// priority; [`Stats::priority_note`] says so.
     pub snapshot_priority: Option<i32>,
+    /// CPU the snapshot and mark-and-sweep threads are pinned to, as in the thesis (Table
+    /// 11.1: audio on CPU 0, both collector threads on CPU 1). Default: the last CPU when
+    /// there are at least two, so they stay off CPU 0 where audio threads usually start; `None`
+    /// leaves them unpinned. A refusal is reported in [`Stats::pin_note`].
+    pub collector_cpu: Option<usize>,
     /// Entries per complementary stack ([`Barrier::Stacks`]): the reference words that may
     /// change between two collections before the collector falls back to scanning the
     /// complementary block. Default 16384 (64 KiB per stack).
@@ -349,10 +365,17 @@ impl Default for Config {
             poll: Duration::from_micros(100),
             free_budget: 4096,
             copy_rate: None,
-            snapshot_priority: None,
+            snapshot_priority: Some(70),
+            collector_cpu: default_collector_cpu(),
             comp_stack: 16384,
         }
     }
+}
+
+/// The last CPU, when there are at least two.
+fn default_collector_cpu() -> Option<usize> {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (n >= 2).then(|| n - 1)
 }
 
 impl Config {
@@ -545,6 +568,7 @@ pub fn start(config: Config) -> Result<(Mutator, Collector), GcError> {
         snapshot_thread: OnceLock::new(),
         collector_thread: OnceLock::new(),
         replica,
+        inline_copy: AtomicBool::new(false),
         memory_bytes,
         copy_rate,
         stats: SharedStats::default(),
@@ -579,23 +603,30 @@ pub fn start(config: Config) -> Result<(Mutator, Collector), GcError> {
             frees: frees_tx,
         };
         let s = shared.clone();
-        let poll = config.poll;
+        let (poll, cpu) = (config.poll, config.collector_cpu);
         threads.push(
             std::thread::Builder::new()
                 .name("downbeat-gc-sweep".into())
-                .spawn(move || collector::mark_sweep_thread(s, sweeper, poll))
+                .spawn(move || collector::mark_sweep_thread(s, sweeper, poll, cpu))
                 .map_err(|e| GcError::Config(format!("cannot spawn a thread: {e}")))?,
         );
     }
     if config.mode == Mode::Snapshot {
         let s = shared.clone();
         let (wake, priority, poll) = (config.wake, config.snapshot_priority, config.poll);
+        let cpu = config.collector_cpu;
+        let (ready_tx, ready) = std::sync::mpsc::channel();
         let t = std::thread::Builder::new()
             .name("downbeat-gc-snapshot".into())
-            .spawn(move || collector::snapshot_thread(s, wake, poll, priority))
+            .spawn(move || collector::snapshot_thread(s, wake, poll, priority, cpu, ready_tx))
             .map_err(|e| GcError::Config(format!("cannot spawn a thread: {e}")))?;
         let _ = shared.snapshot_thread.set(t.thread().clone());
         threads.push(t);
+        // Decided before the mutator can request anything: who copies.
+        let realtime = ready.recv().unwrap_or(false);
+        shared
+            .inline_copy
+            .store(!realtime, std::sync::atomic::Ordering::Relaxed);
     }
     Ok((mutator, Collector { shared, threads }))
 }

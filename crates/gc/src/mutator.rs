@@ -81,6 +81,9 @@ pub struct MutatorStats {
     pub snapshots_requested: u64,
     /// Of which full.
     pub full_requested: u64,
+    /// Snapshots the audio thread copied itself: the snapshot thread had not started the copy
+    /// by the next block, or has no real-time priority (see [`Mutator::begin_block`]).
+    pub copies_on_audio_thread: u64,
 }
 
 /// The audio thread's handle to the collected heaps. Use it through [`begin_block`].
@@ -193,13 +196,23 @@ impl Mutator {
         })
     }
 
-    /// Starts one audio block: waits only if the snapshot taken after the previous block is
-    /// still being copied, then applies up to the configured number of frees the collector has
-    /// sent back. No allocation or lock. No system call either while the snapshot thread keeps
-    /// up: the wait spins. If the copy is still running after 2 ms of spinning (the snapshot
-    /// thread was preempted, or polls slowly), it calls `sched_yield` every 64 spins until the
-    /// copy is done, so that a snapshot thread sharing the core can run: a system call per
-    /// yield, which the guard reports (`tests/guard.rs` pins it).
+    /// Starts one audio block, then applies up to the configured number of frees the
+    /// collector has sent back. If the snapshot requested after the previous block is not
+    /// copied yet:
+    ///
+    /// * nobody has started the copy (the snapshot thread is asleep or preempted): the audio
+    ///   thread claims it and copies it itself, the same bounded `memcpy` the rehearsal
+    ///   measures, and waits for no one;
+    /// * the snapshot thread is copying: it runs at the audio thread's priority on its own CPU
+    ///   (or the audio thread would be copying itself, see [`Config::snapshot_priority`]), so
+    ///   the wait spins. If it is still copying after 2 ms (preempted mid-copy), the audio
+    ///   thread calls `sched_yield` every 64 spins until the copy is done, so that a snapshot
+    ///   thread sharing the core can run: a system call per yield, which the guard reports
+    ///   (`tests/guard.rs` pins it).
+    ///
+    /// No allocation or lock; no system call unless that last case happens.
+    ///
+    /// [`Config::snapshot_priority`]: crate::Config::snapshot_priority
     ///
     /// ```
     /// let (mut mutator, _collector) = downbeat_gc::start(downbeat_gc::Config::small()).unwrap();
@@ -212,6 +225,11 @@ impl Mutator {
         let start = Instant::now();
         let mut spins = 0u32;
         while self.shared.handshake.copying() && !self.shared.stop.load(Ordering::Relaxed) {
+            if self.shared.handshake.claim() {
+                self.copy_here();
+                spins = spins.max(1);
+                break;
+            }
             spins += 1;
             if spins % 64 != 0 || start.elapsed() < SPIN_LIMIT {
                 std::hint::spin_loop();
@@ -334,7 +352,15 @@ impl Mutator {
                         .store(self.atomic_allocs, Ordering::Relaxed);
                 }
                 if wanted && self.shared.handshake.try_request() {
-                    if let Wake::Unpark = self.wake {
+                    if self.shared.inline_copy.load(Ordering::Relaxed) {
+                        // No real-time snapshot thread: copy now rather than wait for a
+                        // lower-priority thread at the next block.
+                        let t0 = Instant::now();
+                        if self.shared.handshake.claim() {
+                            self.copy_here();
+                        }
+                        self.blocking += t0.elapsed();
+                    } else if let Wake::Unpark = self.wake {
                         if let Some(t) = self.shared.snapshot_thread.get() {
                             t.unpark();
                         }
@@ -358,7 +384,7 @@ impl Mutator {
                     }
                 }
             }
-            Mode::Replicating(_) => self.hand_over(),
+            Mode::Replicating(_) => self.hand_over(full_due, now),
             Mode::StopTheWorld => {
                 if !self.requested_last && (self.allocs_since > 0 || full_due) {
                     if full_due {
@@ -385,11 +411,17 @@ impl Mutator {
     /// and copy the roots, and hand over. This is the audio thread's whole pause; it does not
     /// depend on the heap's size. Unlike the snapshot collector, nothing makes the next block
     /// wait, so there is no need to skip a block after a collection started.
-    fn hand_over(&mut self) {
+    ///
+    /// `due`: a [`Config::full_snapshot_every`](crate::Config::full_snapshot_every) passed
+    /// without a collection. Nothing can have become garbage then, but a collection that
+    /// cheap keeps the collector threads awake while blocks run (they doze after two idle
+    /// seconds).
+    fn hand_over(&mut self, due: bool, now: Instant) {
         let Some(r) = &self.shared.replica else {
             return;
         };
-        if (self.allocs_since == 0 && self.writes_since == 0) || !self.shared.handshake.is_idle() {
+        let wanted = self.allocs_since > 0 || self.writes_since > 0 || due;
+        if !wanted || !self.shared.handshake.is_idle() {
             return;
         }
         let t0 = Instant::now();
@@ -429,10 +461,24 @@ impl Mutator {
         }
         self.allocs_since = 0;
         self.writes_since = 0;
+        self.last_full = now;
         self.stats.snapshots_requested += 1;
         let paused = t0.elapsed();
         self.blocking += paused;
         self.shared.stats.roots.record(paused.as_nanos() as u64);
+    }
+
+    /// Copies a claimed snapshot on the audio thread and hands it to the mark-and-sweep
+    /// thread, which finds it at its next poll (waking it would be a system call).
+    fn copy_here(&mut self) {
+        crate::collector::copy_snapshot(&self.shared);
+        self.shared.handshake.copied();
+        if let Wake::Unpark = self.wake {
+            if let Some(t) = self.shared.collector_thread.get() {
+                t.unpark();
+            }
+        }
+        self.stats.copies_on_audio_thread += 1;
     }
 
     /// Stop-the-world mark and sweep of the live heap on the calling (audio) thread: the

@@ -51,6 +51,9 @@ pub(crate) struct Shared {
     ///
     /// [`Mode::Replicating`]: crate::Mode::Replicating
     pub(crate) replica: Option<Replica>,
+    /// Snapshots are copied on the audio thread: the snapshot thread could not get a
+    /// real-time priority (set once by `start`, before the mutator runs).
+    pub(crate) inline_copy: AtomicBool,
     /// What [`Stats::memory_bytes`](crate::Stats::memory_bytes) reports, fixed at start-up.
     pub(crate) memory_bytes: usize,
     /// Bytes per nanosecond, the thesis' p(M).
@@ -80,6 +83,7 @@ pub(crate) struct SharedStats {
     pub(crate) stack_overflows: AtomicU64,
     pub(crate) replicated_words: AtomicU64,
     pub(crate) priority_note: OnceLock<String>,
+    pub(crate) pin_note: OnceLock<String>,
 }
 
 /// What one mark-and-sweep cycle did, recorded once whichever path ran it.

@@ -110,8 +110,12 @@ pub struct Stats {
     /// p(M), the copy rate measured at start-up (or configured), in bytes per nanosecond
     /// (= GB/s; the thesis' 5.45 MB/ms is 5.45 here).
     pub copy_rate: f64,
-    /// Why the snapshot thread does not run at real-time priority, if it does not.
+    /// Why the snapshot thread does not run at real-time priority, if it does not (the
+    /// audio thread then copies snapshots itself).
     pub priority_note: Option<String>,
+    /// Why the collector threads are not pinned to [`Config::collector_cpu`](crate::Config::collector_cpu),
+    /// if they are not.
+    pub pin_note: Option<String>,
     /// Memory the collector keeps for the pointer heap: the heap itself, its snapshot, the
     /// replicating collector's complementary blocks and stacks and root copy, and the mark
     /// state (the atomic heap, the same for every collector, is left out).

@@ -74,7 +74,7 @@ fn the_copy_sits_between_two_blocks() {
         let snap = {
             let w = w.clone();
             thread::spawn(move || {
-                spin_until(|| w.hs.requested());
+                spin_until(|| w.hs.claim());
                 let v = get(&w.heap[0]);
                 set(&w.snapshot[0], v);
                 w.hs.copied();
@@ -114,10 +114,50 @@ fn the_sweep_is_visible_to_the_next_copy() {
         // model checks, so reading it here stands for the copy.
         set(&w.heap[0], 2);
         spin_until(|| w.hs.try_request());
-        assert!(w.hs.requested());
+        assert!(w.hs.claim());
         let garbage = get(&w.heap[1]);
         assert_eq!(garbage, 0, "the next copy sees the zeroed garbage");
         assert_eq!(sweep.join().unwrap(), 1);
+    });
+}
+
+/// The snapshot thread and the audio thread race for one copy: exactly one of them copies,
+/// the copy holds the block's writes, and the audio thread's next block writes only after the
+/// copy is published, whoever made it.
+#[test]
+fn one_copier_wins_the_claim_and_the_next_block_waits_for_it() {
+    model(|| {
+        let w = world();
+        let snap = {
+            let w = w.clone();
+            thread::spawn(move || {
+                // One look, as a snapshot thread that wakes once between two blocks.
+                if w.hs.claim() {
+                    set(&w.snapshot[0], get(&w.heap[0]));
+                    w.hs.copied();
+                    true
+                } else {
+                    false
+                }
+            })
+        };
+        set(&w.heap[0], 1);
+        assert!(w.hs.try_request());
+        // The next block's start: take the copy over if nobody started it, else wait.
+        let mut took_over = false;
+        while w.hs.copying() {
+            if w.hs.claim() {
+                set(&w.snapshot[0], get(&w.heap[0]));
+                w.hs.copied();
+                took_over = true;
+            } else {
+                thread::yield_now();
+            }
+        }
+        set(&w.heap[0], 2);
+        let by_snapshot_thread = snap.join().unwrap();
+        assert!(took_over != by_snapshot_thread, "exactly one copier");
+        assert_eq!(get(&w.snapshot[0]), 1);
     });
 }
 
