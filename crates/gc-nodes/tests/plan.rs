@@ -84,3 +84,52 @@ fn the_documented_default_sizes() {
     assert_eq!(plan.pointer_bytes, 4480);
     assert_eq!(plan.atomic_bytes >> 10, 4801, "{plan:?}");
 }
+
+#[test]
+fn lines_freed_between_live_ones_serve_new_taps() {
+    // Taps end in any order, so the holes they leave sit between live lines: the next taps
+    // must fit in those holes (the plan's margin alone holds only a few lines).
+    for (channels, samples) in [(2, 12_000), (3, 12_345), (1, 1_001)] {
+        let plan = HeapPlan::new(channels, samples, 16, 48_000.0).unwrap();
+        let (mut m, _c) = start(Config {
+            heap_bytes: plan.pointer_bytes,
+            atomic_bytes: plan.atomic_bytes,
+            atomic_slots: plan.taps,
+            roots: 1,
+            max_object_words: TAP_BYTES / 8,
+            mode: Mode::StopTheWorld,
+            copy_rate: Some(5.0),
+            ..Config::default()
+        })
+        .unwrap();
+        let mut b = m.begin_block();
+        // A list of every planned tap, each with its line, held by root 0.
+        let mut taps = Vec::new();
+        for _ in 0..plan.taps {
+            let t = b.alloc(REFS, DATA).unwrap();
+            let line = b.alloc_atomic(plan.line_bytes).unwrap();
+            b.set_atomic(t, 0, Some(line)).unwrap();
+            b.set_ref(t, 1, b.root(0).unwrap()).unwrap();
+            b.set_root(0, Some(t)).unwrap();
+            taps.push(t);
+        }
+        // One tap in three ends: unlinked from the newer one before it in the list.
+        for pair in taps.chunks(3) {
+            // `taps` is oldest first; each tap links to the one allocated before it.
+            if let [older, ended, newer] = *pair {
+                assert_eq!(b.get_ref(newer, 1), Ok(Some(ended)));
+                b.set_ref(ended, 1, None).unwrap();
+                b.set_ref(newer, 1, Some(older)).unwrap();
+            }
+        }
+        drop(b);
+        drop(m.begin_block()); // the collection after the allocating block
+        let ended = plan.taps / 3;
+        assert_eq!(m.live().1 as usize, plan.taps - ended, "{plan:?}");
+        let mut b = m.begin_block();
+        for k in 0..ended {
+            b.alloc_atomic(plan.line_bytes)
+                .unwrap_or_else(|e| panic!("{plan:?}: new line {k} of {ended}: {e}"));
+        }
+    }
+}
