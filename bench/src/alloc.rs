@@ -26,22 +26,13 @@ use downbeat_rt::guard::{self, Options};
 use crate::report::{alternating, quantile, Better, Report};
 use crate::rng::Rng;
 use crate::Common;
-use workload::{size, LIVE};
+use workload::{large_size, size, LARGE_LIVE, LIVE};
 
 const OURS: &str = "downbeat";
 const GLIBC_TUNED: &str = "glibc_tuned";
 const POOL: usize = 64 << 20;
 /// Samples slower than this are counted as stalls (the VM's, or the allocator's).
 const STALL_NS: f64 = 10_000.0;
-/// Live blocks of the `large_*` workload: 64 lines of at most 375 KiB fill at most 24 MiB.
-const LARGE_LIVE: usize = 64;
-
-/// One second of stereo f32 at 48 kHz (375 KiB) or a little less, never below 128 KiB:
-/// the delay lines of a reverb or a looper, allocated when a plug-in is inserted.
-fn large_size(rng: &mut Rng) -> usize {
-    let full = 48_000 * 2 * 4;
-    (128 * 1024 + (rng.unit() * (full - 128 * 1024) as f64) as usize).min(full)
-}
 
 trait Heap {
     fn alloc(&mut self, size: usize) -> Option<NonNull<u8>>;

@@ -1,5 +1,5 @@
-//! Today's `alloc` workload, shared by the suite and by the `alloc-count` instruction-count
-//! driver so both measure the same pairs.
+//! The `alloc` workloads (today's `pair_*` and the `large_*` delay lines), shared by the suite
+//! and by the `alloc-count` instruction-count driver so both measure the same pairs.
 
 use crate::rng::Rng;
 
@@ -20,4 +20,14 @@ pub fn size(rng: &mut Rng) -> usize {
         4096.0 * 16f64.powf(rng.unit())
     };
     (s as usize).clamp(16, 64 * 1024)
+}
+
+/// Live blocks of the `large_*` workload: 64 lines of at most 375 KiB fill at most 24 MiB.
+pub const LARGE_LIVE: usize = 64;
+
+/// One second of stereo f32 at 48 kHz (375 KiB) or a little less, never below 128 KiB:
+/// the delay lines of a reverb or a looper, allocated when a plug-in is inserted.
+pub fn large_size(rng: &mut Rng) -> usize {
+    let full = 48_000 * 2 * 4;
+    (128 * 1024 + (rng.unit() * (full - 128 * 1024) as f64) as usize).min(full)
 }

@@ -8,6 +8,9 @@
 //! callgrind_annotate /tmp/cg.ours
 //! ```
 //!
+//! A third argument `large` runs the `large_*` workload instead (64 live delay lines of
+//! 128-375 KiB).
+//!
 //! The program runs `pairs` warm-up pairs, then `pairs` measured pairs, after building a 64 MiB
 //! pool (whose pre-faulting dominates a small run). Instructions per steady-state pair are the
 //! difference of two runs divided by the difference of their pair counts, e.g.
@@ -30,24 +33,25 @@ mod rng;
 mod workload;
 
 use rng::Rng;
-use workload::{size, LIVE};
+use workload::{large_size, size, LARGE_LIVE, LIVE};
 
 const POOL: usize = 64 << 20;
 
 type RlsfTlsf = rlsf::Tlsf<'static, u32, u32, 28, 32>;
 
-/// The pairs, generic over the allocator's two calls.
+/// The pairs, generic over the allocator's two calls; `live.len()` and `size` pick the workload.
 #[inline(always)]
 fn pairs(
     n: usize,
     rng: &mut Rng,
     live: &mut [Option<NonNull<u8>>],
+    size: impl Fn(&mut Rng) -> usize + Copy,
     mut alloc: impl FnMut(usize) -> Option<NonNull<u8>>,
     mut free: impl FnMut(NonNull<u8>),
 ) -> usize {
     let mut failed = 0;
     for _ in 0..n {
-        let slot = (rng.next() % LIVE as u64) as usize;
+        let slot = (rng.next() % live.len() as u64) as usize;
         if let Some(p) = live[slot].take() {
             free(p);
         }
@@ -68,6 +72,7 @@ fn measured_downbeat(
     n: usize,
     rng: &mut Rng,
     live: &mut [Option<NonNull<u8>>],
+    size: impl Fn(&mut Rng) -> usize + Copy,
     rt: &mut downbeat_rt::alloc::RtAlloc,
 ) -> usize {
     let rt = std::cell::RefCell::new(rt);
@@ -75,6 +80,7 @@ fn measured_downbeat(
         n,
         rng,
         live,
+        size,
         |s| {
             rt.borrow_mut()
                 .alloc(Layout::from_size_align(s, 16).unwrap())
@@ -90,6 +96,7 @@ fn measured_rlsf(
     n: usize,
     rng: &mut Rng,
     live: &mut [Option<NonNull<u8>>],
+    size: impl Fn(&mut Rng) -> usize + Copy,
     t: &mut RlsfTlsf,
 ) -> usize {
     let t = std::cell::RefCell::new(t);
@@ -97,6 +104,7 @@ fn measured_rlsf(
         n,
         rng,
         live,
+        size,
         |s| {
             t.borrow_mut()
                 .allocate(Layout::from_size_align(s, 16).unwrap())
@@ -108,30 +116,55 @@ fn measured_rlsf(
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    let (which, n) = match (args.get(1), args.get(2).map(|s| s.parse::<usize>())) {
-        (Some(w), Some(Ok(n))) if w == "downbeat" || w == "rlsf" => (w.clone(), n),
+    let parsed = (
+        args.get(1).map(String::as_str),
+        args.get(2).map(|s| s.parse::<usize>()),
+        args.get(3).map(String::as_str),
+    );
+    let (which, n, large) = match parsed {
+        (Some(w @ ("downbeat" | "rlsf")), Some(Ok(n)), None | Some("large")) if args.len() <= 4 => {
+            (w.to_owned(), n, parsed.2.is_some())
+        }
         _ => {
-            eprintln!("usage: alloc-count <downbeat|rlsf> <pairs>");
+            eprintln!("usage: alloc-count <downbeat|rlsf> <pairs> [large]");
             return ExitCode::from(2);
         }
     };
-    let mut rng = Rng(0x5eed | 1);
-    let mut live = vec![None; LIVE];
-    let failed = if which == "downbeat" {
-        let pool = Pool::new(POOL).expect("pool");
-        let mut rt = pool.bind().expect("first owner");
-        measured_downbeat_warm(n, &mut rng, &mut live, &mut rt);
-        measured_downbeat(n, &mut rng, &mut live, &mut rt)
-    } else {
-        let mem = Box::leak(vec![MaybeUninit::new(0u8); POOL].into_boxed_slice());
-        let mut t = RlsfTlsf::new();
-        t.insert_free_block(mem);
-        measured_rlsf_warm(n, &mut rng, &mut live, &mut t);
-        measured_rlsf(n, &mut rng, &mut live, &mut t)
+    let failed = match (which.as_str(), large) {
+        ("downbeat", false) => run_downbeat(n, LIVE, size),
+        ("downbeat", true) => run_downbeat(n, LARGE_LIVE, large_size),
+        (_, false) => run_rlsf(n, LIVE, size),
+        (_, true) => run_rlsf(n, LARGE_LIVE, large_size),
     };
-    black_box(&live);
-    println!("{which}: {n} pairs, {failed} failed");
+    let workload = if large { "large" } else { "pair" };
+    println!("{which} ({workload}): {n} pairs, {failed} failed");
     ExitCode::SUCCESS
+}
+
+/// Warm-up and measured pairs through Downbeat's pool; the size function is a type parameter
+/// (not a pointer) so it is inlined as in the suite.
+fn run_downbeat(n: usize, live: usize, size: impl Fn(&mut Rng) -> usize + Copy) -> usize {
+    let mut rng = Rng(0x5eed | 1);
+    let mut live = vec![None; live];
+    let pool = Pool::new(POOL).expect("pool");
+    let mut rt = pool.bind().expect("first owner");
+    measured_downbeat_warm(n, &mut rng, &mut live, size, &mut rt);
+    let failed = measured_downbeat(n, &mut rng, &mut live, size, &mut rt);
+    black_box(&live);
+    failed
+}
+
+/// As [`run_downbeat`], through `rlsf`.
+fn run_rlsf(n: usize, live: usize, size: impl Fn(&mut Rng) -> usize + Copy) -> usize {
+    let mut rng = Rng(0x5eed | 1);
+    let mut live = vec![None; live];
+    let mem = Box::leak(vec![MaybeUninit::new(0u8); POOL].into_boxed_slice());
+    let mut t = RlsfTlsf::new();
+    t.insert_free_block(mem);
+    measured_rlsf_warm(n, &mut rng, &mut live, size, &mut t);
+    let failed = measured_rlsf(n, &mut rng, &mut live, size, &mut t);
+    black_box(&live);
+    failed
 }
 
 /// The warm-up: same code as the measured pairs, under another name callgrind can exclude.
@@ -140,9 +173,10 @@ fn measured_downbeat_warm(
     n: usize,
     rng: &mut Rng,
     live: &mut [Option<NonNull<u8>>],
+    size: impl Fn(&mut Rng) -> usize + Copy,
     rt: &mut downbeat_rt::alloc::RtAlloc,
 ) -> usize {
-    measured_downbeat(n, rng, live, rt)
+    measured_downbeat(n, rng, live, size, rt)
 }
 
 #[inline(never)]
@@ -150,7 +184,8 @@ fn measured_rlsf_warm(
     n: usize,
     rng: &mut Rng,
     live: &mut [Option<NonNull<u8>>],
+    size: impl Fn(&mut Rng) -> usize + Copy,
     t: &mut RlsfTlsf,
 ) -> usize {
-    measured_rlsf(n, rng, live, t)
+    measured_rlsf(n, rng, live, size, t)
 }

@@ -45,45 +45,44 @@ impl Block {
     fn is_free(&self) -> bool {
         self.size & FREE != 0
     }
-    #[inline]
-    fn is_prev_free(&self) -> bool {
-        self.size & PREV_FREE != 0
-    }
 }
 
-/// (first level, second level) of a free block of `size` bytes of payload.
-#[inline]
-fn mapping_insert(size: usize) -> (usize, usize) {
-    if size < SMALL {
-        (0, size / ALIGN)
-    } else {
-        let log = usize::BITS - 1 - size.leading_zeros();
-        let fl = (log - FL_SHIFT + 1) as usize;
-        let sl = (size >> (log - SL_LOG2)) ^ SL_COUNT;
-        (fl, sl)
-    }
-}
+/// Number of free lists: one per (first level, second level) pair.
+const LISTS: usize = FL_COUNT * SL_COUNT;
 
-/// [`mapping_insert`] for a block that exists: its payload is below [`MAX_PAYLOAD`], so both
-/// levels are below 32 and the masks change nothing; they only tell the compiler so, which drops
-/// two bounds checks from every list operation (callgrind: ~8 instructions per pair).
+/// Index of the list holding free blocks of `size` bytes of payload (`size` at least
+/// [`ALIGN`]), `first level * SL_COUNT + second level`, rounded up to the next list boundary when
+/// `round_up` is set.
+///
+/// One formula covers both the linear lists below [`SMALL`] and the logarithmic ones above:
+/// `size | SMALL` gives every small size the top bit of `SMALL`, so small sizes are cut by the
+/// granule into `t` < 32 (first level 0), and larger ones into `t` in 32..64, that is first level
+/// 1 plus the second level, on top of `log - 9` whole first levels. Rounding up past the last
+/// list of a first level carries into the next one by itself (`t` = 64). Branch-free, and one
+/// flat index instead of a pair saves the index arithmetic of every list operation.
 #[inline(always)]
-fn list_of(size: usize) -> (usize, usize) {
-    debug_assert!(size < MAX_PAYLOAD);
-    let (fl, sl) = mapping_insert(size);
-    (fl & (FL_COUNT - 1), sl & (SL_COUNT - 1))
+fn mapping(size: usize, round_up: bool) -> usize {
+    let log = (size | SMALL).ilog2();
+    let shift = log - SL_LOG2;
+    let mask = if round_up { (1usize << shift) - 1 } else { 0 };
+    let t = (size + mask) >> shift;
+    (((log - SMALL.ilog2()) as usize) << SL_LOG2) + t
 }
 
-/// The smallest (first, second) level whose every block fits `size`: rounding up first is what
-/// makes the search O(1) instead of a walk of one list.
-#[inline]
-fn mapping_search(size: usize) -> (usize, usize) {
-    if size < SMALL {
-        return mapping_insert(size);
-    }
-    let log = usize::BITS - 1 - size.leading_zeros();
-    let round = (1usize << (log - SL_LOG2)) - 1;
-    mapping_insert(size + round)
+/// [`mapping`] for a block that exists: its payload is below [`MAX_PAYLOAD`], so the index is
+/// below [`LISTS`] and the mask changes nothing; it only tells the compiler so, which drops a
+/// bounds check from every list operation.
+#[inline(always)]
+fn list_of(size: usize) -> usize {
+    debug_assert!(size < MAX_PAYLOAD);
+    mapping(size, false) & (LISTS - 1)
+}
+
+/// The first list whose every block fits `size`: rounding up first is what makes the search
+/// O(1) instead of a walk of one list. Can be [`LISTS`] or more for sizes no list can serve.
+#[inline(always)]
+fn mapping_search(size: usize) -> usize {
+    mapping(size, true)
 }
 
 /// A TLSF heap over one region of memory. Not thread safe: one owner at a time.
@@ -110,9 +109,11 @@ fn mapping_search(size: usize) -> (usize, usize) {
 /// drop(memory);
 /// ```
 pub struct Tlsf {
+    /// Bit `fl` set when `sl_bitmap[fl]` is not zero.
     fl_bitmap: u32,
+    /// Bit `sl` of word `fl` set when list `fl * SL_COUNT + sl` is not empty.
     sl_bitmap: [u32; FL_COUNT],
-    heads: [[*mut Block; SL_COUNT]; FL_COUNT],
+    heads: [*mut Block; LISTS],
     len: usize,
     used: usize,
     peak: usize,
@@ -169,7 +170,7 @@ impl Tlsf {
         let mut heap = Self {
             fl_bitmap: 0,
             sl_bitmap: [0; FL_COUNT],
-            heads: [[ptr::null_mut(); SL_COUNT]; FL_COUNT],
+            heads: [ptr::null_mut(); LISTS],
             len: end - aligned,
             used: 0,
             peak: 0,
@@ -187,7 +188,7 @@ impl Tlsf {
             });
             ptr::addr_of_mut!((*sentinel).prev_phys).write(first);
             ptr::addr_of_mut!((*sentinel).size).write(PREV_FREE);
-            heap.insert(first);
+            heap.insert(first, payload);
         }
         Ok(heap)
     }
@@ -276,17 +277,32 @@ impl Tlsf {
             return Err(AllocError::TooLarge);
         }
         let size = ((layout.size() + ALIGN - 1) & !(ALIGN - 1)).max(MIN_PAYLOAD);
-        let (fl, sl) = mapping_search(size);
-        let block = self.find(fl, sl).ok_or(AllocError::OutOfMemory)?;
-        // SAFETY: `find` returned a free block of ours, whose payload is at least `size` (the
-        // search rounded up to a list whose every block fits).
+        let i = self.find(size).ok_or(AllocError::OutOfMemory)?;
+        // SAFETY: `find` returned a non-empty list whose every block has a payload of at least
+        // `size` (the search rounded up); its head is a free block of ours.
         unsafe {
-            self.remove(block);
-            self.split(block, size);
-            let next = self.next_phys(block);
-            (*block).size &= !FREE;
-            (*next).size &= !PREV_FREE;
-            self.used += (*block).payload_size();
+            let block = self.pop(i);
+            // A free block never has PREV_FREE (free neighbours are always merged), so the
+            // used block's flags are all clear.
+            debug_assert!((*block).size & FLAGS == FREE);
+            let have = (*block).size & !FLAGS;
+            let next = block.cast::<u8>().add(HEADER + have).cast::<Block>();
+            if have >= size + HEADER + MIN_PAYLOAD {
+                // Cut the tail off into a free block of its own. `next` keeps its PREV_FREE
+                // bit (its predecessor is still free, only smaller), so it gets one store and
+                // no load: a load here is one more cache and TLB miss on a block far away.
+                let rest = block.cast::<u8>().add(HEADER + size).cast::<Block>();
+                ptr::addr_of_mut!((*rest).prev_phys).write(block);
+                ptr::addr_of_mut!((*rest).size).write((have - size - HEADER) | FREE);
+                (*next).prev_phys = rest;
+                self.insert(rest, have - size - HEADER);
+                (*block).size = size;
+                self.used += size;
+            } else {
+                (*next).size &= !PREV_FREE;
+                (*block).size = have;
+                self.used += have;
+            }
             self.peak = self.peak.max(self.used);
             Ok(NonNull::new_unchecked(block.cast::<u8>().add(HEADER)))
         }
@@ -314,22 +330,33 @@ impl Tlsf {
         unsafe {
             let mut block = ptr.as_ptr().sub(HEADER).cast::<Block>();
             debug_assert!(!(*block).is_free(), "double free");
-            self.used -= (*block).payload_size();
-            (*block).size |= FREE;
-            if (*block).is_prev_free() {
+            let bits = (*block).size;
+            let mut size = bits & !FLAGS;
+            self.used -= size;
+            let mut next = block.cast::<u8>().add(HEADER + size).cast::<Block>();
+            let next_bits = (*next).size;
+            if next_bits & FREE != 0 {
+                // The block after `next` already has PREV_FREE set (`next` was free): it only
+                // needs its `prev_phys` moved, a store without a load.
+                let next_size = next_bits & !FLAGS;
+                self.remove(next, next_size);
+                size += HEADER + next_size;
+                next = next.cast::<u8>().add(HEADER + next_size).cast();
+            } else {
+                (*next).size = next_bits | PREV_FREE;
+            }
+            // PREV_FREE spares the load of a used predecessor's header.
+            if bits & PREV_FREE != 0 {
                 let prev = (*block).prev_phys;
-                self.remove(prev);
-                block = self.absorb(prev, block);
+                let prev_size = (*prev).payload_size();
+                self.remove(prev, prev_size);
+                size += HEADER + prev_size;
+                block = prev;
             }
-            let next = self.next_phys(block);
-            if (*next).is_free() {
-                self.remove(next);
-                block = self.absorb(block, next);
-            }
-            let next = self.next_phys(block);
-            (*next).size |= PREV_FREE;
+            // A free block's predecessor is used (neighbours are always merged): no PREV_FREE.
+            (*block).size = size | FREE;
             (*next).prev_phys = block;
-            self.insert(block);
+            self.insert(block, size);
         }
     }
 
@@ -348,127 +375,112 @@ impl Tlsf {
             return false;
         }
         let size = ((size + ALIGN - 1) & !(ALIGN - 1)).max(MIN_PAYLOAD);
-        let (fl, sl) = mapping_search(size);
-        self.find(fl, sl).is_some()
+        self.find(size).is_some()
     }
 
+    /// The index of a non-empty list whose blocks all fit `size`, the smallest such: one
+    /// masked look at the second-level bitmap of `size`'s own first level, then at most one
+    /// scan of the first-level bitmap.
     #[inline(always)]
-    fn find(&self, fl: usize, sl: usize) -> Option<*mut Block> {
-        if fl >= FL_COUNT {
+    fn find(&self, size: usize) -> Option<usize> {
+        let i = mapping_search(size);
+        // The callers bound `size` below MAX_PAYLOAD / 2, which keeps `i` below LISTS: no test
+        // needed, and the masks below only restate it for the compiler.
+        debug_assert!(i < LISTS);
+        let fl = (i >> SL_LOG2) & (FL_COUNT - 1);
+        // A u32 shift by `i % 32` (x86 masks the count itself, so this is one instruction).
+        let sl_map = self.sl_bitmap[fl] & (!0u32 << (i & (SL_COUNT - 1)));
+        if sl_map != 0 {
+            return Some((fl << SL_LOG2) | sl_map.trailing_zeros() as usize);
+        }
+        // `fl + 1` may be 32, which the u64 shift covers without a branch.
+        let fl_map = (u64::from(self.fl_bitmap) >> (fl + 1) << (fl + 1)) as u32;
+        if fl_map == 0 {
             return None;
         }
-        // `sl < SL_COUNT` (32) and `fl < FL_COUNT` (32), so the plain shifts cannot overflow
-        // except `fl + 1 == 32`, which the u64 shift covers; no `checked_shl` branch per call.
-        let mut fl = fl;
-        let mut sl_map = self.sl_bitmap[fl] & (!0u32 << (sl & (SL_COUNT - 1)));
-        if sl_map == 0 {
-            let fl_map = (u64::from(self.fl_bitmap) >> (fl + 1) << (fl + 1)) as u32;
-            if fl_map == 0 {
-                return None;
-            }
-            fl = fl_map.trailing_zeros() as usize;
-            sl_map = self.sl_bitmap[fl & (FL_COUNT - 1)];
-        }
-        let sl = sl_map.trailing_zeros() as usize;
-        // The masks restate what the bitmaps guarantee (a set bit of a u32 is below 32), which
-        // lets the compiler drop the bounds checks.
-        Some(self.heads[fl & (FL_COUNT - 1)][sl & (SL_COUNT - 1)])
+        // A set bit of a u32 is below 32: the masks tell the compiler, dropping bounds checks.
+        let fl = fl_map.trailing_zeros() as usize & (FL_COUNT - 1);
+        let sl = self.sl_bitmap[fl].trailing_zeros() as usize & (SL_COUNT - 1);
+        Some((fl << SL_LOG2) | sl)
     }
 
+    /// Takes the first block off list `i`. Knowing the list and that the block is its head
+    /// spares [`remove`](Self::remove)'s size mapping and its `prev_free` test.
+    ///
     /// # Safety
-    /// `block` must be a free header of this heap, in no list.
+    /// List `i` must be non-empty (its bitmap bit set).
     #[inline(always)]
-    unsafe fn insert(&mut self, block: *mut Block) {
+    unsafe fn pop(&mut self, i: usize) -> *mut Block {
+        let i = i & (LISTS - 1);
+        let block = self.heads[i];
+        // SAFETY: per the contract the head is a free block of this heap; its successor is
+        // one too, or null.
+        unsafe {
+            let next = (*block).next_free;
+            self.heads[i] = next;
+            if next.is_null() {
+                self.list_emptied(i);
+            } else {
+                (*next).prev_free = ptr::null_mut();
+            }
+        }
+        block
+    }
+
+    /// Clears list `i`'s bit, and its first level's when that was the last one.
+    #[inline(always)]
+    fn list_emptied(&mut self, i: usize) {
+        let fl = (i >> SL_LOG2) & (FL_COUNT - 1);
+        self.sl_bitmap[fl] &= !(1 << (i & (SL_COUNT - 1)));
+        if self.sl_bitmap[fl] == 0 {
+            self.fl_bitmap &= !(1 << fl);
+        }
+    }
+
+    /// Puts `block`, of `size` bytes of payload, at the head of its list.
+    ///
+    /// # Safety
+    /// `block` must be a free header of this heap, in no list, whose payload is `size`.
+    #[inline(always)]
+    unsafe fn insert(&mut self, block: *mut Block, size: usize) {
         // SAFETY: per the contract; list heads are blocks of this heap or null.
         unsafe {
-            let (fl, sl) = list_of((*block).payload_size());
-            let head = self.heads[fl][sl];
+            let i = list_of(size);
+            let head = self.heads[i];
             (*block).next_free = head;
             (*block).prev_free = ptr::null_mut();
             if !head.is_null() {
                 (*head).prev_free = block;
             }
-            self.heads[fl][sl] = block;
+            self.heads[i] = block;
+            let fl = i >> SL_LOG2;
             self.fl_bitmap |= 1 << fl;
-            self.sl_bitmap[fl] |= 1 << sl;
+            self.sl_bitmap[fl] |= 1 << (i & (SL_COUNT - 1));
         }
     }
 
+    /// Takes `block`, of `size` bytes of payload, out of its list.
+    ///
     /// # Safety
-    /// `block` must be a free header of this heap, in its list.
+    /// `block` must be a free header of this heap, in its list, whose payload is `size`.
     #[inline(always)]
-    unsafe fn remove(&mut self, block: *mut Block) {
+    unsafe fn remove(&mut self, block: *mut Block, size: usize) {
         // SAFETY: per the contract, the links are valid blocks or null.
         unsafe {
-            let (fl, sl) = list_of((*block).payload_size());
             let (prev, next) = ((*block).prev_free, (*block).next_free);
             if !next.is_null() {
                 (*next).prev_free = prev;
             }
             if prev.is_null() {
-                self.heads[fl][sl] = next;
+                // Only a list's head needs its (fl, sl).
+                let i = list_of(size);
+                self.heads[i] = next;
                 if next.is_null() {
-                    self.sl_bitmap[fl] &= !(1 << sl);
-                    if self.sl_bitmap[fl] == 0 {
-                        self.fl_bitmap &= !(1 << fl);
-                    }
+                    self.list_emptied(i);
                 }
             } else {
                 (*prev).next_free = next;
             }
-        }
-    }
-
-    /// # Safety
-    /// `block` must be a header of this heap other than the sentinel.
-    #[inline]
-    unsafe fn next_phys(&self, block: *mut Block) -> *mut Block {
-        // SAFETY: a non-sentinel block is followed by another header inside the region.
-        unsafe {
-            block
-                .cast::<u8>()
-                .add(HEADER + (*block).payload_size())
-                .cast()
-        }
-    }
-
-    /// Cuts the tail beyond `size` off `block` (free, in no list) into a free block of its own
-    /// when the tail can hold one.
-    ///
-    /// # Safety
-    /// `block` must be a free header of this heap in no list with payload >= `size`.
-    #[inline(always)]
-    unsafe fn split(&mut self, block: *mut Block, size: usize) {
-        // SAFETY: the remainder lies inside `block`'s payload, so inside the region.
-        unsafe {
-            let have = (*block).payload_size();
-            if have < size + HEADER + MIN_PAYLOAD {
-                return;
-            }
-            let rest = block.cast::<u8>().add(HEADER + size).cast::<Block>();
-            ptr::addr_of_mut!((*rest).size).write((have - size - HEADER) | FREE);
-            ptr::addr_of_mut!((*rest).prev_phys).write(block);
-            (*block).size = size | ((*block).size & FLAGS);
-            let after = self.next_phys(rest);
-            (*after).prev_phys = rest;
-            (*after).size |= PREV_FREE;
-            self.insert(rest);
-        }
-    }
-
-    /// Merges `b` into `a`, its physical predecessor; both free and in no list.
-    ///
-    /// # Safety
-    /// As described; `b` directly follows `a`.
-    #[inline(always)]
-    unsafe fn absorb(&mut self, a: *mut Block, b: *mut Block) -> *mut Block {
-        // SAFETY: per the contract.
-        unsafe {
-            let size = (*a).payload_size() + HEADER + (*b).payload_size();
-            (*a).size = size | ((*a).size & FLAGS);
-            let next = self.next_phys(a);
-            (*next).prev_phys = a;
-            a
         }
     }
 }
@@ -477,24 +489,54 @@ impl Tlsf {
 mod tests {
     use super::*;
 
+    /// The smallest payload list `i` holds, from the textbook definition: sizes below
+    /// `SMALL` one list per granule, then each power of two cut into `SL_COUNT` equal lists.
+    fn list_min(i: usize) -> usize {
+        let (fl, sl) = (i / SL_COUNT, i % SL_COUNT);
+        if fl == 0 {
+            sl * ALIGN
+        } else {
+            let base = SMALL << (fl - 1);
+            base + sl * (base / SL_COUNT)
+        }
+    }
+
+    /// Sizes 16 B - 1 MiB by the granule, and the granules around every power of two up to
+    /// the largest allocation.
+    fn sizes() -> impl Iterator<Item = usize> {
+        let dense = (ALIGN..1 << 20).step_by(ALIGN);
+        let edges = (6..MAX_PAYLOAD.ilog2()).flat_map(|k| {
+            let p = 1usize << k;
+            [p - 2 * ALIGN, p - ALIGN, p, p + ALIGN, p + p / 2]
+        });
+        dense.chain(edges).filter(|&s| s < MAX_PAYLOAD / 2)
+    }
+
     #[test]
-    fn mapping_is_monotonic_and_search_rounds_up() {
-        let mut last = (0, 0);
-        for size in (16..1 << 20).step_by(16) {
-            let m = mapping_insert(size);
-            assert!(m >= last, "{size}");
-            last = m;
-            let (fl, sl) = mapping_search(size);
-            // Every size in the searched list is >= size.
-            let min_in_list = if fl == 0 {
-                sl * ALIGN
-            } else {
-                let base = 1usize << (fl as u32 + FL_SHIFT - 1);
-                base + sl * (base >> SL_LOG2)
-            };
+    fn a_free_block_goes_to_the_list_whose_range_holds_it() {
+        for size in sizes() {
+            let i = list_of(size);
+            assert!(i < LISTS, "{size}");
             assert!(
-                min_in_list >= size || fl == 0 && sl * ALIGN == size,
-                "{size}"
+                list_min(i) <= size && size < list_min(i + 1),
+                "{size} -> {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_search_starts_at_the_first_list_whose_every_block_fits() {
+        for size in sizes() {
+            let i = mapping_search(size);
+            assert!(i < LISTS, "{size}");
+            assert!(
+                list_min(i) >= size,
+                "{size} -> {i}: a block there may be too small"
+            );
+            assert!(
+                list_min(i - 1) < size,
+                "{size} -> {i}: list {} also fits",
+                i - 1
             );
         }
     }
