@@ -3,10 +3,11 @@
 use downbeat::project::Project;
 use downbeat_rt::pool::{Pool, PoolConfig};
 
-/// Plugin node types this build has, registered as the `downbeat` binary does; the names of
-/// those it lacks.
+/// Plugin node types this build has, and `echoes`, registered as the `downbeat` binary does;
+/// the names of those it lacks.
 fn register_plugins() -> Vec<&'static str> {
     let mut missing = Vec::new();
+    downbeat_gc_nodes::register().unwrap();
     #[cfg(feature = "clap")]
     downbeat_plugin::clap::register().unwrap();
     #[cfg(not(feature = "clap"))]

@@ -12,10 +12,13 @@
 //! # How a node uses the collected heap
 //!
 //! * **One collector per node.** [`Echoes::new`] (the node type's build, off the audio
-//!   thread) sizes the heaps and calls [`downbeat_gc::start`]: the node owns the
-//!   [`Mutator`](downbeat_gc::Mutator) and the [`Collector`](downbeat_gc::Collector)
-//!   (two threads, a snapshot thread and a mark-and-sweep thread, at normal priority,
-//!   polling every 100 µs; dropping the node stops them).
+//!   thread) sizes the heaps and calls [`downbeat_gc::start`] with the collector's defaults
+//!   otherwise: the node owns the [`Mutator`](downbeat_gc::Mutator) and the
+//!   [`Collector`](downbeat_gc::Collector), whose mark-and-sweep thread (and snapshot thread
+//!   at SCHED_FIFO 70, where the system grants it; without it the audio thread copies the
+//!   node's few KiB of pointer heap itself at the end of a block) run pinned to the last
+//!   CPU. Dropping the node stops them; the engine drops retired schedules off the audio
+//!   thread.
 //! * **One collector block per `process`.** `process` calls
 //!   [`Mutator::begin_block`](downbeat_gc::Mutator::begin_block) once, allocates, renders and
 //!   unlinks through that block, and ends it: the collector then decides whether to take a
@@ -23,10 +26,9 @@
 //!   handles never outlive the block.
 //! * **Real time.** With the default [`Wake::Poll`](downbeat_gc::Wake::Poll), `process` makes
 //!   no allocation, free, lock or system call while the collector keeps up
-//!   (`tests/guard.rs` proves it under `downbeat_rt::guard`). If the snapshot thread is
-//!   still copying 2 ms into the next block (preempted on a loaded machine: it is not
-//!   real-time), `begin_block` yields with `sched_yield` until it is done, the collector's one
-//!   documented exception.
+//!   (`tests/guard.rs` proves it under `downbeat_rt::guard`). If a snapshot thread is still
+//!   copying 2 ms into the next block (preempted), `begin_block` yields with `sched_yield`
+//!   until it is done, the collector's one documented exception.
 //! * **Sizes, worst case first.** [`HeapPlan`] gives each node a pointer heap and an atomic
 //!   heap that hold `max_taps` live taps plus every tap that can end in [`SLACK_SECONDS`]
 //!   (0.5 s) before the collector returns it; with the defaults (2 channels, 0.25 s, 16
@@ -39,6 +41,12 @@
 //!   refused access (`AccessError`, which would be a bug here) is counted and the block's
 //!   remaining taps are skipped. [`Echoes::monitor`] reads the counts from any thread while
 //!   the node plays ([`TapCounts`]).
+//! * **Offline renders.** The slack is counted in audio time. An offline device runs blocks
+//!   hundreds of times faster than real time, so there the collector has that much less wall
+//!   time to return garbage; on a machine too loaded for it, onsets are dropped (counted in
+//!   `dropped_heap`) and the render depends on timing. Otherwise the output depends only on
+//!   the input and the parameters, and not on block sizes unless onsets find `max_taps`
+//!   taps alive (that count is taken as a block begins).
 //!
 //! ```
 //! use downbeat_gc_nodes::{Echoes, EchoesSettings};

@@ -7,9 +7,9 @@
 //! collector has not handed back yet: taps that ended recently. A tap lives at least one
 //! delay (it spends its first pass capturing), so every tap that ended in a window of `delay`
 //! seconds was alive at the window's start: at most `max_taps` of them per window. The plan
-//! gives the collector [`SLACK_SECONDS`] to return garbage (it starts a collection at most
-//! every second block, after one that allocated, and a full one every quarter second in any
-//! case, so a collector that keeps up returns it within a few blocks), which is at most
+//! gives the collector [`SLACK_SECONDS`] of audio to return garbage (it starts a collection
+//! at most every second block, after one that allocated, and a full one every quarter second
+//! in any case, so a collector that keeps up returns it within a few blocks), which is at most
 //! `max_taps * ceil(slack / delay)` ended taps; the heaps hold that many plus the live ones.
 //! A collector further behind than that makes an allocation fail: the onset is then dropped
 //! and counted ([`TapCounts::dropped_heap`](crate::TapCounts::dropped_heap)), never a panic.

@@ -290,3 +290,37 @@ fn the_node_type_builds_with_its_defaults() {
     let found = downbeat_graph::lookup_node_type("echoes").expect("registered");
     assert_eq!(found.params().len(), 6);
 }
+
+#[test]
+fn the_output_does_not_depend_on_block_sizes() {
+    // Bursts of a deterministic rattle, some on one channel only, 40 ms delay: onsets, taps
+    // and ends fall anywhere in the blocks.
+    let frames = 48_000;
+    let mut input = vec![0.0f32; 2 * frames];
+    let mut state = 1u32;
+    for k in 0..frames {
+        state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        let noise = (state >> 8) as f32 / (1u32 << 24) as f32 - 0.5;
+        if k % 4000 < 300 {
+            input[k] = noise;
+            if k % 8000 < 300 {
+                input[frames + k] = -noise;
+            }
+        }
+    }
+    let s = settings(0.04, 0.7, 0.5);
+    let render = |block: usize| {
+        let mut node = Echoes::new(2, RATE, &s).unwrap();
+        let out = play(&mut node, &input, 2, block, |_| {});
+        (out, node.monitor().counts())
+    };
+    let (a, counts) = render(64);
+    assert_eq!(counts.started, 12, "{counts:?}");
+    assert_eq!(counts.dropped_full, 0);
+    assert!(a.iter().any(|&v| v != 0.0));
+    for block in [1, 100, 512] {
+        let (b, c) = render(block);
+        assert_eq!(c, counts, "block {block}");
+        assert!(a == b, "block {block}: the output differs");
+    }
+}
