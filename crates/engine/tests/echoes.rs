@@ -88,3 +88,13 @@ fn the_example_project_renders_offline_with_echoes_in_the_silences() {
     }
     std::fs::remove_file(&wav).ok();
 }
+
+#[test]
+fn the_readme_and_the_project_show_the_same_command() {
+    let command = "cargo run --release -- run examples/projects/echoes.toml --device offline \
+                   --seconds 8 --out echoes.wav";
+    for file in ["README.md", PROJECT] {
+        let text = std::fs::read_to_string(repo().join(file)).unwrap();
+        assert!(text.contains(command), "{file} lacks `{command}`");
+    }
+}
