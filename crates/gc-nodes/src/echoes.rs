@@ -20,9 +20,12 @@ pub const MAX_TAPS: usize = 64;
 /// A tap ends when the gain of its next pass would fall below this (-60 dB).
 pub const DEATH_LEVEL: f32 = 0.001;
 
-/// Release time of the onset detector's peak envelope, in seconds: the input must stay
-/// below `threshold` about this long (more for loud input) before the next onset counts.
+/// Release time of the onset detector's peak envelope, in seconds.
 pub const RELEASE_SECONDS: f32 = 0.010;
+
+/// The onset detector re-arms once its envelope falls below this fraction of `threshold`
+/// (6 dB under it): after a sound at 10 times the threshold, three release times (30 ms).
+pub const REARM: f32 = 0.5;
 
 /// How often the collector takes a full snapshot even when nothing was allocated: the
 /// longest a faded tap waits to be collected while no onset comes.
@@ -197,7 +200,8 @@ impl From<AccessError> for Fault {
 /// The `echoes` node: onset-triggered taps whose state lives in the collected heap of
 /// `downbeat-gc`, one collector per node.
 ///
-/// Each onset of the input (its peak envelope rising through `threshold`) allocates a tap
+/// Each onset of the input (its peak envelope, with a 10 ms release, rising through
+/// `threshold` after it had fallen 6 dB below it) allocates a tap
 /// and a delay line of `delay` seconds of every channel, and links the tap at the head of a
 /// list that root slot 0 holds. The tap spends its first `delay` recording the input from
 /// the onset, then plays it back again and again, each pass `feedback` times the one before:
@@ -393,7 +397,7 @@ impl Echoes {
 
 impl State {
     /// Finds the onsets of `frames` frames of `input`: where the peak envelope rises through
-    /// the threshold.
+    /// the threshold, having fallen below [`REARM`] times it since the last onset.
     fn detect(&mut self, input: &AudioRef<'_>, channels: usize, frames: usize) {
         self.onsets_len = 0;
         for k in 0..frames {
@@ -402,9 +406,11 @@ impl State {
                 peak = peak.max(input.channel(c)[k].abs());
             }
             self.envelope = peak.max(self.envelope * self.release);
-            if self.envelope < self.threshold {
+            if self.envelope < REARM * self.threshold {
+                // Hysteresis: a sound decaying through the threshold, wobbling as it goes,
+                // makes one onset, not one per wobble.
                 self.armed = true;
-            } else if self.armed {
+            } else if self.armed && self.envelope >= self.threshold {
                 self.armed = false;
                 if self.onsets_len < MAX_TAPS {
                     self.onsets[self.onsets_len] = k;
@@ -444,10 +450,12 @@ impl State {
     ) -> Result<(), Fault> {
         let mut prev: Option<Tap> = None;
         let mut cur = b.root(0)?.map(Tap::from_gc);
+        // Counted before the walk: `self.live` drops as taps end on the way.
+        let in_list = self.live;
         let mut visited = 0;
         while let Some(tap) = cur {
             visited += 1;
-            if visited > self.live {
+            if visited > in_list {
                 // The list is longer than the taps made: never, unless the node has a bug.
                 return Err(Fault::Access);
             }
@@ -592,7 +600,8 @@ static PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         name: "threshold",
-        doc: "input peak level (linear) whose crossing starts a tap",
+        doc: "input peak level (linear) whose crossing starts a tap; the next onset needs \
+              the level to fall 6 dB below it first",
         kind: ParamKind::Float {
             min: 0.001,
             max: 1.0,

@@ -78,7 +78,7 @@ mod plan;
 
 pub use echoes::{
     Echoes, EchoesMonitor, EchoesSettings, HeapStats, TapCounts, DEATH_LEVEL, ECHOES,
-    FULL_SNAPSHOT_EVERY, MAX_TAPS, RELEASE_SECONDS,
+    FULL_SNAPSHOT_EVERY, MAX_TAPS, REARM, RELEASE_SECONDS,
 };
 pub use plan::{HeapPlan, MAX_ATOMIC_BYTES, SLACK_SECONDS, TAP_BYTES};
 

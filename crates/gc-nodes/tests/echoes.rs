@@ -324,3 +324,45 @@ fn the_output_does_not_depend_on_block_sizes() {
         assert!(a == b, "block {block}: the output differs");
     }
 }
+
+#[test]
+fn taps_ending_in_the_same_block_are_all_unlinked() {
+    // Two onsets 800 samples apart (threshold 0.5: re-armed below 0.25, about 670 samples
+    // after a click at 1.0), 10 ms delay, feedback 0.5: each tap ends 10 delays (4800
+    // samples) after its onset, both inside the third block of 2048 frames.
+    let s = EchoesSettings {
+        threshold: 0.5,
+        ..settings(0.01, 0.5, 1.0)
+    };
+    let mut node = Echoes::new(1, RATE, &s).unwrap();
+    let mut input = vec![0.0f32; 3 * 2048];
+    input[0] = 1.0;
+    input[800] = 1.0;
+    let out = play(&mut node, &input, 1, 2048, |_| {});
+    let c = node.monitor().counts();
+    assert_eq!(
+        (c.started, c.ended, c.live, c.errors),
+        (2, 2, 0, 0),
+        "{c:?}"
+    );
+    let mut want = vec![0.0f32; 3 * 2048];
+    for k in 1..=9 {
+        want[480 * k] += 0.5f32.powi(k as i32);
+        want[800 + 480 * k] += 0.5f32.powi(k as i32);
+    }
+    assert_eq!(out, want);
+}
+
+#[test]
+fn the_detector_re_arms_only_6_db_below_the_threshold() {
+    // After a click at 1.0 the envelope falls through the threshold (0.1) at about 1100
+    // samples and through half of it at about 1440: a 0.12 click at 1200 is the same
+    // sound's tail, one at 3000 a new onset.
+    let mut node = Echoes::new(1, RATE, &settings(0.01, 0.5, 1.0)).unwrap();
+    let mut input = vec![0.0f32; 4096];
+    input[0] = 1.0;
+    input[1200] = 0.12;
+    input[3000] = 0.12;
+    play(&mut node, &input, 1, 256, |_| {});
+    assert_eq!(node.monitor().counts().started, 2);
+}
