@@ -6,6 +6,11 @@ mod support;
 
 use std::process::{Command, Output};
 
+use downbeat::project::Project;
+use downbeat_gc_nodes::Echoes;
+use downbeat_graph::{
+    lookup_node_type, AudioMut, AudioRef, Node, NodeConfig, ParamValue, ProcessContext,
+};
 use support::{read_wav, repo, tmp};
 
 const PROJECT: &str = "examples/projects/echoes.toml";
@@ -97,4 +102,72 @@ fn the_readme_and_the_project_show_the_same_command() {
         let text = std::fs::read_to_string(repo().join(file)).unwrap();
         assert!(text.contains(command), "{file} lacks `{command}`");
     }
+}
+
+#[test]
+fn the_example_makes_one_tap_per_pluck_and_keeps_about_four_alive() {
+    // What the project's comment promises, checked on its own nodes and parameters: the
+    // string from the file into the echoes from the file, as concrete nodes so that the
+    // echoes' counters can be read.
+    downbeat_gc_nodes::register().unwrap();
+    let project = Project::load(repo().join(PROJECT)).unwrap();
+    let params = |name: &str| {
+        let node = project.nodes.iter().find(|n| n.name == name).unwrap();
+        node.params.clone()
+    };
+    let cfg = NodeConfig {
+        sample_rate: project.sample_rate as f32,
+        max_block: project.block_size,
+    };
+    let mut pluck = lookup_node_type("karplus")
+        .unwrap()
+        .create(params("pluck"), &cfg)
+        .unwrap();
+    let mut echoes = Echoes::from_params(params("echoes"), &cfg).unwrap();
+    let monitor = echoes.monitor();
+    let interval = params("pluck")
+        .iter()
+        .find_map(|(k, v)| match (k.as_str(), v) {
+            ("interval", ParamValue::Float(s)) => Some(*s),
+            _ => None,
+        })
+        .unwrap();
+    let (block, seconds) = (project.block_size, 8.0);
+    let blocks = (seconds * project.sample_rate as f64) as usize / block;
+    let (mut a, mut b) = (vec![0.0f32; 2 * block], vec![0.0f32; 2 * block]);
+    let mut most = 0;
+    for n in 0..blocks {
+        let ctx = ProcessContext {
+            sample_rate: cfg.sample_rate,
+            frames: block,
+            position: (n * block) as u64,
+        };
+        pluck.process(
+            &ctx,
+            AudioRef::new(&[], 0, block, block),
+            AudioMut::new(&mut a, 2, block, block),
+        );
+        echoes.process(
+            &ctx,
+            AudioRef::new(&a, 2, block, block),
+            AudioMut::new(&mut b, 2, block, block),
+        );
+        most = most.max(monitor.counts().live);
+    }
+    let c = monitor.counts();
+    let plucks = (seconds / interval).ceil() as u64;
+    assert_eq!(c.started, plucks, "one tap per pluck: {c:?}");
+    assert_eq!(
+        (c.dropped_full, c.dropped_heap, c.errors),
+        (0, 0, 0),
+        "{c:?}"
+    );
+    assert!(
+        (3..=5).contains(&most),
+        "about four alive at once: at most {most}"
+    );
+    assert!(
+        c.ended >= plucks - most,
+        "the faded taps were unlinked: {c:?}"
+    );
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use downbeat_gc::{gc_struct, AccessError, Atomic, Block, Collector, Config, GcError, Mutator};
 use downbeat_graph::{
-    AudioMut, AudioRef, Node, NodeConfig, NodeType, ParamError, ParamKind, ParamSpec, Params,
-    ProcessContext,
+    AudioMut, AudioRef, Node, NodeConfig, NodeType, ParamError, ParamKind, ParamSpec, ParamValue,
+    Params, ProcessContext,
 };
 
 use crate::plan::HeapPlan;
@@ -360,6 +360,40 @@ impl Echoes {
         })
     }
 
+    /// The node a project file's `[nodes.NAME]` table with `type = "echoes"` makes, as its
+    /// concrete type (so that its [`monitor`](Echoes::monitor) can be kept); `params` are
+    /// the table's keys other than `type`.
+    ///
+    /// ```
+    /// use downbeat_gc_nodes::Echoes;
+    /// use downbeat_graph::{NodeConfig, ParamValue};
+    ///
+    /// let cfg = NodeConfig { sample_rate: 48_000.0, max_block: 256 };
+    /// let node = Echoes::from_params(vec![("mix".into(), ParamValue::Float(1.0))], &cfg).unwrap();
+    /// assert_eq!(node.plan().line_samples, 12_000); // the default delay, 0.25 s
+    /// ```
+    ///
+    /// # Errors
+    /// [`ParamError::Unknown`] for a key the type does not take, [`ParamError::Invalid`]
+    /// as for [`Echoes::new`].
+    pub fn from_params(
+        params: Vec<(String, ParamValue)>,
+        cfg: &NodeConfig,
+    ) -> Result<Self, ParamError> {
+        Self::from_validated(&Params::validate(PARAMS, params)?, cfg)
+    }
+
+    fn from_validated(p: &Params, cfg: &NodeConfig) -> Result<Self, ParamError> {
+        let settings = EchoesSettings {
+            delay: p.float("delay"),
+            feedback: p.float("feedback") as f32,
+            threshold: p.float("threshold") as f32,
+            max_taps: p.int("max_taps") as usize,
+            mix: p.float("mix") as f32,
+        };
+        Self::new(p.int("channels") as usize, cfg.sample_rate, &settings)
+    }
+
     /// A handle to read the tap counters from another thread while the node plays.
     pub fn monitor(&self) -> EchoesMonitor {
         EchoesMonitor(self.state.counters.clone())
@@ -641,18 +675,7 @@ pub const ECHOES: NodeType = NodeType {
 };
 
 fn build(p: &Params, cfg: &NodeConfig) -> Result<Box<dyn Node>, ParamError> {
-    let settings = EchoesSettings {
-        delay: p.float("delay"),
-        feedback: p.float("feedback") as f32,
-        threshold: p.float("threshold") as f32,
-        max_taps: p.int("max_taps") as usize,
-        mix: p.float("mix") as f32,
-    };
-    Ok(Box::new(Echoes::new(
-        p.int("channels") as usize,
-        cfg.sample_rate,
-        &settings,
-    )?))
+    Ok(Box::new(Echoes::from_validated(p, cfg)?))
 }
 
 /// Whether `value` is in the range of the float parameter at `index`.
