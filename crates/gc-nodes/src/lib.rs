@@ -40,7 +40,9 @@
 //!   `OutOfSlots`: the collector more than the slack behind), is dropped and counted; a
 //!   refused access (`AccessError`, which would be a bug here) is counted and the block's
 //!   remaining taps are skipped. [`Echoes::monitor`] reads the counts from any thread while
-//!   the node plays ([`TapCounts`]).
+//!   the node plays ([`TapCounts`]). The `downbeat` binary does not print them yet (a node
+//!   inside a schedule is a `Box<dyn Node>`); code that wants them builds the node with
+//!   [`Echoes::from_params`] and keeps the monitor.
 //! * **Offline renders.** The slack is counted in audio time. An offline device runs blocks
 //!   hundreds of times faster than real time, so there the collector has that much less wall
 //!   time to return garbage; on a machine too loaded for it, onsets are dropped (counted in
