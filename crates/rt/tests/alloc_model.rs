@@ -211,3 +211,40 @@ fn a_box_outliving_its_owner_handle_goes_back_through_the_remote_list() {
     assert_eq!(rt.collect_remote(), 1);
     assert_eq!(rt.used(), 0);
 }
+
+/// Remote frees beyond one allocation's share stay with the owner between allocations; the
+/// next allocations must still find them (their check reads one shared word only), including
+/// frees pushed while some are left over, and without `collect_remote`.
+#[test]
+fn remote_frees_left_over_are_applied_by_later_allocations() {
+    let pool = Pool::new(1 << 20).unwrap();
+    let mut rt = pool.bind().unwrap();
+    let send_away = |rt: &mut RtAlloc, n: u32| {
+        let boxes: Vec<_> = (0..n).map(|i| rt.boxed([i; 4]).unwrap()).collect();
+        std::thread::spawn(move || drop(boxes)).join().unwrap();
+    };
+    // One pair applies a few of the 100, so most are left over.
+    send_away(&mut rt, 100);
+    let pair = |rt: &mut RtAlloc| {
+        let p = rt.alloc(Layout::new::<u64>()).unwrap();
+        // SAFETY: allocated just above, freed once.
+        unsafe { rt.free(p) };
+    };
+    pair(&mut rt);
+    assert!(rt.used() > 0, "the first allocation applied everything");
+    // More arrive while those are pending: their list ends at the marker, not at null.
+    send_away(&mut rt, 10);
+    for _ in 0..200 {
+        if rt.used() == 0 {
+            break;
+        }
+        pair(&mut rt);
+    }
+    assert_eq!(pool.remote_frees(), 110);
+    assert_eq!(
+        rt.used(),
+        0,
+        "allocations stopped applying the left-over remote frees"
+    );
+    assert_eq!(rt.collect_remote(), 0);
+}
