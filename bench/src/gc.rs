@@ -1,25 +1,34 @@
 //! The gc suite: the measurements of K. S. Matheussen, "Realtime Audio with Garbage
-//! Collection" (2010), chapter 11 (Tables 11.2–11.6), on a model of its benchmark program
-//! ([`song`]) at 5.8 ms blocks, self-paced with absolute deadlines. The same song runs under
-//! the snapshot collector and under a stop-the-world mark-and-sweep on the audio thread, both
-//! with a 4 MiB pointer heap and the thesis' 18,584 bytes of roots, in alternating order.
+//! Collection" (2010), chapters 11 and 12, for three collectors: the snapshot collector, the
+//! replicating collector (complementary stacks with the block as fallback) and a
+//! stop-the-world mark-and-sweep on the audio thread, in alternating order.
 //!
-//! Blocking is measured two ways:
-//!
-//! * **blocking** (the headline, the thesis' measure): per collection, the time the collector
-//!   holds the heap so that audio cannot run: for the snapshot collector the roots copy plus
-//!   the heap copy, forced full snapshots included (Table 11.5 books them as blocking); for
-//!   mark-and-sweep its mark and sweep on the audio thread.
-//! * **waited**: per block, what the audio thread actually lost in `begin_block`/`end_block`:
-//!   a snapshot copy that had not finished when the next block was due, or mark and sweep.
+//! * **The song** ([`song`]): a model of the thesis' benchmark program at 5.8 ms blocks,
+//!   self-paced with absolute deadlines, with a 4 MiB pointer heap and the thesis' 18,584
+//!   bytes of roots (Tables 11.2–11.6). Blocking is measured two ways:
+//!   * **blocking** (the thesis' measure): per collection, the time the collector holds the
+//!     heap so that audio cannot run: for the snapshot collector the roots copy plus the heap
+//!     copy, forced full snapshots included (Table 11.5 books them as blocking); for the
+//!     replicating collector the swap of the complementary blocks and the roots copy; for
+//!     stop-the-world its mark and sweep on the audio thread.
+//!   * **waited**: per block, what the audio thread actually lost in
+//!     `begin_block`/`end_block` (the pause per block).
+//! * **The write barrier** ([`barrier`]): nanoseconds per `set_ref` under each collector.
+//! * **Memory**: what each collector holds for a 4 MiB pointer heap.
+//! * **The largest live heap** each collector sustains at 64 and 256 frames (48 kHz) with the
+//!   audio thread loaded to half of every block ([`largest`], on the [`trial`] workload), and
+//!   the pause per block on that workload at one live size for all.
 
+mod barrier;
+mod largest;
 mod sections;
 mod song;
+mod trial;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use downbeat_gc::{measure_copy_rate, start, Config, Mode, MutatorStats, Stats};
+use downbeat_gc::{measure_copy_rate, start, Barrier, Config, Mode, MutatorStats, Stats};
 
 use crate::report::{quantile, Report};
 use crate::Common;
@@ -31,20 +40,55 @@ use song::{Song, BLOCK_SECONDS, ROOTS};
 pub struct GcArgs {
     #[command(flatten)]
     pub common: Common,
-    /// Seconds of audio per collector and run (default 60, the thesis' song; 3 with --quick).
+    /// Seconds of the song per collector and run (default 5, the thesis' 60 s song scaled
+    /// down so that the whole default run fits in 10 minutes; 3 with --quick).
     #[arg(long)]
     pub seconds: Option<f64>,
-    /// CPU for the snapshot and mark-and-sweep threads; the audio thread runs on CPU 0 (the
-    /// thesis' Table 11.1). 0 shows what sharing the audio thread's CPU costs.
+    /// CPU for the collector threads (snapshot, mark-and-sweep); the audio thread runs on
+    /// CPU 0 (the thesis' Table 11.1). 0 shows what sharing the audio thread's CPU costs.
     #[arg(long, default_value_t = 1)]
     pub collector_cpu: usize,
+    /// Seconds per short trial of the largest-heap search (default 1.5; 0.2 with --quick).
+    #[arg(long)]
+    pub trial_seconds: Option<f64>,
+    /// Seconds of the confirmation of each largest heap (default 60; none with --quick; 0
+    /// skips it).
+    #[arg(long)]
+    pub confirm_seconds: Option<f64>,
+    /// Largest live heap the search tries, MiB (default 256; 4 with --quick).
+    #[arg(long)]
+    pub heap_cap_mib: Option<usize>,
 }
 
 const BLOCK: Duration = Duration::from_nanos((BLOCK_SECONDS * 1e9) as u64);
 const HEAP_BYTES: usize = 4 << 20;
 /// The thesis ran each collector 5 times.
 const RUNS: usize = 5;
+/// Seconds of the song per run by default: 5 runs x 3 collectors x 5 s leave the default run
+/// room for the largest-heap confirmations within 10 minutes.
+const SONG_SECONDS: f64 = 5.0;
 const PRIORITY: i32 = 70;
+/// The whole default run's budget: confirmations after the first of each search start only if
+/// they end before it.
+const BUDGET: Duration = Duration::from_secs(570);
+/// Live size of the pause measurement on the trial workload, the same for every collector.
+const PAUSE_LIVE_KIB: usize = 1024;
+
+/// The collectors compared, under their names in the report.
+const COLLECTORS: [(&str, Mode); 3] = [
+    ("snapshot", Mode::Snapshot),
+    ("replicating", Mode::Replicating(Barrier::Stacks)),
+    ("stop-the-world", Mode::StopTheWorld),
+];
+
+/// Threads a collector starts besides the audio thread.
+fn collector_threads(mode: Mode) -> usize {
+    match mode {
+        Mode::StopTheWorld => 0,
+        Mode::Snapshot => 2,
+        _ => 1,
+    }
+}
 
 /// What one collector did over one song.
 struct Outcome {
@@ -75,6 +119,7 @@ fn play(mode: Mode, seconds: f64, copy_rate: f64, collector_cpu: usize) -> Outco
         roots: ROOTS,
         copy_rate: Some(copy_rate),
         snapshot_priority: Some(PRIORITY),
+        collector_cpu: Some(collector_cpu),
         ..Config::default()
     };
     let (mut m, collector) = start(config).expect("collector");
@@ -86,10 +131,11 @@ fn play(mode: Mode, seconds: f64, copy_rate: f64, collector_cpu: usize) -> Outco
     std::thread::sleep(Duration::from_millis(20));
     drop(m.begin_block());
     let mut pin_notes = Vec::new();
-    if mode == Mode::Snapshot {
+    let expected = collector_threads(mode);
+    if expected > 0 {
         match pin_collector_threads(collector_cpu) {
-            Ok(2) => {}
-            Ok(n) => pin_notes.push(format!("{n} collector threads pinned, expected 2")),
+            Ok(n) if n == expected => {}
+            Ok(n) => pin_notes.push(format!("{n} collector threads pinned, expected {expected}")),
             Err(e) => pin_notes.push(format!("collector threads not pinned: {e}")),
         }
     }
@@ -173,8 +219,9 @@ fn play(mode: Mode, seconds: f64, copy_rate: f64, collector_cpu: usize) -> Outco
                 .map(|s| us(s.time))
                 .collect(),
         ),
-        // Stop-the-world collects inside end_block, so a block that lost time collected.
-        Mode::StopTheWorld => {
+        // Stop-the-world collects inside end_block, and the replicating collector hands over
+        // there (and never makes begin_block wait), so a block that lost time collected.
+        _ => {
             let v: Vec<f64> = waited_us.iter().copied().filter(|&w| w > 0.0).collect();
             (v.clone(), v)
         }
@@ -335,7 +382,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// One collector's rows for one run.
-fn record(runs: &mut Runs, name: &'static str, o: &Outcome, seconds: f64) {
+fn record(runs: &mut Runs, name: &'static str, mode: Mode, o: &Outcome, seconds: f64) {
     let mut put = |case: &str, unit: &'static str, v: f64| runs.put(case, name, unit, v);
     for (prefix, v) in [
         ("blocking", &o.blocking_us),
@@ -406,12 +453,14 @@ fn record(runs: &mut Runs, name: &'static str, o: &Outcome, seconds: f64) {
     let audio: f64 = o.audio_us.iter().sum::<f64>() / 1e3;
     let waited: f64 = o.waited_us.iter().sum::<f64>() / 1e3;
     let free = ms(o.mutator.free_time);
-    let (critical, parallel) = match name {
-        "snapshot" => (
+    let (critical, parallel) = match mode {
+        Mode::Snapshot => (
             ms(s.roots_snapshot.total + s.partial_snapshot.total + s.full_snapshot.total),
             ms(s.mark.total + s.sweep.total),
         ),
-        _ => (ms(s.mark.total + s.sweep.total), 0.0),
+        Mode::StopTheWorld => (ms(s.mark.total + s.sweep.total), 0.0),
+        // The hand-over (swap and roots copy) is recorded as the roots snapshot.
+        _ => (ms(s.roots_snapshot.total), ms(s.mark.total + s.sweep.total)),
     };
     let all = audio + free + critical + parallel;
     put("cpu_blocking", "%", 100.0 * critical / all);
@@ -428,34 +477,24 @@ fn record(runs: &mut Runs, name: &'static str, o: &Outcome, seconds: f64) {
 }
 
 pub fn run(args: &GcArgs) -> Report {
+    let began = Instant::now();
     let common = &args.common;
+    let quick = common.quick;
     let seconds = args
         .seconds
-        .unwrap_or(if common.quick { 3.0 } else { 60.0 })
+        .unwrap_or(if quick { 3.0 } else { SONG_SECONDS })
         .max(0.5);
-    let n_runs = common
-        .runs
-        .unwrap_or(if common.quick { 1 } else { RUNS })
-        .max(1);
+    let n_runs = common.runs.unwrap_or(if quick { 1 } else { RUNS }).max(1);
     let mut report = Report::new("gc");
     let copy_rate = measure_copy_rate(64 << 20, 8);
     let mut runs = Runs::default();
     let mut notes = Vec::new();
     let mut longest: Vec<(&str, f64)> = Vec::new();
     for r in 0..n_runs {
-        // Alternate which collector goes first, so drift in the machine's load spreads over both.
-        let order = if r % 2 == 0 {
-            [Mode::Snapshot, Mode::StopTheWorld]
-        } else {
-            [Mode::StopTheWorld, Mode::Snapshot]
-        };
-        for mode in order {
+        // Alternate the collectors' order, so drift in the machine's load spreads over all.
+        for (name, mode) in crate::report::alternating(&COLLECTORS, r) {
             let o = play(mode, seconds, copy_rate, args.collector_cpu);
-            let name = match mode {
-                Mode::Snapshot => "snapshot",
-                Mode::StopTheWorld => "mark-sweep",
-            };
-            record(&mut runs, name, &o, seconds);
+            record(&mut runs, name, mode, &o, seconds);
             let max = o.blocking_us.iter().copied().fold(0.0, f64::max);
             longest.push((name, max));
             for n in o.notes {
@@ -471,50 +510,111 @@ pub fn run(args: &GcArgs) -> Report {
                     o.unsampled
                 ));
             }
-            if mode == Mode::Snapshot {
+            if let Mode::Replicating(_) = mode {
                 let s = &o.stats;
-                let us = |d: Duration| d.as_secs_f64() * 1e6;
-                for (case, t) in [
-                    ("roots_snapshot", s.roots_snapshot),
-                    ("partial_snapshot", s.partial_snapshot),
-                ] {
-                    runs.put(&format!("{case}_min"), "snapshot", "us", us(t.min));
-                    runs.put(&format!("{case}_avg"), "snapshot", "us", us(t.average()));
-                    runs.put(&format!("{case}_max"), "snapshot", "us", us(t.max));
-                }
-                let full = s.full_snapshot;
-                runs.put("full_snapshot_min", "snapshot", "ms", ms(full.min));
-                runs.put("full_snapshot_avg", "snapshot", "ms", ms(full.average()));
-                runs.put("full_snapshot_max", "snapshot", "ms", ms(full.max));
                 runs.put(
-                    "full_snapshot_count",
-                    "snapshot",
-                    "snapshots",
-                    full.count as f64,
+                    "stack_overflows",
+                    name,
+                    "collections",
+                    s.stack_overflows as f64,
                 );
-                let copies = unpadded_full_copy((full.count as usize).max(5));
-                let [cmin, cavg, _, cmax] = summary(&copies);
-                runs.put("full_copy_unpadded_min", "snapshot", "ms", cmin);
-                runs.put("full_copy_unpadded_avg", "snapshot", "ms", cavg);
-                runs.put("full_copy_unpadded_max", "snapshot", "ms", cmax);
-                runs.put(
-                    "late_full_snapshots",
-                    "snapshot",
-                    "count",
-                    s.late_full_snapshots as f64,
-                );
-                runs.put(
-                    "safety_warnings",
-                    "snapshot",
-                    "count",
-                    s.safety_warnings as f64,
-                );
+                runs.put("replicated_words", name, "words", s.replicated_words as f64);
+            }
+            if mode == Mode::Snapshot {
+                snapshot_rows(&mut runs, &o.stats);
             }
         }
         let (obj_ns, atomic_ns) = alloc_ns(copy_rate);
         runs.put("alloc_object", "snapshot", "ns", obj_ns);
         runs.put("alloc_atomic", "snapshot", "ns", atomic_ns);
     }
+    // The write barrier: every collector (and the barrier's other variant) in each round,
+    // alternating the order; one median per round.
+    let barrier_impls = [
+        ("snapshot", Mode::Snapshot),
+        ("replicating", Mode::Replicating(Barrier::Stacks)),
+        ("replicating_block", Mode::Replicating(Barrier::Block)),
+        ("stop-the-world", Mode::StopTheWorld),
+    ];
+    let barrier_blocks = if quick { 50 } else { 400 };
+    for r in 0..n_runs {
+        let mut round = Vec::new();
+        for (name, mode) in crate::report::alternating(&barrier_impls, r) {
+            let ns = barrier::set_ref_ns(mode, barrier_blocks, copy_rate, args.collector_cpu);
+            runs.put("set_ref", name, "ns", ns);
+            round.push((name, ns));
+        }
+        // The barrier's cost in this round: the replicating collector's write minus the
+        // snapshot collector's, which has no barrier.
+        let of = |imp: &str| round.iter().find(|x| x.0 == imp).map_or(f64::NAN, |x| x.1);
+        for imp in ["replicating", "replicating_block"] {
+            runs.put("set_ref_barrier_cost", imp, "ns", of(imp) - of("snapshot"));
+        }
+    }
+    // Memory for the song's 4 MiB pointer heap and roots (fixed at start-up).
+    for (name, mode) in barrier_impls {
+        let (_m, c) = start(Config {
+            mode,
+            heap_bytes: HEAP_BYTES,
+            atomic_bytes: 64 << 20,
+            roots: ROOTS,
+            copy_rate: Some(copy_rate),
+            ..Config::default()
+        })
+        .expect("collector");
+        let bytes = c.stats().memory_bytes as f64;
+        runs.put("memory", name, "MiB", bytes / (1 << 20) as f64);
+        runs.put("memory_over_heap", name, "x", bytes / HEAP_BYTES as f64);
+    }
+    pauses(&mut runs, &mut notes, quick, copy_rate, args.collector_cpu);
+    let plan = largest::Plan {
+        trial_seconds: args
+            .trial_seconds
+            .unwrap_or(if quick { 0.2 } else { 1.5 })
+            .max(0.05),
+        confirm_seconds: match args.confirm_seconds {
+            Some(s) if s > 0.0 => Some(s),
+            Some(_) => None,
+            None => (!quick).then_some(60.0),
+        },
+        start_kib: if quick { 256 } else { 1024 },
+        min_kib: 64,
+        cap_kib: args
+            .heap_cap_mib
+            .unwrap_or(if quick { 4 } else { 256 })
+            .max(1)
+            << 10,
+        bisect_steps: if quick { 1 } else { 4 },
+        max_retries: 2,
+        step_down: 0.8,
+    };
+    let searched = Instant::now();
+    let mut searches: Vec<largest::Search> = [64, 256]
+        .into_iter()
+        .flat_map(|frames| COLLECTORS.map(|(name, mode)| largest::Search::new(name, mode, frames)))
+        .collect();
+    largest::run_all(
+        &mut searches,
+        &plan,
+        copy_rate,
+        args.collector_cpu,
+        began + BUDGET,
+    );
+    notes.push(format!(
+        "the largest-heap search took {:.0} s ({} confirmations); the whole suite {:.0} s",
+        searched.elapsed().as_secs_f64(),
+        searches.iter().map(|s| s.confirmations).sum::<usize>(),
+        began.elapsed().as_secs_f64()
+    ));
+    for s in &searches {
+        largest_rows(&mut runs, &mut report.notes, s, &plan);
+        for n in &s.notes {
+            if !notes.contains(n) {
+                notes.push(n.clone());
+            }
+        }
+    }
+
     for (case, imp, unit, values) in &runs.0 {
         report.add(case, imp, unit, values);
     }
@@ -529,51 +629,36 @@ pub fn run(args: &GcArgs) -> Report {
         "MiB/ms",
         &[copy_rate * 1e6 / (1 << 20) as f64],
     );
-
-    // Ratios (> 1 favours the snapshot collector).
-    let get = |case: &str, imp: &str| report.median(case, imp).unwrap_or(f64::NAN);
-    let mut ratios = Vec::new();
-    for case in ["blocking_avg", "blocking_max"] {
-        let r = get(case, "mark-sweep") / get(case, "snapshot");
-        ratios.push((format!("{case}_vs_stop_the_world"), r));
-    }
-    for q in ["avg", "max"] {
-        let r = get(&format!("blocking_{q}"), "mark-sweep")
-            / get(&format!("blocking_without_full_{q}"), "snapshot");
-        ratios.push((format!("blocking_without_full_{q}_vs_stop_the_world"), r));
-    }
-    for case in ["waited_p99", "waited_max"] {
-        let r = get(case, "mark-sweep") / get(case, "snapshot");
-        ratios.push((format!("{case}_vs_stop_the_world"), r));
-    }
-    ratios.push((
-        "full_snapshot_avg_over_predicted".into(),
-        get("full_snapshot_avg", "snapshot") / predicted,
-    ));
-    for (k, v) in ratios {
-        if v.is_finite() {
-            report.ratios.insert(k, (v * 1000.0).round() / 1000.0);
-        }
-    }
+    ratios(&mut report, predicted);
     report.notes.push(format!(
-        "{n_runs} run(s) of {seconds} s per collector, alternating which goes first; \
+        "{n_runs} run(s) of {seconds} s of the song per collector, alternating the order; \
          5.8 ms blocks (256 frames, 44.1 kHz), 4 MiB pointer heap, {ROOTS} root slots \
          ({} B); audio thread pinned to CPU 0 at SCHED_FIFO {PRIORITY}, snapshot thread at \
-         the same priority, snapshot and mark-and-sweep threads pinned to CPU {}. blocking = per collection, the collector's critical section \
-         (snapshot: roots + heap copy, forced full snapshots included, padded to the \
-         prediction; mark-sweep: mark + sweep on the audio thread); blocking_without_full = \
+         the same priority, collector threads pinned to CPU {}. replicating = \
+         Mode::Replicating(Barrier::Stacks). blocking = per collection, the collector's \
+         critical section (snapshot: roots + heap copy, forced full snapshots included, \
+         padded to the prediction; replicating: swap of the complementary blocks + roots \
+         copy; stop-the-world: mark + sweep on the audio thread); blocking_without_full = \
          the same without full snapshots; waited = per block, what the audio thread lost in \
-         begin_block/end_block. cpu_* = share of audio + collector time, booked as the \
-         thesis does (cpu_blocking, cpu_parallel; cpu_free = frees applied by the audio \
-         thread) and by what was waited for (*_waited). Ratios of a zero are omitted as \
-         infinite; full_snapshot_avg_over_predicted is a ratio, not a > 1-is-better figure. \
-         missed_deadlines = blocks that started on time and ended after their deadline; \
-         blocks_started_late = woken over half a block late by the OS. \
-         full_copy_unpadded = memcpy of a 4 MiB buffer by the bench, once per 10 ms.",
+         begin_block/end_block (the pause per block). cpu_* = share of audio + collector \
+         time, booked as the thesis does (cpu_blocking, cpu_parallel; cpu_free = frees \
+         applied by the audio thread) and by what was waited for (*_waited). Ratios of a \
+         zero are omitted as infinite; full_snapshot_avg_over_predicted is a ratio, not a \
+         > 1-is-better figure. missed_deadlines = blocks that started on time and ended \
+         after their deadline; blocks_started_late = woken over half a block late by the \
+         OS. full_copy_unpadded = memcpy of a 4 MiB buffer by the bench, once per 10 ms.",
         ROOTS * 8,
         args.collector_cpu
     ));
-    for imp in ["snapshot", "mark-sweep"] {
+    report.notes.push(format!(
+        "set_ref = median ns per reference write over {barrier_blocks} blocks of {} writes \
+         (each the first to its word since the last collection started), {n_runs} round(s) \
+         alternating the order; set_ref_barrier_cost = per round, the replicating collector's \
+         minus the snapshot collector's (no barrier). memory = Stats::memory_bytes for a 4 MiB pointer \
+         heap.",
+        barrier::WRITES
+    ));
+    for (imp, _) in COLLECTORS {
         let mut top: Vec<f64> = longest
             .iter()
             .filter(|l| l.0 == imp)
@@ -586,6 +671,194 @@ pub fn run(args: &GcArgs) -> Report {
     }
     report.notes.extend(notes);
     report
+}
+
+/// The snapshot collector's own rows: its roots, partial and full copies, the unpadded copy,
+/// late full snapshots and safety warnings.
+fn snapshot_rows(runs: &mut Runs, s: &Stats) {
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    for (case, t) in [
+        ("roots_snapshot", s.roots_snapshot),
+        ("partial_snapshot", s.partial_snapshot),
+    ] {
+        runs.put(&format!("{case}_min"), "snapshot", "us", us(t.min));
+        runs.put(&format!("{case}_avg"), "snapshot", "us", us(t.average()));
+        runs.put(&format!("{case}_max"), "snapshot", "us", us(t.max));
+    }
+    let full = s.full_snapshot;
+    runs.put("full_snapshot_min", "snapshot", "ms", ms(full.min));
+    runs.put("full_snapshot_avg", "snapshot", "ms", ms(full.average()));
+    runs.put("full_snapshot_max", "snapshot", "ms", ms(full.max));
+    runs.put(
+        "full_snapshot_count",
+        "snapshot",
+        "snapshots",
+        full.count as f64,
+    );
+    let copies = unpadded_full_copy((full.count as usize).max(5));
+    let [cmin, cavg, _, cmax] = summary(&copies);
+    runs.put("full_copy_unpadded_min", "snapshot", "ms", cmin);
+    runs.put("full_copy_unpadded_avg", "snapshot", "ms", cavg);
+    runs.put("full_copy_unpadded_max", "snapshot", "ms", cmax);
+    runs.put(
+        "late_full_snapshots",
+        "snapshot",
+        "count",
+        s.late_full_snapshots as f64,
+    );
+    runs.put(
+        "safety_warnings",
+        "snapshot",
+        "count",
+        s.safety_warnings as f64,
+    );
+}
+
+/// The pause per block on the trial workload at one live size for every collector, at 64
+/// and 256 frames, alternating the order; missed blocks are counted, not fatal.
+fn pauses(runs: &mut Runs, notes: &mut Vec<String>, quick: bool, copy_rate: f64, cpu: usize) {
+    let seconds = if quick { 0.3 } else { 4.0 };
+    for (k, frames) in [64, 256].into_iter().enumerate() {
+        for (name, mode) in crate::report::alternating(&COLLECTORS, k) {
+            let setup = trial::Setup {
+                mode,
+                frames,
+                live_bytes: PAUSE_LIVE_KIB << 10,
+                seconds,
+                copy_rate,
+                collector_cpu: cpu,
+                stop_on_miss: false,
+            };
+            match trial::run(&setup) {
+                Ok(o) => {
+                    for (q, x) in ["min", "avg", "p99", "max"]
+                        .into_iter()
+                        .zip(summary(&o.pause_us))
+                    {
+                        runs.put(&format!("pause_frames{frames}_{q}"), name, "us", x);
+                    }
+                    runs.put(
+                        &format!("pause_frames{frames}_missed"),
+                        name,
+                        "blocks",
+                        o.missed as f64,
+                    );
+                    if let Some(
+                        f @ (trial::Failure::OutOfMemory { .. } | trial::Failure::Access { .. }),
+                    ) = &o.failure
+                    {
+                        notes.push(format!("pause_frames{frames}/{name} stopped early: {f}"));
+                    }
+                    for n in o.notes {
+                        if !notes.contains(&n) {
+                            notes.push(n);
+                        }
+                    }
+                }
+                Err(e) => notes.push(format!("pause_frames{frames}/{name}: {e}")),
+            }
+        }
+    }
+    notes.push(format!(
+        "pause_frames<F>_* = per block, what the collector held the audio thread for, on the \
+         largest-heap trial workload with {PAUSE_LIVE_KIB} KiB live for every collector, \
+         {seconds} s at F frames (48 kHz), the audio thread busy half of every block"
+    ));
+}
+
+/// One search's rows and its trail of trials.
+fn largest_rows(
+    runs: &mut Runs,
+    notes: &mut Vec<String>,
+    s: &largest::Search,
+    plan: &largest::Plan,
+) {
+    let case = format!("largest_heap_frames{}", s.frames);
+    let kib = s.result_kib(plan);
+    runs.put(&case, s.name, "KiB", kib as f64);
+    runs.put(
+        &format!("{case}_search"),
+        s.name,
+        "KiB",
+        s.passed_kib as f64,
+    );
+    // 0 says "not confirmed" in the JSON, which has no notes.
+    let sustained = s.confirmed.as_ref().map_or(0.0, |c| c.seconds);
+    runs.put(&format!("{case}_sustained"), s.name, "s", sustained);
+    if let Some(c) = &s.confirmed {
+        let [_, avg, p99, max] = summary(&c.pause_us);
+        runs.put(&format!("{case}_pause_avg"), s.name, "us", avg);
+        runs.put(&format!("{case}_pause_p99"), s.name, "us", p99);
+        runs.put(&format!("{case}_pause_max"), s.name, "us", max);
+        runs.put(
+            &format!("{case}_memory"),
+            s.name,
+            "MiB",
+            c.memory_bytes as f64 / (1 << 20) as f64,
+        );
+    }
+    let verdict = match (&s.confirmed, plan.confirm_seconds) {
+        (Some(c), _) if c.kib >= plan.cap_kib => format!(
+            ">= cap: the cap itself ({} KiB) was sustained for {:.0} s",
+            plan.cap_kib, c.seconds
+        ),
+        (Some(c), _) => format!("{} KiB sustained for {:.0} s", c.kib, c.seconds),
+        (None, None) if kib >= plan.cap_kib => format!(
+            ">= cap: the cap ({} KiB) passed its short trial; not confirmed (--quick or \
+             --confirm-seconds 0)",
+            plan.cap_kib
+        ),
+        (None, None) => format!(
+            "{kib} KiB from short trials only, not confirmed (--quick or --confirm-seconds 0)"
+        ),
+        (None, Some(secs)) => format!(
+            "no size sustained {secs} s without a missed block: reported as 0 \
+             (the search's short trials passed {} KiB)",
+            s.passed_kib
+        ),
+    };
+    notes.push(format!(
+        "{case}/{}: {verdict}. Trials: {}",
+        s.name,
+        s.log.join("; ")
+    ));
+}
+
+/// Ratios (> 1 favours the snapshot or replicating collector over stop-the-world).
+fn ratios(report: &mut Report, predicted: f64) {
+    let get = |case: &str, imp: &str| report.median(case, imp).unwrap_or(f64::NAN);
+    let mut ratios = Vec::new();
+    for (imp, prefix) in [("snapshot", ""), ("replicating", "replicating_")] {
+        for case in ["blocking_avg", "blocking_max", "waited_p99", "waited_max"] {
+            let r = get(case, "stop-the-world") / get(case, imp);
+            ratios.push((format!("{prefix}{case}_vs_stop_the_world"), r));
+        }
+        for frames in [64, 256] {
+            for q in ["p99", "max"] {
+                let case = format!("pause_frames{frames}_{q}");
+                let r = get(&case, "stop-the-world") / get(&case, imp);
+                ratios.push((format!("{prefix}{case}_vs_stop_the_world"), r));
+            }
+            // Larger is better here.
+            let case = format!("largest_heap_frames{frames}");
+            let r = get(&case, imp) / get(&case, "stop-the-world");
+            ratios.push((format!("{prefix}{case}_vs_stop_the_world"), r));
+        }
+    }
+    for q in ["avg", "max"] {
+        let r = get(&format!("blocking_{q}"), "stop-the-world")
+            / get(&format!("blocking_without_full_{q}"), "snapshot");
+        ratios.push((format!("blocking_without_full_{q}_vs_stop_the_world"), r));
+    }
+    ratios.push((
+        "full_snapshot_avg_over_predicted".into(),
+        get("full_snapshot_avg", "snapshot") / predicted,
+    ));
+    for (k, v) in ratios {
+        if v.is_finite() {
+            report.ratios.insert(k, (v * 1000.0).round() / 1000.0);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ fn gc_quick_json_has_both_blocking_measures_and_p_m_in_mb_per_ms() {
     let json: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     assert_eq!(json["suite"], "gc");
     let results = json["results"].as_array().expect("results");
-    for imp in ["snapshot", "mark-sweep"] {
+    for imp in ["snapshot", "replicating", "stop-the-world"] {
         for measure in ["blocking", "blocking_without_full", "waited"] {
             for q in ["min", "avg", "p99", "max"] {
                 let r = row(results, &format!("{measure}_{q}"), imp);

@@ -212,3 +212,58 @@ fn alloc_quick_json_has_every_workload_and_rival() {
         assert!(json["ratios"][key].is_number(), "ratio {key}");
     }
 }
+
+/// The gc suite names its three collectors and reports the largest live heap each sustains,
+/// at both block sizes, in the quick run too (there from short trials only, and it says so).
+#[test]
+fn gc_quick_json_has_three_collectors_and_their_largest_heaps() {
+    let json = bench_json(&["gc", "--quick", "--seconds", "1", "--json"]);
+    assert_eq!(json["suite"], "gc");
+    let results = json["results"].as_array().expect("results");
+    let imps = ["snapshot", "replicating", "stop-the-world"];
+    for imp in imps {
+        for case in [
+            "largest_heap_frames64",
+            "largest_heap_frames256",
+            "set_ref",
+            "memory",
+            "pause_frames64_max",
+            "pause_frames256_p99",
+            "blocking_max",
+        ] {
+            let row = results
+                .iter()
+                .find(|r| r["case"] == case && r["impl"] == imp)
+                .unwrap_or_else(|| panic!("missing {case}/{imp}"));
+            assert!(
+                row["median"].as_f64().is_some_and(|x| x >= 0.0),
+                "{case}/{imp}: {row}"
+            );
+        }
+        // Every collector holds at least its pointer heap.
+        let over = median(results, "memory_over_heap", imp);
+        assert!(over >= 1.0, "{imp}: memory_over_heap {over}");
+        // The quick search runs short trials only and says so: nothing was sustained over a
+        // confirmation.
+        for frames in [64, 256] {
+            let s = median(
+                results,
+                &format!("largest_heap_frames{frames}_sustained"),
+                imp,
+            );
+            assert_eq!(s, 0.0, "{imp} at {frames} frames: confirmed in --quick");
+        }
+    }
+    assert!(
+        results.iter().all(|r| r["impl"] != "mark-sweep"),
+        "the baseline is called stop-the-world"
+    );
+    let cost = median(results, "set_ref_barrier_cost", "replicating");
+    assert!(cost.is_finite(), "barrier cost {cost}");
+    for key in [
+        "blocking_max_vs_stop_the_world",
+        "replicating_blocking_max_vs_stop_the_world",
+    ] {
+        assert!(json["ratios"][key].is_number(), "missing ratio {key}");
+    }
+}

@@ -1,0 +1,380 @@
+//! One trial of the largest-heap search: a rooted live structure of a given size, an audio
+//! thread loaded to half of every block, and the question whether any block ends late.
+//!
+//! The live structure is an array of lists: [`LISTS`] root slots each hold the head of a list
+//! of nodes with two reference fields (`next`, and a `cross` link to any other node) and five
+//! data words, 64 bytes with the header. Every block, the audio thread
+//!
+//! * allocates [`GARBAGE`] small objects linked into a list and one atomic block of
+//!   [`ATOMIC_BYTES`], and drops them (garbage for the collector);
+//! * rewrites the `cross` field of [`REWRITES`] random live nodes to other random live
+//!   nodes, which keeps the write barrier busy without changing what is live;
+//! * then spins until half the block period has passed since its work started.
+//!
+//! Blocks are paced by absolute deadlines at the block period. A block is **missed** when it
+//! ends after its deadline (the start of the next one), whatever made it late: the collector,
+//! the OS waking the thread late, or the machine. Every collector gets the same structure,
+//! churn, pacing, pinning and priority, and a pointer heap of the live size divided by
+//! [`SAFETY_FRACTION`] plus [`HEAP_SLACK`].
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use downbeat_gc::{start, AccessError, Config, Gc, GcError, Mode, Stats};
+
+use crate::rng::Rng;
+
+/// Lists the live structure is split into, one root slot each.
+pub const LISTS: usize = 256;
+/// Bytes of one live node: header, two references, five data words.
+pub const NODE_BYTES: usize = 64;
+/// Garbage objects allocated per block.
+pub const GARBAGE: usize = 8;
+/// Bytes of the atomic block allocated (and dropped) per block.
+pub const ATOMIC_BYTES: usize = 256;
+/// Reference fields of live nodes rewritten per block.
+pub const REWRITES: usize = 32;
+/// The pointer heap is the live size divided by this (the collector's default safety
+/// fraction: the live structure stays out of its safety buffer).
+pub const SAFETY_FRACTION: f64 = 0.7;
+/// Added to every pointer heap for the churn's garbage, which waits a few blocks for its
+/// collection.
+pub const HEAP_SLACK: usize = 256 << 10;
+/// Sample rate of the trials.
+pub const RATE: f64 = 48_000.0;
+
+/// What one trial runs.
+#[derive(Clone, Copy, Debug)]
+pub struct Setup {
+    /// The collector.
+    pub mode: Mode,
+    /// Frames per block at [`RATE`].
+    pub frames: usize,
+    /// Bytes of the rooted live structure.
+    pub live_bytes: usize,
+    /// How long the audio runs, if no block is missed first.
+    pub seconds: f64,
+    /// p(M), measured once for all collectors.
+    pub copy_rate: f64,
+    /// CPU of the collector's threads (the audio thread runs on CPU 0).
+    pub collector_cpu: usize,
+    /// Whether the first missed block ends the trial (the search); `false` runs the whole
+    /// time and counts them (the pause measurement).
+    pub stop_on_miss: bool,
+}
+
+impl Setup {
+    /// The pointer heap every collector gets for this live size.
+    pub fn heap_bytes(&self) -> usize {
+        let words = ((self.live_bytes as f64 / SAFETY_FRACTION) as usize + HEAP_SLACK).div_ceil(8);
+        words * 8
+    }
+
+    fn period(&self) -> Duration {
+        Duration::from_secs_f64(self.frames as f64 / RATE)
+    }
+}
+
+/// Why a trial did not sustain its heap.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Failure {
+    /// Block `block` (at `at_s` seconds) ended `late_us` after its deadline; it had started
+    /// `woke_late_us` after its due time.
+    Missed {
+        /// Which block.
+        block: usize,
+        /// Seconds into the trial.
+        at_s: f64,
+        /// How far past the deadline it ended.
+        late_us: f64,
+        /// How late it started (the OS's share).
+        woke_late_us: f64,
+        /// What the collector held the audio thread for in that block.
+        pause_us: f64,
+    },
+    /// An allocation of the churn failed: the collector did not keep up with the garbage.
+    OutOfMemory {
+        /// Which block.
+        block: usize,
+    },
+    /// A live node's handle was refused (a collector bug: the node is reachable).
+    Access {
+        /// Which block.
+        block: usize,
+        /// The refusal.
+        error: AccessError,
+    },
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Missed {
+                block,
+                at_s,
+                late_us,
+                woke_late_us,
+                pause_us,
+            } => write!(
+                f,
+                "block {block} ({at_s:.2} s) ended {late_us:.0} us late (woke {woke_late_us:.0} us \
+                 late, collector pause {pause_us:.0} us)"
+            ),
+            Failure::OutOfMemory { block } => {
+                write!(
+                    f,
+                    "block {block}: the pointer heap was full (collector behind)"
+                )
+            }
+            Failure::Access { block, error } => {
+                write!(f, "block {block}: live node refused: {error}")
+            }
+        }
+    }
+}
+
+/// Why a trial could not run at all.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SetupError {
+    /// The collector refused the configuration or could not start.
+    Start(GcError),
+    /// The live structure did not fit.
+    Build(GcError),
+}
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetupError::Start(e) => write!(f, "collector did not start: {e}"),
+            SetupError::Build(e) => write!(f, "live structure did not fit: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+/// What one trial did.
+pub struct Outcome {
+    /// `None` when every block met its deadline; else the first failure.
+    pub failure: Option<Failure>,
+    /// Blocks that ended after their deadline.
+    pub missed: usize,
+    /// Blocks run (up to and including a missed one).
+    pub blocks: usize,
+    /// Per block run: what the collector held the audio thread for (µs).
+    pub pause_us: Vec<f64>,
+    /// The collector's totals at the end.
+    pub stats: Stats,
+    /// Pinning or priority that could not be had.
+    pub notes: Vec<String>,
+}
+
+/// Builds the live structure (not timed) and runs the audio for `setup.seconds` or until the
+/// first failure.
+pub fn run(setup: &Setup) -> Result<Outcome, SetupError> {
+    let config = Config {
+        mode: setup.mode,
+        heap_bytes: setup.heap_bytes(),
+        copy_rate: Some(setup.copy_rate),
+        snapshot_priority: Some(super::PRIORITY),
+        collector_cpu: Some(setup.collector_cpu),
+        ..Config::default()
+    };
+    let (mut m, collector) = start(config).map_err(SetupError::Start)?;
+    let n = (setup.live_bytes / NODE_BYTES).max(LISTS);
+    // Handles to every live node, for the cross-link rewrites; kept outside the heap and
+    // allocated here, before the audio starts.
+    let nodes = build(&mut m, n).map_err(SetupError::Build)?;
+    // Let the collection of the build block finish before the clock starts.
+    while !collector.is_idle() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(m.begin_block());
+    while !collector.is_idle() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let st = collector.stats();
+    let mut notes: Vec<String> = st.priority_note.into_iter().chain(st.pin_note).collect();
+    let period = setup.period();
+    let blocks = (setup.seconds / period.as_secs_f64()).ceil() as usize;
+    let (result, _m) = std::thread::scope(|s| {
+        s.spawn(move || {
+            let mut notes = Vec::new();
+            if !crate::report::pin_to_cpu(0) {
+                notes.push("audio thread not pinned to CPU 0".to_owned());
+            }
+            if let Err(e) = downbeat_rt::pool::set_current_thread_realtime(super::PRIORITY) {
+                notes.push(format!("audio thread at normal priority: {e}"));
+            }
+            let r = audio(&mut m, &nodes, period, blocks, setup.stop_on_miss);
+            ((r, notes), m)
+        })
+        .join()
+        .expect("audio thread")
+    });
+    let ((failure, missed, pause_us), audio_notes) = result;
+    notes.extend(audio_notes);
+    Ok(Outcome {
+        failure,
+        missed,
+        blocks: pause_us.len(),
+        pause_us,
+        stats: collector.stats(),
+        notes,
+    })
+}
+
+/// Builds the live structure of `n` nodes in one block (not timed) and returns a handle to
+/// every node.
+fn build(m: &mut downbeat_gc::Mutator, n: usize) -> Result<Vec<Gc>, GcError> {
+    let mut nodes: Vec<Gc> = Vec::with_capacity(n);
+    let mut b = m.begin_block();
+    let mut heads: [Option<Gc>; LISTS] = [None; LISTS];
+    for i in 0..n {
+        let node = b.alloc(2, 5)?;
+        let list = i % LISTS;
+        let set = b
+            .set_ref(node, 0, heads[list])
+            .and_then(|()| b.set_data(node, 0, i as u64));
+        set.expect("a node allocated in this block is live");
+        heads[list] = Some(node);
+        nodes.push(node);
+    }
+    for (slot, head) in heads.into_iter().enumerate() {
+        b.set_root(slot, head)
+            .expect("LISTS is below the default root count");
+    }
+    Ok(nodes)
+}
+
+/// The audio loop: `blocks` blocks of `period`, or until the first failure (a missed block
+/// only with `stop_on_miss`). Returns the first failure, the missed blocks and the pauses.
+fn audio(
+    m: &mut downbeat_gc::Mutator,
+    nodes: &[Gc],
+    period: Duration,
+    blocks: usize,
+    stop_on_miss: bool,
+) -> (Option<Failure>, usize, Vec<f64>) {
+    let mut first = None;
+    let mut missed = 0;
+    // Filled by index: the loop must not grow a vector.
+    let mut pause = vec![0.0; blocks];
+    let mut rng = Rng(0x5eed_1800);
+    let half = period / 2;
+    let t0 = Instant::now() + Duration::from_millis(10);
+    for k in 0..blocks {
+        let due = t0 + period * k as u32;
+        let now = Instant::now();
+        if now < due {
+            std::thread::sleep(due - now);
+        }
+        let woke = Instant::now();
+        let mut b = m.begin_block();
+        let work = Instant::now();
+        if let Err(f) = churn(&mut b, nodes, &mut rng, k) {
+            pause.truncate(k + 1);
+            return (first.or(Some(f)), missed, pause);
+        }
+        // The rest of the audio thread's half of the block: arithmetic it cannot skip.
+        let mut x = k as u64 | 1;
+        while work.elapsed() < half {
+            for _ in 0..64 {
+                x = black_box(x.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(7));
+            }
+        }
+        black_box(x);
+        drop(b);
+        let end = Instant::now();
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        pause[k] = us(m.stats().last_blocking);
+        let deadline = due + period;
+        if end > deadline {
+            missed += 1;
+            first = first.or(Some(Failure::Missed {
+                block: k,
+                at_s: (due - t0).as_secs_f64(),
+                late_us: us(end - deadline),
+                woke_late_us: us(woke.saturating_duration_since(due)),
+                pause_us: pause[k],
+            }));
+            if stop_on_miss {
+                pause.truncate(k + 1);
+                return (first, missed, pause);
+            }
+        }
+    }
+    (first, missed, pause)
+}
+
+/// One block's garbage and reference rewrites.
+fn churn(
+    b: &mut downbeat_gc::Block<'_>,
+    nodes: &[Gc],
+    rng: &mut Rng,
+    block: usize,
+) -> Result<(), Failure> {
+    let oom = |_| Failure::OutOfMemory { block };
+    let access = |error| Failure::Access { block, error };
+    let mut head = None;
+    for i in 0..GARBAGE {
+        let o = b.alloc(2, 2).map_err(oom)?;
+        b.set_ref(o, 0, head).map_err(access)?;
+        b.set_data(o, 0, i as u64).map_err(access)?;
+        head = Some(o);
+    }
+    black_box(b.alloc_atomic(ATOMIC_BYTES).map_err(oom)?);
+    for _ in 0..REWRITES {
+        let from = nodes[(rng.next() % nodes.len() as u64) as usize];
+        let to = nodes[(rng.next() % nodes.len() as u64) as usize];
+        b.set_ref(from, 1, Some(to)).map_err(access)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use downbeat_gc::{Barrier, Mutator};
+    use downbeat_rt::guard;
+
+    use super::*;
+
+    fn play(m: &mut Mutator, nodes: &[Gc], rng: &mut Rng, blocks: std::ops::Range<usize>) {
+        for k in blocks {
+            // Spin until the last snapshot is copied, so begin_block never falls back to
+            // yielding (a system call) when the collector threads are slow to get a CPU.
+            while m.snapshot_pending() {
+                std::hint::spin_loop();
+            }
+            let mut b = m.begin_block();
+            churn(&mut b, nodes, rng, k).expect("the heap has room for the churn");
+        }
+    }
+
+    #[test]
+    fn the_trial_block_is_real_time_safe_under_every_collector() {
+        for mode in [
+            Mode::Snapshot,
+            Mode::Replicating(Barrier::Stacks),
+            Mode::Replicating(Barrier::Block),
+            Mode::StopTheWorld,
+        ] {
+            let (mut m, _c) = start(Config {
+                mode,
+                heap_bytes: 2 << 20,
+                copy_rate: Some(5.0),
+                ..Config::default()
+            })
+            .unwrap();
+            let nodes = build(&mut m, 8192).unwrap();
+            let mut rng = Rng(1);
+            play(&mut m, &nodes, &mut rng, 0..8);
+            let (_, report) = guard::check_with(&guard::Options::new(), || {
+                play(&mut m, &nodes, &mut rng, 8..500);
+            });
+            assert!(report.is_complete(), "{mode:?}: {report}");
+            report.assert_clean();
+            assert_eq!(m.stats().objects_allocated as usize, 8192 + 500 * GARBAGE);
+        }
+    }
+}
