@@ -55,3 +55,26 @@ fn alloc_free_boxes_and_vectors_are_clean() {
     report.assert_clean();
     assert_eq!(applied, 8);
 }
+
+#[test]
+fn remote_frees_applied_a_few_per_allocation_are_clean() {
+    let pool = Pool::new(1 << 20).unwrap();
+    let mut rt = pool.bind().unwrap();
+    let boxes: Vec<RtBox<[u64; 4]>> = (0..100).map(|i| rt.boxed([i; 4]).unwrap()).collect();
+    drop(rt);
+    std::thread::spawn(move || drop(boxes)).join().unwrap();
+    assert_eq!(pool.remote_frees(), 100);
+    // Each allocation applies a few, leaving the rest pending (the path that marks the shared
+    // list as still holding work), until none is left.
+    let ((), report) = guard::check_with(&guard::Options::new(), || {
+        let mut rt = pool.bind().unwrap();
+        for _ in 0..100 {
+            let p = rt.alloc(Layout::new::<[u8; 48]>()).unwrap();
+            // SAFETY: allocated just above, freed once.
+            unsafe { rt.free(p) };
+        }
+        assert_eq!(rt.used(), 0);
+    });
+    assert!(report.is_complete(), "{report}");
+    report.assert_clean();
+}

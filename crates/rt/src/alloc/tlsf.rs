@@ -5,6 +5,14 @@
 //! Free blocks keep their free-list links in the first 16 bytes of their payload, which is why
 //! the smallest payload is 16 bytes. A zero-sized, permanently used sentinel closes the region so
 //! that "the next block" always exists.
+//!
+//! The flags are FREE and PREV_FREE (the physically previous block is free). PREV_FREE spares a
+//! free the load of a used predecessor's header; free neighbours are always merged, so a free
+//! block never has it. The hot paths keep it up to date without reading headers they would not
+//! read anyway: a split leaves the next block's predecessor free (only smaller), a merge with
+//! the next block leaves the block after it with a free predecessor, so both only store that
+//! block's `prev_phys`. For large blocks those headers are pages away from the one in hand, and
+//! a load of one is a cache and TLB miss the operation waits for, where a store is not.
 
 use core::ptr::{self, NonNull};
 
@@ -285,7 +293,8 @@ impl Tlsf {
     /// [`alloc`](Self::alloc) for a size below [`MAX_REQUEST`] and 16-byte alignment; null
     /// when no free block is large enough. A bare pointer comes back in a register, where a
     /// `Result` of a pointer and an error comes back through memory: [`RtAlloc`]'s allocation
-    /// calls this and builds its `Result` inline (callgrind: ~5 instructions per pair).
+    /// calls this and builds its `Result` inline (with that wrapper always inlined, callgrind
+    /// counted 14 instructions fewer per alloc/free pair).
     ///
     /// [`RtAlloc`]: super::RtAlloc
     #[inline]
