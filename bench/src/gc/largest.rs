@@ -52,6 +52,8 @@ pub struct Search {
     pub confirmed: Option<Confirmed>,
     /// Confirmations run.
     pub confirmations: usize,
+    /// Whether a confirmation was due but the suite's budget had no room for it.
+    pub out_of_time: bool,
     /// Every trial, in order, for the notes.
     pub log: Vec<String>,
     /// Pinning or priority notes from the trials.
@@ -82,6 +84,7 @@ impl Search {
             next_kib: 0,
             confirmed: None,
             confirmations: 0,
+            out_of_time: false,
             log: Vec::new(),
             notes: Vec::new(),
         }
@@ -148,6 +151,7 @@ impl Search {
             && self.next_kib >= plan.min_kib
             && self.next_kib > 0
             && self.confirmations <= plan.max_retries
+            && !self.out_of_time
     }
 
     /// One long trial at the current candidate; on a miss the candidate steps down.
@@ -181,8 +185,9 @@ impl Search {
     }
 }
 
-/// Runs every search: short trials for all, then confirmations while `deadline` allows
-/// (a first confirmation for each always runs), alternating the order of the searches.
+/// Runs every search: short trials for all, then rounds of confirmations (every search's
+/// first, then the step-downs) while each can end before `deadline`, alternating the order
+/// of the searches.
 pub fn run_all(
     searches: &mut [Search],
     plan: &Plan,
@@ -204,16 +209,16 @@ pub fn run_all(
             if !searches[i].wants_confirmation(plan) {
                 continue;
             }
-            let first = searches[i].confirmations == 0;
-            let fits = Instant::now() + std::time::Duration::from_secs_f64(seconds) <= deadline;
-            if first || fits {
+            // A few seconds more for building a large heap before the clock starts.
+            let needs = std::time::Duration::from_secs_f64(seconds + 5.0);
+            if Instant::now() + needs <= deadline {
                 searches[i].confirm(plan, copy_rate, cpu);
                 ran = true;
             } else {
                 searches[i]
                     .log
                     .push("no time left in the suite's budget for another confirmation".into());
-                searches[i].confirmations = plan.max_retries + 1;
+                searches[i].out_of_time = true;
             }
         }
         if !ran {
