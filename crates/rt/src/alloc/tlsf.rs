@@ -329,7 +329,11 @@ impl Tlsf {
                 (*block).size = have;
                 self.used += have;
             }
-            self.peak = self.peak.max(self.used);
+            // A branch, not a max: once the heap has warmed up it is never taken, and the
+            // peak is not stored on every allocation.
+            if self.used > self.peak {
+                self.peak = self.used;
+            }
             block.cast::<u8>().add(HEADER)
         }
     }
@@ -475,13 +479,15 @@ impl Tlsf {
             let head = self.heads[i];
             (*block).next_free = head;
             (*block).prev_free = ptr::null_mut();
-            if !head.is_null() {
+            if head.is_null() {
+                // Only an empty list's bits can be clear.
+                let fl = i >> SL_LOG2;
+                self.fl_bitmap |= 1 << fl;
+                self.sl_bitmap[fl] |= 1 << (i & (SL_COUNT - 1));
+            } else {
                 (*head).prev_free = block;
             }
             self.heads[i] = block;
-            let fl = i >> SL_LOG2;
-            self.fl_bitmap |= 1 << fl;
-            self.sl_bitmap[fl] |= 1 << (i & (SL_COUNT - 1));
         }
     }
 
