@@ -25,6 +25,10 @@ impl TimeStat {
         self.count.store(n + 1, Ordering::Relaxed);
     }
 
+    pub(crate) fn total_ns(&self) -> u64 {
+        self.total.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn read(&self) -> Timing {
         Timing {
             count: self.count.load(Ordering::Relaxed),
