@@ -743,6 +743,12 @@ fn pauses(runs: &mut Runs, notes: &mut Vec<String>, quick: bool, copy_rate: f64,
                         "blocks",
                         o.missed as f64,
                     );
+                    runs.put(
+                        &format!("pause_frames{frames}_late_starts"),
+                        name,
+                        "blocks",
+                        o.late_starts as f64,
+                    );
                     if let Some(
                         f @ (trial::Failure::OutOfMemory { .. } | trial::Failure::Access { .. }),
                     ) = &o.failure
@@ -795,6 +801,12 @@ fn largest_rows(
             s.name,
             "MiB",
             c.memory_bytes as f64 / (1 << 20) as f64,
+        );
+        runs.put(
+            &format!("{case}_late_starts"),
+            s.name,
+            "blocks",
+            c.late_starts as f64,
         );
     }
     let verdict = match (&s.confirmed, plan.confirm_seconds) {

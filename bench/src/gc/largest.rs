@@ -70,6 +70,8 @@ pub struct Confirmed {
     pub pause_us: Vec<f64>,
     /// `Stats::memory_bytes` of the collector at that size.
     pub memory_bytes: usize,
+    /// Blocks the OS woke more than half a period late (not judged).
+    pub late_starts: usize,
 }
 
 impl Search {
@@ -169,6 +171,7 @@ impl Search {
                     seconds: o.blocks as f64 * self.frames as f64 / trial::RATE,
                     pause_us: o.pause_us,
                     memory_bytes: o.stats.memory_bytes,
+                    late_starts: o.late_starts,
                 });
             }
             Err(()) => self.next_kib = (kib as f64 * plan.step_down) as usize,
