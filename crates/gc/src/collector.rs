@@ -133,42 +133,15 @@ fn set_realtime(priority: i32) -> Result<(), String> {
         .map_err(|e| format!("snapshot thread runs at normal priority: {e}"))
 }
 
-/// Pins the calling thread to `cpu`; the reason when refused.
-#[cfg(target_os = "linux")]
-fn pin(cpu: usize) -> Result<(), String> {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(format!("collector threads not pinned: no CPU {cpu}"));
-    }
-    // SAFETY: cpu_set_t is plain data, zeroed is an empty set; CPU_SET writes inside it (the
-    // index was checked against CPU_SETSIZE); sched_setaffinity reads it.
-    let r = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(format!(
-            "collector threads not pinned to CPU {cpu}: {}",
-            std::io::Error::last_os_error()
-        ))
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn pin(cpu: usize) -> Result<(), String> {
-    Err(format!(
-        "collector threads not pinned to CPU {cpu}: Linux only"
-    ))
-}
-
 /// Pins a collector thread as [`Config::collector_cpu`](crate::Config::collector_cpu) says,
 /// keeping the first reason it could not.
 pub(crate) fn pin_collector(shared: &Shared, cpu: Option<usize>) {
     if let Some(cpu) = cpu {
-        if let Err(note) = pin(cpu) {
-            let _ = shared.stats.pin_note.set(note);
+        if let Err(e) = downbeat_rt::pool::pin_current_thread(cpu) {
+            let _ = shared
+                .stats
+                .pin_note
+                .set(format!("collector threads not pinned: {e}"));
         }
     }
 }
