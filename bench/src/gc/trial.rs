@@ -262,6 +262,27 @@ fn build(m: &mut downbeat_gc::Mutator, n: usize) -> Result<Vec<Gc>, GcError> {
     Ok(nodes)
 }
 
+/// How a block went, judged against its own due time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// Woken in time and done before the next block is due.
+    Kept,
+    /// Woken in time, done after the next block was due.
+    Missed,
+    /// Woken over half a period late by the OS: counted, not judged.
+    StartedLate,
+}
+
+fn judge(due: Instant, woke: Instant, end: Instant, period: Duration) -> Verdict {
+    if woke > due + period / 2 {
+        Verdict::StartedLate
+    } else if end > due + period {
+        Verdict::Missed
+    } else {
+        Verdict::Kept
+    }
+}
+
 /// The audio loop: `blocks` blocks of `period`, or until the first failure (a missed block
 /// only with `stop_on_miss`). Returns the first failure, the missed blocks and the pauses.
 fn audio(
@@ -314,9 +335,9 @@ fn audio(
         held = now_held;
         pause[k] = us(m.stats().last_blocking.max(copied));
         let deadline = due + period;
-        let started_late = woke > due + half;
-        late_starts += usize::from(started_late);
-        if end > deadline && !started_late {
+        let verdict = judge(due, woke, end, period);
+        late_starts += usize::from(verdict == Verdict::StartedLate);
+        if verdict == Verdict::Missed {
             missed += 1;
             first = first.or(Some(Failure::Missed {
                 block: k,
@@ -376,6 +397,21 @@ mod tests {
             let mut b = m.begin_block();
             churn(&mut b, nodes, rng, k).expect("the heap has room for the churn");
         }
+    }
+
+    #[test]
+    fn a_block_is_missed_only_when_it_started_in_time_and_ended_late() {
+        let t = Instant::now();
+        let p = Duration::from_micros(1333);
+        let us = Duration::from_micros;
+        assert_eq!(judge(t, t + us(10), t + us(900), p), Verdict::Kept);
+        assert_eq!(judge(t, t + us(10), t + us(1400), p), Verdict::Missed);
+        assert_eq!(judge(t, t + us(600), t + us(1400), p), Verdict::Missed);
+        assert_eq!(judge(t, t + us(700), t + us(1400), p), Verdict::StartedLate);
+        assert_eq!(
+            judge(t, t + us(5000), t + us(5700), p),
+            Verdict::StartedLate
+        );
     }
 
     #[test]
