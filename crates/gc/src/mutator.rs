@@ -360,10 +360,8 @@ impl Mutator {
                             self.copy_here();
                         }
                         self.blocking += t0.elapsed();
-                    } else if let Wake::Unpark = self.wake {
-                        if let Some(t) = self.shared.snapshot_thread.get() {
-                            t.unpark();
-                        }
+                    } else {
+                        self.wake(&self.shared.snapshot_thread);
                     }
                     self.requested_last = true;
                     self.allocs_since = 0;
@@ -454,11 +452,7 @@ impl Mutator {
         }
         self.wb ^= 1;
         self.stack_len = 0;
-        if let Wake::Unpark = self.wake {
-            if let Some(t) = self.shared.collector_thread.get() {
-                t.unpark();
-            }
-        }
+        self.wake(&self.shared.collector_thread);
         self.allocs_since = 0;
         self.writes_since = 0;
         self.last_full = now;
@@ -469,16 +463,20 @@ impl Mutator {
     }
 
     /// Copies a claimed snapshot on the audio thread and hands it to the mark-and-sweep
-    /// thread, which finds it at its next poll (waking it would be a system call).
+    /// thread.
     fn copy_here(&mut self) {
         crate::collector::copy_snapshot(&self.shared);
         self.shared.handshake.copied();
-        if let Wake::Unpark = self.wake {
-            if let Some(t) = self.shared.collector_thread.get() {
-                t.unpark();
-            }
-        }
+        self.wake(&self.shared.collector_thread);
         self.stats.copies_on_audio_thread += 1;
+    }
+
+    /// With [`Wake::Unpark`], wakes the collector thread that has work now (a system call
+    /// when it sleeps); with [`Wake::Poll`] it finds the work at its next poll.
+    fn wake(&self, thread: &std::sync::OnceLock<std::thread::Thread>) {
+        if let (Wake::Unpark, Some(t)) = (self.wake, thread.get()) {
+            t.unpark();
+        }
     }
 
     /// Stop-the-world mark and sweep of the live heap on the calling (audio) thread: the
@@ -1007,6 +1005,15 @@ impl Block<'_> {
         }
     }
 
+    /// Writes a checked reference into root slot `slot`.
+    fn store_root(&mut self, slot: usize, v: u64) -> Result<(), AccessError> {
+        self.root_slot(slot)?.store(v, Ordering::Relaxed);
+        // The roots are copied whole when a collection starts (the thesis found a barrier on
+        // them not worth it); a changed root only has to make that start happen.
+        self.m.writes_since += 1;
+        Ok(())
+    }
+
     fn root_slot(&self, slot: usize) -> Result<&AtomicU64, AccessError> {
         self.m
             .shared
@@ -1174,11 +1181,7 @@ impl Block<'_> {
     /// ```
     pub fn set_root(&mut self, slot: usize, value: Option<Gc>) -> Result<(), AccessError> {
         let v = self.check_ref(value)?;
-        self.root_slot(slot)?.store(v, Ordering::Relaxed);
-        // The roots are copied whole when a collection starts (the thesis found a barrier on
-        // them not worth it); a changed root only has to make that start happen.
-        self.m.writes_since += 1;
-        Ok(())
+        self.store_root(slot, v)
     }
 
     /// Writes root slot `slot` with an atomic-block reference.
@@ -1199,11 +1202,7 @@ impl Block<'_> {
         value: Option<Atomic>,
     ) -> Result<(), AccessError> {
         let v = self.check_atomic(value)?;
-        self.root_slot(slot)?.store(v, Ordering::Relaxed);
-        // The roots are copied whole when a collection starts (the thesis found a barrier on
-        // them not worth it); a changed root only has to make that start happen.
-        self.m.writes_since += 1;
-        Ok(())
+        self.store_root(slot, v)
     }
 
     /// Time since `begin_block` returned, for load measurement.
