@@ -1,19 +1,11 @@
 //! The `downbeat` binary end to end: exit codes, error messages, renders.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
-fn downbeat(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_downbeat"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("the downbeat binary runs")
-}
+use std::path::Path;
+use std::process::Output;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use support::downbeat;
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

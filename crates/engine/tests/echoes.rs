@@ -4,24 +4,16 @@
 
 mod support;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use downbeat::project::Project;
 use downbeat_gc_nodes::Echoes;
 use downbeat_graph::{
     lookup_node_type, AudioMut, AudioRef, Node, NodeConfig, ParamValue, ProcessContext,
 };
-use support::{read_wav, repo, tmp};
+use support::{downbeat, read_wav, repo, tmp};
 
 const PROJECT: &str = "examples/projects/echoes.toml";
-
-fn downbeat(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_downbeat"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("the downbeat binary runs")
-}
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

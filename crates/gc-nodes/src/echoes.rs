@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use downbeat_gc::{gc_struct, AccessError, Atomic, Block, Collector, Config, GcError, Mutator};
+use downbeat_graph::nodes::CHANNELS;
 use downbeat_graph::{
     AudioMut, AudioRef, Node, NodeConfig, NodeType, ParamError, ParamKind, ParamSpec, ParamValue,
     Params, ProcessContext,
@@ -324,14 +325,9 @@ impl Echoes {
         let line_samples = (s.delay * rate).round().max(1.0) as usize;
         let plan = HeapPlan::new(channels, line_samples, s.max_taps, rate)?;
         let config = Config {
-            heap_bytes: plan.pointer_bytes,
-            atomic_bytes: plan.atomic_bytes,
-            atomic_slots: plan.taps,
-            roots: 1,
-            max_object_words: TAP_WORDS,
             full_snapshot_every: FULL_SNAPSHOT_EVERY,
             copy_rate: Some(copy_rate()),
-            ..Config::default()
+            ..plan.config()
         };
         let (mutator, collector) = downbeat_gc::start(config).map_err(|e| {
             invalid(
@@ -600,16 +596,7 @@ const P_THRESHOLD: usize = 3;
 const P_MIX: usize = 5;
 
 static PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "channels",
-        doc: "number of audio channels of the node's ports",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 32,
-            default: 2,
-        },
-        live: false,
-    },
+    CHANNELS,
     ParamSpec {
         name: "delay",
         doc: "seconds from an onset to its first echo and between echoes; sizes each tap's \

@@ -14,6 +14,7 @@
 //! A collector further behind than that makes an allocation fail: the onset is then dropped
 //! and counted ([`TapCounts::dropped_heap`](crate::TapCounts::dropped_heap)), never a panic.
 
+use downbeat_gc::Config;
 use downbeat_graph::ParamError;
 
 use crate::echoes::TAP_WORDS;
@@ -61,6 +62,27 @@ pub struct HeapPlan {
 }
 
 impl HeapPlan {
+    /// The collector configuration with this plan's sizes: the two heaps, one atomic slot per
+    /// tap, one root (the list of taps) and tap-sized objects at most. Everything else is
+    /// [`Config::default`]'s, for the caller to set.
+    ///
+    /// ```
+    /// use downbeat_gc_nodes::HeapPlan;
+    /// let plan = HeapPlan::new(2, 12_000, 16, 48_000.0).unwrap();
+    /// let config = plan.config();
+    /// assert_eq!((config.heap_bytes, config.atomic_slots), (plan.pointer_bytes, plan.taps));
+    /// ```
+    pub fn config(&self) -> Config {
+        Config {
+            heap_bytes: self.pointer_bytes,
+            atomic_bytes: self.atomic_bytes,
+            atomic_slots: self.taps,
+            roots: 1,
+            max_object_words: TAP_WORDS,
+            ..Config::default()
+        }
+    }
+
     /// The plan for `max_taps` taps whose lines hold `line_samples` samples of each of
     /// `channels` channels at `sample_rate` Hz.
     ///

@@ -12,15 +12,10 @@ const DATA: usize = 5;
 fn fill(plan: HeapPlan) {
     assert_eq!(TAP_BYTES, 8 * (1 + REFS + DATA));
     let config = Config {
-        heap_bytes: plan.pointer_bytes,
-        atomic_bytes: plan.atomic_bytes,
-        atomic_slots: plan.taps,
-        roots: 1,
-        max_object_words: TAP_BYTES / 8,
         // Collects at the end of every block that allocated, on this thread: no timing.
         mode: Mode::StopTheWorld,
         copy_rate: Some(5.0),
-        ..Config::default()
+        ..plan.config()
     };
     let (mut m, _c) = start(config).unwrap();
     for round in 0..3 {
@@ -92,14 +87,9 @@ fn lines_freed_between_live_ones_serve_new_taps() {
     for (channels, samples) in [(2, 12_000), (3, 12_345), (1, 1_001)] {
         let plan = HeapPlan::new(channels, samples, 16, 48_000.0).unwrap();
         let (mut m, _c) = start(Config {
-            heap_bytes: plan.pointer_bytes,
-            atomic_bytes: plan.atomic_bytes,
-            atomic_slots: plan.taps,
-            roots: 1,
-            max_object_words: TAP_BYTES / 8,
             mode: Mode::StopTheWorld,
             copy_rate: Some(5.0),
-            ..Config::default()
+            ..plan.config()
         })
         .unwrap();
         let mut b = m.begin_block();

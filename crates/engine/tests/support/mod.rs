@@ -3,12 +3,21 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 /// The repository's root, where `examples/` lives.
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs the `downbeat` binary with `args` in the repository's root and waits for it.
+pub fn downbeat(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_downbeat"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("the downbeat binary runs")
 }
 
 /// A path for `name` in a temporary folder of this test binary's own (`suite` names it).

@@ -43,8 +43,12 @@ use crate::param::{ParamError, ParamKind, ParamSpec};
 use crate::registry::NodeType;
 use crate::smooth::ParamCurve;
 
-/// The `channels` parameter most node types share.
-pub(crate) const CHANNELS: ParamSpec = ParamSpec {
+/// The `channels` parameter most node types share, for node types of other crates too.
+///
+/// ```
+/// assert_eq!(downbeat_graph::nodes::CHANNELS.name, "channels");
+/// ```
+pub const CHANNELS: ParamSpec = ParamSpec {
     name: "channels",
     doc: "number of audio channels of the node's ports",
     kind: ParamKind::Int {
