@@ -65,6 +65,32 @@ enum Pending {
     },
 }
 
+/// The pending-event list with room for [`EVENT_CAPACITY`] events, its pages written once
+/// here: a first touch of fresh capacity on the audio thread would be a page fault.
+fn touched_pending() -> Vec<Pending> {
+    let mut v = Vec::with_capacity(EVENT_CAPACITY);
+    let blank = Pending::Param {
+        frame: 0,
+        index: 0,
+        value: 0.0,
+    };
+    v.extend(std::iter::repeat_n(blank, EVENT_CAPACITY));
+    v.clear();
+    v
+}
+
+/// A CLAP event list that has held [`EVENT_CAPACITY`] parameter events, so its memory is
+/// allocated and written before the audio thread fills it (as for [`touched_pending`]).
+fn touched_events() -> EventBuffer {
+    let mut buf = EventBuffer::with_capacity(EVENT_CAPACITY);
+    let blank = ParamValueEvent::new(0, ClapId::new(0), Pckn::match_all(), 0.0);
+    for _ in 0..EVENT_CAPACITY {
+        buf.push(&blank);
+    }
+    buf.clear();
+    buf
+}
+
 impl Pending {
     fn frame_mut(&mut self) -> &mut usize {
         match self {
@@ -361,9 +387,9 @@ impl ClapNode {
             specs: Box::leak(specs.into_boxed_slice()),
             params,
             values,
-            pending: Vec::with_capacity(EVENT_CAPACITY),
-            events_in: EventBuffer::with_capacity(EVENT_CAPACITY),
-            events_out: EventBuffer::with_capacity(EVENT_CAPACITY),
+            pending: touched_pending(),
+            events_in: touched_events(),
+            events_out: touched_events(),
             latency,
             instrument,
             failed_calls: 0,
