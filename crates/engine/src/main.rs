@@ -204,6 +204,35 @@ struct NodeLevelLine {
     rms: f32,
 }
 
+/// A node's counters (see `downbeat_graph::NodeMonitor`) at the end of a run.
+#[derive(Serialize)]
+struct NodeCountsLine {
+    node: String,
+    counts: std::collections::BTreeMap<&'static str, u64>,
+    /// The counters of something lost (dropped input, skipped work) that are not zero.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    losses: Vec<&'static str>,
+    /// Every counter in the node's own order, for the text summary.
+    #[serde(skip)]
+    ordered: Vec<downbeat_graph::NodeCount>,
+}
+
+impl NodeCountsLine {
+    fn read(node: String, monitor: &downbeat_graph::SharedMonitor) -> Self {
+        let ordered = monitor.counts();
+        Self {
+            node,
+            counts: ordered.iter().map(|c| (c.name, c.value)).collect(),
+            losses: ordered
+                .iter()
+                .filter(|c| c.loss && c.value > 0)
+                .map(|c| c.name)
+                .collect(),
+            ordered,
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct Summary {
     project: String,
@@ -233,6 +262,9 @@ struct Summary {
     /// With `--meters`: every node's peak and RMS over the run (linear, 1.0 = full scale).
     #[serde(skip_serializing_if = "Option::is_none")]
     node_levels: Option<Vec<NodeLevelLine>>,
+    /// The counters of the nodes that keep some (an `echoes` node's taps and drops).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    node_counts: Vec<NodeCountsLine>,
     #[serde(flatten)]
     load: LoadSummary,
 }
@@ -397,6 +429,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let p = built.project;
             let nodes = built.schedule.len();
             let latency_frames = built.schedule.latency();
+            // Taken before the schedule moves to the audio thread; read after the run.
+            let monitors = built.schedule.monitors();
             let mut engine = Engine::new(built.schedule);
             if let Some(path) = &replay {
                 let table = engine.schedule().param_table();
@@ -502,8 +536,26 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 osc_applied: osc.map(|c| c.applied),
                 osc_rejected: osc.map(|c| c.rejected),
                 node_levels,
+                node_counts: monitors
+                    .into_iter()
+                    .map(|(node, m)| NodeCountsLine::read(node, &m))
+                    .collect(),
                 load: engine.summary(),
             };
+            // Said on stderr whatever the format: nothing a node drops goes unmentioned.
+            for line in summary.node_counts.iter().filter(|l| !l.losses.is_empty()) {
+                let lost: Vec<String> = line
+                    .losses
+                    .iter()
+                    .map(|name| format!("{name} {}", line.counts[name]))
+                    .collect();
+                eprintln!(
+                    "warning: node `{}` lost part of its work: {} (see `downbeat nodes` for \
+                     what its counters mean)",
+                    line.node,
+                    lost.join(", ")
+                );
+            }
             if let Some(path) = &report {
                 write_report(path, &summary, &engine)?;
             }
@@ -621,6 +673,23 @@ fn print_summary(s: &Summary, out: Option<&PathBuf>) {
                 20.0 * l.peak.log10(),
                 20.0 * l.rms.log10()
             );
+        }
+    }
+    if !s.node_counts.is_empty() {
+        println!("node counters:");
+        let width = s
+            .node_counts
+            .iter()
+            .map(|l| l.node.len())
+            .max()
+            .unwrap_or(0);
+        for l in &s.node_counts {
+            let counts: Vec<String> = l
+                .ordered
+                .iter()
+                .map(|c| format!("{} {}", c.name, c.value))
+                .collect();
+            println!("  {:width$}  {}", l.node, counts.join("  "));
         }
     }
     if let (Some(applied), Some(rejected)) = (s.osc_applied, s.osc_rejected) {

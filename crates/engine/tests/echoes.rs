@@ -163,3 +163,67 @@ fn the_example_makes_one_tap_per_pluck_and_keeps_about_four_alive() {
         "the faded taps were unlinked: {c:?}"
     );
 }
+
+#[test]
+fn a_run_prints_the_tap_counters_and_warns_of_dropped_onsets() {
+    // One tap at a time, and taps that ring for seconds: every pluck after the first finds
+    // the tap list full and is dropped, which the run must say, not just count.
+    let text = std::fs::read_to_string(repo().join(PROJECT))
+        .unwrap()
+        .replace("max_taps = 16", "max_taps = 1")
+        .replace("feedback = 0.6", "feedback = 0.95");
+    let project = tmp("echoes", "one-tap.toml");
+    std::fs::write(&project, text).unwrap();
+    let run = |json: bool| {
+        let mut args = vec!["run", project.to_str().unwrap(), "--device", "offline"];
+        args.extend(["--seconds", "3"]);
+        if json {
+            args.push("--json");
+        }
+        let out = downbeat(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        out
+    };
+
+    let out = run(true);
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let echoes = &summary["node_counts"][0];
+    assert_eq!(echoes["node"], "echoes", "{summary}");
+    let count = |name: &str| echoes["counts"][name].as_u64().unwrap();
+    let plucks = 5; // at 0, 0.6, 1.2, 1.8 and 2.4 s
+    assert_eq!(count("started"), 1, "{echoes}");
+    assert_eq!(count("dropped_full"), plucks - 1, "{echoes}");
+    assert_eq!((count("dropped_heap"), count("errors")), (0, 0));
+    assert_eq!(echoes["losses"], serde_json::json!(["dropped_full"]));
+    let warning = stderr(&out);
+    assert!(
+        warning.contains("warning: node `echoes` lost part of its work: dropped_full 4"),
+        "{warning}"
+    );
+
+    let out = run(false);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("node counters:\n  echoes  started 1  ended 0  live 1  dropped_full 4"),
+        "{text}"
+    );
+    assert!(stderr(&out).contains("dropped_full 4"));
+
+    // The example itself loses nothing, and says nothing about losses.
+    let out = downbeat(&[
+        "run",
+        PROJECT,
+        "--device",
+        "offline",
+        "--seconds",
+        "2",
+        "--json",
+    ]);
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        summary["node_counts"][0].get("losses").is_none(),
+        "{summary}"
+    );
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    std::fs::remove_file(&project).ok();
+}

@@ -9,8 +9,8 @@ use std::time::Duration;
 use downbeat_gc::{gc_struct, AccessError, Atomic, Block, Collector, Config, GcError, Mutator};
 use downbeat_graph::nodes::CHANNELS;
 use downbeat_graph::{
-    AudioMut, AudioRef, Node, NodeConfig, NodeType, ParamError, ParamKind, ParamSpec, ParamValue,
-    Params, ProcessContext,
+    AudioMut, AudioRef, Node, NodeConfig, NodeCount, NodeMonitor, NodeType, ParamError, ParamKind,
+    ParamSpec, ParamValue, Params, ProcessContext, SharedMonitor,
 };
 
 use crate::plan::HeapPlan;
@@ -109,6 +109,24 @@ struct Counters {
 impl Counters {
     fn bump(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl NodeMonitor for Counters {
+    fn counts(&self) -> Vec<NodeCount> {
+        let count = |name, a: &AtomicU64, loss| NodeCount {
+            name,
+            value: a.load(Ordering::Relaxed),
+            loss,
+        };
+        vec![
+            count("started", &self.started, false),
+            count("ended", &self.ended, false),
+            count("live", &self.live, false),
+            count("dropped_full", &self.dropped_full, true),
+            count("dropped_heap", &self.dropped_heap, true),
+            count("errors", &self.errors, true),
+        ]
     }
 }
 
@@ -679,6 +697,13 @@ fn accepts(index: usize, value: f32) -> bool {
 impl Node for Echoes {
     fn input_channels(&self) -> usize {
         self.state.channels
+    }
+
+    /// The tap counters, for hosts that only see a `Box<dyn Node>` (the `downbeat` CLI
+    /// prints them after a run): [`TapCounts`]' fields by name, the drops and errors
+    /// marked as losses.
+    fn monitor(&self) -> Option<SharedMonitor> {
+        Some(self.state.counters.clone())
     }
 
     fn output_channels(&self) -> usize {

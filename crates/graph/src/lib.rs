@@ -12,6 +12,7 @@ mod compile;
 mod error;
 mod event;
 mod graph;
+mod monitor;
 mod node;
 pub mod nodes;
 mod note;
@@ -29,6 +30,7 @@ pub use event::{
     Applied, Change, ControlError, Event, EventStats, NodeEvent, ParamId, ParamTable, Ramp,
 };
 pub use graph::{Edge, Endpoint, Graph, NodeId};
+pub use monitor::{NodeCount, NodeMonitor, SharedMonitor};
 pub use node::{Node, ProcessContext};
 pub use note::{note_to_hz, NoteError, NoteEvent, MAX_CHANNEL, MAX_NOTE};
 pub use param::{ParamError, ParamKind, ParamSpec, ParamValue, Params};

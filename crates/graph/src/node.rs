@@ -1,6 +1,7 @@
 //! The [`Node`] trait: one unit of DSP in a graph.
 
 use crate::buffer::{AudioMut, AudioRef};
+use crate::monitor::SharedMonitor;
 use crate::note::{NoteError, NoteEvent};
 use crate::param::ParamSpec;
 use crate::smooth::ParamCurve;
@@ -153,5 +154,56 @@ pub trait Node: Send + 'static {
     /// default is 0.
     fn release_seconds(&self) -> f64 {
         0.0
+    }
+
+    /// A handle to counters the node keeps while it plays (input it dropped, work it
+    /// skipped), for a host to read from another thread; see [`NodeMonitor`](crate::NodeMonitor). Called once,
+    /// when the graph is compiled, before the node moves to the audio thread; the schedule
+    /// hands the handles out through [`Schedule::monitors`](crate::Schedule::monitors). The
+    /// default has none.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    /// use downbeat_graph::{
+    ///     AudioMut, AudioRef, CompileConfig, Graph, Node, NodeCount, NodeMonitor,
+    ///     ProcessContext, SharedMonitor, nodes::Output,
+    /// };
+    ///
+    /// struct Blocks(AtomicU64);
+    /// impl NodeMonitor for Blocks {
+    ///     fn counts(&self) -> Vec<NodeCount> {
+    ///         vec![NodeCount { name: "blocks", value: self.0.load(Ordering::Relaxed), loss: false }]
+    ///     }
+    /// }
+    ///
+    /// /// A silent source that counts its blocks.
+    /// struct Counting(Arc<Blocks>);
+    /// impl Node for Counting {
+    ///     fn input_channels(&self) -> usize { 0 }
+    ///     fn output_channels(&self) -> usize { 1 }
+    ///     fn process(&mut self, _: &ProcessContext, _: AudioRef<'_>, mut out: AudioMut<'_>) {
+    ///         out.channel_mut(0).fill(0.0);
+    ///         self.0 .0.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    ///     fn monitor(&self) -> Option<SharedMonitor> {
+    ///         Some(self.0.clone())
+    ///     }
+    /// }
+    ///
+    /// let mut g = Graph::new();
+    /// let src = g.add("src", Counting(Arc::new(Blocks(AtomicU64::new(0)))));
+    /// let out = g.add("out", Output::new(1));
+    /// g.connect(src, out);
+    /// g.set_output(out);
+    /// let mut schedule = g.compile(CompileConfig { sample_rate: 48_000.0, max_block: 64 }).unwrap();
+    /// let monitors = schedule.monitors(); // before the schedule moves to the audio thread
+    /// schedule.process(64);
+    /// schedule.process(64);
+    /// assert_eq!(monitors[0].0, "src");
+    /// assert_eq!(monitors[0].1.counts()[0].value, 2);
+    /// ```
+    fn monitor(&self) -> Option<SharedMonitor> {
+        None
     }
 }

@@ -12,6 +12,7 @@ use crate::compile::CompileConfig;
 use crate::event::{
     Applied, Change, ControlError, Event, EventStats, NodeEvent, NodeParams, ParamId, ParamTable,
 };
+use crate::monitor::SharedMonitor;
 use crate::node::{Node, ProcessContext};
 use crate::parallel::{Kahn, Parallel};
 use crate::param::ParamKind;
@@ -428,6 +429,9 @@ pub struct Schedule {
     parallel: Parallel,
     profile: Profile,
     names: Vec<String>,
+    /// Each node's [`Node::monitor`], taken at compile time: the nodes cannot be asked
+    /// once they run.
+    monitors: Box<[Option<SharedMonitor>]>,
     original: Vec<usize>,
     output: usize,
     cfg: CompileConfig,
@@ -462,6 +466,7 @@ impl Schedule {
             .collect();
         let succs: Box<[Box<[usize]>]> = succs.into_iter().map(Vec::into_boxed_slice).collect();
         let parallel = Parallel::new(&preds, &succs, available_cores());
+        let monitors = slots.iter().map(|s| s.node.monitor()).collect();
         Self {
             slots: slots.into_iter().map(UnsafeCell::new).collect(),
             preds,
@@ -469,6 +474,7 @@ impl Schedule {
             parallel,
             profile: Profile::new(n),
             names,
+            monitors,
             original,
             output,
             cfg,
@@ -768,6 +774,17 @@ impl Schedule {
     /// Node names in processing order.
     pub fn names(&self) -> &[String] {
         &self.names
+    }
+
+    /// The [`NodeMonitor`](crate::NodeMonitor)s of the nodes that have one (see
+    /// [`Node::monitor`]), with the node's name, in processing order. The handles stay
+    /// valid, and go on counting, after the schedule moves to the audio thread.
+    pub fn monitors(&self) -> Vec<(String, SharedMonitor)> {
+        self.names
+            .iter()
+            .zip(self.monitors.iter())
+            .filter_map(|(name, m)| Some((name.clone(), m.clone()?)))
+            .collect()
     }
 
     /// For each position in processing order, the node's index in the original graph.
