@@ -588,6 +588,7 @@ pub fn run(args: &GcArgs) -> Report {
         max_retries: 2,
         step_down: 0.8,
     };
+    machine_rows(&mut runs, &mut notes, &plan);
     let searched = Instant::now();
     let mut searches: Vec<largest::Search> = [64, 256]
         .into_iter()
@@ -844,6 +845,43 @@ fn largest_rows(
         s.name,
         s.log.join("; ")
     ));
+}
+
+/// The floor under the largest-heap confirmations: as many seconds of the trial's pacing
+/// and half-block load with no collector at all, at each block size. A machine that misses
+/// blocks on its own fails every collector's confirmation, whatever the heap.
+fn machine_rows(runs: &mut Runs, notes: &mut Vec<String>, plan: &largest::Plan) {
+    let seconds = plan.confirm_seconds.unwrap_or(plan.trial_seconds);
+    for frames in [64, 256] {
+        let m = trial::machine(frames, seconds);
+        let case = format!("machine_missed_frames{frames}");
+        runs.put(&case, "no-collector", "blocks", m.missed as f64);
+        runs.put(
+            &format!("machine_blocks_frames{frames}"),
+            "no-collector",
+            "blocks",
+            m.blocks as f64,
+        );
+        runs.put(
+            &format!("machine_late_starts_frames{frames}"),
+            "no-collector",
+            "blocks",
+            m.late_starts as f64,
+        );
+        notes.push(format!(
+            "{case}: {} of {} blocks missed in {seconds} s with no collector{}",
+            m.missed,
+            m.blocks,
+            m.first
+                .map(|f| format!(", the first: {f}"))
+                .unwrap_or_default()
+        ));
+        for n in m.notes {
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
+    }
 }
 
 /// Ratios (> 1 favours the snapshot or replicating collector over stop-the-world).

@@ -258,6 +258,17 @@ fn gc_quick_json_has_three_collectors_and_their_largest_heaps() {
         results.iter().all(|r| r["impl"] != "mark-sweep"),
         "the baseline is called stop-the-world"
     );
+    // The machine's own floor, with no collector: every block of a short trial's length
+    // run and judged (0.2 s of 64 and of 256 frames at 48 kHz).
+    for (frames, blocks) in [(64, 150.0), (256, 38.0)] {
+        let row = |case: &str| median(results, &format!("{case}_frames{frames}"), "no-collector");
+        assert_eq!(row("machine_blocks"), blocks, "{frames} frames");
+        let missed = row("machine_missed");
+        assert!(
+            (0.0..=blocks).contains(&missed),
+            "{frames}: {missed} missed"
+        );
+    }
     let cost = median(results, "set_ref_barrier_cost", "replicating");
     assert!(cost.is_finite(), "barrier cost {cost}");
     for key in [

@@ -293,39 +293,14 @@ fn audio(
     blocks: usize,
     stop_on_miss: bool,
 ) -> (Option<Failure>, (usize, usize), Vec<f64>) {
-    let mut first = None;
-    let mut missed = 0;
-    let mut late_starts = 0;
-    // Filled by index: the loop must not grow a vector.
-    let mut pause = vec![0.0; blocks];
     let mut rng = Rng(0x5eed_1800);
-    let half = period / 2;
-    let t0 = Instant::now() + Duration::from_millis(10);
     let mut held = collector.copy_time();
-    for k in 0..blocks {
-        let due = t0 + period * k as u32;
-        let now = Instant::now();
-        if now < due {
-            std::thread::sleep(due - now);
-        }
-        let woke = Instant::now();
+    paced(period, blocks, stop_on_miss, |k| {
         let mut b = m.begin_block();
         let work = Instant::now();
-        if let Err(f) = churn(&mut b, nodes, &mut rng, k) {
-            pause.truncate(k + 1);
-            return (first.or(Some(f)), (missed, late_starts), pause);
-        }
-        // The rest of the audio thread's half of the block: arithmetic it cannot skip.
-        let mut x = k as u64 | 1;
-        while work.elapsed() < half {
-            for _ in 0..64 {
-                x = black_box(x.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(7));
-            }
-        }
-        black_box(x);
+        churn(&mut b, nodes, &mut rng, k)?;
+        load_until(work + period / 2, k);
         drop(b);
-        let end = Instant::now();
-        let us = |d: Duration| d.as_secs_f64() * 1e6;
         // The thesis' measure: what the collector held the heap for. The snapshot thread's
         // copy after the previous block holds it without the audio thread waiting (it runs
         // on another CPU), so count the copy time since then as well as the wait; the larger
@@ -333,8 +308,52 @@ fn audio(
         let now_held = collector.copy_time();
         let copied = now_held.saturating_sub(held);
         held = now_held;
-        pause[k] = us(m.stats().last_blocking.max(copied));
-        let deadline = due + period;
+        Ok(m.stats().last_blocking.max(copied))
+    })
+}
+
+/// The rest of the audio thread's half of the block: arithmetic it cannot skip.
+fn load_until(until: Instant, block: usize) {
+    let mut x = block as u64 | 1;
+    while Instant::now() < until {
+        for _ in 0..64 {
+            x = black_box(x.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(7));
+        }
+    }
+    black_box(x);
+}
+
+/// Blocks of `period` paced by absolute deadlines, each judged by [`judge`]; `block(k)` does
+/// block `k`'s work and returns the collector's pause in it, or the failure that ends the
+/// trial. Returns the first failure, the missed and late-started blocks, and the pauses (µs).
+fn paced(
+    period: Duration,
+    blocks: usize,
+    stop_on_miss: bool,
+    mut block: impl FnMut(usize) -> Result<Duration, Failure>,
+) -> (Option<Failure>, (usize, usize), Vec<f64>) {
+    let mut first = None;
+    let mut missed = 0;
+    let mut late_starts = 0;
+    // Filled by index: the loop must not grow a vector.
+    let mut pause = vec![0.0; blocks];
+    let t0 = Instant::now() + Duration::from_millis(10);
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    for k in 0..blocks {
+        let due = t0 + period * k as u32;
+        let now = Instant::now();
+        if now < due {
+            std::thread::sleep(due - now);
+        }
+        let woke = Instant::now();
+        match block(k) {
+            Ok(held) => pause[k] = us(held),
+            Err(f) => {
+                pause.truncate(k + 1);
+                return (first.or(Some(f)), (missed, late_starts), pause);
+            }
+        }
+        let end = Instant::now();
         let verdict = judge(due, woke, end, period);
         late_starts += usize::from(verdict == Verdict::StartedLate);
         if verdict == Verdict::Missed {
@@ -342,7 +361,7 @@ fn audio(
             first = first.or(Some(Failure::Missed {
                 block: k,
                 at_s: (due - t0).as_secs_f64(),
-                late_us: us(end - deadline),
+                late_us: us(end - (due + period)),
                 woke_late_us: us(woke.saturating_duration_since(due)),
                 pause_us: pause[k],
             }));
@@ -353,6 +372,54 @@ fn audio(
         }
     }
     (first, (missed, late_starts), pause)
+}
+
+/// What the machine does with no collector at all: the same pacing, pinning, priority and
+/// half-block load as a trial, without a heap.
+pub struct Machine {
+    /// Blocks that started on time and ended after their deadline.
+    pub missed: usize,
+    /// Blocks the OS woke more than half a period late (not judged).
+    pub late_starts: usize,
+    /// Blocks run.
+    pub blocks: usize,
+    /// The first missed block.
+    pub first: Option<Failure>,
+    /// Pinning or priority that could not be had.
+    pub notes: Vec<String>,
+}
+
+/// Runs `seconds` of `frames`-frame blocks with the audio thread's half-block load and no
+/// collector: how many blocks this machine misses on its own, the floor under every
+/// collector's trial.
+pub fn machine(frames: usize, seconds: f64) -> Machine {
+    let period = Duration::from_secs_f64(frames as f64 / RATE);
+    // In frames, not seconds over the period: 0.2 s of 64 frames is 150 blocks, not 151.
+    let blocks = (seconds * RATE / frames as f64).ceil() as usize;
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let mut notes = Vec::new();
+            if !crate::report::pin_to_cpu(0) {
+                notes.push("audio thread not pinned to CPU 0".to_owned());
+            }
+            if let Err(e) = downbeat_rt::pool::set_current_thread_realtime(super::PRIORITY) {
+                notes.push(format!("audio thread at normal priority: {e}"));
+            }
+            let (first, (missed, late_starts), pause) = paced(period, blocks, false, |k| {
+                load_until(Instant::now() + period / 2, k);
+                Ok(Duration::ZERO)
+            });
+            Machine {
+                missed,
+                late_starts,
+                blocks: pause.len(),
+                first,
+                notes,
+            }
+        })
+        .join()
+        .expect("audio thread")
+    })
 }
 
 /// One block's garbage and reference rewrites.
