@@ -202,17 +202,11 @@ pub fn run(setup: &Setup) -> Result<Outcome, SetupError> {
     let st = collector.stats();
     let mut notes: Vec<String> = st.priority_note.into_iter().chain(st.pin_note).collect();
     let period = setup.period();
-    let blocks = (setup.seconds / period.as_secs_f64()).ceil() as usize;
+    let blocks = blocks_in(setup.frames, setup.seconds);
     let collector_ref = &collector;
     let (result, _m) = std::thread::scope(|s| {
         s.spawn(move || {
-            let mut notes = Vec::new();
-            if !crate::report::pin_to_cpu(0) {
-                notes.push("audio thread not pinned to CPU 0".to_owned());
-            }
-            if let Err(e) = downbeat_rt::pool::set_current_thread_realtime(super::PRIORITY) {
-                notes.push(format!("audio thread at normal priority: {e}"));
-            }
+            let notes = become_audio_thread();
             let r = audio(
                 &mut m,
                 collector_ref,
@@ -260,6 +254,25 @@ fn build(m: &mut downbeat_gc::Mutator, n: usize) -> Result<Vec<Gc>, GcError> {
             .expect("LISTS is below the default root count");
     }
     Ok(nodes)
+}
+
+/// Pins the calling thread to CPU 0 at SCHED_FIFO [`PRIORITY`](super::PRIORITY), as every
+/// trial's audio thread; returns what could not be had.
+fn become_audio_thread() -> Vec<String> {
+    let mut notes = Vec::new();
+    if !crate::report::pin_to_cpu(0) {
+        notes.push("audio thread not pinned to CPU 0".to_owned());
+    }
+    if let Err(e) = downbeat_rt::pool::set_current_thread_realtime(super::PRIORITY) {
+        notes.push(format!("audio thread at normal priority: {e}"));
+    }
+    notes
+}
+
+/// Blocks of `frames` in `seconds` (counted in frames: 0.2 s of 64 frames is 150 blocks,
+/// where seconds over the period in floating point make it 151).
+fn blocks_in(frames: usize, seconds: f64) -> usize {
+    (seconds * RATE / frames as f64).ceil() as usize
 }
 
 /// How a block went, judged against its own due time.
@@ -394,17 +407,10 @@ pub struct Machine {
 /// collector's trial.
 pub fn machine(frames: usize, seconds: f64) -> Machine {
     let period = Duration::from_secs_f64(frames as f64 / RATE);
-    // In frames, not seconds over the period: 0.2 s of 64 frames is 150 blocks, not 151.
-    let blocks = (seconds * RATE / frames as f64).ceil() as usize;
+    let blocks = blocks_in(frames, seconds);
     std::thread::scope(|s| {
         s.spawn(move || {
-            let mut notes = Vec::new();
-            if !crate::report::pin_to_cpu(0) {
-                notes.push("audio thread not pinned to CPU 0".to_owned());
-            }
-            if let Err(e) = downbeat_rt::pool::set_current_thread_realtime(super::PRIORITY) {
-                notes.push(format!("audio thread at normal priority: {e}"));
-            }
+            let notes = become_audio_thread();
             let (first, (missed, late_starts), pause) = paced(period, blocks, false, |k| {
                 load_until(Instant::now() + period / 2, k);
                 Ok(Duration::ZERO)
