@@ -16,8 +16,8 @@ import {
 
 // Only collections that start while the measured loop runs are counted. The test runner, its
 // reporter and the timers run between tests and in the waits below; they allocate too, and a
-// scavenge they trigger says nothing about the path (CI saw exactly that, one event in a few
-// hundred runs, when every event delivered in the window was counted).
+// scavenge they trigger says nothing about the path (the likely source of the single event
+// CI saw now and then when every event delivered in the window was counted).
 async function gcEventsDuring(fn) {
   const starts = [];
   const observer = new PerformanceObserver((list) => {
