@@ -19,6 +19,16 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Runs `project` on the offline device for `seconds`, with `extra` arguments; it must
+/// succeed.
+fn render(project: &str, seconds: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["run", project, "--device", "offline", "--seconds", seconds];
+    args.extend(extra);
+    let out = downbeat(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
+}
+
 #[test]
 fn nodes_lists_echoes_and_its_parameters() {
     let out = downbeat(&["nodes"]);
@@ -51,17 +61,7 @@ fn the_example_project_renders_offline_with_echoes_in_the_silences() {
     let check = downbeat(&["check", PROJECT]);
     assert!(check.status.success(), "{}", stderr(&check));
     let wav = tmp("echoes", "echoes.wav");
-    let out = downbeat(&[
-        "run",
-        PROJECT,
-        "--device",
-        "offline",
-        "--seconds",
-        "4",
-        "--out",
-        wav.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    render(PROJECT, "4", &["--out", wav.to_str().unwrap()]);
     let (samples, channels) = read_wav(&wav);
     assert_eq!(channels, 2);
     assert_eq!(samples.len(), 4 * 48_000 * 2, "4 s of stereo at 48 kHz");
@@ -174,16 +174,8 @@ fn a_run_prints_the_tap_counters_and_warns_of_dropped_onsets() {
         .replace("feedback = 0.6", "feedback = 0.95");
     let project = tmp("echoes", "one-tap.toml");
     std::fs::write(&project, text).unwrap();
-    let run = |json: bool| {
-        let mut args = vec!["run", project.to_str().unwrap(), "--device", "offline"];
-        args.extend(["--seconds", "3"]);
-        if json {
-            args.push("--json");
-        }
-        let out = downbeat(&args);
-        assert!(out.status.success(), "{}", stderr(&out));
-        out
-    };
+    let project_path = project.to_str().unwrap();
+    let run = |json: bool| render(project_path, "3", if json { &["--json"] } else { &[] });
 
     let out = run(true);
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -210,15 +202,7 @@ fn a_run_prints_the_tap_counters_and_warns_of_dropped_onsets() {
     assert!(stderr(&out).contains("dropped_full 4"));
 
     // The example itself loses nothing, and says nothing about losses.
-    let out = downbeat(&[
-        "run",
-        PROJECT,
-        "--device",
-        "offline",
-        "--seconds",
-        "2",
-        "--json",
-    ]);
+    let out = render(PROJECT, "2", &["--json"]);
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(
         summary["node_counts"][0].get("losses").is_none(),
