@@ -303,10 +303,33 @@ fn metronome_clicks_come_in_through_the_input_node_at_a_constant_offset() {
         "{} clicks in 3 s at 240 bpm",
         onsets.len()
     );
+    // Exactly one beat apart, except where the server reported an xrun: a cycle our client
+    // was not run in is missing from the recording (reported, not silent), which makes one
+    // interval a whole number of 256-frame periods short (seen once, in a `CI=true ./test`
+    // run that shared the machine with a build).
+    let summary = String::from_utf8_lossy(&out.stdout);
+    let xruns: usize = summary
+        .split("JACK xruns ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no xrun count in the summary: {summary}"));
     let beat = 48_000 * 60 / 240;
+    let mut short = 0;
     for pair in onsets.windows(2) {
-        assert_eq!(pair[1] - pair[0], beat, "clicks at {onsets:?}");
+        let gap = pair[1] - pair[0];
+        if gap != beat {
+            assert!(
+                gap < beat && (beat - gap) % 256 == 0,
+                "clicks at {onsets:?}: {gap} frames apart is not one beat less whole periods"
+            );
+            short += 1;
+        }
     }
+    assert!(
+        short <= xruns,
+        "clicks at {onsets:?}: {short} interval(s) off the beat with {xruns} xrun(s) reported"
+    );
 }
 
 #[test]
