@@ -111,6 +111,19 @@ struct Outcome {
     notes: Vec<String>,
 }
 
+/// Pins the calling thread to CPU 0 at SCHED_FIFO [`PRIORITY`], as the audio thread of the
+/// song, of every trial and of the machine's floor; returns what could not be had.
+fn become_audio_thread() -> Vec<String> {
+    let mut notes = Vec::new();
+    if !crate::report::pin_to_cpu(0) {
+        notes.push("audio thread not pinned to CPU 0".to_owned());
+    }
+    if let Err(e) = downbeat_rt::pool::set_current_thread_realtime(PRIORITY) {
+        notes.push(format!("audio thread at normal priority: {e}"));
+    }
+    notes
+}
+
 fn play(mode: Mode, seconds: f64, copy_rate: f64, collector_cpu: usize) -> Outcome {
     let config = Config {
         mode,
@@ -142,13 +155,7 @@ fn play(mode: Mode, seconds: f64, copy_rate: f64, collector_cpu: usize) -> Outco
     let mut sections = Sections::with_capacity(blocks / 2 + 16);
     let (audio, m, song) = std::thread::scope(|s| {
         let audio = s.spawn(move || {
-            let mut notes = Vec::new();
-            if !crate::report::pin_to_cpu(0) {
-                notes.push("audio thread not pinned to CPU 0".to_owned());
-            }
-            if let Err(e) = downbeat_rt::pool::set_current_thread_realtime(PRIORITY) {
-                notes.push(format!("audio thread at normal priority: {e}"));
-            }
+            let notes = become_audio_thread();
             // Filled by index: the audio loop must not grow a vector.
             let mut waited = vec![0.0; blocks];
             let mut audio = vec![0.0; blocks];

@@ -206,7 +206,7 @@ pub fn run(setup: &Setup) -> Result<Outcome, SetupError> {
     let collector_ref = &collector;
     let (result, _m) = std::thread::scope(|s| {
         s.spawn(move || {
-            let notes = become_audio_thread();
+            let notes = super::become_audio_thread();
             let r = audio(
                 &mut m,
                 collector_ref,
@@ -254,19 +254,6 @@ fn build(m: &mut downbeat_gc::Mutator, n: usize) -> Result<Vec<Gc>, GcError> {
             .expect("LISTS is below the default root count");
     }
     Ok(nodes)
-}
-
-/// Pins the calling thread to CPU 0 at SCHED_FIFO [`PRIORITY`](super::PRIORITY), as every
-/// trial's audio thread; returns what could not be had.
-fn become_audio_thread() -> Vec<String> {
-    let mut notes = Vec::new();
-    if !crate::report::pin_to_cpu(0) {
-        notes.push("audio thread not pinned to CPU 0".to_owned());
-    }
-    if let Err(e) = downbeat_rt::pool::set_current_thread_realtime(super::PRIORITY) {
-        notes.push(format!("audio thread at normal priority: {e}"));
-    }
-    notes
 }
 
 /// Blocks of `frames` in `seconds` (counted in frames: 0.2 s of 64 frames is 150 blocks,
@@ -410,7 +397,7 @@ pub fn machine(frames: usize, seconds: f64) -> Machine {
     let blocks = blocks_in(frames, seconds);
     std::thread::scope(|s| {
         s.spawn(move || {
-            let notes = become_audio_thread();
+            let notes = super::become_audio_thread();
             let (first, (missed, late_starts), pause) = paced(period, blocks, false, |k| {
                 load_until(Instant::now() + period / 2, k);
                 Ok(Duration::ZERO)
