@@ -112,20 +112,31 @@ impl Counters {
     }
 }
 
+impl Counters {
+    fn read(&self) -> TapCounts {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        TapCounts {
+            started: get(&self.started),
+            ended: get(&self.ended),
+            dropped_full: get(&self.dropped_full),
+            dropped_heap: get(&self.dropped_heap),
+            errors: get(&self.errors),
+            live: get(&self.live),
+        }
+    }
+}
+
 impl NodeMonitor for Counters {
     fn counts(&self) -> Vec<NodeCount> {
-        let count = |name, a: &AtomicU64, loss| NodeCount {
-            name,
-            value: a.load(Ordering::Relaxed),
-            loss,
-        };
+        let c = self.read();
+        let count = |name, value, loss| NodeCount { name, value, loss };
         vec![
-            count("started", &self.started, false),
-            count("ended", &self.ended, false),
-            count("live", &self.live, false),
-            count("dropped_full", &self.dropped_full, true),
-            count("dropped_heap", &self.dropped_heap, true),
-            count("errors", &self.errors, true),
+            count("started", c.started, false),
+            count("ended", c.ended, false),
+            count("live", c.live, false),
+            count("dropped_full", c.dropped_full, true),
+            count("dropped_heap", c.dropped_heap, true),
+            count("errors", c.errors, true),
         ]
     }
 }
@@ -166,16 +177,7 @@ pub struct EchoesMonitor(Arc<Counters>);
 impl EchoesMonitor {
     /// The counters now.
     pub fn counts(&self) -> TapCounts {
-        let c = &self.0;
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        TapCounts {
-            started: get(&c.started),
-            ended: get(&c.ended),
-            dropped_full: get(&c.dropped_full),
-            dropped_heap: get(&c.dropped_heap),
-            errors: get(&c.errors),
-            live: get(&c.live),
-        }
+        self.0.read()
     }
 }
 

@@ -1,11 +1,4 @@
 //! [`NodeMonitor`]: counters a node keeps while it plays, readable from any thread.
-//!
-//! A node moves into a [`Schedule`](crate::Schedule) and from there onto the audio thread,
-//! so nobody can ask it anything while it runs. A node with something to tell (events it
-//! dropped, allocations its heap refused) keeps atomic counters behind an `Arc`, and hands
-//! out the other end through [`Node::monitor`](crate::Node::monitor) when the schedule is
-//! compiled; [`Schedule::monitors`](crate::Schedule::monitors) collects them so that a host
-//! (the `downbeat` CLI's run summary, say) can read them during and after the run.
 
 use std::sync::Arc;
 
