@@ -111,6 +111,16 @@ struct Outcome {
     notes: Vec<String>,
 }
 
+/// Adds each of `new` to `notes` unless it is there already: every trial reports the same
+/// pinning or priority trouble.
+fn add_notes(notes: &mut Vec<String>, new: impl IntoIterator<Item = String>) {
+    for n in new {
+        if !notes.contains(&n) {
+            notes.push(n);
+        }
+    }
+}
+
 /// Pins the calling thread to CPU 0 at SCHED_FIFO [`PRIORITY`], as the audio thread of the
 /// song, of every trial and of the machine's floor; returns what could not be had.
 fn become_audio_thread() -> Vec<String> {
@@ -504,11 +514,7 @@ pub fn run(args: &GcArgs) -> Report {
             record(&mut runs, name, mode, &o, seconds);
             let max = o.blocking_us.iter().copied().fold(0.0, f64::max);
             longest.push((name, max));
-            for n in o.notes {
-                if !notes.contains(&n) {
-                    notes.push(n);
-                }
-            }
+            add_notes(&mut notes, o.notes);
             if o.unsampled > 0 {
                 notes.push(format!(
                     "run {}: {} snapshots finished between two readings and are missing \
@@ -619,11 +625,7 @@ pub fn run(args: &GcArgs) -> Report {
     ));
     for s in &searches {
         largest_rows(&mut runs, &mut report.notes, s, &plan);
-        for n in &s.notes {
-            if !notes.contains(n) {
-                notes.push(n.clone());
-            }
-        }
+        add_notes(&mut notes, s.notes.iter().cloned());
     }
 
     for (case, imp, unit, values) in &runs.0 {
@@ -766,11 +768,7 @@ fn pauses(runs: &mut Runs, notes: &mut Vec<String>, quick: bool, copy_rate: f64,
                     {
                         notes.push(format!("pause_frames{frames}/{name} stopped early: {f}"));
                     }
-                    for n in o.notes {
-                        if !notes.contains(&n) {
-                            notes.push(n);
-                        }
-                    }
+                    add_notes(notes, o.notes);
                 }
                 Err(e) => notes.push(format!("pause_frames{frames}/{name}: {e}")),
             }
@@ -894,11 +892,7 @@ fn machine_rows(runs: &mut Runs, notes: &mut Vec<String>, plan: &largest::Plan, 
                 .map(|f| format!(", the first: {f}"))
                 .unwrap_or_default()
         ));
-        for n in m.notes {
-            if !notes.contains(&n) {
-                notes.push(n);
-            }
-        }
+        add_notes(notes, m.notes);
     }
 }
 

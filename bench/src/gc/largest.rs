@@ -109,11 +109,7 @@ impl Search {
         let kib = setup.live_bytes >> 10;
         match trial::run(setup) {
             Ok(o) => {
-                for n in &o.notes {
-                    if !self.notes.contains(n) {
-                        self.notes.push(n.clone());
-                    }
-                }
+                super::add_notes(&mut self.notes, o.notes.iter().cloned());
                 match &o.failure {
                     None => {
                         self.log.push(format!("{kib} KiB {kind}: ok"));
