@@ -74,7 +74,7 @@ impl Setup {
     }
 
     fn period(&self) -> Duration {
-        Duration::from_secs_f64(self.frames as f64 / RATE)
+        period_of(self.frames)
     }
 }
 
@@ -256,6 +256,11 @@ fn build(m: &mut downbeat_gc::Mutator, n: usize) -> Result<Vec<Gc>, GcError> {
     Ok(nodes)
 }
 
+/// The period of a block of `frames` at [`RATE`].
+fn period_of(frames: usize) -> Duration {
+    Duration::from_secs_f64(frames as f64 / RATE)
+}
+
 /// Blocks of `frames` in `seconds` (counted in frames: 0.2 s of 64 frames is 150 blocks,
 /// where seconds over the period in floating point make it 151).
 fn blocks_in(frames: usize, seconds: f64) -> usize {
@@ -393,7 +398,7 @@ pub struct Machine {
 /// collector: how many blocks this machine misses on its own, the floor under every
 /// collector's trial.
 pub fn machine(frames: usize, seconds: f64) -> Machine {
-    let period = Duration::from_secs_f64(frames as f64 / RATE);
+    let period = period_of(frames);
     let blocks = blocks_in(frames, seconds);
     std::thread::scope(|s| {
         s.spawn(move || {
