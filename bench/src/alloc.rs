@@ -1,5 +1,5 @@
 //! The alloc suite: 10^6 alloc/free pairs of random sizes (16 B - 64 KiB, mostly delay-line
-//! sized) after a fragmentation warm-up, through Downbeat's TLSF pool, glibc `malloc` and
+//! sized) after a fragmentation warm-up, through Downbeat's TLSF heap, glibc `malloc` and
 //! `rlsf::Tlsf`. Each pair is timed on its own; the run happens under the guard so the system
 //! calls and page faults it makes are counted.
 //!
@@ -20,7 +20,7 @@ use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::time::Instant;
 
-use downbeat_rt::alloc::{Pool, RtAlloc};
+use downbeat_rt::alloc::{Heap, RtAlloc};
 use downbeat_rt::guard::{self, Options};
 
 use crate::report::{alternating, quantile, Better, Report};
@@ -30,11 +30,11 @@ use workload::{large_size, size, LARGE_LIVE, LIVE};
 
 const OURS: &str = "downbeat";
 const GLIBC_TUNED: &str = "glibc_tuned";
-const POOL: usize = 64 << 20;
+const HEAP_BYTES: usize = 64 << 20;
 /// Samples slower than this are counted as stalls (the VM's, or the allocator's).
 const STALL_NS: f64 = 10_000.0;
 
-trait Heap {
+trait Allocator {
     fn alloc(&mut self, size: usize) -> Option<NonNull<u8>>;
     /// # Safety
     /// `p` from `alloc` of `size`, freed once.
@@ -42,7 +42,7 @@ trait Heap {
 }
 
 struct Ours(RtAlloc);
-impl Heap for Ours {
+impl Allocator for Ours {
     #[inline(always)]
     fn alloc(&mut self, size: usize) -> Option<NonNull<u8>> {
         self.0
@@ -57,7 +57,7 @@ impl Heap for Ours {
 }
 
 struct Glibc;
-impl Heap for Glibc {
+impl Allocator for Glibc {
     #[inline(always)]
     fn alloc(&mut self, size: usize) -> Option<NonNull<u8>> {
         // SAFETY: plain malloc.
@@ -72,7 +72,7 @@ impl Heap for Glibc {
 
 type RlsfTlsf = rlsf::Tlsf<'static, u32, u32, 28, 32>;
 struct Rlsf(RlsfTlsf);
-impl Heap for Rlsf {
+impl Allocator for Rlsf {
     #[inline(always)]
     fn alloc(&mut self, size: usize) -> Option<NonNull<u8>> {
         self.0.allocate(Layout::from_size_align(size, 16).unwrap())
@@ -86,9 +86,9 @@ impl Heap for Rlsf {
 
 /// rlsf's pool, allocated and touched outside the measured scope.
 fn rlsf_pool() -> &'static mut [MaybeUninit<u8>] {
-    let pool = Box::leak(vec![MaybeUninit::new(0u8); POOL].into_boxed_slice());
-    // A zeroed allocation may be untouched pages: back them, as our pool does.
-    for i in (0..POOL).step_by(4096) {
+    let pool = Box::leak(vec![MaybeUninit::new(0u8); HEAP_BYTES].into_boxed_slice());
+    // A zeroed allocation may be untouched pages: back them, as our heap does.
+    for i in (0..HEAP_BYTES).step_by(4096) {
         pool[i] = MaybeUninit::new(black_box(1));
     }
     pool
@@ -132,7 +132,7 @@ impl State {
 
     /// Frees one random live block and allocates another of a random size.
     #[inline(always)]
-    fn step<H: Heap>(&mut self, heap: &mut H) -> bool {
+    fn step<H: Allocator>(&mut self, heap: &mut H) -> bool {
         let slot = (self.rng.next() % self.live.len() as u64) as usize;
         if let Some((p, s)) = self.live[slot].take() {
             // SAFETY: allocated below with this size.
@@ -151,13 +151,13 @@ impl State {
         }
     }
 
-    fn warm_up<H: Heap>(&mut self, heap: &mut H, steps: usize) {
+    fn warm_up<H: Allocator>(&mut self, heap: &mut H, steps: usize) {
         for _ in 0..steps {
             self.step(heap);
         }
     }
 
-    fn timed<H: Heap>(&mut self, heap: &mut H) {
+    fn timed<H: Allocator>(&mut self, heap: &mut H) {
         for i in 0..self.samples.len() {
             let t = Instant::now();
             let ok = self.step(heap);
@@ -167,7 +167,7 @@ impl State {
         black_box(&self.samples);
     }
 
-    fn release<H: Heap>(&mut self, heap: &mut H) {
+    fn release<H: Allocator>(&mut self, heap: &mut H) {
         for (p, s) in self.live.iter_mut().filter_map(Option::take) {
             // SAFETY: as in `step`.
             unsafe { heap.free(p, s) };
@@ -200,7 +200,7 @@ fn measure(state: &mut State, timed: impl FnOnce(&mut State) + Send) -> RunResul
 /// `rlsf::Tlsf` holds raw pointers and is not `Send`; it is moved whole to the measuring thread
 /// and back.
 struct SendRlsf(Rlsf);
-// SAFETY: the heap and its pool are used by one thread at a time.
+// SAFETY: the heap and its memory are used by one thread at a time.
 unsafe impl Send for SendRlsf {}
 
 /// glibc gives every new thread an arena of its own; one arena makes the warm-up on this
@@ -236,20 +236,20 @@ fn tuned_child(w: &Workload, seed: u64) -> RunResult {
 }
 
 /// One run of `name` on `w`, warmed up and measured on the same heap.
-fn run_one(name: &str, w: &Workload, seed: u64, pool: &Pool) -> RunResult {
+fn run_one(name: &str, w: &Workload, seed: u64, tlsf: &Heap) -> RunResult {
     let mut state = State::new(w.pairs, seed, w.live, w.size);
     match name {
         OURS => {
-            // Warm up as one owner, measure as another on the guard's thread: the pool's
+            // Warm up as one owner, measure as another on the guard's thread: the heap's
             // state carries over, as it would from one audio callback to the next.
-            let mut heap = Ours(pool.bind().expect("unbound"));
+            let mut heap = Ours(tlsf.bind().expect("unbound"));
             state.warm_up(&mut heap, w.warmup);
             drop(heap);
             let r = measure(&mut state, |st| {
-                let mut heap = Ours(pool.bind().expect("unbound"));
+                let mut heap = Ours(tlsf.bind().expect("unbound"));
                 st.timed(&mut heap);
             });
-            state.release(&mut Ours(pool.bind().expect("unbound")));
+            state.release(&mut Ours(tlsf.bind().expect("unbound")));
             r
         }
         "glibc" => {
@@ -274,7 +274,7 @@ fn run_one(name: &str, w: &Workload, seed: u64, pool: &Pool) -> RunResult {
 
 /// Runs every wanted implementation on `w`, alternating their order from run to run, and adds
 /// the rows and ratios.
-fn run_workload(report: &mut Report, common: &Common, pool: &Pool, index: usize, w: &Workload) {
+fn run_workload(report: &mut Report, common: &Common, tlsf: &Heap, index: usize, w: &Workload) {
     let runs = common.runs();
     let impls = [OURS, "glibc", "rlsf", GLIBC_TUNED];
     let cases = ["p50", "p99", "p99.9", "p99.99", "max"];
@@ -291,7 +291,7 @@ fn run_workload(report: &mut Report, common: &Common, pool: &Pool, index: usize,
                 tuned::in_child(index, seed, common.quick)
                     .unwrap_or_else(|e| panic!("glibc_tuned child process: {e}"))
             } else {
-                run_one(name, w, seed, pool)
+                run_one(name, w, seed, tlsf)
             };
             for (c, q) in [0.5, 0.99, 0.999, 0.9999, 1.0].iter().enumerate() {
                 rows[k][c].push(quantile(&r.sorted_ns, *q));
@@ -395,13 +395,13 @@ pub fn run(common: &Common) -> Report {
         };
         std::process::exit(code);
     }
-    let pool = Pool::new(POOL).expect("pool");
-    if let Some(note) = pool.note() {
+    let tlsf = Heap::new(HEAP_BYTES).expect("heap");
+    if let Some(note) = tlsf.note() {
         report.notes.push(note.to_owned());
     }
     for (index, w) in workloads.iter().enumerate() {
-        run_workload(&mut report, common, &pool, index, w);
+        run_workload(&mut report, common, &tlsf, index, w);
     }
-    remote::run(&mut report, common, &pool);
+    remote::run(&mut report, common, &tlsf);
     report
 }

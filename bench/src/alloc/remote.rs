@@ -7,7 +7,7 @@ use std::hint::spin_loop;
 use std::ptr::NonNull;
 use std::time::Instant;
 
-use downbeat_rt::alloc::{Pool, RtVec};
+use downbeat_rt::alloc::{Heap, RtVec};
 
 use super::workload::size;
 use super::OURS;
@@ -103,8 +103,8 @@ fn tx_gone<M>(rx: &rtrb::Consumer<M>) -> bool {
     rx.is_abandoned() && rx.is_empty()
 }
 
-fn downbeat(pool: &Pool, n: usize, seed: u64) -> Times {
-    let owner = pool.clone();
+fn downbeat(heap: &Heap, n: usize, seed: u64) -> Times {
+    let owner = heap.clone();
     let t = two_threads(
         n,
         seed,
@@ -125,7 +125,7 @@ fn downbeat(pool: &Pool, n: usize, seed: u64) -> Times {
         drop,
     );
     // Apply the frees still waiting in the remote list, so the next run starts clean.
-    pool.bind().expect("unbound").collect_remote();
+    heap.bind().expect("unbound").collect_remote();
     t
 }
 
@@ -153,7 +153,7 @@ fn glibc(n: usize, seed: u64) -> Times {
 }
 
 /// Adds `remote_alloc_*` and `remote_free_*` rows for Downbeat and glibc.
-pub(crate) fn run(report: &mut Report, common: &Common, pool: &Pool) {
+pub(crate) fn run(report: &mut Report, common: &Common, heap: &Heap) {
     let n = if common.quick { 20_000 } else { 300_000 };
     let runs = common.runs();
     let impls = [OURS, "glibc"];
@@ -168,7 +168,7 @@ pub(crate) fn run(report: &mut Report, common: &Common, pool: &Pool) {
             }
             let seed = 0x5eed + run as u64;
             let t = if name == OURS {
-                downbeat(pool, n, seed)
+                downbeat(heap, n, seed)
             } else {
                 glibc(n, seed)
             };

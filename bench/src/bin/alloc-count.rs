@@ -1,5 +1,5 @@
 //! Instruction-count driver for issue 18: runs `bench alloc`'s workload (free one random live
-//! block, allocate one of a random size) through Downbeat's pool or through `rlsf`, without
+//! block, allocate one of a random size) through Downbeat's heap or through `rlsf`, without
 //! timing, so `valgrind --tool=callgrind` can count instructions per pair. Usage:
 //!
 //! ```text
@@ -12,7 +12,7 @@
 //! 128-375 KiB).
 //!
 //! The program runs `pairs` warm-up pairs, then `pairs` measured pairs, after building a 64 MiB
-//! pool (whose pre-faulting dominates a small run). Instructions per steady-state pair are the
+//! heap (whose pre-faulting dominates a small run). Instructions per steady-state pair are the
 //! difference of two runs divided by the difference of their pair counts, e.g.
 //! (Ir(60000) - Ir(20000)) / 80000; or, from `callgrind_annotate --inclusive=yes`, the
 //! inclusive count of `measured_downbeat` (warm-up and measured calls) minus that of
@@ -24,7 +24,7 @@ use std::mem::MaybeUninit;
 use std::process::ExitCode;
 use std::ptr::NonNull;
 
-use downbeat_rt::alloc::Pool;
+use downbeat_rt::alloc::Heap;
 
 #[path = "../rng.rs"]
 #[allow(dead_code)] // the suites use `between`, this driver does not
@@ -35,7 +35,7 @@ mod workload;
 use rng::Rng;
 use workload::{large_size, size, LARGE_LIVE, LIVE};
 
-const POOL: usize = 64 << 20;
+const HEAP_BYTES: usize = 64 << 20;
 
 type RlsfTlsf = rlsf::Tlsf<'static, u32, u32, 28, 32>;
 
@@ -86,7 +86,7 @@ fn measured_downbeat(
                 .alloc(Layout::from_size_align(s, 16).unwrap())
                 .ok()
         },
-        // SAFETY: `p` came from this pool's `alloc` and is freed once.
+        // SAFETY: `p` came from this heap's `alloc` and is freed once.
         |p| unsafe { rt.borrow_mut().free(p) },
     )
 }
@@ -141,13 +141,13 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Warm-up and measured pairs through Downbeat's pool; the size function is a type parameter
+/// Warm-up and measured pairs through Downbeat's heap; the size function is a type parameter
 /// (not a pointer) so it is inlined as in the suite.
 fn run_downbeat(n: usize, live: usize, size: impl Fn(&mut Rng) -> usize + Copy) -> usize {
     let mut rng = Rng(0x5eed | 1);
     let mut live = vec![None; live];
-    let pool = Pool::new(POOL).expect("pool");
-    let mut rt = pool.bind().expect("first owner");
+    let heap = Heap::new(HEAP_BYTES).expect("heap");
+    let mut rt = heap.bind().expect("first owner");
     measured_downbeat_warm(n, &mut rng, &mut live, size, &mut rt);
     let failed = measured_downbeat(n, &mut rng, &mut live, size, &mut rt);
     black_box(&live);
@@ -158,7 +158,7 @@ fn run_downbeat(n: usize, live: usize, size: impl Fn(&mut Rng) -> usize + Copy) 
 fn run_rlsf(n: usize, live: usize, size: impl Fn(&mut Rng) -> usize + Copy) -> usize {
     let mut rng = Rng(0x5eed | 1);
     let mut live = vec![None; live];
-    let mem = Box::leak(vec![MaybeUninit::new(0u8); POOL].into_boxed_slice());
+    let mem = Box::leak(vec![MaybeUninit::new(0u8); HEAP_BYTES].into_boxed_slice());
     let mut t = RlsfTlsf::new();
     t.insert_free_block(mem);
     measured_rlsf_warm(n, &mut rng, &mut live, size, &mut t);

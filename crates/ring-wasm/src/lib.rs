@@ -28,9 +28,9 @@
 //! # Memory and threads
 //!
 //! * The module never allocates except for the small `Arc` that `from_raw` puts around the
-//!   borrowed memory of each endpoint; on wasm32 those come from a fixed pool of static blocks
-//!   (`pool.rs`), there is no general allocator.
-//! * The slot table and the pool are statics, so every instance of the module on one shared
+//!   borrowed memory of each endpoint; on wasm32 those come from a fixed set of static blocks
+//!   (`endpoint_blocks.rs`), there is no general allocator.
+//! * The slot table and the endpoint blocks are statics, so every instance of the module on one shared
 //!   memory sees the same handles; each slot is claimed atomically for the duration of a call,
 //!   and a call on a handle that another thread is using returns [`ERR_BUSY`].
 //! * Each instance also needs a stack of its own. The linker puts one at the bottom of memory,
@@ -42,9 +42,9 @@
 #![cfg_attr(target_arch = "wasm32", no_std)]
 #![warn(missing_docs, missing_debug_implementations)]
 
-pub mod pattern;
 #[cfg(target_arch = "wasm32")]
-mod pool;
+mod endpoint_blocks;
+pub mod pattern;
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU32, Ordering};

@@ -3,17 +3,17 @@
 
 use std::alloc::Layout;
 
-use downbeat_rt::alloc::{Pool, RtBox};
+use downbeat_rt::alloc::{Heap, RtBox};
 use downbeat_rt::guard;
 
 downbeat_rt::install_guard_allocator!();
 
 #[test]
 fn alloc_free_boxes_and_vectors_are_clean() {
-    let pool = Pool::new(4 << 20).unwrap();
+    let heap = Heap::new(4 << 20).unwrap();
     // Boxes made on the audio thread, sent away and dropped elsewhere come back remotely.
     let (remote, report) = guard::check_with(&guard::Options::new(), || {
-        let mut rt = pool.bind().unwrap();
+        let mut rt = heap.bind().unwrap();
         let mut seed = 1u64;
         let mut ptrs = [None; 64];
         for i in 0..20_000usize {
@@ -43,10 +43,10 @@ fn alloc_free_boxes_and_vectors_are_clean() {
 
     // Dropped off the audio thread...
     drop(remote);
-    assert_eq!(pool.remote_frees(), 8);
+    assert_eq!(heap.remote_frees(), 8);
     // ...and applied on it, still clean.
     let (applied, report) = guard::check_with(&guard::Options::new(), || {
-        let mut rt = pool.bind().unwrap();
+        let mut rt = heap.bind().unwrap();
         let n = rt.collect_remote();
         assert_eq!(rt.used(), 0);
         n
@@ -58,16 +58,16 @@ fn alloc_free_boxes_and_vectors_are_clean() {
 
 #[test]
 fn remote_frees_applied_a_few_per_allocation_are_clean() {
-    let pool = Pool::new(1 << 20).unwrap();
-    let mut rt = pool.bind().unwrap();
+    let heap = Heap::new(1 << 20).unwrap();
+    let mut rt = heap.bind().unwrap();
     let boxes: Vec<RtBox<[u64; 4]>> = (0..100).map(|i| rt.boxed([i; 4]).unwrap()).collect();
     drop(rt);
     std::thread::spawn(move || drop(boxes)).join().unwrap();
-    assert_eq!(pool.remote_frees(), 100);
+    assert_eq!(heap.remote_frees(), 100);
     // Each allocation applies a few, leaving the rest pending (the path that marks the shared
     // list as still holding work), until none is left.
     let ((), report) = guard::check_with(&guard::Options::new(), || {
-        let mut rt = pool.bind().unwrap();
+        let mut rt = heap.bind().unwrap();
         for _ in 0..100 {
             let p = rt.alloc(Layout::new::<[u8; 48]>()).unwrap();
             // SAFETY: allocated just above, freed once.

@@ -4,7 +4,7 @@
 use std::alloc::Layout;
 use std::ptr::NonNull;
 
-use downbeat_rt::alloc::{AllocError, Pool, RtAlloc};
+use downbeat_rt::alloc::{AllocError, Heap, RtAlloc};
 
 /// xorshift64*: deterministic, no dependency.
 struct Rng(u64);
@@ -37,9 +37,9 @@ fn check_disjoint(live: &[Live]) {
     }
 }
 
-fn run(seed: u64, steps: usize, pool_bytes: usize, max_size: u64) {
-    let pool = Pool::new(pool_bytes).unwrap();
-    let mut rt = pool.bind().unwrap();
+fn run(seed: u64, steps: usize, heap_bytes: usize, max_size: u64) {
+    let heap = Heap::new(heap_bytes).unwrap();
+    let mut rt = heap.bind().unwrap();
     let mut rng = Rng(seed | 1);
     let mut live: Vec<Live> = Vec::new();
     let mut model_used = 0usize;
@@ -81,10 +81,10 @@ fn run(seed: u64, steps: usize, pool_bytes: usize, max_size: u64) {
     }
     assert_eq!(rt.used(), 0, "every byte accounted for");
     assert_eq!(rt.collect_remote(), 0);
-    // Full coalescing: the whole pool is one block again.
+    // Full coalescing: the whole heap is one block again.
     // TLSF rounds a request up to the next size class, so one block of size S serves requests
     // up to about S - S/32.
-    let all = pool_bytes - pool_bytes / 16;
+    let all = heap_bytes - heap_bytes / 16;
     let p = rt
         .alloc(Layout::from_size_align(all, 8).unwrap())
         .expect("everything freed coalesces back into one block");
@@ -109,8 +109,8 @@ fn random_delay_lines_match_the_model_under_pressure() {
 
 #[test]
 fn out_of_memory_is_an_error_and_recovers() {
-    let pool = Pool::new(64 * 1024).unwrap();
-    let mut rt = pool.bind().unwrap();
+    let heap = Heap::new(64 * 1024).unwrap();
+    let mut rt = heap.bind().unwrap();
     let mut held = Vec::new();
     loop {
         match rt.boxed([0u8; 1000]) {
@@ -134,8 +134,8 @@ fn out_of_memory_is_an_error_and_recovers() {
 #[test]
 fn boxes_and_vectors_drop_their_contents() {
     use std::rc::Rc;
-    let pool = Pool::new(64 * 1024).unwrap();
-    let mut rt = pool.bind().unwrap();
+    let heap = Heap::new(64 * 1024).unwrap();
+    let mut rt = heap.bind().unwrap();
     let counter = Rc::new(());
     {
         let b = rt.boxed(counter.clone()).unwrap();
@@ -153,21 +153,21 @@ fn boxes_and_vectors_drop_their_contents() {
     }
     assert_eq!(Rc::strong_count(&counter), 1);
     assert_eq!(rt.used(), 0);
-    let other = Pool::new(8192).unwrap();
+    let other = Heap::new(8192).unwrap();
     let mut v = other.bind().unwrap().vec::<u8>(1).unwrap();
-    assert_eq!(v.reserve(&mut rt, 10), Err(AllocError::WrongPool));
+    assert_eq!(v.reserve(&mut rt, 10), Err(AllocError::WrongHeap));
 }
 
 #[test]
 fn frees_from_other_threads_come_back_to_the_owner() {
-    let pool = Pool::new(1 << 20).unwrap();
-    let mut rt: RtAlloc = pool.bind().unwrap();
+    let heap = Heap::new(1 << 20).unwrap();
+    let mut rt: RtAlloc = heap.bind().unwrap();
     let mut boxes = Vec::new();
     for i in 0..1000u32 {
         boxes.push(rt.boxed([i; 16]).unwrap());
     }
     let used = rt.used();
-    // The pool's payload per box (the request rounded up to the allocator's granule).
+    // The heap's payload per box (the request rounded up to the allocator's granule).
     let per_box = used / 1000;
     let (tx, rx) = std::sync::mpsc::channel();
     let threads: Vec<_> = (0..4)
@@ -192,7 +192,7 @@ fn frees_from_other_threads_come_back_to_the_owner() {
     for t in threads {
         t.join().unwrap();
     }
-    assert_eq!(pool.remote_frees(), 1000);
+    assert_eq!(heap.remote_frees(), 1000);
     let mine_used = mine.len() * 16; // a u64 gets the smallest payload
     let applied_during = (used + mine_used).saturating_sub(rt.used()) / per_box;
     let rest = rt.collect_remote();
@@ -203,13 +203,13 @@ fn frees_from_other_threads_come_back_to_the_owner() {
 
 #[test]
 fn a_box_outliving_its_owner_handle_goes_back_through_the_remote_list() {
-    let pool = Pool::new(8192).unwrap();
+    let heap = Heap::new(8192).unwrap();
     let b = {
-        let mut rt = pool.bind().unwrap();
+        let mut rt = heap.bind().unwrap();
         rt.boxed(1u32).unwrap()
     };
     drop(b); // no owner bound: remote path
-    let mut rt = pool.bind().unwrap();
+    let mut rt = heap.bind().unwrap();
     assert_eq!(rt.used(), 16);
     assert_eq!(rt.collect_remote(), 1);
     assert_eq!(rt.used(), 0);
@@ -220,8 +220,8 @@ fn a_box_outliving_its_owner_handle_goes_back_through_the_remote_list() {
 /// frees pushed while some are left over, and without `collect_remote`.
 #[test]
 fn remote_frees_left_over_are_applied_by_later_allocations() {
-    let pool = Pool::new(1 << 20).unwrap();
-    let mut rt = pool.bind().unwrap();
+    let heap = Heap::new(1 << 20).unwrap();
+    let mut rt = heap.bind().unwrap();
     let send_away = |rt: &mut RtAlloc, n: u32| {
         let boxes: Vec<_> = (0..n).map(|i| rt.boxed([i; 4]).unwrap()).collect();
         std::thread::spawn(move || drop(boxes)).join().unwrap();
@@ -243,7 +243,7 @@ fn remote_frees_left_over_are_applied_by_later_allocations() {
         }
         pair(&mut rt);
     }
-    assert_eq!(pool.remote_frees(), 110);
+    assert_eq!(heap.remote_frees(), 110);
     assert_eq!(
         rt.used(),
         0,

@@ -1,10 +1,10 @@
 //! Real-time allocation: a TLSF allocator the audio thread owns, with [`RtBox`] and [`RtVec`] on
 //! top.
 //!
-//! A [`Pool`] is made once, off the audio thread: its memory is allocated, every page is written
-//! so it is backed, and it is `mlock`ed when the system permits (otherwise [`Pool::note`] says
-//! why not and the pool carries on pre-faulted only). The audio thread then calls
-//! [`Pool::bind`] to become the pool's owner, and allocates and frees through the [`RtAlloc`] it
+//! A [`Heap`] is made once, off the audio thread: its memory is allocated, every page is written
+//! so it is backed, and it is `mlock`ed when the system permits (otherwise [`Heap::note`] says
+//! why not and the heap carries on pre-faulted only). The audio thread then calls
+//! [`Heap::bind`] to become the heap's owner, and allocates and frees through the [`RtAlloc`] it
 //! gets: both are O(1) (two-level segregated fit: two bitmap scans and a few list operations), no
 //! system call, no lock. Running out of memory is an [`AllocError`], never an abort.
 //!
@@ -16,14 +16,14 @@
 //! fail the way a full ring would.
 //!
 //! ```
-//! use downbeat_rt::alloc::{Pool, RtBox};
+//! use downbeat_rt::alloc::{Heap, RtBox};
 //!
-//! let pool = Pool::new(1 << 20).expect("1 MiB pool");
-//! if let Some(note) = pool.note() {
+//! let heap = Heap::new(1 << 20).expect("1 MiB heap");
+//! if let Some(note) = heap.note() {
 //!     eprintln!("{note}"); // e.g. mlock not permitted
 //! }
 //! // On the audio thread:
-//! let mut rt = pool.bind().expect("first owner");
+//! let mut rt = heap.bind().expect("first owner");
 //! let voice: RtBox<[f32; 64]> = rt.boxed([0.0; 64]).expect("room for a voice");
 //! let mut line = rt.vec::<f32>(4800).expect("room for a delay line");
 //! line.push(0.25).unwrap();
@@ -50,12 +50,12 @@ pub use tlsf::Tlsf;
 
 use region::Region;
 
-/// Why an allocation or a pool operation failed.
+/// Why an allocation or a heap operation failed.
 ///
 /// ```
-/// use downbeat_rt::alloc::{AllocError, Pool};
-/// let pool = Pool::new(64 * 1024).unwrap();
-/// let mut rt = pool.bind().unwrap();
+/// use downbeat_rt::alloc::{AllocError, Heap};
+/// let heap = Heap::new(64 * 1024).unwrap();
+/// let mut rt = heap.bind().unwrap();
 /// assert_eq!(rt.vec::<u8>(1 << 20).err(), Some(AllocError::OutOfMemory));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -69,33 +69,33 @@ pub enum AllocError {
     TooLarge,
     /// The region is too small to manage.
     TooSmall,
-    /// [`Pool::bind`] was called while another [`RtAlloc`] owns the pool.
+    /// [`Heap::bind`] was called while another [`RtAlloc`] owns the heap.
     AlreadyBound,
-    /// The container belongs to another pool.
-    WrongPool,
+    /// The container belongs to another heap.
+    WrongHeap,
 }
 
 impl fmt::Display for AllocError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            AllocError::OutOfMemory => "the real-time pool has no free block large enough",
-            AllocError::Alignment => "alignment above 16 bytes is not supported by the pool",
-            AllocError::TooLarge => "the requested size is beyond the pool's largest block",
-            AllocError::TooSmall => "the region is too small for a pool",
-            AllocError::AlreadyBound => "the pool already has an owner thread",
-            AllocError::WrongPool => "the container belongs to another pool",
+            AllocError::OutOfMemory => "the real-time heap has no free block large enough",
+            AllocError::Alignment => "alignment above 16 bytes is not supported by the heap",
+            AllocError::TooLarge => "the requested size is beyond the heap's largest block",
+            AllocError::TooSmall => "the region is too small for a heap",
+            AllocError::AlreadyBound => "the heap already has an owner thread",
+            AllocError::WrongHeap => "the container belongs to another heap",
         })
     }
 }
 
 impl std::error::Error for AllocError {}
 
-/// A value that could not be placed in the pool, handed back with the reason.
+/// A value that could not be placed in the heap, handed back with the reason.
 ///
 /// ```
-/// use downbeat_rt::alloc::Pool;
-/// let pool = Pool::new(4096).unwrap();
-/// let mut rt = pool.bind().unwrap();
+/// use downbeat_rt::alloc::Heap;
+/// let heap = Heap::new(4096).unwrap();
+/// let mut rt = heap.bind().unwrap();
 /// let big = [1u8; 8192];
 /// let rejected = rt.boxed(big).unwrap_err();
 /// assert_eq!(rejected.value[0], 1);
@@ -143,7 +143,7 @@ struct RemoteNode {
 
 /// Stands in `Shared::remote` (and so ends the lists pushed on top of it) while the owner
 /// still holds remote frees in `OwnerSide::pending`: the owner's allocation then needs to look
-/// at that one shared word only. Never a block (blocks are inside the pool, this is address 8).
+/// at that one shared word only. Never a block (blocks are inside the heap, this is address 8).
 const ARMED: *mut RemoteNode = NonNull::dangling().as_ptr();
 
 /// Whether a remote list ends at `node`.
@@ -175,7 +175,7 @@ impl Shared {
     /// Frees `ptr` directly when called on the owner thread, else hands it to the owner.
     ///
     /// # Safety
-    /// `ptr` must be a live block of this pool, freed once.
+    /// `ptr` must be a live block of this heap, freed once.
     unsafe fn release(&self, ptr: NonNull<u8>) {
         if self.owner.load(Ordering::Acquire) == thread_tag() {
             // SAFETY: we are the owner thread (only it can have stored its own tag), and the
@@ -205,34 +205,34 @@ impl Shared {
     }
 }
 
-/// A pre-faulted, locked-if-permitted memory pool for the audio thread; cheap to clone.
+/// A pre-faulted, locked-if-permitted memory heap for the audio thread; cheap to clone.
 ///
 /// ```
-/// let pool = downbeat_rt::alloc::Pool::new(256 * 1024).unwrap();
-/// assert!(pool.capacity() >= 256 * 1024);
-/// println!("locked: {}", pool.is_locked());
+/// let heap = downbeat_rt::alloc::Heap::new(256 * 1024).unwrap();
+/// assert!(heap.capacity() >= 256 * 1024);
+/// println!("locked: {}", heap.is_locked());
 /// ```
 #[derive(Clone)]
-pub struct Pool {
+pub struct Heap {
     shared: Arc<Shared>,
 }
 
-impl fmt::Debug for Pool {
+impl fmt::Debug for Heap {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Pool")
+        f.debug_struct("Heap")
             .field("capacity", &self.capacity())
             .field("locked", &self.is_locked())
             .finish()
     }
 }
 
-impl Pool {
+impl Heap {
     /// Allocates `bytes` (rounded up to whole pages), touches every page, and tries to `mlock`
     /// them. Not real-time safe: call it before the audio starts.
     ///
     /// ```
-    /// let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-    /// # let _ = pool;
+    /// let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+    /// # let _ = heap;
     /// ```
     pub fn new(bytes: usize) -> Result<Self, AllocError> {
         let region = Region::new(bytes)?;
@@ -253,46 +253,46 @@ impl Pool {
         })
     }
 
-    /// Bytes of memory in the pool (block headers included).
+    /// Bytes of memory in the heap (block headers included).
     ///
     /// ```
-    /// assert_eq!(downbeat_rt::alloc::Pool::new(8192).unwrap().capacity(), 8192);
+    /// assert_eq!(downbeat_rt::alloc::Heap::new(8192).unwrap().capacity(), 8192);
     /// ```
     pub fn capacity(&self) -> usize {
         self.shared.region.len()
     }
 
-    /// Whether the pool's pages are locked in RAM.
+    /// Whether the heap's pages are locked in RAM.
     ///
     /// ```
-    /// let pool = downbeat_rt::alloc::Pool::new(8192).unwrap();
-    /// assert_eq!(pool.is_locked(), pool.note().is_none());
+    /// let heap = downbeat_rt::alloc::Heap::new(8192).unwrap();
+    /// assert_eq!(heap.is_locked(), heap.note().is_none());
     /// ```
     pub fn is_locked(&self) -> bool {
         self.shared.region.locked()
     }
 
-    /// Why the pool is not locked, if it is not.
+    /// Why the heap is not locked, if it is not.
     ///
     /// ```
-    /// let pool = downbeat_rt::alloc::Pool::new(8192).unwrap();
-    /// if let Some(why) = pool.note() { eprintln!("{why}"); }
+    /// let heap = downbeat_rt::alloc::Heap::new(8192).unwrap();
+    /// if let Some(why) = heap.note() { eprintln!("{why}"); }
     /// ```
     pub fn note(&self) -> Option<&str> {
         self.shared.region.note.as_deref()
     }
 
-    /// Makes the calling thread the pool's owner. Real-time safe (one compare-and-swap), so the
+    /// Makes the calling thread the heap's owner. Real-time safe (one compare-and-swap), so the
     /// audio thread can call it on its first callback. Fails with [`AllocError::AlreadyBound`]
-    /// while another [`RtAlloc`] for this pool is alive.
+    /// while another [`RtAlloc`] for this heap is alive.
     ///
     /// ```
-    /// use downbeat_rt::alloc::{AllocError, Pool};
-    /// let pool = Pool::new(8192).unwrap();
-    /// let rt = pool.bind().unwrap();
-    /// assert_eq!(pool.bind().err(), Some(AllocError::AlreadyBound));
+    /// use downbeat_rt::alloc::{AllocError, Heap};
+    /// let heap = Heap::new(8192).unwrap();
+    /// let rt = heap.bind().unwrap();
+    /// assert_eq!(heap.bind().err(), Some(AllocError::AlreadyBound));
     /// drop(rt);
-    /// assert!(pool.bind().is_ok());
+    /// assert!(heap.bind().is_ok());
     /// ```
     pub fn bind(&self) -> Result<RtAlloc, AllocError> {
         // Acquire: see everything the previous owner did to the heap before it let go.
@@ -309,20 +309,20 @@ impl Pool {
     /// Blocks freed on other threads so far (applied or not).
     ///
     /// ```
-    /// assert_eq!(downbeat_rt::alloc::Pool::new(8192).unwrap().remote_frees(), 0);
+    /// assert_eq!(downbeat_rt::alloc::Heap::new(8192).unwrap().remote_frees(), 0);
     /// ```
     pub fn remote_frees(&self) -> u64 {
         self.shared.remote_total.load(Ordering::Relaxed)
     }
 }
 
-/// The owner's handle to a [`Pool`]: allocates and frees in O(1). Neither `Send` nor `Sync`: it
+/// The owner's handle to a [`Heap`]: allocates and frees in O(1). Neither `Send` nor `Sync`: it
 /// stays on the thread that bound it.
 ///
 /// ```
 /// use std::alloc::Layout;
-/// let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-/// let mut rt = pool.bind().unwrap();
+/// let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+/// let mut rt = heap.bind().unwrap();
 /// let p = rt.alloc(Layout::new::<[f32; 32]>()).unwrap();
 /// // SAFETY: allocated above, freed once.
 /// unsafe { rt.free(p) };
@@ -358,8 +358,8 @@ impl RtAlloc {
     /// Allocates a block for `layout` (alignment at most 16 bytes). O(1), no system call.
     ///
     /// ```
-    /// let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-    /// let mut rt = pool.bind().unwrap();
+    /// let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+    /// let mut rt = heap.bind().unwrap();
     /// let p = rt.alloc(std::alloc::Layout::new::<u64>()).unwrap();
     /// assert_eq!(p.as_ptr() as usize % 16, 0);
     /// # unsafe { rt.free(p) };
@@ -383,7 +383,7 @@ impl RtAlloc {
         self.alloc_failed(layout)
     }
 
-    /// Why `layout` cannot be served; when the pool is only out of memory, memory may be
+    /// Why `layout` cannot be served; when the heap is only out of memory, memory may be
     /// waiting in the remote list: the bound is the number of blocks freed elsewhere, which
     /// the caller controls, and beats failing.
     #[cold]
@@ -402,11 +402,11 @@ impl RtAlloc {
     ///
     /// # Safety
     ///
-    /// `ptr` must come from [`alloc`](Self::alloc) on this pool and not have been freed.
+    /// `ptr` must come from [`alloc`](Self::alloc) on this heap and not have been freed.
     ///
     /// ```
-    /// let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-    /// let mut rt = pool.bind().unwrap();
+    /// let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+    /// let mut rt = heap.bind().unwrap();
     /// let p = rt.alloc(std::alloc::Layout::new::<u64>()).unwrap();
     /// // SAFETY: allocated above, freed once.
     /// unsafe { rt.free(p) };
@@ -417,11 +417,11 @@ impl RtAlloc {
         unsafe { self.side().tlsf.free(ptr) }
     }
 
-    /// Moves `value` into the pool.
+    /// Moves `value` into the heap.
     ///
     /// ```
-    /// let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-    /// let mut rt = pool.bind().unwrap();
+    /// let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+    /// let mut rt = heap.bind().unwrap();
     /// let b = rt.boxed(440.0_f32).unwrap();
     /// assert_eq!(*b, 440.0);
     /// ```
@@ -444,8 +444,8 @@ impl RtAlloc {
     /// An empty vector with room for `capacity` elements.
     ///
     /// ```
-    /// let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-    /// let mut rt = pool.bind().unwrap();
+    /// let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+    /// let mut rt = heap.bind().unwrap();
     /// let v = rt.vec::<f32>(1000).unwrap();
     /// assert_eq!((v.len(), v.capacity()), (0, 1000));
     /// ```
@@ -465,8 +465,8 @@ impl RtAlloc {
     /// of such frees; call it where that is acceptable (e.g. once per block).
     ///
     /// ```
-    /// let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-    /// let mut rt = pool.bind().unwrap();
+    /// let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+    /// let mut rt = heap.bind().unwrap();
     /// assert_eq!(rt.collect_remote(), 0);
     /// ```
     pub fn collect_remote(&mut self) -> usize {
@@ -489,7 +489,7 @@ impl RtAlloc {
                 }
             }
             let node = side.pending;
-            // SAFETY: every node is a block of this pool, linked by `release` and published by
+            // SAFETY: every node is a block of this heap, linked by `release` and published by
             // the swap above; it is freed exactly once here.
             unsafe {
                 side.pending = (*node).next;
@@ -515,8 +515,8 @@ impl RtAlloc {
     /// Payload bytes in use.
     ///
     /// ```
-    /// let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-    /// let mut rt = pool.bind().unwrap();
+    /// let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+    /// let mut rt = heap.bind().unwrap();
     /// let _b = rt.boxed([0u8; 100]).unwrap();
     /// assert_eq!(rt.used(), 112);
     /// ```
@@ -527,25 +527,25 @@ impl RtAlloc {
     /// The highest [`used`](Self::used) so far.
     ///
     /// ```
-    /// let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-    /// let rt = pool.bind().unwrap();
+    /// let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+    /// let rt = heap.bind().unwrap();
     /// assert_eq!(rt.peak(), 0);
     /// ```
     pub fn peak(&self) -> usize {
         self.side().tlsf.peak()
     }
 
-    /// Bytes of memory in the pool.
+    /// Bytes of memory in the heap.
     ///
     /// ```
-    /// let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-    /// assert_eq!(pool.bind().unwrap().capacity(), 1 << 16);
+    /// let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+    /// assert_eq!(heap.bind().unwrap().capacity(), 1 << 16);
     /// ```
     pub fn capacity(&self) -> usize {
         self.shared.region.len()
     }
 
-    fn same_pool(&self, other: &Arc<Shared>) -> bool {
+    fn same_heap(&self, other: &Arc<Shared>) -> bool {
         Arc::ptr_eq(&self.shared, other)
     }
 }
@@ -557,13 +557,13 @@ impl Drop for RtAlloc {
     }
 }
 
-/// A value in a [`Pool`]. Dropping it on the owner thread frees at once; elsewhere the owner
-/// applies the free later. The last handle to a pool (if this is it) frees the pool's memory:
-/// keep the [`Pool`] alive off the audio thread.
+/// A value in a [`Heap`]. Dropping it on the owner thread frees at once; elsewhere the owner
+/// applies the free later. The last handle to a heap (if this is it) frees the heap's memory:
+/// keep the [`Heap`] alive off the audio thread.
 ///
 /// ```
-/// let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-/// let mut rt = pool.bind().unwrap();
+/// let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+/// let mut rt = heap.bind().unwrap();
 /// let mut phase = rt.boxed(0.0_f64).unwrap();
 /// *phase += 0.5;
 /// assert_eq!(*phase, 0.5);
@@ -604,8 +604,8 @@ impl<T> RtBox<T> {
     /// Moves the value out and frees the block.
     ///
     /// ```
-    /// let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-    /// let mut rt = pool.bind().unwrap();
+    /// let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+    /// let mut rt = heap.bind().unwrap();
     /// assert_eq!(rt.boxed(7_u32).unwrap().into_inner(), 7);
     /// assert_eq!(rt.used(), 0);
     /// ```
@@ -632,12 +632,12 @@ impl<T> Drop for RtBox<T> {
     }
 }
 
-/// A vector in a [`Pool`] with a fixed capacity that only grows through
+/// A vector in a [`Heap`] with a fixed capacity that only grows through
 /// [`reserve`](Self::reserve), which needs the owner's [`RtAlloc`]: pushing never allocates.
 ///
 /// ```
-/// let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-/// let mut rt = pool.bind().unwrap();
+/// let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+/// let mut rt = heap.bind().unwrap();
 /// let mut v = rt.vec::<i32>(2).unwrap();
 /// v.push(1).unwrap();
 /// v.push(2).unwrap();
@@ -663,8 +663,8 @@ impl<T> RtVec<T> {
     /// Appends `value`, or hands it back when the vector is full.
     ///
     /// ```
-    /// # let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-    /// # let mut rt = pool.bind().unwrap();
+    /// # let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+    /// # let mut rt = heap.bind().unwrap();
     /// let mut v = rt.vec::<u8>(1).unwrap();
     /// assert_eq!(v.push(1), Ok(()));
     /// assert_eq!(v.push(2), Err(2));
@@ -682,8 +682,8 @@ impl<T> RtVec<T> {
     /// Removes and returns the last element.
     ///
     /// ```
-    /// # let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-    /// # let mut rt = pool.bind().unwrap();
+    /// # let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+    /// # let mut rt = heap.bind().unwrap();
     /// let mut v = rt.vec::<u8>(1).unwrap();
     /// v.push(9).unwrap();
     /// assert_eq!(v.pop(), Some(9));
@@ -701,8 +701,8 @@ impl<T> RtVec<T> {
     /// Elements held.
     ///
     /// ```
-    /// # let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-    /// # let mut rt = pool.bind().unwrap();
+    /// # let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+    /// # let mut rt = heap.bind().unwrap();
     /// assert!(rt.vec::<u8>(4).unwrap().is_empty());
     /// ```
     pub fn len(&self) -> usize {
@@ -712,8 +712,8 @@ impl<T> RtVec<T> {
     /// Whether there are no elements.
     ///
     /// ```
-    /// # let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-    /// # let mut rt = pool.bind().unwrap();
+    /// # let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+    /// # let mut rt = heap.bind().unwrap();
     /// assert!(rt.vec::<u8>(4).unwrap().is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
@@ -723,8 +723,8 @@ impl<T> RtVec<T> {
     /// Elements it can hold without [`reserve`](Self::reserve).
     ///
     /// ```
-    /// # let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-    /// # let mut rt = pool.bind().unwrap();
+    /// # let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+    /// # let mut rt = heap.bind().unwrap();
     /// assert_eq!(rt.vec::<u8>(4).unwrap().capacity(), 4);
     /// ```
     pub fn capacity(&self) -> usize {
@@ -734,8 +734,8 @@ impl<T> RtVec<T> {
     /// Drops every element, keeping the capacity.
     ///
     /// ```
-    /// # let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-    /// # let mut rt = pool.bind().unwrap();
+    /// # let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+    /// # let mut rt = heap.bind().unwrap();
     /// let mut v = rt.vec::<u8>(4).unwrap();
     /// v.push(1).unwrap();
     /// v.clear();
@@ -748,19 +748,19 @@ impl<T> RtVec<T> {
         unsafe { ptr::drop_in_place(ptr::slice_from_raw_parts_mut(self.ptr.as_ptr(), len)) };
     }
 
-    /// Makes room for `additional` more elements by moving to a larger block of `rt`'s pool.
+    /// Makes room for `additional` more elements by moving to a larger block of `rt`'s heap.
     /// O(len) for the copy; no system call.
     ///
     /// ```
-    /// # let pool = downbeat_rt::alloc::Pool::new(1 << 16).unwrap();
-    /// # let mut rt = pool.bind().unwrap();
+    /// # let heap = downbeat_rt::alloc::Heap::new(1 << 16).unwrap();
+    /// # let mut rt = heap.bind().unwrap();
     /// let mut v = rt.vec::<u8>(0).unwrap();
     /// v.reserve(&mut rt, 10).unwrap();
     /// assert!(v.capacity() >= 10);
     /// ```
     pub fn reserve(&mut self, rt: &mut RtAlloc, additional: usize) -> Result<(), AllocError> {
-        if !rt.same_pool(&self.shared) {
-            return Err(AllocError::WrongPool);
+        if !rt.same_heap(&self.shared) {
+            return Err(AllocError::WrongHeap);
         }
         let need = self
             .len
@@ -773,7 +773,7 @@ impl<T> RtVec<T> {
         let layout = Layout::array::<T>(cap).map_err(|_| AllocError::TooLarge)?;
         let new = rt.alloc(layout)?.cast::<T>();
         // SAFETY: both blocks hold at least `len` elements and do not overlap; the old block
-        // came from this pool (same_pool) and `rt` proves we are its owner.
+        // came from this heap (same_heap) and `rt` proves we are its owner.
         unsafe {
             ptr::copy_nonoverlapping(self.ptr.as_ptr(), new.as_ptr(), self.len);
             rt.free(self.ptr.cast());

@@ -1,4 +1,4 @@
-//! Memory for a pool: allocated once, every page touched, locked in RAM when permitted.
+//! Memory for a heap: allocated once, every page touched, locked in RAM when permitted.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
@@ -64,7 +64,7 @@ fn lock(ptr: NonNull<u8>, bytes: usize) -> (bool, Option<String>) {
         (
             false,
             Some(format!(
-                "mlock of {bytes} bytes refused ({err}); the pool is pre-faulted but may be paged \
+                "mlock of {bytes} bytes refused ({err}); the heap is pre-faulted but may be paged \
                  out under memory pressure (raise RLIMIT_MEMLOCK, e.g. `ulimit -l`, to lock it)"
             )),
         )
@@ -75,7 +75,7 @@ fn lock(ptr: NonNull<u8>, bytes: usize) -> (bool, Option<String>) {
 fn lock(_: NonNull<u8>, _: usize) -> (bool, Option<String>) {
     (
         false,
-        Some("memory locking is not implemented on this OS; the pool is pre-faulted only".into()),
+        Some("memory locking is not implemented on this OS; the heap is pre-faulted only".into()),
     )
 }
 
