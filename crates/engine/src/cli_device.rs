@@ -1,13 +1,13 @@
 //! Which device a `downbeat run` (or `latency`) uses and how it is set up: the input the
-//! `input` nodes hear, the sample rate the project is rebuilt at, and the meters' progress
+//! `input` nodes hear, the sample rate the project is rebuilt at, and the watcher's progress
 //! line.
 
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 use downbeat::device::{Device, DeviceError, InputFile, Offline, Virtual};
-use downbeat::meters::{self, MeterSnapshot, MeterThread};
 use downbeat::project::Project;
+use downbeat::watch::{WatchThread, Watcher};
 use downbeat::Engine;
 use downbeat_graph::nodes::Capture;
 use downbeat_graph::{ParamValue, Schedule};
@@ -379,15 +379,15 @@ fn system_input_channels(_: &DeviceArgs) -> Result<usize, Failure> {
     Err(Failure::Input(NO_SYSTEM.into()))
 }
 
-/// The progress line, drawn from the engine's meters on a terminal: time played, highest
-/// load, peak level. Every device's meters arrive the same way.
+/// The progress line, drawn from an engine watcher on a terminal: time played, highest
+/// load, peak level. Every device's values arrive the same way.
 pub(crate) struct Progress {
     bar: ProgressBar,
-    thread: Option<MeterThread>,
+    thread: Option<WatchThread>,
 }
 
 impl Progress {
-    /// Connects a progress line to `engine`'s meters when stderr is a terminal (and `quiet`
+    /// Connects a progress line to a watcher of `engine` when stderr is a terminal (and `quiet`
     /// is off); does nothing otherwise.
     pub(crate) fn attach(engine: &mut Engine, frames: u64, quiet: bool) -> Self {
         let bar = ProgressBar::new(frames);
@@ -400,7 +400,8 @@ impl Progress {
         bar.set_style(ProgressStyle::with_template("{bar:30} {msg}").expect("template is valid"));
         let (line, rate) = (bar.clone(), engine.sample_rate() as f64);
         let total = frames as f64 / rate;
-        let draw = move |m: MeterSnapshot| {
+        let draw = move |w: &Watcher| {
+            let m = w.output();
             line.set_position(m.frames);
             line.set_message(format!(
                 "{:.1} / {total:.1} s   load {:.2}   peak {:+.1} dBFS",
@@ -409,8 +410,7 @@ impl Progress {
                 m.peak_dbfs()
             ));
         };
-        let (tap, thread) = meters::spawn(engine.channels(), 1, draw);
-        engine.set_meters(tap);
+        let thread = engine.watch_output().follow(draw);
         Self {
             bar,
             thread: Some(thread),
@@ -425,9 +425,8 @@ impl Progress {
         self.bar.finish_and_clear();
     }
 
-    /// Disconnects the meters from `engine` and clears the line.
-    pub(crate) fn finish(self, engine: &mut Engine) {
-        drop(engine.take_meters());
+    /// Stops the line's watcher and clears the line.
+    pub(crate) fn finish(self) {
         if let Some(t) = self.thread {
             t.stop();
         }

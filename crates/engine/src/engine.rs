@@ -10,9 +10,8 @@ use downbeat_rt::reclaim::Collector;
 use crate::control::record::{self, RecordReader, RecordTap};
 use crate::control::{ControlInputs, Controller};
 use crate::load::{LoadMeter, LoadSummary};
-use crate::meters::MeterTap;
 use crate::swap::{self, ScheduleSender, Swapper};
-use crate::watch::{self, WatchTap, Watcher};
+use crate::watch::{Watcher, Watchers};
 
 /// Blocks of load history kept exactly by default: about 10 minutes at 48 kHz / 256.
 pub const DEFAULT_HISTORY: usize = 120_000;
@@ -45,10 +44,9 @@ pub struct Engine {
     meter: LoadMeter,
     seconds_per_frame: f64,
     capture: Option<Capture>,
-    meters: Option<MeterTap>,
     control: ControlInputs,
     record: Option<RecordTap>,
-    watch: Option<WatchTap>,
+    watch: Watchers,
 }
 
 impl Engine {
@@ -68,10 +66,9 @@ impl Engine {
             meter: LoadMeter::new(blocks),
             seconds_per_frame,
             capture: None,
-            meters: None,
             control: ControlInputs::new(),
             record: None,
-            watch: None,
+            watch: Watchers::default(),
         }
     }
 
@@ -141,12 +138,6 @@ impl Engine {
         self.capture.as_ref()
     }
 
-    /// Hands every block's level and load to `tap` (see [`meters`](crate::meters)): the one
-    /// path by which every device's meters reach the message side.
-    pub fn set_meters(&mut self, tap: MeterTap) {
-        self.meters = Some(tap);
-    }
-
     /// A [`Controller`] for a control thread, with a queue of `capacity` events of its own
     /// into the audio thread (see [`control`](crate::control)). Make controllers before the
     /// run: the audio thread polls a list fixed then.
@@ -175,14 +166,33 @@ impl Engine {
     }
 
     /// A [`Watcher`] for a control thread: the latest values of the live parameters (those
-    /// ramps and automation move included) and every node's peak and RMS, published after
-    /// each block through [`downbeat_rt::notify`], on whatever device runs the engine (see
-    /// [`watch`](mod@crate::watch)). Turns on the schedule's level metering. A second call
-    /// replaces the first watcher; after a schedule swap, make a new one.
+    /// ramps and automation move included), every node's peak and RMS, the output's peak and
+    /// the callback load, published after each block through [`downbeat_rt::notify`], on
+    /// whatever device runs the engine (see [`watch`](mod@crate::watch)): the one path by
+    /// which the audio thread's values reach a display. Turns on the schedule's level
+    /// metering. Make watchers before the run; each sees every block, and a dropped one costs
+    /// the audio thread one atomic load. After a schedule swap, make a new one.
     pub fn watch(&mut self) -> Watcher {
-        let (tap, watcher) = watch::pair(&mut self.schedule);
-        self.watch = Some(tap);
-        watcher
+        self.watch.add(&mut self.schedule, true)
+    }
+
+    /// A [`Watcher`] like [`watch`](Engine::watch)'s that meters no node: the output's peak,
+    /// the load and the parameter values only, without the schedule reading every sample of
+    /// every node. What a progress line needs.
+    ///
+    /// ```
+    /// # use downbeat::{project::Project, Engine};
+    /// # let p = Project::parse("edges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\n\
+    /// #     [nodes.out]\ntype = \"output\"\n", "x.toml").unwrap();
+    /// let mut engine = Engine::new(p.build().unwrap());
+    /// let mut watcher = engine.watch_output();
+    /// engine.process(&mut [0.0; 512]);
+    /// assert!(watcher.poll());
+    /// assert_eq!(watcher.output().frames, 256);
+    /// assert!(watcher.levels().is_empty());
+    /// ```
+    pub fn watch_output(&mut self) -> Watcher {
+        self.watch.add(&mut self.schedule, false)
     }
 
     /// Events from a controller made for another schedule than the running one (refused).
@@ -199,11 +209,6 @@ impl Engine {
     /// capacity, smoothing).
     pub fn schedule_mut(&mut self) -> &mut Schedule {
         &mut self.schedule
-    }
-
-    /// Disconnects the meters, handing the tap back.
-    pub fn take_meters(&mut self) -> Option<MeterTap> {
-        self.meters.take()
     }
 
     /// Fills `out` with the next `out.len() / channels` frames, interleaved, and records the
@@ -260,12 +265,7 @@ impl Engine {
             let budget = frames as f64 * self.seconds_per_frame;
             self.meter.record(start.elapsed().as_secs_f64() / budget);
         }
-        if let Some(tap) = &mut self.meters {
-            tap.block(out, self.meter.last());
-        }
-        if let Some(w) = &mut self.watch {
-            w.block(&mut self.schedule);
-        }
+        self.watch.block(&mut self.schedule, out, self.meter.last());
     }
 
     /// Output channels.

@@ -6,7 +6,6 @@ pub mod control;
 pub mod device;
 pub mod engine;
 pub mod load;
-pub mod meters;
 pub mod midi;
 pub mod project;
 pub mod report;

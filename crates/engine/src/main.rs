@@ -474,7 +474,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     return Err(cli_device::device_failure(e));
                 }
             };
-            let mut engine = run.engine;
+            let engine = run.engine;
             let osc = osc.map(downbeat::control::osc::OscServer::stop);
             // The watcher keeps sums since the start and the peak since its last look: one
             // look after the run gives the whole run's levels.
@@ -503,7 +503,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     Failure::Runtime(format!("cannot write `{}`: {e}", path.display()))
                 })?;
             }
-            progress.finish(&mut engine);
+            progress.finish();
             let rate = engine.sample_rate() as f64;
             if let Some(f) = &run.report.fallback {
                 eprintln!(

@@ -319,18 +319,19 @@ fn interleaved_duplex_callbacks_are_clean() {
 }
 
 #[test]
-fn meter_tap_in_the_callback_is_clean() {
+fn output_watch_in_the_callback_is_clean() {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
 
     let delivered = Arc::new(AtomicU64::new(0));
     let seen = Arc::clone(&delivered);
-    let (tap, thread) = downbeat::meters::spawn(2, 1, move |m| {
-        seen.store(m.frames, Ordering::Relaxed);
-    });
-    // The engine feeds the tap itself, after every block: the one path every device uses.
+    // The engine feeds its watchers itself, after every block: the one path every device uses.
     let mut engine = Engine::new(project("hello.toml").build().unwrap());
-    engine.set_meters(tap);
+    let display = engine.watch_output().follow(move |w| {
+        seen.store(w.output().frames, Ordering::Relaxed);
+    });
+    // A dropped watcher's tap stays in the engine, skipped.
+    drop(engine.watch());
     let mut buf = vec![0.0f32; engine.block_size() * engine.channels()];
     engine.process(&mut buf); // warm-up outside the guard
     let report = guard::check(|| {
@@ -340,12 +341,13 @@ fn meter_tap_in_the_callback_is_clean() {
     });
     assert_complete(&report);
     report.assert_clean();
-    drop(engine.take_meters());
-    thread.stop();
+    let watcher = display.stop();
     let frames = 501 * engine.block_size() as u64;
     assert_eq!(
         delivered.load(Ordering::Relaxed),
         frames,
-        "the last meters reach the thread"
+        "the last values reach the thread"
     );
+    let output = watcher.output();
+    assert!(output.peak > 0.0 && output.load > 0.0, "{output:?}");
 }

@@ -12,8 +12,8 @@
 //! | `Jack` | a JACK server's process callback (JACK, or PipeWire's JACK interface) | `jack` |
 //! | `System` | the operating system's sound output and input through `cpal`: ALSA, PulseAudio or PipeWire (through their ALSA plugins) on Linux, CoreAudio, WASAPI | `system` |
 //!
-//! Every device hands each block's level and load to the meters connected with
-//! [`Engine::set_meters`](crate::Engine::set_meters), and the `input` nodes hear what the
+//! Every device hands each block's values, levels and load to the watchers made with
+//! [`Engine::watch`](crate::Engine::watch), and the `input` nodes hear what the
 //! device captures (a sound card's input, JACK input ports, or an [`InputFile`] on the
 //! offline and virtual devices), sample-aligned with the output.
 
