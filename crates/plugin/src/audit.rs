@@ -62,7 +62,7 @@
 use std::fmt::Write as _;
 
 use downbeat_graph::{AudioMut, AudioRef, Node, NoteEvent, ParamKind, ProcessContext};
-use downbeat_rt::guard::{self, Options, Report, Tracker};
+use downbeat_rt::guard::{self, Options, Report, Tracker, Violation};
 use serde::Serialize;
 
 /// How the audit drives the plugin.
@@ -342,7 +342,13 @@ pub fn audit(
         });
         if b == 0 {
             missing = report.missing_trackers();
-            notes = report.notes.clone();
+            // Why a tracker did not run, then the guard's other notes.
+            for v in report.violations() {
+                if let Violation::Untracked(why) = v {
+                    notes.push((Some(why.tracker()), why.to_string()));
+                }
+            }
+            notes.extend(report.notes.iter().map(|n| (None, n.to_string())));
         }
         callbacks.push(callback(
             b,
@@ -355,7 +361,7 @@ pub fn audit(
     // allocator calls malloc): the guard's own heap tracker is not needed.
     if probe.is_some() {
         missing.retain(|t| *t != Tracker::Allocations);
-        notes.retain(|n| !n.contains("GuardAlloc"));
+        notes.retain(|(tracker, _)| *tracker != Some(Tracker::Allocations));
     }
     let violations = callbacks.iter().map(|c| c.violations).sum();
     AuditReport {
@@ -366,61 +372,57 @@ pub fn audit(
         params_moved: live.into_iter().map(|(_, _, _, n)| n).collect(),
         notes_sent,
         missing_trackers: missing.iter().map(|t| t.name().to_string()).collect(),
-        notes,
+        notes: notes.into_iter().map(|(_, n)| n).collect(),
         clean: violations == 0 && missing.is_empty(),
         callbacks,
         violations,
     }
 }
 
+/// One callback's line, from the guard's typed violations (its text is never parsed).
 fn callback(index: usize, r: &Report, malloc: Option<MallocActivity>, probed: bool) -> Callback {
     let heap = |h: &guard::HeapActivity| HeapCount {
         count: h.count,
         bytes: h.bytes,
         sizes: h.sizes.clone(),
     };
-    let rusage = r.rusage.unwrap_or_default();
-    let mut violations = r.violation_count();
-    if probed {
-        // Rust's allocator goes through malloc, so the probe saw those calls too: count
-        // the heap once, from the probe.
-        violations -= r.allocations.count + r.frees.count;
-    }
-    if let Some(m) = &malloc {
-        violations += m.allocations + m.frees;
-    }
-    let mut syscalls: Vec<Named> = r
-        .syscalls
-        .iter()
-        .map(|s| Named {
-            name: s.name.to_string(),
-            count: s.count,
-        })
-        .collect();
-    if r.other_syscalls > 0 {
-        syscalls.push(Named {
-            name: "other".into(),
-            count: r.other_syscalls,
-        });
-    }
-    Callback {
+    // The heap as the guard saw it is shown even when a probe counts it.
+    let mut line = Callback {
         index,
         allocations: heap(&r.allocations),
         frees: heap(&r.frees),
-        malloc,
-        syscalls,
-        blocking: r
-            .blocking_calls
-            .iter()
-            .map(|b| Named {
-                name: b.name.to_string(),
-                count: b.count,
-            })
-            .collect(),
-        page_faults: rusage.page_faults(),
-        voluntary_switches: rusage.voluntary_context_switches,
-        violations,
+        malloc: None,
+        syscalls: Vec::new(),
+        blocking: Vec::new(),
+        page_faults: 0,
+        voluntary_switches: 0,
+        violations: 0,
+    };
+    let named = |name: &str, count: u64| Named {
+        name: name.to_string(),
+        count,
+    };
+    for v in r.violations() {
+        match &v {
+            // Rust's allocator goes through malloc, so a probe saw those calls too: count
+            // the heap once, from the probe.
+            Violation::Allocation(_) | Violation::Free(_) if probed => continue,
+            Violation::Syscall(s) => line.syscalls.push(named(&s.name, s.count)),
+            Violation::OtherSyscalls { count } => line.syscalls.push(named("other", *count)),
+            Violation::Blocking(b) => line.blocking.push(named(b.name, b.count)),
+            Violation::ContextSwitch { count } => line.voluntary_switches = *count,
+            Violation::PageFault { minor, major } => line.page_faults = minor + major,
+            // Allocations and frees are on the line already; a tracker that did not run is
+            // reported once for the audit, from the first callback.
+            _ => {}
+        }
+        line.violations += v.count();
     }
+    if let Some(m) = &malloc {
+        line.violations += m.allocations + m.frees;
+    }
+    line.malloc = malloc;
+    line
 }
 
 fn sizes(list: &[usize]) -> String {
@@ -595,5 +597,89 @@ impl AuditReport {
         };
         let _ = writeln!(out, "result: {verdict}");
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A node that asks for its process id in every call: one system call an audio thread
+    /// must not make.
+    struct Getpid;
+
+    impl Node for Getpid {
+        fn input_channels(&self) -> usize {
+            0
+        }
+        fn output_channels(&self) -> usize {
+            1
+        }
+        fn process(&mut self, _: &ProcessContext, _: AudioRef<'_>, mut output: AudioMut<'_>) {
+            let pid = std::process::id();
+            output.channel_mut(0)[0] = std::hint::black_box(pid) as f32 * 0.0;
+        }
+    }
+
+    /// Counts two allocations and a free per call, as a probe would.
+    struct TwoAllocations;
+
+    impl MallocProbe for TwoAllocations {
+        fn arm(&self) {}
+        fn disarm(&self) -> MallocCounts {
+            MallocCounts {
+                allocations: 2,
+                bytes: 48,
+                frees: 1,
+                sizes: [16; MALLOC_SIZES],
+                sizes_len: 2,
+            }
+        }
+    }
+
+    const OPTS: AuditOptions = AuditOptions {
+        blocks: 3,
+        block: 64,
+        sample_rate: 48000.0,
+    };
+
+    /// This test binary has no GuardAlloc: without a probe the audit says allocations were
+    /// not watched, and why; each callback's system call is on its line.
+    #[test]
+    fn each_callback_lists_its_typed_violations_and_the_unwatched_heap_is_said() {
+        let report = audit("getpid", &mut Getpid, &OPTS, None);
+        assert_eq!(report.missing_trackers, ["allocations"]);
+        assert_eq!(report.notes.len(), 1, "{:?}", report.notes);
+        assert!(report.notes[0].contains("install_guard_allocator!"));
+        assert!(!report.clean);
+        for c in &report.callbacks {
+            let getpid: Vec<_> = c.syscalls.iter().filter(|s| s.name == "getpid").collect();
+            assert_eq!(getpid.len(), 1, "{c:?}");
+            assert_eq!(getpid[0].count, 1);
+            assert!(c.violations >= 1, "{c:?}");
+        }
+    }
+
+    /// With a probe the heap is watched below Rust's allocator: the guard's missing heap
+    /// tracker and its note are dropped, and the probe's counts are violations.
+    #[test]
+    fn a_probe_stands_in_for_the_heap_tracker() {
+        let report = audit("getpid", &mut Getpid, &OPTS, Some(&TwoAllocations));
+        assert!(report.missing_trackers.is_empty(), "{report:?}");
+        assert!(
+            report.notes.iter().all(|n| !n.contains("allocations")),
+            "{:?}",
+            report.notes
+        );
+        for c in &report.callbacks {
+            assert_eq!(c.malloc.as_ref().unwrap().allocations, 2);
+            // The getpid, and the probe's two allocations and one free.
+            assert!(c.violations >= 4, "{c:?}");
+        }
+        assert!(
+            report.table().contains("2 (48 B [16, 16])"),
+            "{}",
+            report.table()
+        );
     }
 }

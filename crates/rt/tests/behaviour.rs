@@ -109,11 +109,11 @@ fn turning_syscall_tracking_off_is_noted() {
     let (_, report) = guard::check_with(&Options::new().track_syscalls(false), std::process::id);
     assert!(report.syscalls.is_empty());
     assert!(!report.is_complete());
+    assert_eq!(report.syscall_tracking, Err(guard::Untracked::TurnedOff));
     assert!(
         report
-            .notes
-            .iter()
-            .any(|n| n.contains("Options::track_syscalls(false)")),
+            .to_string()
+            .contains("turned off by Options::track_syscalls(false)"),
         "{report}"
     );
 }

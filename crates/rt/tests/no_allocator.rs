@@ -3,7 +3,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use downbeat_rt::guard::{self, Options, Tracker};
+use downbeat_rt::guard::{self, Options, Tracker, Untracked, Violation};
 
 #[test]
 fn report_says_allocation_tracking_is_unavailable() {
@@ -14,8 +14,20 @@ fn report_says_allocation_tracking_is_unavailable() {
     });
     assert_eq!(pid, std::process::id());
     let reason = report.allocation_tracking.as_ref().unwrap_err();
-    assert!(reason.contains("install_guard_allocator!"), "{report}");
-    assert!(report.notes.contains(reason), "{report}");
+    assert_eq!(*reason, Untracked::NoGuardAllocator);
+    assert_eq!(reason.tracker(), Tracker::Allocations);
+    assert!(
+        reason.to_string().contains("install_guard_allocator!"),
+        "{report}"
+    );
+    assert_eq!(
+        report.violations(),
+        [
+            Violation::Syscall(report.syscalls[0].clone()),
+            Violation::Untracked(Untracked::NoGuardAllocator)
+        ],
+        "{report}"
+    );
     assert!(
         report.to_string().contains("allocations not tracked"),
         "{report}"

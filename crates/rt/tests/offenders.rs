@@ -104,7 +104,7 @@ fn contended_std_mutex_waits_in_the_kernel() {
             "{report}"
         );
         assert!(
-            report.rusage.unwrap().voluntary_context_switches >= 1,
+            report.rusage.as_ref().unwrap().voluntary_context_switches >= 1,
             "{report}"
         );
         assert!(!report.is_clean());
@@ -156,7 +156,7 @@ fn sleeping_blocks() {
         "{report}"
     );
     assert!(
-        report.rusage.unwrap().voluntary_context_switches >= 1,
+        report.rusage.as_ref().unwrap().voluntary_context_switches >= 1,
         "{report}"
     );
     assert!(!report.is_clean());
@@ -236,7 +236,7 @@ fn touching_fresh_mmap_memory_page_faults() {
     });
     // SAFETY: the mapping made above, no longer used.
     unsafe { libc::munmap(memory, LEN) };
-    let faults = report.rusage.unwrap().minor_page_faults;
+    let faults = report.rusage.as_ref().unwrap().minor_page_faults;
     assert!(faults >= (LEN / 4096 / 2) as u64, "{report}");
     assert!(report.syscalls.is_empty(), "{report}");
     assert!(!report.is_clean());
@@ -297,4 +297,60 @@ fn assert_clean_panics_with_a_listing() {
 #[should_panic(expected = "boom inside the guard")]
 fn panics_inside_the_scope_reach_the_caller() {
     guard::check(|| panic!("boom inside the guard"));
+}
+
+/// Every kind of offence comes back as a typed violation, one entry per kind, whose counts
+/// add up to the report's count: what `downbeat audit` reads instead of the report's text.
+#[test]
+fn violations_are_typed_one_entry_per_kind() {
+    use guard::Violation;
+    let lock = guard::Mutex::new(0);
+    let report = guard::check(|| {
+        drop(black_box(vec![0u8; 100]));
+        let _ = std::process::id();
+        *lock.lock().unwrap() += 1;
+        thread::sleep(Duration::from_millis(1));
+    });
+    syscalls_tracked(&report);
+    let v = report.violations();
+    assert!(
+        v.iter()
+            .any(|v| matches!(v, Violation::Allocation(h) if h.count == 1 && h.bytes == 100)),
+        "{v:?}"
+    );
+    assert!(
+        v.iter()
+            .any(|v| matches!(v, Violation::Free(h) if h.count == 1)),
+        "{v:?}"
+    );
+    assert!(
+        v.iter()
+            .any(|v| matches!(v, Violation::Syscall(s) if s.name == "getpid" && s.nr == 39)),
+        "{v:?}"
+    );
+    assert!(
+        v.iter()
+            .any(|v| matches!(v, Violation::Syscall(s) if s.name == "clock_nanosleep")),
+        "{v:?}"
+    );
+    assert!(
+        v.iter()
+            .any(|v| matches!(v, Violation::Blocking(b) if b.count == 1)),
+        "{v:?}"
+    );
+    assert!(
+        v.iter()
+            .any(|v| matches!(v, Violation::ContextSwitch { count } if *count >= 1)),
+        "{v:?}"
+    );
+    assert!(
+        !v.iter().any(|v| matches!(v, Violation::Untracked(_))),
+        "{v:?}"
+    );
+    assert_eq!(
+        v.iter().map(Violation::count).sum::<u64>(),
+        report.violation_count(),
+        "{report}"
+    );
+    assert!(guard::check(|| 6 * 7).violations().is_empty());
 }

@@ -183,6 +183,7 @@ mod seccomp;
 mod state;
 mod syscalls;
 mod tracker;
+mod untracked;
 
 use std::hint::black_box;
 use std::sync::atomic::{compiler_fence, Ordering::SeqCst};
@@ -191,10 +192,11 @@ use std::time::{Instant, SystemTime};
 pub use alloc::GuardAlloc;
 pub use blocking::{notify_blocking, Mutex};
 pub use options::{Allow, Options};
-pub use report::{BlockingCall, HeapActivity, Report, SyscallCount};
+pub use report::{BlockingCall, HeapActivity, Report, SyscallCount, Violation};
 pub use rusage::Rusage;
 pub use syscalls::{syscall_name, syscall_number};
 pub use tracker::Tracker;
+pub use untracked::{Note, OsError, PrefaultError, Untracked};
 
 /// Runs `f` under the guard with default [`Options`] (nothing allowed) and
 /// reports what it did. `f`'s result is dropped after the scope; use
@@ -262,8 +264,8 @@ where
     R: Send,
 {
     let mut notes = Vec::new();
-    if let Err(note) = prefault::code() {
-        notes.push(note);
+    if let Err(e) = prefault::code() {
+        notes.push(Note::CodeNotPrefaulted(e));
     }
     #[cfg(feature = "rtsan")]
     if let Err(note) = rtsan::status() {
@@ -285,7 +287,7 @@ where
 }
 
 /// The guard thread's body: set up, run `f` armed, collect.
-fn guarded<F, R>(options: &Options, backtraces: bool, mut notes: Vec<String>, f: F) -> (R, Report)
+fn guarded<F, R>(options: &Options, backtraces: bool, mut notes: Vec<Note>, f: F) -> (R, Report)
 where
     F: FnOnce() -> R,
 {
@@ -303,17 +305,13 @@ where
     let syscall_tracking = if options.track_syscalls {
         seccomp::install()
     } else {
-        Err("system calls not tracked: turned off by Options::track_syscalls(false)".into())
+        Err(Untracked::TurnedOff)
     };
     warm_up(&installed);
     let allocation_tracking = if state.allocs.count.load(SeqCst) > 0 && alloc::installed() {
         Ok(())
     } else {
-        Err(
-            "allocations not tracked: downbeat_rt::guard::GuardAlloc is not the global allocator \
-             (add `downbeat_rt::install_guard_allocator!();` to the test binary)"
-                .to_owned(),
-        )
+        Err(Untracked::NoGuardAllocator)
     };
     state.reset();
     state.set_capture_backtraces(backtraces);
@@ -331,19 +329,11 @@ where
     drop(installed);
 
     let rusage = match (start, end) {
-        (Ok(start), Ok(end)) => Some(end.since(&start)),
-        (Err(note), _) | (_, Err(note)) => {
-            notes.push(note);
-            None
-        }
+        (Ok(start), Ok(end)) => Ok(end.since(&start)),
+        (Err(why), _) | (_, Err(why)) => Err(why),
     };
-    for tracking in [&syscall_tracking, &allocation_tracking] {
-        if let Err(note) = tracking {
-            notes.push(note.clone());
-        }
-    }
     if backtraces && state.allocs.count.load(SeqCst) + state.frees.count.load(SeqCst) > 0 {
-        notes.push("page faults and context switches include capturing the backtraces".into());
+        notes.push(Note::Backtraces);
     }
     let report = Report::build(
         &mut state,

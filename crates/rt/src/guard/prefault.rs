@@ -9,6 +9,10 @@
 
 use std::hint::black_box;
 
+#[cfg(target_os = "linux")]
+use super::OsError;
+use super::PrefaultError;
+
 const CHUNK: usize = 16 * 1024;
 const PAGE: usize = 4096;
 
@@ -32,9 +36,9 @@ pub(crate) fn stack(bytes: usize) {
 /// Populates the page tables for the code, read-only data, data and bss of
 /// every loaded executable file and of the vDSO, or says why not.
 #[cfg(target_os = "linux")]
-pub(crate) fn code() -> Result<(), String> {
+pub(crate) fn code() -> Result<(), PrefaultError> {
     let maps = std::fs::read_to_string("/proc/self/maps")
-        .map_err(|e| format!("code pages not pre-faulted (reading /proc/self/maps: {e}); first-run page faults may be reported"))?;
+        .map_err(|e| PrefaultError::Maps(OsError(e.raw_os_error().unwrap_or(libc::EIO))))?;
     let mappings: Vec<Mapping<'_>> = maps.lines().filter_map(Mapping::parse).collect();
     let executable: Vec<&str> = mappings
         .iter()
@@ -73,13 +77,13 @@ pub(crate) fn code() -> Result<(), String> {
         }
     }
     if unsupported {
-        return Err("code pages not pre-faulted (MADV_POPULATE needs Linux 5.14); first-run page faults may be reported".into());
+        return Err(PrefaultError::NoPopulate);
     }
     Ok(())
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn code() -> Result<(), String> {
+pub(crate) fn code() -> Result<(), PrefaultError> {
     Ok(())
 }
 

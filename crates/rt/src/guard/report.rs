@@ -6,7 +6,7 @@ use std::fmt;
 use super::rusage::Rusage;
 use super::state::{GuardState, HeapLog};
 use super::syscalls::{futex_op_name, nr, syscall_name};
-use super::{Options, Tracker};
+use super::{Note, Options, Tracker, Untracked};
 
 /// Allocations, or frees, seen in a scope.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -178,27 +178,119 @@ pub struct Report {
     pub other_syscalls: u64,
     /// Calls announced as blocking: violations.
     pub blocking_calls: Vec<BlockingCall>,
-    /// Context switches and page faults of the guarded thread, if the
-    /// platform can tell.
-    pub rusage: Option<Rusage>,
+    /// Context switches and page faults of the guarded thread, or why the
+    /// platform could not tell.
+    pub rusage: Result<Rusage, Untracked>,
     /// `Ok` if allocations were tracked; otherwise why not (typically:
     /// [`GuardAlloc`](super::GuardAlloc) is not the global allocator).
-    pub allocation_tracking: Result<(), String>,
+    pub allocation_tracking: Result<(), Untracked>,
     /// `Ok` if system calls were tracked; otherwise why not.
-    pub syscall_tracking: Result<(), String>,
-    /// Things to know when reading the report, such as a tracker that was
-    /// unavailable.
-    pub notes: Vec<String>,
+    pub syscall_tracking: Result<(), Untracked>,
+    /// Things to know when reading the report that are not findings, such
+    /// as code pages that could not be faulted in beforehand. (A tracker
+    /// that did not run is in its own field and in
+    /// [`violations`](Report::violations).)
+    pub notes: Vec<Note>,
+}
+
+/// One kind of thing a scope did that a real-time thread must not do, or a tracker that did
+/// not watch it: what [`Report::violations`] lists, so that a reader such as
+/// `downbeat audit` never parses the report's text.
+///
+/// ```
+/// use downbeat_rt::guard::{self, Violation};
+///
+/// downbeat_rt::install_guard_allocator!();
+///
+/// # fn main() {
+/// let report = guard::check(|| Box::new(7));
+/// assert!(report.violations().iter().any(|v| matches!(v, Violation::Allocation(h) if h.count == 1)));
+/// # }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Violation {
+    /// Allocations (reallocations included), unless the options allow them.
+    Allocation(HeapActivity),
+    /// Frees, unless the options allow them.
+    Free(HeapActivity),
+    /// A system call not on the allow-list, with its number, name and count.
+    Syscall(SyscallCount),
+    /// System calls of kinds beyond the itemised ones.
+    OtherSyscalls {
+        /// How many.
+        count: u64,
+    },
+    /// A call that may block, such as a lock, announced through
+    /// [`notify_blocking`](super::notify_blocking).
+    Blocking(BlockingCall),
+    /// The thread gave up the CPU (blocked).
+    ContextSwitch {
+        /// Voluntary context switches.
+        count: u64,
+    },
+    /// Page faults.
+    PageFault {
+        /// Served without I/O.
+        minor: u64,
+        /// Waited for I/O.
+        major: u64,
+    },
+    /// A tracker did not run, so a clean result would prove nothing; counts no event.
+    Untracked(Untracked),
+}
+
+impl Violation {
+    /// The events this stands for: what [`Report::violation_count`] adds up (0 for
+    /// [`Untracked`](Violation::Untracked)).
+    ///
+    /// ```
+    /// use downbeat_rt::guard::Violation;
+    /// assert_eq!(Violation::PageFault { minor: 2, major: 1 }.count(), 3);
+    /// ```
+    pub fn count(&self) -> u64 {
+        match self {
+            Violation::Allocation(h) | Violation::Free(h) => h.count,
+            Violation::OtherSyscalls { count } | Violation::ContextSwitch { count } => *count,
+            Violation::Syscall(s) => s.count,
+            Violation::Blocking(b) => b.count,
+            Violation::PageFault { minor, major } => minor + major,
+            Violation::Untracked(_) => 0,
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::Allocation(h) => {
+                write!(f, "allocations: {} totalling {} bytes", h.count, h.bytes)
+            }
+            Violation::Free(h) => write!(f, "frees: {} totalling {} bytes", h.count, h.bytes),
+            Violation::Syscall(s) => write!(f, "system call {s}"),
+            Violation::OtherSyscalls { count } => {
+                write!(f, "system calls of kinds not itemised ×{count}")
+            }
+            Violation::Blocking(b) => write!(f, "blocking call {} ×{}", b.name, b.count),
+            Violation::ContextSwitch { count } => {
+                write!(f, "voluntary context switches (blocked): {count}")
+            }
+            Violation::PageFault { minor, major } => {
+                write!(f, "page faults: {minor} minor, {major} major")
+            }
+            Violation::Untracked(why) => why.fmt(f),
+        }
+    }
 }
 
 impl Report {
     pub(crate) fn build(
         state: &mut GuardState,
         options: &Options,
-        rusage: Option<Rusage>,
-        allocation_tracking: Result<(), String>,
-        syscall_tracking: Result<(), String>,
-        notes: Vec<String>,
+        rusage: Result<Rusage, Untracked>,
+        allocation_tracking: Result<(), Untracked>,
+        syscall_tracking: Result<(), Untracked>,
+        notes: Vec<Note>,
     ) -> Self {
         let (mut syscalls, mut allowed_syscalls) = (Vec::new(), Vec::new());
         for (number, detail, count) in state.syscalls.entries() {
@@ -311,7 +403,7 @@ impl Report {
             .filter(|t| match t {
                 Tracker::Allocations => self.allocation_tracking.is_err(),
                 Tracker::Syscalls => self.syscall_tracking.is_err(),
-                Tracker::Rusage => self.rusage.is_none(),
+                Tracker::Rusage => self.rusage.is_err(),
             })
             .collect()
     }
@@ -335,8 +427,68 @@ impl Report {
         let blocking: u64 = self.blocking_calls.iter().map(|b| b.count).sum();
         let rusage = self
             .rusage
+            .as_ref()
             .map_or(0, |r| r.voluntary_context_switches + r.page_faults());
         heap + syscalls + blocking + rusage
+    }
+
+    /// Every violation, one entry per kind, in the order the report prints them, then every
+    /// tracker that did not run (in [`Tracker::ALL`] order). Empty exactly when the report
+    /// [`is_clean`](Report::is_clean).
+    ///
+    /// ```
+    /// use downbeat_rt::guard::{self, Options, Tracker, Untracked, Violation};
+    ///
+    /// let (_, report) = guard::check_with(&Options::new(), || std::process::id());
+    /// let v = report.violations();
+    /// # #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    /// assert!(v.iter().any(|v| matches!(v, Violation::Syscall(s) if s.name == "getpid")));
+    /// // This doctest's binary has no GuardAlloc.
+    /// assert!(v.contains(&Violation::Untracked(Untracked::NoGuardAllocator)));
+    /// ```
+    pub fn violations(&self) -> Vec<Violation> {
+        let mut out = Vec::new();
+        if !self.allocations_allowed {
+            if self.allocations.count > 0 {
+                out.push(Violation::Allocation(self.allocations.clone()));
+            }
+            if self.frees.count > 0 {
+                out.push(Violation::Free(self.frees.clone()));
+            }
+        }
+        out.extend(self.syscalls.iter().cloned().map(Violation::Syscall));
+        if self.other_syscalls > 0 {
+            out.push(Violation::OtherSyscalls {
+                count: self.other_syscalls,
+            });
+        }
+        out.extend(self.blocking_calls.iter().cloned().map(Violation::Blocking));
+        if let Ok(r) = &self.rusage {
+            if r.voluntary_context_switches > 0 {
+                out.push(Violation::ContextSwitch {
+                    count: r.voluntary_context_switches,
+                });
+            }
+            if r.page_faults() > 0 {
+                out.push(Violation::PageFault {
+                    minor: r.minor_page_faults,
+                    major: r.major_page_faults,
+                });
+            }
+        }
+        out.extend(self.untracked().cloned().map(Violation::Untracked));
+        out
+    }
+
+    /// Why each tracker that did not run did not, in [`Tracker::ALL`] order.
+    fn untracked(&self) -> impl Iterator<Item = &Untracked> {
+        [
+            self.allocation_tracking.as_ref().err(),
+            self.syscall_tracking.as_ref().err(),
+            self.rusage.as_ref().err(),
+        ]
+        .into_iter()
+        .flatten()
     }
 
     /// How many disallowed calls of the system call called `name` the scope
@@ -493,7 +645,7 @@ impl fmt::Display for Report {
                 writeln!(f, "    {} ×{}", call.name, call.count)?;
             }
         }
-        if let Some(r) = self.rusage {
+        if let Ok(r) = &self.rusage {
             if r.voluntary_context_switches > 0 {
                 writeln!(
                     f,
@@ -509,7 +661,10 @@ impl fmt::Display for Report {
                 )?;
             }
         }
-        let preempted = self.rusage.map_or(0, |r| r.involuntary_context_switches);
+        let preempted = self
+            .rusage
+            .as_ref()
+            .map_or(0, |r| r.involuntary_context_switches);
         if !self.allowed_syscalls.is_empty() || preempted > 0 {
             writeln!(f, "  not violations:")?;
             for call in &self.allowed_syscalls {
@@ -522,8 +677,11 @@ impl fmt::Display for Report {
                 )?;
             }
         }
-        if !self.notes.is_empty() {
+        if !self.notes.is_empty() || self.untracked().next().is_some() {
             writeln!(f, "  notes:")?;
+            for why in self.untracked() {
+                writeln!(f, "    {why}")?;
+            }
             for note in &self.notes {
                 writeln!(f, "    {note}")?;
             }

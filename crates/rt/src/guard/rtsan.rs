@@ -9,15 +9,11 @@ use rtsan_standalone::{ensure_initialized, realtime_enter, realtime_exit, Scoped
 
 /// `Err` with a note for the report when RTSan is compiled out: the crate's
 /// calls are no-ops unless `RTSAN_ENABLE` was set when it was built.
-pub(super) fn status() -> Result<(), String> {
+pub(super) fn status() -> Result<(), super::Note> {
     if option_env!("RTSAN_ENABLE").is_some() {
         Ok(())
     } else {
-        Err(
-            "RealtimeSanitizer off: the `rtsan` feature is on but RTSAN_ENABLE was not set \
-             at build time, so rtsan-standalone compiled to no-ops"
-                .into(),
-        )
+        Err(super::Note::RtsanOff)
     }
 }
 

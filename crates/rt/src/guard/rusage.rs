@@ -1,6 +1,8 @@
 //! Scheduler and memory-manager counters of the guarded thread, from
 //! `getrusage(RUSAGE_THREAD)`.
 
+use super::{Tracker, Untracked};
+
 /// How often the guarded thread was switched out and faulted, between arming
 /// and disarming: the difference of two `getrusage(RUSAGE_THREAD)` readings.
 ///
@@ -57,7 +59,7 @@ impl Rusage {
 
 /// Reads the calling thread's counters, or says why that is impossible here.
 #[cfg(target_os = "linux")]
-pub(crate) fn snapshot() -> Result<Rusage, String> {
+pub(crate) fn snapshot() -> Result<Rusage, Untracked> {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `usage` is a writable `struct rusage`. The stub keeps the
@@ -80,10 +82,11 @@ pub(crate) fn snapshot() -> Result<Rusage, String> {
     // SAFETY: `usage` is a writable `struct rusage`.
     let failed = unsafe { libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()) } != 0;
     if failed {
-        return Err(
-            "getrusage(RUSAGE_THREAD) failed: context switches and page faults are not tracked"
-                .into(),
-        );
+        return Err(Untracked::Failed {
+            tracker: Tracker::Rusage,
+            call: "getrusage(RUSAGE_THREAD)",
+            source: super::OsError::last(),
+        });
     }
     // SAFETY: filled in by the successful call.
     let usage = unsafe { usage.assume_init() };
@@ -98,9 +101,10 @@ pub(crate) fn snapshot() -> Result<Rusage, String> {
 
 /// Reads the calling thread's counters, or says why that is impossible here.
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn snapshot() -> Result<Rusage, String> {
-    Err(format!(
-        "per-thread getrusage is Linux-only; on {} context switches and page faults are not tracked",
-        std::env::consts::OS
-    ))
+pub(crate) fn snapshot() -> Result<Rusage, Untracked> {
+    Err(Untracked::Unsupported {
+        tracker: Tracker::Rusage,
+        os: std::env::consts::OS,
+        arch: std::env::consts::ARCH,
+    })
 }

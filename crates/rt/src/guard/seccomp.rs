@@ -9,24 +9,33 @@
 pub(crate) use imp::{install, untracked_syscall};
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
-pub(crate) fn install() -> Result<(), String> {
-    Err(format!(
-        "system-call tracking needs Linux on x86_64; this is {} on {}, so system calls are not tracked",
-        std::env::consts::OS,
-        std::env::consts::ARCH
-    ))
+pub(crate) fn install() -> Result<(), super::Untracked> {
+    Err(super::Untracked::Unsupported {
+        tracker: super::Tracker::Syscalls,
+        os: std::env::consts::OS,
+        arch: std::env::consts::ARCH,
+    })
 }
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod imp {
     use std::ffi::{c_int, c_void};
-    use std::io;
     use std::mem::MaybeUninit;
     use std::ptr;
     use std::sync::OnceLock;
 
     use super::super::state;
     use super::super::syscalls::nr;
+    use super::super::{OsError, Tracker, Untracked};
+
+    /// Seccomp could not be set up: `call` failed with the thread's last error.
+    fn unavailable(call: &'static str) -> Untracked {
+        Untracked::Failed {
+            tracker: Tracker::Syscalls,
+            call,
+            source: OsError::last(),
+        }
+    }
 
     /// Our traps carry this in `si_errno` (the filter's 16 data bits), which
     /// tells our SIGSYS apart from another filter's or a `kill -SYS`.
@@ -143,9 +152,9 @@ mod imp {
     }
 
     /// The SIGSYS disposition before ours, for signals that are not our traps.
-    static PREVIOUS: OnceLock<Result<libc::sigaction, String>> = OnceLock::new();
+    static PREVIOUS: OnceLock<Result<libc::sigaction, Untracked>> = OnceLock::new();
 
-    fn install_handler() -> Result<(), String> {
+    fn install_handler() -> Result<(), Untracked> {
         let previous = PREVIOUS.get_or_init(|| {
             // SAFETY: an all-zero `sigaction` is a valid starting value.
             let mut action: libc::sigaction = unsafe { MaybeUninit::zeroed().assume_init() };
@@ -158,10 +167,7 @@ mod imp {
             // SAFETY: both pointers are valid; `on_sigsys` has the
             // SA_SIGINFO signature.
             if unsafe { libc::sigaction(libc::SIGSYS, &action, old.as_mut_ptr()) } != 0 {
-                return Err(format!(
-                    "seccomp unavailable: sigaction(SIGSYS) failed: {}",
-                    io::Error::last_os_error()
-                ));
+                return Err(unavailable("sigaction(SIGSYS)"));
             }
             // SAFETY: written by the successful `sigaction` above.
             Ok(unsafe { old.assume_init() })
@@ -171,13 +177,7 @@ mod imp {
 
     /// Puts the calling thread, and only it, under the trapping filter. It
     /// cannot be removed again: call this on a thread that is about to end.
-    pub(crate) fn install() -> Result<(), String> {
-        let unavailable = |what: &str| {
-            format!(
-                "seccomp unavailable: {what} failed: {}",
-                io::Error::last_os_error()
-            )
-        };
+    pub(crate) fn install() -> Result<(), Untracked> {
         install_handler()?;
         // SAFETY: plain integer arguments; affects only this thread.
         if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
