@@ -635,8 +635,8 @@ fn parse_node(
             )
             .map(|_| v)
             .map_err(|e| match e {
-                ParamError::Invalid { message, .. } => message,
-                other => other.to_string(),
+                ParamError::Invalid { message, .. } => BadValue::Refused(message),
+                other => BadValue::Refused(other.to_string()),
             })
         });
         match converted {
@@ -681,7 +681,30 @@ fn default_text(kind: &downbeat_graph::ParamKind) -> String {
     }
 }
 
-fn to_param(v: &toml::Value) -> Result<ParamValue, String> {
+/// Why a value in a project file is not a parameter value.
+#[derive(Debug)]
+enum BadValue {
+    /// A list element that is not a number, as [`show`] words it.
+    ListElement(String),
+    /// A value of a kind no parameter takes (a table, a date), as [`show`] words it.
+    Kind(String),
+    /// The parameter's own check refused it; its message.
+    Refused(String),
+}
+
+impl std::fmt::Display for BadValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadValue::ListElement(v) => write!(f, "list element {v} is not a number"),
+            BadValue::Kind(v) => write!(f, "{v} is not a parameter value"),
+            BadValue::Refused(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for BadValue {}
+
+fn to_param(v: &toml::Value) -> Result<ParamValue, BadValue> {
     Ok(match v {
         toml::Value::Float(f) => ParamValue::Float(*f),
         toml::Value::Integer(i) => ParamValue::Int(*i),
@@ -693,11 +716,11 @@ fn to_param(v: &toml::Value) -> Result<ParamValue, String> {
                 .map(|x| match x {
                     toml::Value::Float(f) => Ok(*f),
                     toml::Value::Integer(i) => Ok(*i as f64),
-                    other => Err(format!("list element {} is not a number", show(other))),
+                    other => Err(BadValue::ListElement(show(other))),
                 })
                 .collect::<Result<_, _>>()?,
         ),
-        other => return Err(format!("{} is not a parameter value", show(other))),
+        other => return Err(BadValue::Kind(show(other))),
     })
 }
 
@@ -796,5 +819,41 @@ fn located(src: &Source<'_>, e: automation::Located) -> ProjectError {
     match e.help {
         Some(h) => err.help(h),
         None => err,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Project;
+
+    fn error(value: &str) -> String {
+        let src = format!(
+            "edges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\nfreq = {value}\n\
+             [nodes.out]\ntype = \"output\"\n"
+        );
+        Project::parse(&src, "bad.toml").unwrap_err().to_string()
+    }
+
+    /// Each way a value can fail to be a parameter value says which, at the value.
+    #[test]
+    fn bad_values_say_what_is_wrong_with_them() {
+        let list = error("[1, \"a\"]");
+        assert!(
+            list.contains(
+                "bad value for `freq` of node `s`: list element the string \"a\" is not a number"
+            ),
+            "{list}"
+        );
+        let table = error("{ a = 1 }");
+        assert!(
+            table.contains("bad value for `freq` of node `s`: a table is not a parameter value"),
+            "{table}"
+        );
+        let range = error("-5.0");
+        assert!(
+            range.contains("bad value for `freq` of node `s`: "),
+            "{range}"
+        );
+        assert!(range.contains("(default "), "the parameter's help: {range}");
     }
 }

@@ -127,12 +127,6 @@ fn wait(wake: Wake, poll: Duration, last_work: Instant) {
     }
 }
 
-/// Tries SCHED_FIFO at `priority` for the calling thread; the reason when refused.
-fn set_realtime(priority: i32) -> Result<(), String> {
-    downbeat_rt::pool::set_current_thread_realtime(priority)
-        .map_err(|e| format!("snapshot thread runs at normal priority: {e}"))
-}
-
 /// Pins a collector thread as [`Config::collector_cpu`](crate::Config::collector_cpu) says,
 /// keeping the first reason it could not.
 pub(crate) fn pin_collector(shared: &Shared, cpu: Option<usize>) {
@@ -161,11 +155,12 @@ pub(crate) fn snapshot_thread(
 ) {
     pin_collector(&shared, cpu);
     let realtime = match priority {
-        Some(p) => match set_realtime(p) {
+        Some(p) => match downbeat_rt::pool::set_current_thread_realtime(p) {
             Ok(()) => true,
-            Err(note) => {
+            Err(e) => {
                 let _ = shared.stats.priority_note.set(format!(
-                    "{note}; snapshots are copied on the audio thread instead"
+                    "snapshot thread runs at normal priority: {e}; snapshots are copied on the \
+                     audio thread instead"
                 ));
                 false
             }

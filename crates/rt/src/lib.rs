@@ -10,3 +10,6 @@ pub mod guard;
 pub mod notify;
 pub mod pool;
 pub mod reclaim;
+
+mod os_error;
+pub use os_error::OsError;

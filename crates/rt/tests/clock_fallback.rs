@@ -5,13 +5,17 @@
 use std::time::Duration;
 
 use downbeat_rt::clock::{Outcome, Ticker, TickerOptions, NO_RT_ENV};
+use downbeat_rt::pool::ThreadError;
 
 #[test]
 fn forced_fallback_reports_the_reason_and_still_ticks() {
     std::env::set_var(NO_RT_ENV, "1");
     let mut ticker = Ticker::with_options(Duration::from_millis(1), &TickerOptions::default());
     match &ticker.setup().realtime {
-        Outcome::Refused(why) => assert!(why.contains(NO_RT_ENV), "{why}"),
+        Outcome::Refused(why) => {
+            assert_eq!(*why, ThreadError::DisabledByEnv { var: NO_RT_ENV });
+            assert!(why.to_string().contains(NO_RT_ENV), "{why}");
+        }
         other => panic!("expected a refusal, got {other:?}"),
     }
     let notes = ticker.setup().notes();

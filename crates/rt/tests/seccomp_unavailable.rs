@@ -65,7 +65,7 @@ fn falls_back_when_seccomp_is_not_permitted() {
             reason,
             guard::Untracked::Failed {
                 tracker: Tracker::Syscalls,
-                source: guard::OsError(libc::EPERM),
+                source: downbeat_rt::OsError(libc::EPERM),
                 ..
             }
         ),

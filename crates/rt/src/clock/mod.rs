@@ -45,7 +45,7 @@ use std::time::Duration;
 pub use histogram::Histogram;
 pub use sys::{now_ns, set_timer_slack, sleep_until_ns, thread_cpu_ns};
 
-use crate::pool::{pin_current_thread, set_current_thread_realtime};
+use crate::pool::{pin_current_thread, set_current_thread_realtime, ThreadError};
 
 /// Environment variable that, when set to anything but `0` or empty, makes every real-time
 /// priority request fall back as if the system had refused it: the way to try the unprivileged
@@ -166,11 +166,11 @@ pub enum Outcome {
     /// Applied; says what.
     Applied(String),
     /// Asked for but not possible; says why. The ticker works on without it.
-    Refused(String),
+    Refused(ThreadError),
 }
 
 impl Outcome {
-    fn from_result(what: String, r: Result<(), String>) -> Self {
+    fn from_result(what: String, r: Result<(), ThreadError>) -> Self {
         match r {
             Ok(()) => Outcome::Applied(what),
             Err(e) => Outcome::Refused(e),
@@ -230,7 +230,7 @@ pub fn apply_thread_options(options: &TickerOptions) -> Setup {
     let realtime = match options.realtime {
         None => Outcome::NotRequested,
         Some(_) if rt_disabled_by_env() => {
-            Outcome::Refused(format!("skipped because {NO_RT_ENV} is set"))
+            Outcome::Refused(ThreadError::DisabledByEnv { var: NO_RT_ENV })
         }
         Some(Realtime { policy, priority }) => match policy {
             Policy::Fifo => Outcome::from_result(

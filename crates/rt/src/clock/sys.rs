@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::pool::ThreadError;
+
 /// Nanoseconds on `CLOCK_MONOTONIC`, the clock `clock_nanosleep` sleeps against.
 ///
 /// On Linux this is a vDSO call: no system call, cheap enough to spin on.
@@ -62,7 +64,11 @@ pub fn sleep_until_ns(deadline_ns: u64) {
 
 /// Sets the calling thread's timer slack, the extra time the kernel may add to a sleep to
 /// batch wake-ups (50 µs by default for ordinary threads).
-pub fn set_timer_slack(slack: Duration) -> Result<(), String> {
+///
+/// # Errors
+/// [`ThreadError::TimerSlack`] with the system's reason; [`ThreadError::Unsupported`] off
+/// Linux.
+pub fn set_timer_slack(slack: Duration) -> Result<(), ThreadError> {
     #[cfg(target_os = "linux")]
     {
         // Zero would mean "back to the process default", not "no slack".
@@ -72,21 +78,22 @@ pub fn set_timer_slack(slack: Duration) -> Result<(), String> {
         if rc == 0 {
             Ok(())
         } else {
-            Err(format!(
-                "PR_SET_TIMERSLACK refused: {}",
-                std::io::Error::last_os_error()
-            ))
+            Err(ThreadError::TimerSlack {
+                source: crate::OsError::last(),
+            })
         }
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = slack;
-        Err("timer slack is only adjustable on Linux".into())
+        Err(ThreadError::Unsupported {
+            setting: "timer slack",
+        })
     }
 }
 
 /// Gives the calling thread `SCHED_RR` at `priority` (1..=99).
-pub fn set_round_robin(priority: i32) -> Result<(), String> {
+pub fn set_round_robin(priority: i32) -> Result<(), ThreadError> {
     crate::pool::set_current_thread_round_robin(priority)
 }
 

@@ -196,7 +196,7 @@ pub use report::{BlockingCall, HeapActivity, Report, SyscallCount, Violation};
 pub use rusage::Rusage;
 pub use syscalls::{syscall_name, syscall_number};
 pub use tracker::Tracker;
-pub use untracked::{Note, OsError, PrefaultError, Untracked};
+pub use untracked::{Note, PrefaultError, Untracked};
 
 /// Runs `f` under the guard with default [`Options`] (nothing allowed) and
 /// reports what it did. `f`'s result is dropped after the scope; use

@@ -9,9 +9,9 @@
 
 use std::hint::black_box;
 
-#[cfg(target_os = "linux")]
-use super::OsError;
 use super::PrefaultError;
+#[cfg(target_os = "linux")]
+use crate::OsError;
 
 const CHUNK: usize = 16 * 1024;
 const PAGE: usize = 4096;

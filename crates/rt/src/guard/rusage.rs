@@ -85,7 +85,7 @@ pub(crate) fn snapshot() -> Result<Rusage, Untracked> {
         return Err(Untracked::Failed {
             tracker: Tracker::Rusage,
             call: "getrusage(RUSAGE_THREAD)",
-            source: super::OsError::last(),
+            source: crate::OsError::last(),
         });
     }
     // SAFETY: filled in by the successful call.

@@ -26,7 +26,8 @@ mod imp {
 
     use super::super::state;
     use super::super::syscalls::nr;
-    use super::super::{OsError, Tracker, Untracked};
+    use super::super::{Tracker, Untracked};
+    use crate::OsError;
 
     /// Seccomp could not be set up: `call` failed with the thread's last error.
     fn unavailable(call: &'static str) -> Untracked {

@@ -50,7 +50,7 @@ mod worker;
 
 pub use thread::{
     available_cores, pin_current_thread, set_current_thread_realtime,
-    set_current_thread_round_robin,
+    set_current_thread_round_robin, ThreadError,
 };
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};

@@ -1,5 +1,94 @@
 //! Thread priority and CPU affinity, with the reason when the system refuses.
 
+use std::fmt;
+
+use crate::OsError;
+
+/// Why a thread setting (scheduling policy, CPU affinity, timer slack) was refused.
+///
+/// ```
+/// use downbeat_rt::pool::{pin_current_thread, ThreadError};
+/// # #[cfg(target_os = "linux")]
+/// assert_eq!(
+///     pin_current_thread(1 << 20),
+///     Err(ThreadError::CoreOutOfRange { core: 1 << 20 })
+/// );
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ThreadError {
+    /// The system refused the scheduling policy (no `CAP_SYS_NICE`, an `RLIMIT_RTPRIO` too
+    /// low, a priority out of range).
+    Policy {
+        /// `SCHED_FIFO`, `SCHED_RR` or `SCHED_OTHER`.
+        policy: &'static str,
+        /// The priority asked for.
+        priority: i32,
+        /// What the system said.
+        source: OsError,
+    },
+    /// The core is beyond what an affinity set can name.
+    CoreOutOfRange {
+        /// The core asked for.
+        core: usize,
+    },
+    /// The system refused the affinity (no such core, say).
+    Pin {
+        /// The core asked for.
+        core: usize,
+        /// What the system said.
+        source: OsError,
+    },
+    /// The system refused `PR_SET_TIMERSLACK`.
+    TimerSlack {
+        /// What the system said.
+        source: OsError,
+    },
+    /// Real-time scheduling was not tried because the environment variable
+    /// [`NO_RT_ENV`](crate::clock::NO_RT_ENV) is set.
+    DisabledByEnv {
+        /// The variable.
+        var: &'static str,
+    },
+    /// The setting is only implemented on Linux.
+    Unsupported {
+        /// The setting (`SCHED_FIFO`, `pinning`, `timer slack`).
+        setting: &'static str,
+    },
+}
+
+impl fmt::Display for ThreadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ThreadError::Policy {
+                policy,
+                priority,
+                source,
+            } => write!(f, "{policy} {priority} refused: {source}"),
+            ThreadError::CoreOutOfRange { core } => write!(f, "core {core} out of range"),
+            ThreadError::Pin { core, source } => write!(f, "core {core}: {source}"),
+            ThreadError::TimerSlack { source } => write!(f, "PR_SET_TIMERSLACK refused: {source}"),
+            ThreadError::DisabledByEnv { var } => write!(f, "skipped because {var} is set"),
+            ThreadError::Unsupported { setting } => {
+                write!(f, "{setting} is only implemented on Linux")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ThreadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ThreadError::Policy { source, .. }
+            | ThreadError::Pin { source, .. }
+            | ThreadError::TimerSlack { source } => Some(source),
+            ThreadError::CoreOutOfRange { .. }
+            | ThreadError::DisabledByEnv { .. }
+            | ThreadError::Unsupported { .. } => None,
+        }
+    }
+}
+
 /// Cores this process may run on.
 pub fn available_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -9,7 +98,7 @@ pub fn available_cores() -> usize {
 ///
 /// # Errors
 /// The system's reason, e.g. when the process lacks `CAP_SYS_NICE` or an `RLIMIT_RTPRIO`.
-pub fn set_current_thread_realtime(priority: i32) -> Result<(), String> {
+pub fn set_current_thread_realtime(priority: i32) -> Result<(), ThreadError> {
     set_policy(Policy::Fifo, priority)
 }
 
@@ -17,7 +106,7 @@ pub fn set_current_thread_realtime(priority: i32) -> Result<(), String> {
 ///
 /// # Errors
 /// The system's reason, as for [`set_current_thread_realtime`].
-pub fn set_current_thread_round_robin(priority: i32) -> Result<(), String> {
+pub fn set_current_thread_round_robin(priority: i32) -> Result<(), ThreadError> {
     set_policy(Policy::RoundRobin, priority)
 }
 
@@ -25,7 +114,7 @@ pub fn set_current_thread_round_robin(priority: i32) -> Result<(), String> {
 ///
 /// # Errors
 /// The system's reason, as for [`set_current_thread_realtime`].
-pub(crate) fn set_current_thread_normal() -> Result<(), String> {
+pub(crate) fn set_current_thread_normal() -> Result<(), ThreadError> {
     set_policy(Policy::Other, 0)
 }
 
@@ -35,7 +124,7 @@ enum Policy {
     Other,
 }
 
-fn set_policy(policy: Policy, priority: i32) -> Result<(), String> {
+fn set_policy(policy: Policy, priority: i32) -> Result<(), ThreadError> {
     let name = match policy {
         Policy::Fifo => "SCHED_FIFO",
         Policy::RoundRobin => "SCHED_RR",
@@ -56,16 +145,17 @@ fn set_policy(policy: Policy, priority: i32) -> Result<(), String> {
         if rc == 0 {
             Ok(())
         } else {
-            Err(format!(
-                "{name} {priority} refused: {}",
-                std::io::Error::from_raw_os_error(rc)
-            ))
+            Err(ThreadError::Policy {
+                policy: name,
+                priority,
+                source: OsError(rc),
+            })
         }
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = priority;
-        Err(format!("{name} is only implemented on Linux"))
+        Err(ThreadError::Unsupported { setting: name })
     }
 }
 
@@ -73,13 +163,13 @@ fn set_policy(policy: Policy, priority: i32) -> Result<(), String> {
 ///
 /// # Errors
 /// The system's reason when the affinity cannot be set.
-pub fn pin_current_thread(core: usize) -> Result<(), String> {
+pub fn pin_current_thread(core: usize) -> Result<(), ThreadError> {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: `cpu_set_t` is plain data; zeroed is the empty set.
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
         if core >= libc::CPU_SETSIZE as usize {
-            return Err(format!("core {core} out of range"));
+            return Err(ThreadError::CoreOutOfRange { core });
         }
         // SAFETY: `core` was just checked against the set's capacity.
         unsafe { libc::CPU_SET(core, &mut set) };
@@ -89,12 +179,15 @@ pub fn pin_current_thread(core: usize) -> Result<(), String> {
         if rc == 0 {
             Ok(())
         } else {
-            Err(format!("core {core}: {}", std::io::Error::last_os_error()))
+            Err(ThreadError::Pin {
+                core,
+                source: OsError::last(),
+            })
         }
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = core;
-        Err("pinning is only implemented on Linux".into())
+        Err(ThreadError::Unsupported { setting: "pinning" })
     }
 }
