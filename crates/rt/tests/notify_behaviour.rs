@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use downbeat_rt::notify::{BlockClock, Dispatcher, Full, Notifier, Strategy};
+use downbeat_rt::notify::{BlockClock, Dispatcher, DispatcherFull, Notifier, Strategy};
 
 fn poll() -> Strategy {
     Strategy::Poll {
@@ -105,7 +105,10 @@ fn handle_now_runs_a_pending_callback_once() {
 fn capacity_is_fixed_and_foreign_notifiers_are_refused() {
     let mut d = Dispatcher::new(poll(), 1);
     let n = d.register(|| ()).unwrap();
-    assert_eq!(d.register(|| ()).unwrap_err(), Full { capacity: 1 });
+    assert_eq!(
+        d.register(|| ()).unwrap_err(),
+        DispatcherFull { capacity: 1 }
+    );
     let mut other = Dispatcher::new(poll(), 1);
     n.trigger();
     assert!(!other.handle_now_if_needed(&n));

@@ -248,13 +248,21 @@ impl Notifier {
 }
 
 /// The dispatcher is full: it was created with room for fewer notifiers.
+///
+/// ```
+/// use std::time::Duration;
+/// use downbeat_rt::notify::{Dispatcher, DispatcherFull, Strategy};
+/// let mut d = Dispatcher::new(Strategy::Poll { period: Duration::from_millis(10) }, 1);
+/// d.register(|| ()).unwrap();
+/// assert_eq!(d.register(|| ()).unwrap_err(), DispatcherFull { capacity: 1 });
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Full {
+pub struct DispatcherFull {
     /// The capacity it was created with.
     pub capacity: usize,
 }
 
-impl fmt::Display for Full {
+impl fmt::Display for DispatcherFull {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -264,7 +272,7 @@ impl fmt::Display for Full {
     }
 }
 
-impl std::error::Error for Full {}
+impl std::error::Error for DispatcherFull {}
 
 /// Counters of a [`Dispatcher`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -363,10 +371,13 @@ impl Dispatcher {
     /// [`remove`](Self::remove), so a stale notifier can never fire someone else's callback.
     ///
     /// # Errors
-    /// [`Full`] when every slot has been handed out.
-    pub fn register(&mut self, callback: impl FnMut() + Send + 'static) -> Result<Notifier, Full> {
+    /// [`DispatcherFull`] when every slot has been handed out.
+    pub fn register(
+        &mut self,
+        callback: impl FnMut() + Send + 'static,
+    ) -> Result<Notifier, DispatcherFull> {
         if self.callbacks.len() == self.capacity() {
-            return Err(Full {
+            return Err(DispatcherFull {
                 capacity: self.capacity(),
             });
         }
