@@ -35,6 +35,7 @@ impl From<DeviceFlag> for DeviceKind {
     }
 }
 
+/// `--fallback`: where a run goes on when its device is lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum FallbackKind {
     /// Go on on the virtual device.

@@ -41,6 +41,8 @@ fn is_uri(s: &str) -> bool {
         })
 }
 
+// Without either plugin feature nothing can be loaded, and `opts` goes unused.
+#[cfg_attr(not(any(feature = "clap", feature = "lv2")), allow(unused_variables))]
 fn load(args: &Args, opts: &AuditOptions) -> Result<Box<dyn downbeat_graph::Node>, Failure> {
     if is_uri(&args.plugin) {
         #[cfg(feature = "lv2")]
