@@ -154,14 +154,7 @@ fn prepare(built: device::Built, args: &Args) -> Result<(Engine, Setup), Failure
     let latency_frames = built.schedule.latency();
     let monitors = built.schedule.monitors();
     let mut engine = Engine::new(built.schedule);
-    if let Some(path) = &args.replay {
-        control::replay(path, &mut engine)?;
-    }
-    let midi_frames = args
-        .midi
-        .as_deref()
-        .map(|path| control::play_midi(path, &built.project, &mut engine))
-        .transpose()?;
+    let midi_frames = add_events(&mut engine, &built.project, args)?;
     let recorder = args
         .record_events
         .as_ref()
@@ -175,13 +168,7 @@ fn prepare(built: device::Built, args: &Args) -> Result<(Engine, Setup), Failure
         .map(|addr| control::serve_osc(addr, &mut engine))
         .transpose()?;
     let watcher = args.meters.then(|| engine.watch());
-    let threads = args
-        .threads
-        .map_or_else(downbeat_rt::pool::available_cores, usize::from);
-    for note in engine.set_threads(threads) {
-        eprintln!("note: {note}");
-    }
-    engine.schedule().set_profiling(args.report.is_some());
+    set_threads(&mut engine, args);
     let length = match (args.seconds, midi_frames) {
         (None, Some(frames)) => RunLength {
             frames: frames.max(1),
@@ -200,6 +187,29 @@ fn prepare(built: device::Built, args: &Args) -> Result<(Engine, Setup), Failure
         watcher,
     };
     Ok((engine, setup))
+}
+
+/// Puts the `--replay` and `--midi` events on the engine's timeline; with `--midi`, how
+/// many frames playing the file lasts.
+fn add_events(engine: &mut Engine, project: &Project, args: &Args) -> Result<Option<u64>, Failure> {
+    if let Some(path) = &args.replay {
+        control::replay(path, engine)?;
+    }
+    args.midi
+        .as_deref()
+        .map(|path| control::play_midi(path, project, engine))
+        .transpose()
+}
+
+/// The threads processing the graph (every core by default), and profiling for `--report`.
+fn set_threads(engine: &mut Engine, args: &Args) {
+    let threads = args
+        .threads
+        .map_or_else(downbeat_rt::pool::available_cores, usize::from);
+    for note in engine.set_threads(threads) {
+        eprintln!("note: {note}");
+    }
+    engine.schedule().set_profiling(args.report.is_some());
 }
 
 /// A finished run: the engine back, and what the device reports.
@@ -234,34 +244,56 @@ fn play(mut engine: Engine, setup: &Setup, args: &DeviceArgs, quiet: bool) -> Re
 /// (and writes the report).
 fn finish(ran: Ran, mut setup: Setup, args: &Args) -> Result<(), Failure> {
     let osc = setup.osc.take().map(OscServer::stop);
-    // The watcher keeps sums since the start and the peak since its last look: one look
-    // after the run gives the whole run's levels.
-    let node_levels = setup.watcher.as_mut().map(|w| {
-        w.wait(std::time::Duration::from_secs(1));
-        w.run_levels()
-            .into_iter()
-            .map(|(node, l)| NodeLevelLine {
-                node,
-                peak: l.peak,
-                rms: l.rms,
-            })
-            .collect()
-    });
+    let node_levels = setup.watcher.as_mut().map(run_levels);
     if let (Some(path), Some(recorder)) = (&args.record_events, setup.recorder.take()) {
         recorder.finish(&ran.engine, path)?;
     }
-    let engine = &ran.engine;
-    let rate = engine.sample_rate() as f64;
     if let Some(f) = &ran.report.fallback {
         eprintln!(
             "note: {} at {:.3} s; the run went on on the virtual device from that block on, \
              none dropped or repeated",
             f.reason,
-            f.at_frame as f64 / rate
+            f.at_frame as f64 / f64::from(ran.engine.sample_rate())
         );
     }
-    let summary = Summary {
-        project: setup.project.file.clone(),
+    let mut summary = summarize(&ran, setup);
+    summary.osc_applied = osc.map(|c| c.applied);
+    summary.osc_rejected = osc.map(|c| c.rejected);
+    summary.node_levels = node_levels;
+    summary::warn_losses(&summary);
+    if let Some(path) = &args.report {
+        summary::write_report(path, &summary, &ran.engine)?;
+    }
+    summary::print(&summary, args.json, args.out.as_ref());
+    Ok(())
+}
+
+/// Every node's level over the run. The watcher keeps sums since the start and the peak
+/// since its last look: one look after the run gives the whole run's levels.
+fn run_levels(watcher: &mut Watcher) -> Vec<NodeLevelLine> {
+    watcher.wait(std::time::Duration::from_secs(1));
+    watcher
+        .run_levels()
+        .into_iter()
+        .map(|(node, l)| NodeLevelLine {
+            node,
+            peak: l.peak,
+            rms: l.rms,
+        })
+        .collect()
+}
+
+/// The summary of the engine and the device's report (without OSC counts and levels).
+fn summarize(ran: &Ran, setup: Setup) -> Summary {
+    let engine = &ran.engine;
+    let rate = f64::from(engine.sample_rate());
+    let fallback_at = ran
+        .report
+        .fallback
+        .as_ref()
+        .map(|f| f.at_frame as f64 / rate);
+    Summary {
+        project: setup.project.file,
         device: ran.device,
         sample_rate: engine.sample_rate(),
         block_size: engine.block_size(),
@@ -274,26 +306,16 @@ fn finish(ran: Ran, mut setup: Setup, args: &Args) -> Result<(), Failure> {
         wall_seconds: ran.report.wall_seconds,
         late_wakeups: ran.report.late_wakeups,
         xruns: ran.report.xruns,
-        fallback: ran.report.fallback.as_ref().map(|_| "virtual"),
-        fallback_at_seconds: ran
-            .report
-            .fallback
-            .as_ref()
-            .map(|f| f.at_frame as f64 / rate),
-        osc_applied: osc.map(|c| c.applied),
-        osc_rejected: osc.map(|c| c.rejected),
-        node_levels,
+        fallback: fallback_at.map(|_| "virtual"),
+        fallback_at_seconds: fallback_at,
+        osc_applied: None,
+        osc_rejected: None,
+        node_levels: None,
         node_counts: setup
             .monitors
             .into_iter()
             .map(|(node, m)| NodeCountsLine::read(node, &m))
             .collect(),
         load: engine.summary(),
-    };
-    summary::warn_losses(&summary);
-    if let Some(path) = &args.report {
-        summary::write_report(path, &summary, engine)?;
     }
-    summary::print(&summary, args.json, args.out.as_ref());
-    Ok(())
 }
