@@ -21,12 +21,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 echo "--- LV2 hosting (--features lv2)"
 # The command-line differential test (tests/lv2_cli.rs) runs this executable.
-cargo build -q -p downbeat --features lv2
+cargo build -q -p downbeat-cli --features lv2
 downbeat="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/downbeat"
 CI="${CI:-true}" DOWNBEAT_BIN="$downbeat" cargo test -p downbeat-plugin --features lv2
+# An instrument plugin playing a MIDI file read by the engine (in the CLI crate, which has both).
+CI="${CI:-true}" cargo test -p downbeat-cli --features lv2 --test lv2_midi_file
 cargo clippy -q -p downbeat-plugin --all-features --all-targets -- -D warnings
 
-# `downbeat audit` over LV2, end to end through the executable and its malloc interposition:
+# `downbeat audit` over LV2, end to end through the executable and the malloc interposition
+# of its probe (`downbeat-audit-probe`, built next to it):
 # mda Overdrive is clean (exit 0); dragonfly's early reflections allocates with libc's
 # malloc while its parameters move, which only the interposition sees (exit 3, and a
 # non-zero `malloc.allocations` in the JSON).

@@ -1,5 +1,6 @@
 //! Downbeat: a real-time audio runtime. This crate holds the [`Engine`], the devices that
-//! drive it, project files, and the `downbeat` command-line tool.
+//! drive it, project files and live control; the `downbeat` command-line tool is the
+//! `downbeat-cli` crate.
 #![warn(missing_docs)]
 
 pub mod control;

@@ -188,10 +188,10 @@ fn a_thousand_hot_swaps_while_running_drop_no_block_and_stay_clean() {
 
 #[test]
 fn driver_callback_renderer_is_clean() {
-    use downbeat::device::{Recording, Renderer};
+    use downbeat::device::{Renderer, Take};
     // The body of an interleaved driver callback: render, record, hand out the frames.
     let engine = Engine::new(project("hello.toml").build().unwrap());
-    let recording = Recording::new(48_000, engine.channels());
+    let recording = Take::new(48_000, engine.channels());
     let mut r = Renderer::new(engine, 48_000).record(recording.clone());
     for _ in 0..20 {
         r.render(256);
@@ -227,13 +227,13 @@ fn signal(frames: usize, ch: usize, seed: usize) -> Vec<f32> {
 
 #[test]
 fn planar_driver_callback_with_input_and_port_writes_is_clean() {
-    use downbeat::device::{Recording, Renderer, MAX_CALLBACK_FRAMES};
+    use downbeat::device::{Renderer, Take, MAX_CALLBACK_FRAMES};
     // The whole JACK process callback: read the input ports into the capture, render in
     // pieces, record both sides, write every output port buffer.
     let capture = Capture::new(2, 128);
     let engine = through_gain(&capture);
     let total = 64 * 1024;
-    let (played, heard) = (Recording::new(total, 2), Recording::new(total, 2));
+    let (played, heard) = (Take::new(total, 2), Take::new(total, 2));
     let mut r = Renderer::new(engine, total as u64)
         .record(played.clone())
         .record_input(heard.clone());

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::DeviceError;
+use super::{DeviceError, Renderer};
 
 /// A WAV file read into memory, which the offline and virtual devices hand to the `input`
 /// nodes block by block, as a sound card would hand its capture: frame `k` of the file is
@@ -86,5 +86,28 @@ impl InputFile {
     /// All samples, interleaved.
     pub(crate) fn samples(&self) -> &Arc<[f32]> {
         &self.samples
+    }
+
+    /// Refuses a file the `input` nodes could not hear as it is.
+    pub(crate) fn check_for(&self, renderer: &Renderer) -> Result<(), DeviceError> {
+        let rate = renderer.engine().sample_rate();
+        if self.sample_rate() != rate {
+            return Err(DeviceError::Config(format!(
+                "--input: `{}` is at {} Hz but the project runs at {rate} Hz; set the project's \
+                 `sample_rate` to {} or resample the file",
+                self.path().display(),
+                self.sample_rate(),
+                self.sample_rate()
+            )));
+        }
+        if self.channels() != renderer.input_channels() {
+            return Err(DeviceError::Config(format!(
+                "--input: `{}` has {} channel(s) but the input was set up with {}",
+                self.path().display(),
+                self.channels(),
+                renderer.input_channels()
+            )));
+        }
+        Ok(())
     }
 }

@@ -12,10 +12,11 @@ use jack::{
 };
 
 use super::handoff::Handoff;
+use super::pacing::pace;
 use super::render::{PlanarBuffers, PlanarInputs, Renderer};
-use super::virtual_device::{pace, prepare, Recorded};
+use super::takes::{prepare, Takes};
 use super::{
-    ClaimedLatency, Device, DeviceError, DeviceReport, Fallback, OnLoss, Recordings, Run, RunLength,
+    ClaimedLatency, Device, DeviceError, DeviceReport, Fallback, OnLoss, RecordTo, Run, RunLength,
 };
 use crate::midi::MidiInput;
 use crate::Engine;
@@ -39,7 +40,7 @@ pub struct Jack {
     connect: Option<String>,
     connect_in: Option<String>,
     midi_in: Option<String>,
-    recordings: Recordings,
+    record_to: RecordTo,
     on_loss: OnLoss,
 }
 
@@ -52,7 +53,7 @@ impl Jack {
             connect,
             connect_in: None,
             midi_in: None,
-            recordings: Recordings { out, input: None },
+            record_to: RecordTo { out, input: None },
             on_loss: OnLoss::Stop,
         }
     }
@@ -75,7 +76,7 @@ impl Jack {
 
     /// Also records what the input ports received to this WAV file.
     pub fn record_input(mut self, path: Option<std::path::PathBuf>) -> Self {
-        self.recordings.input = path;
+        self.record_to.input = path;
         self
     }
 
@@ -322,8 +323,8 @@ impl Device for Jack {
             )));
         }
         let block = engine.block_size();
-        let renderer = prepare(engine, length, &self.recordings, "jack")?;
-        let recorded = Recorded::of(&renderer, &self.recordings);
+        let renderer = prepare(engine, length, &self.record_to, "jack")?;
+        let recorded = Takes::of(&renderer, &self.record_to);
         let register = |kind: &str, n: usize| -> Result<Vec<String>, DeviceError> {
             Ok((1..=n).map(|c| format!("{kind}_{c}")).collect())
         };

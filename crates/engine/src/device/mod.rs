@@ -16,6 +16,9 @@
 //! [`Engine::watch`](crate::Engine::watch), and the `input` nodes hear what the
 //! device captures (a sound card's input, JACK input ports, or an [`InputFile`] on the
 //! offline and virtual devices), sample-aligned with the output.
+//!
+//! [`open`] makes any of them from a [`DeviceSpec`], and says with
+//! [`OpenError::NotBuilt`] when this build left the device out.
 
 #[cfg(any(feature = "jack", feature = "system"))]
 mod handoff;
@@ -23,10 +26,13 @@ mod input_file;
 #[cfg(feature = "jack")]
 mod jack;
 mod offline;
+mod open;
+mod pacing;
 mod render;
 mod sample;
 #[cfg(feature = "system")]
 mod system;
+mod takes;
 mod virtual_device;
 mod wav;
 
@@ -34,12 +40,11 @@ mod wav;
 pub use self::jack::Jack;
 pub use input_file::InputFile;
 pub use offline::Offline;
-pub use render::{
-    CaptureSender, PlanarBuffers, PlanarInputs, Recording, Renderer, MAX_CALLBACK_FRAMES,
-};
+pub use open::{devices, jack_rate, open, DeviceInfo, DeviceKind, DeviceSpec, OpenError};
+pub use render::{CaptureSender, PlanarBuffers, PlanarInputs, Renderer, Take, MAX_CALLBACK_FRAMES};
 pub use sample::DeviceSample;
 #[cfg(feature = "system")]
-pub use system::{list_devices, DeviceInfo, System};
+pub use system::System;
 pub use virtual_device::Virtual;
 pub use wav::write_wav;
 
@@ -171,9 +176,9 @@ pub trait Device {
     fn run(&mut self, engine: Engine, length: RunLength) -> Result<Run, DeviceError>;
 }
 
-/// Where a run's audio is written, besides the device itself.
+/// Where a run's audio is written, besides the device itself: the files its [`Take`]s go to.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Recordings {
+pub struct RecordTo {
     /// Everything played, as a 32-bit float WAV file.
     pub out: Option<PathBuf>,
     /// Everything the `input` nodes received, aligned with `out` frame for frame: replaying

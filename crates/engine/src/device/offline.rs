@@ -1,7 +1,6 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::virtual_device::check_input_file;
 use super::wav::{create, io};
 use super::{Device, DeviceError, DeviceReport, InputFile, Renderer, Run, RunLength};
 use crate::Engine;
@@ -58,7 +57,7 @@ impl Device for Offline {
         };
         let mut renderer = Renderer::new(engine, length.frames);
         if let Some(file) = &self.input {
-            check_input_file(file, &renderer)?;
+            file.check_for(&renderer)?;
             renderer = renderer.input_file(file);
         }
         let started = Instant::now();

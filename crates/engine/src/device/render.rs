@@ -23,21 +23,21 @@ pub const MAX_CALLBACK_FRAMES: usize = 8192;
 /// goes on, without a lock and without `unsafe`.
 ///
 /// ```
-/// use downbeat::device::Recording;
+/// use downbeat::device::Take;
 ///
-/// let rec = Recording::new(4, 2);
+/// let rec = Take::new(4, 2);
 /// rec.append(&[0.5, -0.5, 0.25, -0.25]);
 /// assert_eq!(rec.frames(), 2);
 /// assert_eq!(rec.to_vec(), [0.5, -0.5, 0.25, -0.25]);
 /// ```
 #[derive(Debug)]
-pub struct Recording {
+pub struct Take {
     samples: Box<[AtomicU32]>,
     channels: usize,
     written: AtomicUsize,
 }
 
-impl Recording {
+impl Take {
     /// Room for `frames` frames of `channels` channels, touched now so that recording
     /// never page-faults on the audio thread.
     pub fn new(frames: usize, channels: usize) -> Arc<Self> {
@@ -229,8 +229,8 @@ pub struct Renderer {
     captured: Vec<f32>,
     left: u64,
     frames: u64,
-    recording: Option<Arc<Recording>>,
-    input_recording: Option<Arc<Recording>>,
+    recording: Option<Arc<Take>>,
+    input_recording: Option<Arc<Take>>,
     feed: Feed,
     input_gaps: u64,
 }
@@ -268,14 +268,14 @@ impl Renderer {
     }
 
     /// Records the first frames played (up to the length) into `recording`.
-    pub fn record(mut self, recording: Arc<Recording>) -> Self {
+    pub fn record(mut self, recording: Arc<Take>) -> Self {
         self.recording = Some(recording);
         self
     }
 
     /// Records the capture the `input` nodes receive into `recording`, frame for frame
     /// with what is played.
-    pub fn record_input(mut self, recording: Arc<Recording>) -> Self {
+    pub fn record_input(mut self, recording: Arc<Take>) -> Self {
         self.input_recording = Some(recording);
         self
     }
@@ -322,8 +322,8 @@ impl Renderer {
         self.left
     }
 
-    /// The recordings of what is played and of what is captured, when made.
-    pub(crate) fn recordings(&self) -> (Option<Arc<Recording>>, Option<Arc<Recording>>) {
+    /// The takes of what is played and of what is captured, when made.
+    pub(crate) fn takes(&self) -> (Option<Arc<Take>>, Option<Arc<Take>>) {
         (self.recording.clone(), self.input_recording.clone())
     }
 

@@ -12,10 +12,11 @@ use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use cpal::{BufferSize, ErrorKind, SampleFormat, SizedSample, StreamConfig};
 
 use super::handoff::Handoff;
-use super::virtual_device::{pace, prepare, Recorded};
+use super::pacing::pace;
+use super::takes::{prepare, Takes};
 use super::{
-    CaptureSender, ClaimedLatency, Device, DeviceError, DeviceReport, DeviceSample, Fallback,
-    OnLoss, Recordings, Renderer, Run, RunLength,
+    CaptureSender, ClaimedLatency, Device, DeviceError, DeviceInfo, DeviceReport, DeviceSample,
+    Fallback, OnLoss, RecordTo, Renderer, Run, RunLength,
 };
 use crate::Engine;
 
@@ -38,7 +39,7 @@ use crate::Engine;
 pub struct System {
     output: Option<String>,
     input: Option<String>,
-    recordings: Recordings,
+    record_to: RecordTo,
     on_loss: OnLoss,
 }
 
@@ -56,12 +57,12 @@ impl System {
     /// The default output (and input) device, recording what it plays to `out` when given.
     pub fn new(out: Option<std::path::PathBuf>) -> Self {
         Self {
-            recordings: Recordings { out, input: None },
+            record_to: RecordTo { out, input: None },
             ..Self::default()
         }
     }
 
-    /// Plays on the output device called `name` (as [`list_devices`] names it) instead of
+    /// Plays on the output device called `name` (as [`devices`](super::devices) names it) instead of
     /// the default one.
     pub fn output_device(mut self, name: Option<String>) -> Self {
         self.output = name;
@@ -76,7 +77,7 @@ impl System {
 
     /// Also records what the `input` nodes received to this WAV file.
     pub fn record_input(mut self, path: Option<std::path::PathBuf>) -> Self {
-        self.recordings.input = path;
+        self.record_to.input = path;
         self
     }
 
@@ -433,8 +434,8 @@ impl Device for System {
         let out_dev = find(&host, self.output.as_deref(), Direction::Output)?;
         let (out_cfg, out_format) =
             pick_config(&out_dev, Direction::Output, rate, engine.channels())?;
-        let renderer = prepare(engine, length, &self.recordings, "system")?;
-        let recorded = Recorded::of(&renderer, &self.recordings);
+        let renderer = prepare(engine, length, &self.record_to, "system")?;
+        let recorded = Takes::of(&renderer, &self.record_to);
         let in_ch = renderer.input_channels();
         let status = Arc::new(Status::default());
         let mut streams = Vec::new();
@@ -554,30 +555,11 @@ impl Device for System {
     }
 }
 
-/// A sound device as [`list_devices`] describes it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DeviceInfo {
-    /// The name `--output-device` / `--input-device` take.
-    pub name: String,
-    /// What the system calls it.
-    pub description: String,
-    /// Whether it is the default output.
-    pub default_output: bool,
-    /// Whether it is the default input.
-    pub default_input: bool,
-    /// The most output channels it offers (0: no output).
-    pub output_channels: u16,
-    /// The most input channels it offers (0: no input).
-    pub input_channels: u16,
-    /// The sample rate ranges it offers, in Hz, lowest first.
-    pub sample_rates: Vec<(u32, u32)>,
-}
-
 /// Every sound device the system's audio API knows and can open, defaults first.
 ///
 /// # Errors
 /// [`DeviceError::Unavailable`] when the audio API cannot list its devices.
-pub fn list_devices() -> Result<Vec<DeviceInfo>, DeviceError> {
+pub(crate) fn list_devices() -> Result<Vec<DeviceInfo>, DeviceError> {
     let host = cpal::default_host();
     let default_out = host.default_output_device().map(|d| device_name(&d));
     let default_in = host.default_input_device().map(|d| device_name(&d));

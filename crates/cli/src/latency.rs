@@ -8,14 +8,15 @@
 use std::path::PathBuf;
 
 use clap::ValueEnum;
-use downbeat::device::{RunLength, MAX_CALLBACK_FRAMES};
+use downbeat::device::{self as devices, DeviceKind, RunLength, MAX_CALLBACK_FRAMES};
 use downbeat::Engine;
+use downbeat_cli::Failure;
 use downbeat_graph::nodes::{Capture, Output};
 use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, Node, ProcessContext};
 use serde::Serialize;
 
-use crate::cli_device::{self, DeviceArgs, DeviceKind};
-use crate::Failure;
+use crate::run::DeviceArgs;
+use crate::values::parse_seconds;
 
 /// Frames in one click.
 const CLICK: usize = 256;
@@ -57,7 +58,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "PORT")]
     connect_in: Option<String>,
     /// Seconds of clicks (two a second at 48 kHz).
-    #[arg(long, default_value_t = 3.0, value_parser = crate::parse_seconds)]
+    #[arg(long, default_value_t = 3.0, value_parser = parse_seconds)]
     seconds: f64,
     /// Print the result as one JSON object on stdout.
     #[arg(long)]
@@ -99,7 +100,7 @@ impl Node for Clicks {
 }
 
 #[derive(Serialize)]
-struct Result {
+struct Measured {
     device: &'static str,
     sample_rate: u32,
     clicks: usize,
@@ -138,18 +139,18 @@ fn find(played: &[f32], captured: &[f32], at: usize) -> Option<(usize, f64)> {
 }
 
 /// Channel `c` of an interleaved WAV file.
-fn channel(path: &PathBuf, c: usize) -> std::result::Result<Vec<f32>, Failure> {
+fn channel(path: &PathBuf, c: usize) -> Result<Vec<f32>, Failure> {
     let mut r = hound::WavReader::open(path)
         .map_err(|e| Failure::Runtime(format!("cannot read `{}`: {e}", path.display())))?;
     let ch = usize::from(r.spec().channels);
     let all: Vec<f32> = r
         .samples::<f32>()
-        .collect::<std::result::Result<_, _>>()
+        .collect::<Result<_, _>>()
         .map_err(|e| Failure::Runtime(format!("cannot read `{}`: {e}", path.display())))?;
     Ok(all.into_iter().skip(c).step_by(ch.max(1)).collect())
 }
 
-pub(crate) fn run(args: &Args) -> std::result::Result<(), Failure> {
+pub(crate) fn run(args: &Args) -> Result<(), Failure> {
     let dir = std::env::temp_dir().join(format!("downbeat-latency-{}", std::process::id()));
     std::fs::create_dir_all(&dir)
         .map_err(|e| Failure::Runtime(format!("cannot create `{}`: {e}", dir.display())))?;
@@ -208,15 +209,16 @@ fn measure(
     device: &DeviceArgs,
     played_wav: &PathBuf,
     captured_wav: &PathBuf,
-) -> std::result::Result<Result, Failure> {
-    let rate = match args.device {
-        LatencyDevice::System => input_rate(device)?,
-        LatencyDevice::Jack => jack_rate()?,
-    };
-    let in_channels = match args.device {
-        LatencyDevice::System => system_input_channels(device)?,
-        LatencyDevice::Jack => 1,
-    };
+) -> Result<Measured, Failure> {
+    // Without the files: asking about the device records nothing.
+    let spec = DeviceArgs {
+        out: None,
+        record_input: None,
+        ..device.clone()
+    }
+    .spec(None);
+    let rate = spec.sample_rate(48_000, true)?;
+    let in_channels = spec.input_channels()?.unwrap_or(1);
     let cfg = CompileConfig {
         sample_rate: rate as f32,
         max_block: BLOCK.min(MAX_CALLBACK_FRAMES),
@@ -233,10 +235,8 @@ fn measure(
     // No node reads it, but the device captures into it and the run records it.
     engine.set_capture(Capture::new(in_channels, BLOCK));
     let length = RunLength::seconds(args.seconds, rate);
-    let mut dev = cli_device::make(device, None)?;
-    let run = dev
-        .run(engine, length)
-        .map_err(cli_device::device_failure)?;
+    let mut dev = devices::open(&device.spec(None))?;
+    let run = dev.run(engine, length)?;
     let played = channel(played_wav, 0)?;
     let captured = channel(captured_wav, 0)?;
     let starts: Vec<usize> = (0..played.len().saturating_sub(CLICK))
@@ -252,7 +252,7 @@ fn measure(
     let median = lags.get(lags.len() / 2).copied();
     let ms = |f: f64| f * 1000.0 / f64::from(rate);
     let claimed = run.report.claimed_latency.map(|c| c.output + c.input);
-    Ok(Result {
+    Ok(Measured {
         device: dev.name(),
         sample_rate: rate,
         clicks: starts.len(),
@@ -264,46 +264,6 @@ fn measure(
         claimed_ms: claimed.map(|f| ms(f as f64)),
         xruns: run.report.xruns,
     })
-}
-
-#[cfg(feature = "system")]
-fn input_rate(device: &DeviceArgs) -> std::result::Result<u32, Failure> {
-    downbeat::device::System::new(None)
-        .output_device(device.output_device.clone())
-        .input_device(device.input_device.clone())
-        .sample_rate_for(48_000, true)
-        .map_err(cli_device::device_failure)
-}
-
-#[cfg(feature = "system")]
-fn system_input_channels(device: &DeviceArgs) -> std::result::Result<usize, Failure> {
-    downbeat::device::System::new(None)
-        .input_device(device.input_device.clone())
-        .input_channels()
-        .map_err(cli_device::device_failure)
-}
-
-#[cfg(not(feature = "system"))]
-fn input_rate(_: &DeviceArgs) -> std::result::Result<u32, Failure> {
-    Err(Failure::Input(cli_device::NO_SYSTEM.into()))
-}
-
-#[cfg(not(feature = "system"))]
-fn system_input_channels(_: &DeviceArgs) -> std::result::Result<usize, Failure> {
-    Err(Failure::Input(cli_device::NO_SYSTEM.into()))
-}
-
-#[cfg(feature = "jack")]
-fn jack_rate() -> std::result::Result<u32, Failure> {
-    downbeat::device::Jack::server_sample_rate("downbeat")
-        .map_err(|e| Failure::Runtime(e.to_string()))
-}
-
-#[cfg(not(feature = "jack"))]
-fn jack_rate() -> std::result::Result<u32, Failure> {
-    Err(Failure::Input(
-        "this build has no JACK support; rebuild with `--features jack`".into(),
-    ))
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Real parts for the engine: the JACK device against a running `jackd -d dummy`, the system
-# device (cpal through ALSA's PulseAudio plugin) against PulseAudio servers with null sinks,
-# every feature built together, and the load report rendered and screenshotted in headless
-# Chromium. Installs what it needs when missing.
+# Real parts for the engine and the `downbeat` binary (package downbeat-cli): the JACK device
+# against a running `jackd -d dummy`, the system device (cpal through ALSA's PulseAudio
+# plugin) against PulseAudio servers with null sinks, every feature built together, and the
+# load report rendered and screenshotted in headless Chromium. Installs what it needs when missing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -35,7 +35,8 @@ if ! pgrep -x jackd >/dev/null && ! pgrep -x jackdbus >/dev/null; then
     rm -rf /dev/shm/jack-* /dev/shm/jack_* 2>/dev/null || true
 fi
 cargo clippy -q -p downbeat --features jack --all-targets -- -D warnings
-cargo test -p downbeat --features jack --test jack -- --test-threads=1
+cargo clippy -q -p downbeat-cli --features jack --all-targets -- -D warnings
+cargo test -p downbeat-cli --features jack --test jack -- --test-threads=1
 
 echo "--- system device (each test starts its own PulseAudio server with null sinks)"
 # Tests keep their servers' runtime directories here; if a test binary dies before its
@@ -53,14 +54,16 @@ trap stop_pulse EXIT
 stop_pulse
 mkdir -p "$DOWNBEAT_PULSE_DIR"
 cargo clippy -q -p downbeat --features system --all-targets -- -D warnings
+cargo clippy -q -p downbeat-cli --features system --all-targets -- -D warnings
 cargo test -p downbeat --features jack,system -- --test-threads=1
+cargo test -p downbeat-cli --features jack,system -- --test-threads=1
 
 echo "--- every feature of the workspace together (every device in one build)"
 cargo build -q --workspace --all-features
 # Without a server the JACK device says it cannot reach one (exit 1); a build without it
 # would say it has no JACK support (exit 2).
 set +e
-jack_out=$(JACK_DEFAULT_SERVER=none cargo run -q -p downbeat --all-features -- run \
+jack_out=$(JACK_DEFAULT_SERVER=none cargo run -q -p downbeat-cli --all-features -- run \
     examples/projects/hello.toml --device jack --seconds 0.1 2>&1)
 jack_code=$?
 set -e
@@ -68,12 +71,12 @@ if [ "$jack_code" != 1 ] || ! grep -q "cannot connect to a JACK server" <<<"$jac
     echo "the --all-features build has no JACK device (exit $jack_code): $jack_out"
     exit 1
 fi
-cargo run -q -p downbeat --all-features -- devices >/dev/null
+cargo run -q -p downbeat-cli --all-features -- devices >/dev/null
 
 echo "--- load report in headless Chromium"
 out=target/report-check
 rm -rf "$out" && mkdir -p "$out"
-cargo run -q -p downbeat -- run examples/projects/fanin84.toml --device offline --seconds 3 \
+cargo run -q -p downbeat-cli -- run examples/projects/fanin84.toml --device offline --seconds 3 \
     --threads 2 --report "$out/report.html" --json >"$out/summary.json"
 
 profile=$(mktemp -d)
@@ -90,4 +93,4 @@ python3 -c "import sys; sys.exit(0 if $share > 0.03 else 1)" || { echo "report s
 rm -rf "$profile"
 echo "screenshot: 1 passed, 0 failed"
 
-crates/engine/control-ci.sh
+crates/cli/control-ci.sh

@@ -1,4 +1,4 @@
-//! The JACK device against a real `jackd -d dummy` server (run by `crates/engine/ci.sh`
+//! The JACK device against a real `jackd -d dummy` server (run by `crates/cli/ci.sh`
 //! with `--features jack`; each test starts its own named server).
 #![cfg(feature = "jack")]
 

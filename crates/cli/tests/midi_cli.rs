@@ -2,6 +2,7 @@
 //! fall on through the tempo map, renders are bit-identical, the run lasts to the last event
 //! plus the release, and every malformed file of the corpus exits 2 naming its byte offset.
 
+#[path = "../../engine/tests/midi_corpus/mod.rs"]
 mod midi_corpus;
 
 use std::path::{Path, PathBuf};

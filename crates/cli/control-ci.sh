@@ -12,4 +12,4 @@ if ! command -v oscsend >/dev/null; then
 fi
 
 echo "--- OSC served by downbeat run --osc, sent by oscsend"
-DOWNBEAT_REQUIRE_OSCSEND=1 cargo test -p downbeat --test osc
+DOWNBEAT_REQUIRE_OSCSEND=1 cargo test -p downbeat-cli --test osc

@@ -6,17 +6,19 @@ use downbeat_rt::pool::{Pool, PoolConfig};
 /// Plugin node types this build has, and `echoes`, registered as the `downbeat` binary does;
 /// the names of those it lacks.
 fn register_plugins() -> Vec<&'static str> {
-    let mut missing = Vec::new();
     downbeat_gc_nodes::register().unwrap();
     #[cfg(feature = "clap")]
     downbeat_plugin::clap::register().unwrap();
-    #[cfg(not(feature = "clap"))]
-    missing.push("clap");
     #[cfg(feature = "lv2")]
     downbeat_plugin::lv2::register().unwrap();
-    #[cfg(not(feature = "lv2"))]
-    missing.push("lv2");
-    missing
+    [
+        ("clap", cfg!(feature = "clap")),
+        ("lv2", cfg!(feature = "lv2")),
+    ]
+    .into_iter()
+    .filter(|&(_, built)| !built)
+    .map(|(name, _)| name)
+    .collect()
 }
 
 /// Whether `path` uses a node type of a feature this build lacks (`type = "lv2"`).

@@ -1,11 +1,9 @@
-//! `downbeat audit PLUGIN`: loads a plugin and runs its process call under the guard (see
-//! `downbeat_plugin::audit`), with a heap probe below Rust's allocator.
-//!
-//! # The heap probe
+//! The heap probe: `malloc` and friends defined by this executable, counting a plugin's
+//! allocations below Rust's allocator.
 //!
 //! A plugin allocates with libc's `malloc`, not through Downbeat's Rust allocator, so this
-//! executable defines `malloc`, `free`, `calloc`, `realloc`, `reallocarray`,
-//! `posix_memalign`, `aligned_alloc` and `memalign` itself. The dynamic linker resolves a
+//! executable (and only this one) defines `malloc`, `free`, `calloc`, `realloc`,
+//! `reallocarray`, `posix_memalign`, `aligned_alloc` and `memalign` itself. The dynamic linker resolves a
 //! `dlopen`ed library's references to those symbols to the executable's definitions (the
 //! executable comes first in the lookup order, and the linker exports them because libc
 //! defines them too), so every call a plugin makes lands here. Each one counts itself when
@@ -18,9 +16,7 @@ use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
-use downbeat_plugin::audit::{audit, AuditOptions, MallocCounts, MallocProbe, MALLOC_SIZES};
-
-use crate::Failure;
+use downbeat_plugin::audit::{MallocCounts, MallocProbe, MALLOC_SIZES};
 
 extern "C" {
     fn __libc_malloc(size: usize) -> *mut c_void;
@@ -199,114 +195,5 @@ impl MallocProbe for LibcProbe {
             *dst = src.load(Relaxed);
         }
         counts
-    }
-}
-
-/// `downbeat audit` arguments.
-#[derive(clap::Args)]
-pub(crate) struct Args {
-    /// A CLAP file (`FILE.clap`, or `FILE.clap#PLUGIN_ID` when it holds several plugins) or
-    /// an LV2 plugin URI (with the `lv2` feature).
-    plugin: String,
-    /// Process calls to audit.
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
-    blocks: u32,
-    /// Frames per process call.
-    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65536))]
-    block: u32,
-    /// Sample rate the plugin is activated at.
-    #[arg(long, default_value_t = 48000, value_parser = clap::value_parser!(u32).range(1000..=768_000))]
-    sample_rate: u32,
-    /// Print the report as one JSON object on stdout (and nothing else there).
-    #[arg(long)]
-    json: bool,
-}
-
-/// An LV2 URI rather than a file: a scheme and no file of that name.
-fn is_uri(s: &str) -> bool {
-    !std::path::Path::new(s).exists()
-        && s.split_once(':').is_some_and(|(scheme, _)| {
-            !scheme.is_empty()
-                && scheme
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-        })
-}
-
-fn load(args: &Args, opts: &AuditOptions) -> Result<Box<dyn downbeat_graph::Node>, Failure> {
-    if is_uri(&args.plugin) {
-        #[cfg(feature = "lv2")]
-        {
-            let cfg = downbeat_graph::NodeConfig {
-                sample_rate: opts.sample_rate,
-                max_block: opts.block,
-            };
-            return downbeat_plugin::lv2::Lv2Node::load(&args.plugin, &[], &cfg)
-                .map(|n| Box::new(n) as Box<dyn downbeat_graph::Node>)
-                .map_err(|e| Failure::Input(e.to_string()));
-        }
-        #[cfg(not(feature = "lv2"))]
-        return Err(Failure::Input(format!(
-            "{} looks like an LV2 URI, but this downbeat was built without the `lv2` feature",
-            args.plugin
-        )));
-    }
-    #[cfg(feature = "clap")]
-    {
-        let (path, id) = match args.plugin.rsplit_once('#') {
-            Some((path, id)) if !std::path::Path::new(&args.plugin).exists() => (path, Some(id)),
-            _ => (args.plugin.as_str(), None),
-        };
-        downbeat_plugin::clap::ClapNode::load(path.as_ref(), id, opts.sample_rate, opts.block)
-            .map(|n| Box::new(n) as Box<dyn downbeat_graph::Node>)
-            .map_err(|e| Failure::Input(e.to_string()))
-    }
-    #[cfg(not(feature = "clap"))]
-    Err(Failure::Input(format!(
-        "cannot audit {}: this downbeat was built without the `clap` feature",
-        args.plugin
-    )))
-}
-
-/// Writes to stdout; a closed pipe (`| head`) is an error, not a panic.
-fn emit(text: &str) -> Result<(), Failure> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| Failure::Runtime(format!("writing the report: {e}")))
-}
-
-/// Runs the audit: exit 0 clean, 3 with violations, 2 when the plugin cannot be loaded, 1
-/// when a tracker could not run (nothing found, but nothing proven either).
-pub(crate) fn run(args: &Args) -> Result<(), Failure> {
-    let opts = AuditOptions {
-        blocks: args.blocks as usize,
-        block: args.block as usize,
-        sample_rate: args.sample_rate as f32,
-    };
-    let mut node = load(args, &opts)?;
-    let report = audit(&args.plugin, node.as_mut(), &opts, Some(&LibcProbe));
-    drop(node);
-    if args.json {
-        let json = serde_json::to_string_pretty(&report)
-            .map_err(|e| Failure::Runtime(format!("writing the report: {e}")))?;
-        emit(&format!("{json}\n"))?;
-    } else {
-        emit(&report.table())?;
-    }
-    if report.violations > 0 {
-        Err(Failure::Violations(format!(
-            "{}: {} real-time violations in {} callbacks",
-            args.plugin, report.violations, report.blocks
-        )))
-    } else if !report.clean {
-        Err(Failure::Runtime(format!(
-            "{}: the audit is incomplete, not watched: {}",
-            args.plugin,
-            report.missing_trackers.join(", ")
-        )))
-    } else {
-        Ok(())
     }
 }

@@ -1,4 +1,4 @@
-//! `downbeat jitter`: a cyclictest-like meter for the [`Ticker`], as in "soft realtime ticker on Linux".
+//! The meter behind `downbeat jitter`: a cyclictest-like meter for the [`Ticker`], as in "soft realtime ticker on Linux".
 //!
 //! A dedicated thread ticks at the period (real-time priority when allowed, adaptive
 //! sleep-then-spin, late deadlines skipped and counted) and records every tick's lateness in a
@@ -11,89 +11,56 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use downbeat_cli::Failure;
 use downbeat_rt::clock::{
     thread_cpu_time, Histogram, LatePolicy, Outcome, Policy, Realtime, Spin, Ticker, TickerOptions,
 };
 use serde::Serialize;
 
 /// What the user asked for.
-pub struct Args {
-    pub period: Duration,
-    pub seconds: f64,
-    pub load: usize,
-    pub no_rt: bool,
-    pub spin: SpinMode,
-    pub pin: Option<usize>,
-    pub json: bool,
+pub(crate) struct Settings {
+    pub(crate) period: Duration,
+    pub(crate) seconds: f64,
+    pub(crate) load: usize,
+    pub(crate) no_rt: bool,
+    pub(crate) spin: SpinMode,
+    pub(crate) pin: Option<usize>,
+    pub(crate) json: bool,
 }
 
 /// `--spin`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum SpinMode {
+pub(crate) enum SpinMode {
     /// Learn the margin from observed wake-up lateness (default).
     Adaptive,
     /// Sleep all the way: what a plain absolute-deadline loop gets.
     Off,
 }
 
-/// Parses `16ms`, `1.45ms`, `500us`, `500µs`, `0.02s` or `20000ns`.
-pub fn parse_period(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    if num.is_empty() {
-        return Err(format!("`{s}` is not a period: e.g. 16ms, 1.45ms or 500us"));
-    }
-    let scale = match unit.trim() {
-        "s" => 1.0,
-        "ms" => 1e-3,
-        "us" | "µs" => 1e-6,
-        "ns" => 1e-9,
-        "" => return Err(format!("`{s}` needs a unit: e.g. 16ms, 1.45ms or 500us")),
-        other => {
-            return Err(format!(
-                "`{other}` is not a unit of time: use s, ms, us or ns (e.g. 16ms)"
-            ))
-        }
-    };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a period: e.g. 16ms, 1.45ms or 500us"))?;
-    let secs = v * scale;
-    if !(50e-6..=10.0).contains(&secs) {
-        return Err(format!(
-            "`{s}` is out of range: give a period from 50us to 10s"
-        ));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
 /// The result, as printed with `--json`.
 #[derive(Serialize)]
-pub struct Summary {
-    pub period_us: f64,
-    pub seconds: f64,
-    pub load_threads: usize,
-    pub realtime: String,
-    pub notes: Vec<String>,
-    pub ticks: u64,
-    pub skipped: u64,
+pub(crate) struct Summary {
+    pub(crate) period_us: f64,
+    pub(crate) seconds: f64,
+    pub(crate) load_threads: usize,
+    pub(crate) realtime: String,
+    pub(crate) notes: Vec<String>,
+    pub(crate) ticks: u64,
+    pub(crate) skipped: u64,
     /// Ticks later than a tenth of the period.
-    pub late: u64,
-    pub p50_us: f64,
-    pub p99_us: f64,
-    pub p999_us: f64,
-    pub max_us: f64,
-    pub mean_us: f64,
-    pub spin_margin_us: f64,
+    pub(crate) late: u64,
+    pub(crate) p50_us: f64,
+    pub(crate) p99_us: f64,
+    pub(crate) p999_us: f64,
+    pub(crate) max_us: f64,
+    pub(crate) mean_us: f64,
+    pub(crate) spin_margin_us: f64,
     /// CPU used by the ticking thread, in percent of one core.
-    pub cpu_percent: f64,
+    pub(crate) cpu_percent: f64,
     /// Non-empty 1 µs bins: `[lower edge in µs, count]`.
-    pub histogram: Vec<(u64, u64)>,
+    pub(crate) histogram: Vec<(u64, u64)>,
     /// Ticks beyond the histogram's range (they still count in max and the quantiles' ranks).
-    pub overflow: u64,
+    pub(crate) overflow: u64,
 }
 
 struct Measured {
@@ -108,7 +75,7 @@ struct Measured {
 }
 
 /// Runs the meter. Prints "new record" lines to stdout as they happen unless `--json`.
-pub fn run(args: &Args) -> Result<Summary, String> {
+pub(crate) fn run(args: &Settings) -> Result<Summary, Failure> {
     let stop = Arc::new(AtomicBool::new(false));
     let mut burners = Vec::with_capacity(args.load);
     for i in 0..args.load {
@@ -125,7 +92,9 @@ pub fn run(args: &Args) -> Result<Summary, String> {
             Ok(h) => burners.push(h),
             Err(e) => {
                 stop.store(true, Ordering::Relaxed);
-                return Err(format!("cannot start load thread {i}: {e}"));
+                return Err(Failure::Runtime(format!(
+                    "cannot start load thread {i}: {e}"
+                )));
             }
         }
     }
@@ -157,7 +126,7 @@ pub fn run(args: &Args) -> Result<Summary, String> {
     })
 }
 
-fn measure(args: &Args) -> Result<Measured, String> {
+fn measure(args: &Settings) -> Result<Measured, Failure> {
     let options = TickerOptions {
         realtime: (!args.no_rt).then_some(Realtime {
             policy: Policy::Fifo,
@@ -210,7 +179,7 @@ fn measure(args: &Args) -> Result<Measured, String> {
                 },
             }
         })
-        .map_err(|e| format!("cannot start the ticking thread: {e}"))?;
+        .map_err(|e| Failure::Runtime(format!("cannot start the ticking thread: {e}")))?;
     let started = Instant::now();
     let mut shown = 0;
     let mut running = true;
@@ -232,11 +201,11 @@ fn measure(args: &Args) -> Result<Measured, String> {
     }
     ticking
         .join()
-        .map_err(|_| "the ticking thread panicked".to_string())
+        .map_err(|_| Failure::Runtime("the ticking thread panicked".into()))
 }
 
 /// The text report (everything but the live "new record" lines).
-pub fn render(s: &Summary, spin: SpinMode) -> String {
+pub(crate) fn render(s: &Summary, spin: SpinMode) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

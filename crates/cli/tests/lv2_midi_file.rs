@@ -4,6 +4,7 @@
 // Built with the `lv2` feature only (crates/plugin/ci.sh turns it on).
 #![cfg(feature = "lv2")]
 
+#[path = "../../plugin/tests/lv2_support/mod.rs"]
 mod lv2_support;
 
 use downbeat::midi::{MidiFile, MidiMessage};

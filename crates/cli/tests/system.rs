@@ -1,5 +1,5 @@
 //! The system device against a real PulseAudio server with null sinks (run by
-//! `crates/engine/ci.sh` with `--features system`; each test starts its own server, reached
+//! `crates/cli/ci.sh` with `--features system`; each test starts its own server, reached
 //! through ALSA's PulseAudio plugin, the way an ordinary Linux desktop plays sound).
 //!
 //! What arrives is compared with what should have, after aligning by cross-correlation: the

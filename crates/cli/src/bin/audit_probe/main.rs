@@ -1,0 +1,122 @@
+//! `downbeat-audit-probe`: the child process `downbeat audit PLUGIN` runs. It loads the
+//! plugin and runs its process call under the guard (see `downbeat_plugin::audit`), with
+//! the heap probe of [`malloc`] below Rust's allocator; `downbeat audit` relays its output
+//! and exit code. The probe lives in this executable of its own so that the `malloc` it
+//! defines is never under the `downbeat` binary's other commands.
+
+mod malloc;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use downbeat_cli::audit_args::Args;
+use downbeat_cli::Failure;
+use downbeat_plugin::audit::{audit, AuditOptions};
+
+use malloc::LibcProbe;
+
+/// Audits one plugin (run by `downbeat audit`, which takes the same arguments).
+#[derive(Parser)]
+#[command(name = "downbeat audit", version)]
+struct Probe {
+    #[command(flatten)]
+    args: Args,
+}
+
+fn main() -> ExitCode {
+    match run(&Probe::parse().args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.report(),
+    }
+}
+
+/// An LV2 URI rather than a file: a scheme and no file of that name.
+fn is_uri(s: &str) -> bool {
+    !std::path::Path::new(s).exists()
+        && s.split_once(':').is_some_and(|(scheme, _)| {
+            !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        })
+}
+
+// Without either plugin feature nothing can be loaded, and `opts` goes unused.
+#[cfg_attr(not(any(feature = "clap", feature = "lv2")), allow(unused_variables))]
+fn load(args: &Args, opts: &AuditOptions) -> Result<Box<dyn downbeat_graph::Node>, Failure> {
+    if is_uri(&args.plugin) {
+        #[cfg(feature = "lv2")]
+        {
+            let cfg = downbeat_graph::NodeConfig {
+                sample_rate: opts.sample_rate,
+                max_block: opts.block,
+            };
+            return downbeat_plugin::lv2::Lv2Node::load(&args.plugin, &[], &cfg)
+                .map(|n| Box::new(n) as Box<dyn downbeat_graph::Node>)
+                .map_err(|e| Failure::Input(e.to_string()));
+        }
+        #[cfg(not(feature = "lv2"))]
+        return Err(Failure::Input(format!(
+            "{} looks like an LV2 URI, but this downbeat was built without the `lv2` feature",
+            args.plugin
+        )));
+    }
+    #[cfg(feature = "clap")]
+    {
+        let (path, id) = match args.plugin.rsplit_once('#') {
+            Some((path, id)) if !std::path::Path::new(&args.plugin).exists() => (path, Some(id)),
+            _ => (args.plugin.as_str(), None),
+        };
+        downbeat_plugin::clap::ClapNode::load(path.as_ref(), id, opts.sample_rate, opts.block)
+            .map(|n| Box::new(n) as Box<dyn downbeat_graph::Node>)
+            .map_err(|e| Failure::Input(e.to_string()))
+    }
+    #[cfg(not(feature = "clap"))]
+    Err(Failure::Input(format!(
+        "cannot audit {}: this downbeat was built without the `clap` feature",
+        args.plugin
+    )))
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is an error, not a panic.
+fn emit(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| Failure::Runtime(format!("writing the report: {e}")))
+}
+
+/// Runs the audit: exit 0 clean, 3 with violations, 2 when the plugin cannot be loaded, 1
+/// when a tracker could not run (nothing found, but nothing proven either).
+fn run(args: &Args) -> Result<(), Failure> {
+    let opts = AuditOptions {
+        blocks: args.blocks as usize,
+        block: args.block as usize,
+        sample_rate: args.sample_rate as f32,
+    };
+    let mut node = load(args, &opts)?;
+    let report = audit(&args.plugin, node.as_mut(), &opts, Some(&LibcProbe));
+    drop(node);
+    if args.json {
+        let json = serde_json::to_string_pretty(&report)
+            .map_err(|e| Failure::Runtime(format!("writing the report: {e}")))?;
+        emit(&format!("{json}\n"))?;
+    } else {
+        emit(&report.table())?;
+    }
+    if report.violations > 0 {
+        Err(Failure::Violations(format!(
+            "{}: {} real-time violations in {} callbacks",
+            args.plugin, report.violations, report.blocks
+        )))
+    } else if !report.clean {
+        Err(Failure::Runtime(format!(
+            "{}: the audit is incomplete, not watched: {}",
+            args.plugin,
+            report.missing_trackers.join(", ")
+        )))
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,74 @@
+//! The `downbeat` command-line tool: one module per command.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use downbeat_cli::{audit_args, Failure};
+
+mod audit;
+mod check;
+mod devices;
+mod jitter;
+mod latency;
+mod nodes;
+mod run;
+mod values;
+
+/// Downbeat: a real-time audio runtime. Runs audio graphs described in project files.
+#[derive(Parser)]
+#[command(name = "downbeat", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+// Parsed once per process: the size of the `run` variant's many options costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Subcommand)]
+enum Command {
+    /// Runs a project on a device and prints a load summary.
+    Run(run::Args),
+    /// Checks a project file and its graph without running it.
+    Check(check::Args),
+    /// Lists the node types and their parameters.
+    Nodes,
+    /// Runs a plugin's process call under the real-time guard while moving its parameters
+    /// and sending notes; reports allocations, frees, locks, system calls and page faults
+    /// per callback. Exit 0 clean, 3 violations, 2 cannot load the plugin (or it crashed).
+    Audit(audit_args::Args),
+    /// Lists the computer's sound devices with their channels and sample rates (build with
+    /// `--features system`).
+    Devices,
+    /// Measures the round-trip latency: plays clicks, finds them in the capture, and shows
+    /// the result next to what the audio API claims.
+    Latency(latency::Args),
+    /// Measures how late a periodic tick wakes up on this machine (a cyclictest-like meter).
+    Jitter(jitter::Args),
+}
+
+/// Plugin node types and the collected-heap ones (`echoes`) join the registry before any
+/// project is read.
+fn register_node_types() -> Result<(), Failure> {
+    let failed = |e: &dyn std::fmt::Display| Failure::Runtime(e.to_string());
+    #[cfg(feature = "lv2")]
+    downbeat_plugin::lv2::register().map_err(|e| failed(&e))?;
+    #[cfg(feature = "clap")]
+    downbeat_plugin::clap::register().map_err(|e| failed(&e))?;
+    downbeat_gc_nodes::register().map_err(|e| failed(&e))
+}
+
+fn main() -> ExitCode {
+    let result = register_node_types().and_then(|()| match Cli::parse().command {
+        Command::Run(args) => run::run(args),
+        Command::Check(args) => check::run(&args),
+        Command::Nodes => nodes::run(),
+        Command::Audit(args) => audit::run(&args),
+        Command::Devices => devices::run(),
+        Command::Latency(args) => latency::run(&args),
+        Command::Jitter(args) => jitter::run(&args),
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.report(),
+    }
+}

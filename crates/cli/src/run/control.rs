@@ -1,0 +1,109 @@
+//! What reaches the engine besides the project during `downbeat run`: recorded events to
+//! replay (`--replay`), a MIDI file (`--midi`), Open Sound Control (`--osc`), and the
+//! recorder of the events applied (`--record-events`).
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use downbeat::control::osc::{self, OscServer};
+use downbeat::control::record::{self, RecordReader};
+use downbeat::project::Project;
+use downbeat::Engine;
+use downbeat_cli::Failure;
+
+/// Puts the events recorded in `path` on the engine's timeline.
+pub(crate) fn replay(path: &Path, engine: &mut Engine) -> Result<(), Failure> {
+    let table = engine.schedule().param_table();
+    let events = record::read_events(path, &table)
+        .map_err(|e| Failure::Input(format!("--replay `{}`: {e}", path.display())))?;
+    engine
+        .schedule_mut()
+        .set_timeline(events)
+        .map_err(|e| Failure::Input(format!("--replay: {e}")))
+}
+
+/// Puts the events of the MIDI file at `path` on the engine's timeline; returns how many
+/// frames a run playing it lasts (its last event plus the longest release).
+pub(crate) fn play_midi(
+    path: &Path,
+    project: &Project,
+    engine: &mut Engine,
+) -> Result<u64, Failure> {
+    use downbeat::midi::{play, MidiFile};
+    let file = MidiFile::read(path)
+        .map_err(|e| Failure::Input(format!("--midi `{}`: {e}", path.display())))?;
+    let rate = engine.sample_rate();
+    let table = engine.schedule().param_table();
+    let cc = project
+        .cc_mappings(&table)
+        .map_err(|e| Failure::Input(e.to_string()))?;
+    let events = play::events(&file, &table, &cc, rate)
+        .map_err(|e| Failure::Input(format!("--midi `{}`: {e}", path.display())))?;
+    engine
+        .schedule_mut()
+        .add_to_timeline(events)
+        .expect("the events name nodes that play notes");
+    Ok(play::run_frames(&file, &table, rate))
+}
+
+/// Events an OSC server's controller can hold before the audio thread takes them: far more
+/// than a network burst between two blocks.
+const OSC_QUEUE: usize = 4096;
+
+/// Starts the `--osc` server; it logs every refused packet to stderr and goes on.
+pub(crate) fn serve_osc(addr: &str, engine: &mut Engine) -> Result<OscServer, Failure> {
+    let server = osc::serve(addr, engine.controller(OSC_QUEUE), |from, why| {
+        eprintln!("osc: rejected a packet from {from}: {why}")
+    })
+    .map_err(|e| Failure::Input(format!("--osc {addr}: cannot listen there: {e}")))?;
+    eprintln!("osc: listening on udp {}", server.local_addr());
+    Ok(server)
+}
+
+/// Drains a recording of events on a thread of its own while the run goes on.
+pub(crate) struct Recorder {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<RecordReader>,
+}
+
+impl Recorder {
+    /// Starts draining `reader` every 10 ms.
+    pub(crate) fn spawn(mut reader: RecordReader) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            while !stopping.load(Ordering::Acquire) {
+                reader.read();
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            reader.read();
+            reader
+        });
+        Self { stop, thread }
+    }
+
+    /// Takes the last events and writes them all to `path`; refuses to write an incomplete
+    /// recording.
+    pub(crate) fn finish(self, engine: &Engine, path: &Path) -> Result<(), Failure> {
+        self.stop.store(true, Ordering::Release);
+        let reader = self
+            .thread
+            .join()
+            .expect("the recorder thread does not panic");
+        if engine.unrecorded_events() > 0 {
+            return Err(Failure::Runtime(format!(
+                "--record-events: {} events could not be recorded (the recorder fell behind); \
+                 `{}` would be incomplete",
+                engine.unrecorded_events(),
+                path.display()
+            )));
+        }
+        reader
+            .write(path)
+            .map(|_| ())
+            .map_err(|e| Failure::Runtime(format!("cannot write `{}`: {e}", path.display())))
+    }
+}

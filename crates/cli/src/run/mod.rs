@@ -1,0 +1,320 @@
+//! `downbeat run PROJECT`: arguments → project → engine → device → report, one function
+//! each.
+
+mod control;
+mod device;
+mod progress;
+mod summary;
+
+use std::path::PathBuf;
+
+use downbeat::control::osc::OscServer;
+use downbeat::device::{self as devices, DeviceReport, InputFile, RunLength};
+use downbeat::project::Project;
+use downbeat::watch::Watcher;
+use downbeat::Engine;
+use downbeat_cli::Failure;
+use downbeat_graph::SharedMonitor;
+
+use crate::values::parse_seconds;
+pub(crate) use device::{check_dir, DeviceArgs};
+use device::{DeviceFlag, FallbackKind};
+use progress::Progress;
+use summary::{NodeCountsLine, NodeLevelLine, Summary};
+
+/// `downbeat run` arguments.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The project file (.toml).
+    project: PathBuf,
+    /// Where the audio goes.
+    #[arg(long, value_enum, default_value_t = DeviceFlag::Virtual)]
+    device: DeviceFlag,
+    /// With `--device system`: play on this output device (see `downbeat devices`)
+    /// instead of the default one.
+    #[arg(long, value_name = "NAME")]
+    output_device: Option<String>,
+    /// With `--device system`: capture from this input device instead of the default one.
+    #[arg(long, value_name = "NAME")]
+    input_device: Option<String>,
+    /// With `--device offline` or `virtual`: what the project's `input` nodes hear.
+    #[arg(long, value_name = "FILE.wav")]
+    input: Option<PathBuf>,
+    /// With `--device system` or `jack`: also write what the `input` nodes heard to this
+    /// WAV file (replay it with `--device offline --input`).
+    #[arg(long, value_name = "FILE.wav")]
+    record_input: Option<PathBuf>,
+    /// With `--device jack`: connect the input ports, in order, to the JACK output ports
+    /// whose names start with this (e.g. `system:capture`).
+    #[arg(long, value_name = "PORT")]
+    connect_in: Option<String>,
+    /// With `--device system` or `jack`: when the device or its server goes away mid-run,
+    /// go on on this device instead of stopping.
+    #[arg(long, value_enum, value_name = "DEVICE")]
+    fallback: Option<FallbackKind>,
+    /// Seconds of audio to produce [default: 10; with `--midi`, to the file's last event
+    /// plus the longest release of the project's instruments].
+    #[arg(long, value_parser = parse_seconds)]
+    seconds: Option<f64>,
+    /// Play this Standard MIDI file (format 0 or 1) into every node that plays notes,
+    /// each event at the frame its tick falls on through the file's tempo map. A
+    /// malformed file exits 2 naming the byte offset and what was expected there.
+    #[arg(long, value_name = "FILE.mid")]
+    midi: Option<PathBuf>,
+    /// With `--device jack`: register a MIDI input port and connect it from the first
+    /// JACK MIDI output port whose name starts with this (e.g. `a2j:` or a sequencer's
+    /// client name); its notes, pedal and pitch bend reach every node that plays notes at
+    /// the frame JACK gives them.
+    #[arg(long, value_name = "PORT")]
+    midi_in: Option<String>,
+    /// With `--device jack`: connect the outputs, in order, to the JACK input ports whose
+    /// names start with this (e.g. `system:playback`).
+    #[arg(long, value_name = "PORT")]
+    connect: Option<String>,
+    /// Also write the audio to this WAV file (32-bit float).
+    #[arg(long, value_name = "FILE.wav")]
+    out: Option<PathBuf>,
+    /// Threads processing the graph, the audio thread included (1 = serial).
+    /// Default: every core.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: Option<u16>,
+    /// Print the summary as one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Write an HTML load report with plots (load over time, histogram, time per node).
+    #[arg(long, value_name = "FILE.html")]
+    report: Option<PathBuf>,
+    /// Write every parameter event the run applied, with the frame it took effect at,
+    /// to this file (JSON lines), for `--replay`.
+    #[arg(long, value_name = "FILE")]
+    record_events: Option<PathBuf>,
+    /// Apply the events recorded in this file (by `--record-events`) at their frames:
+    /// with `--device offline --out`, the recorded run again, bit for bit.
+    #[arg(long, value_name = "FILE")]
+    replay: Option<PathBuf>,
+    /// Serve Open Sound Control on this UDP address (e.g. 127.0.0.1:9000):
+    /// `/node/<node>/<param> value`, `.../step value`, `.../ramp target seconds`,
+    /// `.../exp target seconds`; bundles apply at their timetag. Refused packets are
+    /// logged and counted in the summary (`osc_rejected`), and the run goes on.
+    #[arg(long, value_name = "ADDR")]
+    osc: Option<String>,
+    /// Meter every node (peak and RMS over the run, through a watcher) and add the
+    /// levels to the summary (`node_levels` in `--json`).
+    #[arg(long)]
+    meters: bool,
+}
+
+impl Args {
+    /// The device options among the arguments.
+    fn device_args(&self) -> DeviceArgs {
+        DeviceArgs {
+            device: self.device.into(),
+            connect: self.connect.clone(),
+            connect_in: self.connect_in.clone(),
+            midi_in: self.midi_in.clone(),
+            output_device: self.output_device.clone(),
+            input_device: self.input_device.clone(),
+            input: self.input.clone(),
+            record_input: self.record_input.clone(),
+            fallback: self.fallback,
+            out: self.out.clone(),
+        }
+    }
+}
+
+/// Runs the project and prints the summary.
+pub(crate) fn run(args: Args) -> Result<(), Failure> {
+    let device = args.device_args();
+    device.check()?;
+    check_dir("--report", args.report.as_deref())?;
+    check_dir("--record-events", args.record_events.as_deref())?;
+    let built = device::build(&args.project, &device)?;
+    let (engine, run) = prepare(built, &args)?;
+    let ran = play(engine, &run, &device, args.json)?;
+    finish(ran, run, &args)
+}
+
+/// What a run reads back from the engine afterwards, set up with it.
+struct Setup {
+    project: Project,
+    input: Option<InputFile>,
+    nodes: usize,
+    latency_frames: usize,
+    /// The nodes' counters, taken before the schedule moves to the audio thread.
+    monitors: Vec<(String, SharedMonitor)>,
+    length: RunLength,
+    recorder: Option<control::Recorder>,
+    osc: Option<OscServer>,
+    watcher: Option<Watcher>,
+}
+
+/// Makes the engine: events to replay or play, the recorder, OSC, meters, threads, length.
+fn prepare(built: device::Built, args: &Args) -> Result<(Engine, Setup), Failure> {
+    let nodes = built.schedule.len();
+    let latency_frames = built.schedule.latency();
+    let monitors = built.schedule.monitors();
+    let mut engine = Engine::new(built.schedule);
+    let midi_frames = add_events(&mut engine, &built.project, args)?;
+    let recorder = args
+        .record_events
+        .as_ref()
+        .map(|_| control::Recorder::spawn(engine.record_events()));
+    if let Some(capture) = built.capture {
+        engine.set_capture(capture);
+    }
+    let osc = args
+        .osc
+        .as_deref()
+        .map(|addr| control::serve_osc(addr, &mut engine))
+        .transpose()?;
+    let watcher = args.meters.then(|| engine.watch());
+    set_threads(&mut engine, args);
+    let length = match (args.seconds, midi_frames) {
+        (None, Some(frames)) => RunLength {
+            frames: frames.max(1),
+        },
+        (seconds, _) => RunLength::seconds(seconds.unwrap_or(10.0), engine.sample_rate()),
+    };
+    let setup = Setup {
+        project: built.project,
+        input: built.input,
+        nodes,
+        latency_frames,
+        monitors,
+        length,
+        recorder,
+        osc,
+        watcher,
+    };
+    Ok((engine, setup))
+}
+
+/// Puts the `--replay` and `--midi` events on the engine's timeline; with `--midi`, how
+/// many frames playing the file lasts.
+fn add_events(engine: &mut Engine, project: &Project, args: &Args) -> Result<Option<u64>, Failure> {
+    if let Some(path) = &args.replay {
+        control::replay(path, engine)?;
+    }
+    args.midi
+        .as_deref()
+        .map(|path| control::play_midi(path, project, engine))
+        .transpose()
+}
+
+/// The threads processing the graph (every core by default), and profiling for `--report`.
+fn set_threads(engine: &mut Engine, args: &Args) {
+    let threads = args
+        .threads
+        .map_or_else(downbeat_rt::pool::available_cores, usize::from);
+    for note in engine.set_threads(threads) {
+        eprintln!("note: {note}");
+    }
+    engine.schedule().set_profiling(args.report.is_some());
+}
+
+/// A finished run: the engine back, and what the device reports.
+struct Ran {
+    engine: Engine,
+    device: &'static str,
+    report: DeviceReport,
+}
+
+/// Opens the device and runs the engine on it, with the progress line on a terminal.
+fn play(mut engine: Engine, setup: &Setup, args: &DeviceArgs, quiet: bool) -> Result<Ran, Failure> {
+    let mut device = devices::open(&args.spec(setup.input.clone()))?;
+    let progress = Progress::attach(&mut engine, setup.length.frames, quiet);
+    match device.run(engine, setup.length) {
+        Ok(run) => {
+            progress.finish();
+            Ok(Ran {
+                engine: run.engine,
+                device: device.name(),
+                report: run.report,
+            })
+        }
+        Err(e) => {
+            progress.abandon();
+            Err(e.into())
+        }
+    }
+}
+
+/// Stops what ran beside the engine, writes the recorded events, and prints the summary
+/// (and writes the report).
+fn finish(ran: Ran, mut setup: Setup, args: &Args) -> Result<(), Failure> {
+    let osc = setup.osc.take().map(OscServer::stop);
+    let node_levels = setup.watcher.as_mut().map(run_levels);
+    if let (Some(path), Some(recorder)) = (&args.record_events, setup.recorder.take()) {
+        recorder.finish(&ran.engine, path)?;
+    }
+    if let Some(f) = &ran.report.fallback {
+        eprintln!(
+            "note: {} at {:.3} s; the run went on on the virtual device from that block on, \
+             none dropped or repeated",
+            f.reason,
+            f.at_frame as f64 / f64::from(ran.engine.sample_rate())
+        );
+    }
+    let mut summary = summarize(&ran, setup);
+    summary.osc_applied = osc.map(|c| c.applied);
+    summary.osc_rejected = osc.map(|c| c.rejected);
+    summary.node_levels = node_levels;
+    summary::warn_losses(&summary);
+    if let Some(path) = &args.report {
+        summary::write_report(path, &summary, &ran.engine)?;
+    }
+    summary::print(&summary, args.json, args.out.as_ref());
+    Ok(())
+}
+
+/// Every node's level over the run. The watcher keeps sums since the start and the peak
+/// since its last look: one look after the run gives the whole run's levels.
+fn run_levels(watcher: &mut Watcher) -> Vec<NodeLevelLine> {
+    watcher.wait(std::time::Duration::from_secs(1));
+    watcher
+        .run_levels()
+        .into_iter()
+        .map(|(node, l)| NodeLevelLine {
+            node,
+            peak: l.peak,
+            rms: l.rms,
+        })
+        .collect()
+}
+
+/// The summary of the engine and the device's report (without OSC counts and levels).
+fn summarize(ran: &Ran, setup: Setup) -> Summary {
+    let engine = &ran.engine;
+    let rate = f64::from(engine.sample_rate());
+    let fallback_at = ran
+        .report
+        .fallback
+        .as_ref()
+        .map(|f| f.at_frame as f64 / rate);
+    Summary {
+        project: setup.project.file,
+        device: ran.device,
+        sample_rate: engine.sample_rate(),
+        block_size: engine.block_size(),
+        channels: engine.channels(),
+        nodes: setup.nodes,
+        latency_frames: setup.latency_frames,
+        threads: engine.threads(),
+        pool_wakes: engine.pool_wakes(),
+        seconds: ran.report.frames as f64 / rate,
+        wall_seconds: ran.report.wall_seconds,
+        late_wakeups: ran.report.late_wakeups,
+        xruns: ran.report.xruns,
+        fallback: fallback_at.map(|_| "virtual"),
+        fallback_at_seconds: fallback_at,
+        osc_applied: None,
+        osc_rejected: None,
+        node_levels: None,
+        node_counts: setup
+            .monitors
+            .into_iter()
+            .map(|(node, m)| NodeCountsLine::read(node, &m))
+            .collect(),
+        load: engine.summary(),
+    }
+}
