@@ -11,6 +11,7 @@ use crate::control::record::{self, RecordReader, RecordTap};
 use crate::control::{ControlInputs, Controller};
 use crate::load::{LoadMeter, LoadSummary};
 use crate::meters::MeterTap;
+use crate::midi::{MidiInput, MIDI_CAPACITY};
 use crate::swap::{self, ScheduleSender, Swapper};
 use crate::watch::{self, WatchTap, Watcher};
 
@@ -47,6 +48,7 @@ pub struct Engine {
     capture: Option<Capture>,
     meters: Option<MeterTap>,
     control: ControlInputs,
+    midi: MidiInput,
     record: Option<RecordTap>,
     watch: Option<WatchTap>,
 }
@@ -61,6 +63,11 @@ impl Engine {
     /// block regardless).
     pub fn with_history(schedule: Schedule, blocks: usize) -> Self {
         let seconds_per_frame = 1.0 / schedule.config().sample_rate as f64;
+        let control = ControlInputs::new();
+        control.anchor.instruments.store(
+            schedule.instrument_count(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         Self {
             schedule,
             pool: None,
@@ -69,7 +76,8 @@ impl Engine {
             seconds_per_frame,
             capture: None,
             meters: None,
-            control: ControlInputs::new(),
+            control,
+            midi: MidiInput::new(MIDI_CAPACITY),
             record: None,
             watch: None,
         }
@@ -163,7 +171,7 @@ impl Engine {
     /// reads back for a replay. Drain the reader regularly during the run.
     pub fn record_events(&mut self) -> RecordReader {
         self.schedule.set_recording(true);
-        let (tap, reader) = record::channel(self.schedule.param_table());
+        let (tap, reader) = record::channel();
         self.record = Some(tap);
         reader
     }
@@ -185,9 +193,50 @@ impl Engine {
         watcher
     }
 
-    /// Events from a controller made for another schedule than the running one (refused).
+    /// Events for a node the running schedule does not have (a node a swap removed, or
+    /// changed into another kind of node), refused and counted since the engine started.
     pub fn stale_events(&self) -> u64 {
-        self.control.stale
+        self.schedule.event_stats().stale
+    }
+
+    /// Every event that did not reach a node, since the engine started: the
+    /// [stale](Self::stale_events) ones, those a swapped-in schedule had no room for, notes
+    /// to the instruments of a schedule without any, and device MIDI the
+    /// [`MidiInput`](crate::midi::MidiInput) could not hold.
+    pub fn undelivered_events(&self) -> u64 {
+        let stats = self.schedule.event_stats();
+        stats.stale + stats.dropped + self.control.undelivered + self.midi.dropped()
+    }
+
+    /// Hands the engine a MIDI message a device received during the current callback,
+    /// `offset` frames after its first frame, before the [`process`](Self::process) call
+    /// that renders that callback: the engine delivers it, once it has taken any schedule
+    /// swapped in, to every node that plays notes in the schedule it runs. Real-time safe
+    /// (see [`MidiInput`](crate::midi::MidiInput), which counts what it ignores and drops).
+    ///
+    /// ```
+    /// use downbeat::{project::Project, Engine};
+    ///
+    /// let p = Project::parse(
+    ///     "edges = [\"s -> out\"]\n[nodes.s]\ntype = \"synth\"\n[nodes.out]\ntype = \"output\"\n",
+    ///     "x.toml",
+    /// ).unwrap();
+    /// let mut engine = Engine::new(p.build().unwrap());
+    /// let mut block = vec![0.0f32; 256 * 2];
+    /// engine.process(&mut block);
+    /// engine.midi(100, &[0x90, 69, 100]); // A4, 100 frames into this callback
+    /// engine.process(&mut block);
+    /// assert!(block[..200].iter().all(|&x| x == 0.0));
+    /// assert!(block[200..].iter().any(|&x| x != 0.0));
+    /// ```
+    pub fn midi(&mut self, offset: u32, bytes: &[u8]) {
+        self.midi
+            .push(self.schedule.position() + u64::from(offset), bytes);
+    }
+
+    /// The intake of device MIDI, for its counters.
+    pub fn midi_input(&self) -> &MidiInput {
+        &self.midi
     }
 
     /// Events waiting in the controllers' queues for room in the schedule's.
@@ -237,6 +286,9 @@ impl Engine {
         if let Some(swapper) = self.swapper.as_mut() {
             swapper.take(&mut self.schedule);
         }
+        // Every event reaches the schedule here, after the swap: device MIDI, then the
+        // controllers' queues (OSC included).
+        self.midi.deliver(&mut self.schedule);
         self.control.drain(&mut self.schedule);
         for (k, piece) in out.chunks_mut(max * ch).enumerate() {
             if let Some(capture) = &self.capture {

@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use crate::key::{NodeKey, Target};
 use crate::note::{NoteError, NoteEvent};
 use crate::param::{quoted_list, ParamKind, ParamSpec};
 use crate::smooth::Shape;
@@ -16,14 +17,14 @@ use crate::smooth::Shape;
 /// [`ParamTable::resolve`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ParamId {
-    pub(crate) node: u32,
+    pub(crate) node: NodeKey,
     pub(crate) param: u16,
 }
 
 impl ParamId {
-    /// The node's position in processing order.
-    pub fn node(self) -> usize {
-        self.node as usize
+    /// The node's key: the same in every schedule that keeps the node (see [`NodeKey`]).
+    pub fn node(self) -> NodeKey {
+        self.node
     }
 
     /// The parameter's index in the node's parameter list.
@@ -116,8 +117,8 @@ pub struct Event {
     /// next block. A frame already past takes effect at the start of the next block and is
     /// counted as late.
     pub frame: Option<u64>,
-    /// The node, by position in processing order.
-    pub node: u32,
+    /// The node or nodes it is for.
+    pub target: Target,
     /// What happens.
     pub body: NodeEvent,
 }
@@ -127,7 +128,7 @@ impl Event {
     pub fn param(frame: Option<u64>, id: ParamId, change: Change) -> Self {
         Self {
             frame,
-            node: id.node,
+            target: Target::Node(id.node),
             body: NodeEvent::Param {
                 index: id.param,
                 change,
@@ -135,13 +136,23 @@ impl Event {
         }
     }
 
-    /// A note event at `frame` (`None`: at the start of the next block) for the node at
-    /// position `node` in processing order ([`ParamTable::note_nodes`] lists the nodes that
-    /// play notes).
-    pub fn note(frame: Option<u64>, node: usize, event: NoteEvent) -> Self {
+    /// A note event at `frame` (`None`: at the start of the next block) for the node with
+    /// key `node` ([`ParamTable::note_nodes`] lists the nodes that play notes).
+    pub fn note(frame: Option<u64>, node: NodeKey, event: NoteEvent) -> Self {
         Self {
             frame,
-            node: node as u32,
+            target: Target::Node(node),
+            body: NodeEvent::Note(event),
+        }
+    }
+
+    /// A note event at `frame` for every node that plays notes in the schedule it reaches
+    /// ([`Target::Instruments`]): the schedule fans it out when it takes it, so a schedule
+    /// swapped in meanwhile is the one whose instruments hear it.
+    pub fn note_to_instruments(frame: Option<u64>, event: NoteEvent) -> Self {
+        Self {
+            frame,
+            target: Target::Instruments,
             body: NodeEvent::Note(event),
         }
     }
@@ -152,8 +163,8 @@ impl Event {
 pub struct Applied {
     /// The frame it took effect at.
     pub frame: u64,
-    /// The node, by position in processing order.
-    pub node: u32,
+    /// The node that took it.
+    pub node: NodeKey,
     /// What happened.
     pub body: NodeEvent,
 }
@@ -172,6 +183,12 @@ pub struct EventStats {
     /// Values a node refused on the audio thread (e.g. a frequency above half the sample
     /// rate that its declared range allows); the node keeps its previous value.
     pub refused: u64,
+    /// Events for a node this schedule does not have (live): refused when pushed, or
+    /// waiting in the schedule it took over from for a node it does not keep.
+    pub stale: u64,
+    /// Events waiting in the schedule it took over from that its event list had no room
+    /// for (see [`Schedule::take_over`](crate::Schedule::take_over)).
+    pub dropped: u64,
 }
 
 /// Why a control request was refused. The wording matches the project file's errors.
@@ -357,6 +374,7 @@ impl std::error::Error for ControlError {}
 #[derive(Clone, Debug)]
 pub(crate) struct NodeParams {
     pub(crate) name: String,
+    pub(crate) key: NodeKey,
     pub(crate) kind: Option<&'static str>,
     pub(crate) specs: &'static [ParamSpec],
     /// Per declared parameter: whether it is live here.
@@ -440,7 +458,7 @@ impl ParamTable {
             });
         }
         Ok(ParamId {
-            node: n as u32,
+            node: entry.key,
             param: p as u16,
         })
     }
@@ -515,8 +533,15 @@ impl ParamTable {
         })
     }
 
+    fn entry(&self, key: NodeKey) -> &NodeParams {
+        self.nodes
+            .iter()
+            .find(|n| n.key == key)
+            .expect("the id came from this table")
+    }
+
     fn spec(&self, id: ParamId) -> (&str, &'static ParamSpec) {
-        let n = &self.nodes[id.node()];
+        let n = self.entry(id.node);
         (&n.name, &n.specs[id.param()])
     }
 
@@ -543,31 +568,40 @@ impl ParamTable {
 
     /// The value parameter `id` had when the schedule was compiled.
     pub fn initial(&self, id: ParamId) -> f32 {
-        self.nodes[id.node()].initial[id.param()]
+        self.entry(id.node).initial[id.param()]
     }
 
     /// Every live parameter, node by node in processing order.
     pub fn live(&self) -> impl Iterator<Item = ParamId> + '_ {
-        self.nodes.iter().enumerate().flat_map(|(n, e)| {
+        self.nodes.iter().flat_map(|e| {
             e.live
                 .iter()
                 .enumerate()
                 .filter(|(_, &l)| l)
                 .map(move |(p, _)| ParamId {
-                    node: n as u32,
+                    node: e.key,
                     param: p as u16,
                 })
         })
     }
 
-    /// The positions (in processing order) of the nodes that play notes: the nodes a note
-    /// sent to the whole schedule goes to.
-    pub fn note_nodes(&self) -> impl Iterator<Item = usize> + '_ {
+    /// The keys of the nodes that play notes, in processing order: the nodes a note sent
+    /// to the whole schedule goes to.
+    pub fn note_nodes(&self) -> impl Iterator<Item = NodeKey> + '_ {
+        self.nodes.iter().filter(|n| n.plays_notes).map(|n| n.key)
+    }
+
+    /// The key of node `name`.
+    pub fn node_key(&self, name: &str) -> Option<NodeKey> {
+        self.nodes.iter().find(|n| n.name == name).map(|n| n.key)
+    }
+
+    /// The name of the node with key `key`, if this schedule has it.
+    pub fn node_name(&self, key: NodeKey) -> Option<&str> {
         self.nodes
             .iter()
-            .enumerate()
-            .filter(|(_, n)| n.plays_notes)
-            .map(|(i, _)| i)
+            .find(|n| n.key == key)
+            .map(|n| n.name.as_str())
     }
 
     /// The longest release of the nodes that play notes, in seconds, as they were when the

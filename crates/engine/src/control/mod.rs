@@ -35,12 +35,12 @@
 //! assert!(block[200..].iter().all(|&x| x == 0.0));
 //! ```
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use downbeat_graph::{
-    Change, ControlError, Event, NoteEvent, ParamId, ParamTable, Ramp, Schedule, Shape,
+    Change, ControlError, Event, NoteEvent, ParamId, ParamTable, Ramp, Schedule, Shape, Target,
 };
 use downbeat_ring::{Consumer, Producer, RingBuffer};
 use downbeat_rt::clock::now_ns;
@@ -49,8 +49,9 @@ pub mod automation;
 pub mod osc;
 pub mod record;
 
-/// Controllers an engine accepts: their queues are polled at every block start, so the
-/// list is fixed before the run (and the audio thread never grows it).
+/// Controllers an engine holds at once: their queues are polled at every block start, so
+/// the list is fixed before the run (and the audio thread never grows it). The slot of a
+/// dropped controller is reused once the audio thread has taken every event it sent.
 pub const MAX_CONTROLLERS: usize = 16;
 
 /// When an event takes effect.
@@ -74,6 +75,8 @@ pub(crate) struct Anchor {
     seq: AtomicU64,
     frame: AtomicU64,
     ns: AtomicU64,
+    /// Nodes that play notes in the running schedule (outside the seqlock: read alone).
+    pub(crate) instruments: AtomicUsize,
 }
 
 impl Anchor {
@@ -102,12 +105,21 @@ impl Anchor {
     }
 }
 
+/// One controller's queue, as the audio thread holds it.
+struct Queue {
+    events: Consumer<Event>,
+    /// Shared with the controller: when this is the only reference left, the controller
+    /// is gone.
+    owner: Arc<()>,
+}
+
 /// The audio-thread side of the engine's controllers.
 pub(crate) struct ControlInputs {
-    queues: Vec<Consumer<Event>>,
+    queues: Vec<Queue>,
     pub(crate) anchor: Arc<Anchor>,
-    /// Events from a controller made for another schedule, refused at the block start.
-    pub(crate) stale: u64,
+    /// Events that could not reach any node (a note to the instruments of a schedule
+    /// without any, or one that needs more entries than the schedule's whole queue).
+    pub(crate) undelivered: u64,
 }
 
 impl ControlInputs {
@@ -115,30 +127,49 @@ impl ControlInputs {
         Self {
             queues: Vec::with_capacity(MAX_CONTROLLERS),
             anchor: Arc::new(Anchor::default()),
-            stale: 0,
+            undelivered: 0,
         }
     }
 
     /// Moves every controller's queued events into the schedule, oldest first, until the
     /// schedule's queue is full; what does not fit stays in the controllers' queues for the
-    /// next block. Publishes the block's start. Real-time safe.
+    /// next block. A note to the instruments fans out to the running schedule's. Events
+    /// for nodes the schedule lacks are counted there ([`downbeat_graph::EventStats::stale`]),
+    /// the others that cannot be delivered here. Publishes the block's start. Real-time
+    /// safe.
     pub(crate) fn drain(&mut self, schedule: &mut Schedule) {
         self.anchor.publish(schedule.position(), now_ns());
+        self.anchor
+            .instruments
+            .store(schedule.instrument_count(), Ordering::Relaxed);
         'queues: for q in &mut self.queues {
-            while let Some(event) = q.peek().copied() {
+            while let Some(event) = q.events.peek().copied() {
                 match schedule.push_event(event) {
-                    Ok(()) => {}
-                    Err(ControlError::QueueFull { .. }) => break 'queues,
-                    Err(_) => self.stale += 1,
+                    Ok(()) | Err(ControlError::Stale) => {}
+                    // Waits for room, unless it needs more than the whole queue.
+                    Err(ControlError::QueueFull { capacity })
+                        if event.target != Target::Instruments
+                            || schedule.instrument_count() <= capacity =>
+                    {
+                        break 'queues
+                    }
+                    Err(_) => self.undelivered += 1,
                 }
-                q.pop();
+                q.events.pop();
             }
         }
     }
 
     /// Events waiting in the controllers' queues.
     pub(crate) fn waiting(&self) -> usize {
-        self.queues.iter().map(Consumer::available_read).sum()
+        self.queues.iter().map(|q| q.events.available_read()).sum()
+    }
+
+    /// Frees the slots of controllers that are gone and whose events the audio thread has
+    /// all taken. Off the audio thread (it frees their queues).
+    fn free_dropped(&mut self) {
+        self.queues
+            .retain(|q| Arc::strong_count(&q.owner) > 1 || !q.events.is_empty());
     }
 }
 
@@ -152,6 +183,8 @@ pub struct Controller {
     table: Arc<ParamTable>,
     queue: Producer<Event>,
     anchor: Arc<Anchor>,
+    /// Tells the engine, by being dropped, that this controller's slot may be reused.
+    _owner: Arc<()>,
 }
 
 impl std::fmt::Debug for Controller {
@@ -165,16 +198,22 @@ impl std::fmt::Debug for Controller {
 
 impl Controller {
     pub(crate) fn new(table: Arc<ParamTable>, inputs: &mut ControlInputs, capacity: usize) -> Self {
+        inputs.free_dropped();
         assert!(
             inputs.queues.len() < MAX_CONTROLLERS,
-            "an engine takes at most {MAX_CONTROLLERS} controllers"
+            "an engine holds at most {MAX_CONTROLLERS} controllers at once"
         );
         let (queue, consumer) = RingBuffer::<Event>::new(capacity);
-        inputs.queues.push(consumer);
+        let owner = Arc::new(());
+        inputs.queues.push(Queue {
+            events: consumer,
+            owner: Arc::clone(&owner),
+        });
         Self {
             table,
             queue,
             anchor: Arc::clone(&inputs.anchor),
+            _owner: owner,
         }
     }
 
@@ -286,8 +325,9 @@ impl Controller {
     }
 
     /// Sends a note event at `when` to every node that plays notes
-    /// ([`ParamTable::note_nodes`]), whatever its channel: one queue entry per such node, all
-    /// or none (a full queue takes none of them).
+    /// ([`ParamTable::note_nodes`]), whatever its channel: one queue entry, fanned out on the
+    /// audio thread to the instruments of the schedule running when it arrives (so a swap
+    /// that adds or removes an instrument is honoured).
     ///
     /// ```
     /// use downbeat::{control::When, project::Project, Engine};
@@ -309,26 +349,62 @@ impl Controller {
     ///
     /// # Errors
     /// [`ControlError::BadNote`] for a value out of range, [`ControlError::NoInstrument`]
-    /// when no node plays notes, [`ControlError::QueueFull`] when the queue has no room for
-    /// one entry per such node.
+    /// when no node of the running schedule plays notes (as of the latest block),
+    /// [`ControlError::QueueFull`] when the queue is full.
     pub fn send_note(&mut self, when: When, event: NoteEvent) -> Result<(), ControlError> {
         event.validate().map_err(ControlError::BadNote)?;
-        let event = event.normalized();
-        let targets = self.table.note_nodes().count();
-        if targets == 0 {
+        if self.anchor.instruments.load(Ordering::Relaxed) == 0 {
             return Err(ControlError::NoInstrument);
         }
-        if self.queue.available_write() < targets {
-            return Err(ControlError::QueueFull {
-                capacity: self.queue.capacity(),
-            });
+        let event = Event::note_to_instruments(self.frame(when), event.normalized());
+        self.queue.push(event).map_err(|_| ControlError::QueueFull {
+            capacity: self.queue.capacity(),
+        })
+    }
+
+    /// Sends a note event at `when` to node `node` alone.
+    ///
+    /// ```
+    /// use downbeat::{control::When, project::Project, Engine};
+    /// use downbeat_graph::NoteEvent;
+    ///
+    /// let p = Project::parse(
+    ///     "edges = [\"a -> out\", \"b -> out\"]\n[nodes.a]\ntype = \"synth\"\n\
+    ///      [nodes.b]\ntype = \"karplus\"\n[nodes.out]\ntype = \"output\"\n",
+    ///     "x.toml",
+    /// ).unwrap();
+    /// let mut engine = Engine::new(p.build().unwrap());
+    /// let mut control = engine.controller(64);
+    /// let on = NoteEvent::On { channel: 0, note: 60.0, velocity: 1.0 };
+    /// control.send_note_to("a", When::Frame(10), on).unwrap();
+    /// assert!(control.send_note_to("out", When::Now, on).is_err()); // plays no notes
+    /// ```
+    ///
+    /// # Errors
+    /// [`ControlError::UnknownNode`] for a node the controller's table does not have,
+    /// [`ControlError::NoInstrument`] for one that does not play notes, and as
+    /// [`send_note`](Self::send_note).
+    pub fn send_note_to(
+        &mut self,
+        node: &str,
+        when: When,
+        event: NoteEvent,
+    ) -> Result<(), ControlError> {
+        event.validate().map_err(ControlError::BadNote)?;
+        let key = self
+            .table
+            .node_key(node)
+            .ok_or_else(|| ControlError::UnknownNode {
+                name: node.to_string(),
+                known: self.table.node_names().map(str::to_string).collect(),
+            })?;
+        if !self.table.note_nodes().any(|k| k == key) {
+            return Err(ControlError::NoInstrument);
         }
-        let frame = self.frame(when);
-        for node in self.table.note_nodes() {
-            let pushed = self.queue.push(Event::note(frame, node, event));
-            debug_assert!(pushed.is_ok(), "room was checked; only this thread pushes");
-        }
-        Ok(())
+        let event = Event::note(self.frame(when), key, event.normalized());
+        self.queue.push(event).map_err(|_| ControlError::QueueFull {
+            capacity: self.queue.capacity(),
+        })
     }
 
     /// Starts note `note` (`0..=127`, fractions are microtones) on MIDI channel `channel`
