@@ -265,6 +265,11 @@ pub enum ControlError {
     BadNote(NoteError),
     /// A note was sent to a schedule in which no node plays notes.
     NoInstrument,
+    /// A note was sent to a node that does not play notes.
+    NotAnInstrument {
+        /// The node.
+        node: String,
+    },
 }
 
 impl ControlError {
@@ -313,6 +318,9 @@ impl ControlError {
             }
             ControlError::BadNote(e) => format!("bad note event: {e}"),
             ControlError::NoInstrument => "no node of this project plays notes".to_string(),
+            ControlError::NotAnInstrument { node } => {
+                format!("node `{node}` does not play notes")
+            }
         }
     }
 
@@ -346,7 +354,7 @@ impl ControlError {
                     .to_string(),
             ),
             ControlError::Stale => Some("make a new controller from the engine".to_string()),
-            ControlError::NoInstrument => Some(
+            ControlError::NoInstrument | ControlError::NotAnInstrument { .. } => Some(
                 "add a node that plays notes (`synth`, or `karplus`) to receive them".to_string(),
             ),
             _ => None,

@@ -40,7 +40,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use downbeat_graph::{
-    Change, ControlError, Event, NoteEvent, ParamId, ParamTable, Ramp, Schedule, Shape, Target,
+    Change, ControlError, Event, NodeKey, NoteEvent, ParamId, ParamTable, Ramp, Schedule, Shape,
+    Target,
 };
 use downbeat_ring::{Consumer, Producer, RingBuffer};
 use downbeat_rt::clock::now_ns;
@@ -362,7 +363,30 @@ impl Controller {
         })
     }
 
-    /// Sends a note event at `when` to node `node` alone.
+    /// The key of node `node`, which must play notes, for
+    /// [`send_note_to`](Self::send_note_to).
+    ///
+    /// # Errors
+    /// [`ControlError::UnknownNode`] for a node the controller's table does not have,
+    /// [`ControlError::NotAnInstrument`] for one that does not play notes.
+    pub fn resolve_instrument(&self, node: &str) -> Result<NodeKey, ControlError> {
+        let key = self
+            .table
+            .node_key(node)
+            .ok_or_else(|| ControlError::UnknownNode {
+                name: node.to_string(),
+                known: self.table.node_names().map(str::to_string).collect(),
+            })?;
+        if !self.table.note_nodes().any(|k| k == key) {
+            return Err(ControlError::NotAnInstrument {
+                node: node.to_string(),
+            });
+        }
+        Ok(key)
+    }
+
+    /// Sends a note event at `when` to node `node` alone (the one of that key in the
+    /// running schedule; counted as stale if a swap removed it).
     ///
     /// ```
     /// use downbeat::{control::When, project::Project, Engine};
@@ -375,33 +399,22 @@ impl Controller {
     /// ).unwrap();
     /// let mut engine = Engine::new(p.build().unwrap());
     /// let mut control = engine.controller(64);
+    /// let a = control.resolve_instrument("a").unwrap();
     /// let on = NoteEvent::On { channel: 0, note: 60.0, velocity: 1.0 };
-    /// control.send_note_to("a", When::Frame(10), on).unwrap();
-    /// assert!(control.send_note_to("out", When::Now, on).is_err()); // plays no notes
+    /// control.send_note_to(When::Frame(10), a, on).unwrap();
+    /// assert!(control.resolve_instrument("out").is_err()); // plays no notes
     /// ```
     ///
     /// # Errors
-    /// [`ControlError::UnknownNode`] for a node the controller's table does not have,
-    /// [`ControlError::NoInstrument`] for one that does not play notes, and as
-    /// [`send_note`](Self::send_note).
+    /// [`ControlError::BadNote`] for a value out of range, [`ControlError::QueueFull`].
     pub fn send_note_to(
         &mut self,
-        node: &str,
         when: When,
+        node: NodeKey,
         event: NoteEvent,
     ) -> Result<(), ControlError> {
         event.validate().map_err(ControlError::BadNote)?;
-        let key = self
-            .table
-            .node_key(node)
-            .ok_or_else(|| ControlError::UnknownNode {
-                name: node.to_string(),
-                known: self.table.node_names().map(str::to_string).collect(),
-            })?;
-        if !self.table.note_nodes().any(|k| k == key) {
-            return Err(ControlError::NoInstrument);
-        }
-        let event = Event::note(self.frame(when), key, event.normalized());
+        let event = Event::note(self.frame(when), node, event.normalized());
         self.queue.push(event).map_err(|_| ControlError::QueueFull {
             capacity: self.queue.capacity(),
         })
