@@ -24,6 +24,11 @@ pub const DEFAULT_HISTORY: usize = 120_000;
 /// [`process`](Engine::process) is what a device calls from its audio callback. It does not
 /// allocate, free, lock or make system calls (reading the clock goes through the vDSO).
 ///
+/// The engine is the only way events reach the running schedule (see
+/// [`control`](crate::control#one-inbox)): at the start of each `process` call it takes any
+/// schedule swapped in, then delivers the device's MIDI handed to [`midi`](Engine::midi) and
+/// every [`Controller`]'s queue, in that order, to the schedule that runs then.
+///
 /// ```
 /// use downbeat::{project::Project, Engine};
 ///
@@ -38,6 +43,33 @@ pub const DEFAULT_HISTORY: usize = 120_000;
 /// let mut block = vec![0.0f32; engine.block_size() * engine.channels()];
 /// engine.process(&mut block);
 /// assert_eq!(engine.load().summary().blocks, 1);
+/// ```
+///
+/// Events from a control thread and from a device, across a hot swap:
+///
+/// ```
+/// use downbeat::{control::When, project::Project, Engine};
+///
+/// let p = Project::parse(
+///     "edges = [\"s -> out\"]\n[nodes.s]\ntype = \"synth\"\n[nodes.out]\ntype = \"output\"\n",
+///     "x.toml",
+/// ).unwrap();
+/// let mut engine = Engine::new(p.build().unwrap());
+/// let (mut sender, _collector) = engine.swap_channel(2);
+/// let mut control = engine.controller(64);
+/// let mut block = vec![0.0f32; 256 * 2];
+/// engine.process(&mut block);
+/// // A note for frame 1000, taken into the running schedule at the next block...
+/// control.note_on(When::Frame(1000), 0, 69.0, 0.8).unwrap();
+/// engine.process(&mut block);
+/// assert_eq!(engine.schedule().pending_events(), 1);
+/// // ...survives a swap to a schedule that keeps the node `s`.
+/// sender.send(p.build().unwrap()).unwrap();
+/// engine.midi(10, &[0x90, 72, 100]); // a device's note, 10 frames into this callback
+/// engine.process(&mut block);
+/// assert_eq!((engine.swaps(), engine.schedule().pending_events()), (1, 1));
+/// assert_eq!(engine.schedule().position(), 3 * 256); // the timeline goes on
+/// assert_eq!(engine.undelivered_events(), 0);
 /// ```
 pub struct Engine {
     schedule: Schedule,
@@ -202,7 +234,7 @@ impl Engine {
     /// Every event that did not reach a node, since the engine started: the
     /// [stale](Self::stale_events) ones, those a swapped-in schedule had no room for, notes
     /// to the instruments of a schedule without any, and device MIDI the
-    /// [`MidiInput`](crate::midi::MidiInput) could not hold.
+    /// [`MidiInput`] could not hold.
     pub fn undelivered_events(&self) -> u64 {
         let stats = self.schedule.event_stats();
         stats.stale + stats.dropped + self.control.undelivered + self.midi.dropped()
@@ -212,7 +244,7 @@ impl Engine {
     /// `offset` frames after its first frame, before the [`process`](Self::process) call
     /// that renders that callback: the engine delivers it, once it has taken any schedule
     /// swapped in, to every node that plays notes in the schedule it runs. Real-time safe
-    /// (see [`MidiInput`](crate::midi::MidiInput), which counts what it ignores and drops).
+    /// (see [`MidiInput`], which counts what it ignores and drops).
     ///
     /// ```
     /// use downbeat::{project::Project, Engine};

@@ -1,19 +1,41 @@
-//! Live control of a running engine: [`Controller`]s send parameter events from control
-//! threads, each through a wait-free queue of its own into the audio thread, which applies
-//! them at exact frames (see [`downbeat_graph::Event`]). [`osc`] serves them over UDP,
+//! Live control of a running engine: [`Controller`]s send parameter and note events from
+//! control threads, each through a wait-free queue of its own into the audio thread, which
+//! applies them at exact frames (see [`downbeat_graph::Event`]). [`osc`] serves them over UDP,
 //! [`automation`] compiles a project's `[[automation]]` into them, and [`record`] writes and
 //! replays what a run applied.
 //!
+//! # One inbox
+//!
+//! Every event reaches the running schedule through the [`Engine`](crate::Engine), on the
+//! audio thread, at the start of a block and after the engine has taken any schedule
+//! swapped in: a device's MIDI ([`Engine::midi`](crate::Engine::midi)), then every
+//! controller's queue (OSC goes through a controller). A note "to every instrument" is one
+//! entry in a controller's queue and is fanned out there, to the instruments of the
+//! schedule that runs then. Preloaded events (automation, a MIDI file, a replay) are the
+//! schedule's own timeline. Events that do not fit in the schedule's event list wait in
+//! their queue for the next block; events that cannot be delivered at all are counted
+//! ([`Engine::undelivered_events`](crate::Engine::undelivered_events)).
+//!
 //! # Hot swap
 //!
-//! A schedule swapped in with [`Engine::swap_channel`](crate::Engine::swap_channel) starts its
-//! own timeline at frame 0, with its own automation. The events the old schedule had already
-//! taken into its queue (waiting for a later frame) and the rest of its automation are
-//! dropped with it. Events still in a controller's queue at the swap go to the new schedule
-//! by node and parameter position: refused and counted in
-//! [`Engine::stale_events`](crate::Engine::stale_events) where that position is not live
-//! there, applied where it is. Before a swap that changes the graph's layout, let the queues
-//! drain ([`Engine::waiting_events`](crate::Engine::waiting_events)).
+//! Events address nodes by [`NodeKey`], which a node keeps in every schedule that keeps it
+//! (the same name and the same parameter list), wherever it lands in processing order. A
+//! schedule swapped in with [`Engine::swap_channel`](crate::Engine::swap_channel) [takes
+//! over](downbeat_graph::Schedule::take_over) from the old one at the block boundary:
+//!
+//! * The timeline goes on: frames count from the start of the run, and the new schedule
+//!   starts at the old one's position ([`When::Frame`] means the same frame before and
+//!   after).
+//! * The new schedule's own timeline (its automation) starts at the swap: its frame 0 is
+//!   the frame the swap happened at. The rest of the old schedule's automation goes with it.
+//! * Events the old schedule had taken for later frames move to the same node of the new
+//!   one, and events still in a controller's queue reach it there. Events for a node the
+//!   new schedule lacks (or no longer has live) are refused and counted in
+//!   [`Engine::stale_events`](crate::Engine::stale_events); those its event list has no
+//!   room for are counted as undelivered. The move is bounded by the old list's capacity
+//!   and allocates nothing.
+//! * A kept node starts from the new schedule's values (a project edited on disk sets the
+//!   parameters it says); only its queued events carry over.
 //!
 //! ```
 //! use downbeat::{control::When, project::Project, Engine};
@@ -60,7 +82,8 @@ pub const MAX_CONTROLLERS: usize = 16;
 pub enum When {
     /// At the start of the next block the engine computes.
     Now,
-    /// At this frame of the engine's timeline (frames since its schedule started).
+    /// At this frame of the engine's timeline (frames since the run began; a hot swap does
+    /// not restart it).
     Frame(u64),
     /// At this instant, mapped onto the timeline through the latest block's start time
     /// (the virtual and offline devices' frames are the clock's; a sound card's drift
