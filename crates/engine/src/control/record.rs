@@ -226,14 +226,12 @@ impl Line {
 
     /// The note event of a `note_*`, `pitch_bend` or `sustain` line; `None` for a parameter
     /// change.
-    fn note_event(&self) -> Result<Option<NoteEvent>, String> {
-        let need = |v: Option<f32>, what: &str| {
-            v.ok_or_else(|| format!("`{}` needs `{what}`", self.change))
-        };
-        let channel = || {
-            self.channel
-                .ok_or_else(|| format!("`{}` needs `channel`", self.change))
-        };
+    ///
+    /// # Errors
+    /// The name of a field the line lacks.
+    fn note_event(&self) -> Result<Option<NoteEvent>, &'static str> {
+        let need = |v: Option<f32>, what: &'static str| v.ok_or(what);
+        let channel = || self.channel.ok_or("channel");
         Ok(Some(match self.change.as_str() {
             "note_on" => NoteEvent::On {
                 channel: channel()?,
@@ -253,9 +251,7 @@ impl Line {
             },
             "sustain" => NoteEvent::Sustain {
                 channel: channel()?,
-                on: self
-                    .on
-                    .ok_or_else(|| format!("`{}` needs `on`", self.change))?,
+                on: self.on.ok_or("on")?,
             },
             _ => return Ok(None),
         }))
@@ -314,9 +310,10 @@ pub fn read_events(path: &Path, table: &ParamTable) -> Result<Vec<Event>, Replay
             message: e.to_string(),
         })?;
         let control = |error| ReplayError::Control { line, error };
-        let note = l
-            .note_event()
-            .map_err(|message| ReplayError::Syntax { line, message })?;
+        let note = l.note_event().map_err(|what| ReplayError::Syntax {
+            line,
+            message: format!("`{}` needs `{what}`", l.change),
+        })?;
         if let Some(note) = note {
             note.validate()
                 .map_err(|e| control(ControlError::BadNote(e)))?;
