@@ -258,8 +258,8 @@ pub enum ControlError {
         /// Events the queue holds.
         capacity: usize,
     },
-    /// The engine runs another schedule than the one the controller was made for (it was
-    /// swapped): the controller's ids mean nothing there. Make a new controller.
+    /// The schedule has no such node, or not with that parameter live (a hot swap removed
+    /// or changed the node the event was made for).
     Stale,
     /// A note event with a channel, note number, velocity or bend out of range.
     BadNote(NoteError),
@@ -314,7 +314,7 @@ impl ControlError {
                  was not sent"
             ),
             ControlError::Stale => {
-                "the engine now runs another schedule than this controller's".to_string()
+                "the running schedule does not have this node (a hot swap removed it)".to_string()
             }
             ControlError::BadNote(e) => format!("bad note event: {e}"),
             ControlError::NoInstrument => "no node of this project plays notes".to_string(),
@@ -353,7 +353,9 @@ impl ControlError {
                 "send fewer events per block, or make the controller with a larger capacity"
                     .to_string(),
             ),
-            ControlError::Stale => Some("make a new controller from the engine".to_string()),
+            ControlError::Stale => {
+                Some("address a node the running schedule has, by its name".to_string())
+            }
             ControlError::NoInstrument | ControlError::NotAnInstrument { .. } => Some(
                 "add a node that plays notes (`synth`, or `karplus`) to receive them".to_string(),
             ),

@@ -203,6 +203,11 @@ impl ControlInputs {
 ///
 /// Every refusal is a [`ControlError`] worded as the project file's errors; a full queue
 /// is reported ([`ControlError::QueueFull`]), never dropped.
+///
+/// Names resolve against the schedule that ran when the controller was made; the ids it
+/// hands out address nodes by [`NodeKey`], so they stay good across hot swaps that keep
+/// the node. To address a node a swap added, make a new controller (a dropped one frees its
+/// slot).
 pub struct Controller {
     table: Arc<ParamTable>,
     queue: Producer<Event>,
