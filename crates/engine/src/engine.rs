@@ -189,10 +189,13 @@ impl Engine {
 
     /// A [`Controller`] for a control thread, with a queue of `capacity` events of its own
     /// into the audio thread (see [`control`](crate::control)). Make controllers before the
-    /// run: the audio thread polls a list fixed then.
+    /// run: the audio thread polls a list fixed then. Frees the slots of the controllers
+    /// dropped since (once the audio thread has taken all their events), here, off the
+    /// audio thread.
     ///
     /// # Panics
-    /// Beyond [`MAX_CONTROLLERS`](crate::control::MAX_CONTROLLERS) controllers.
+    /// When [`MAX_CONTROLLERS`](crate::control::MAX_CONTROLLERS) controllers are alive (or
+    /// dropped with events still queued).
     pub fn controller(&mut self, capacity: usize) -> Controller {
         let table = std::sync::Arc::new(self.schedule.param_table());
         Controller::new(table, &mut self.control, capacity)
