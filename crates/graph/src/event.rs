@@ -423,6 +423,8 @@ pub struct ParamTable {
     pub(crate) schedule: u64,
     pub(crate) sample_rate: f32,
     pub(crate) nodes: Vec<NodeParams>,
+    /// Each node's index in `nodes`, by key.
+    pub(crate) by_key: std::collections::HashMap<NodeKey, usize>,
 }
 
 impl ParamTable {
@@ -544,10 +546,7 @@ impl ParamTable {
     }
 
     fn entry(&self, key: NodeKey) -> &NodeParams {
-        self.nodes
-            .iter()
-            .find(|n| n.key == key)
-            .expect("the id came from this table")
+        &self.nodes[*self.by_key.get(&key).expect("the id came from this table")]
     }
 
     fn spec(&self, id: ParamId) -> (&str, &'static ParamSpec) {
@@ -608,10 +607,8 @@ impl ParamTable {
 
     /// The name of the node with key `key`, if this schedule has it.
     pub fn node_name(&self, key: NodeKey) -> Option<&str> {
-        self.nodes
-            .iter()
-            .find(|n| n.key == key)
-            .map(|n| n.name.as_str())
+        let &i = self.by_key.get(&key)?;
+        Some(self.nodes[i].name.as_str())
     }
 
     /// The longest release of the nodes that play notes, in seconds, as they were when the

@@ -1258,10 +1258,14 @@ impl Schedule {
                 }
             })
             .collect();
+        let by_key = (0..self.slots.len())
+            .map(|i| (self.keys.key(i), i))
+            .collect();
         ParamTable {
             schedule: self.id,
             sample_rate: self.cfg.sample_rate,
             nodes,
+            by_key,
         }
     }
 
