@@ -361,3 +361,115 @@ fn a_live_oscsend_performance_replays_offline_bit_identically() {
     assert!(out.status.success());
     assert_ne!(samples(&plain), a);
 }
+
+const SYNTH: &str = "block_size = 64\nedges = [\"s -> out\"]\n[nodes.s]\ntype = \"synth\"\n\
+                     [nodes.out]\ntype = \"output\"\n";
+
+/// Notes over OSC, sent with `oscsend` (this test needs it, whatever
+/// `DOWNBEAT_REQUIRE_OSCSEND` says): each is recorded at the frame it took effect at, the
+/// live output is the one a controller playing the same notes at those frames makes (so
+/// every note sounds at its frame, at its pitch and velocity), the recording replays to the
+/// same output, and bad arguments are refused, logged and counted.
+#[test]
+fn oscsend_plays_notes_on_a_named_node_at_their_frames() {
+    assert!(
+        Command::new("oscsend").output().is_ok(),
+        "this test needs oscsend (Debian's liblo-tools)"
+    );
+    let dir = scratch("notes");
+    std::fs::write(dir.join("p.toml"), SYNTH).unwrap();
+    let (wav, ev) = (dir.join("live.wav"), dir.join("ev.jsonl"));
+    let live = Live::start(
+        &dir.join("p.toml"),
+        &[
+            "--seconds",
+            "2",
+            "--out",
+            wav.to_str().unwrap(),
+            "--record-events",
+            ev.to_str().unwrap(),
+        ],
+    );
+    live.oscsend("/node/s/note_on", "if", &["69", "100"]);
+    std::thread::sleep(Duration::from_millis(150));
+    live.oscsend("/node/s/note_off", "d", &["69"]);
+    live.oscsend("/node/s/note_on", "hf", &["57", "64.5"]);
+    // Refused: out of range, wrong types and counts, a node that plays no notes.
+    live.oscsend("/node/s/note_on", "ii", &["128", "100"]);
+    live.oscsend("/node/s/note_on", "ii", &["60", "128"]);
+    live.oscsend("/node/s/note_on", "sf", &["C4", "100"]);
+    live.oscsend("/node/s/all_notes_off", "i", &["1"]);
+    live.oscsend("/node/out/note_on", "ii", &["60", "100"]);
+    std::thread::sleep(Duration::from_millis(150));
+    live.oscsend("/node/s/all_notes_off", "", &[]);
+    let (summary, log) = live.finish();
+    assert_eq!(summary["osc_applied"], 4, "{log:?}");
+    assert_eq!(summary["osc_rejected"], 5, "{log:?}");
+    let reasons = log.join("\n");
+    for why in [
+        "note 128 is outside 0 to 127",
+        "velocity 128 is outside 0 to 127",
+        "argument 1 is a string",
+        "1 argument(s) given; expected no argument",
+        "node `out` does not play notes",
+    ] {
+        assert!(reasons.contains(why), "no `{why}` in the log:\n{reasons}");
+    }
+
+    let e = events(&ev);
+    let kinds: Vec<_> = e.iter().map(|l| l["change"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        ["note_on", "note_off", "note_on", "all_notes_off"],
+        "{e:?}"
+    );
+    assert!(e.iter().all(|l| l["node"] == "s"));
+    assert_eq!(
+        (e[0]["note"].as_f64(), e[2]["note"].as_f64()),
+        (Some(69.0), Some(57.0))
+    );
+    let frame = |i: usize| e[i]["frame"].as_u64().unwrap();
+
+    // The same notes from a controller, at the recorded frames.
+    let project = downbeat::project::Project::parse(SYNTH, "p.toml").unwrap();
+    let mut engine = downbeat::Engine::new(project.build().unwrap());
+    let mut c = engine.controller(16);
+    use downbeat::control::When::Frame;
+    c.note_on(Frame(frame(0)), 0, 69.0, (100.0f64 / 127.0) as f32)
+        .unwrap();
+    c.note_off(Frame(frame(1)), 0, 69.0).unwrap();
+    c.note_on(Frame(frame(2)), 0, 57.0, (64.5f64 / 127.0) as f32)
+        .unwrap();
+    c.all_notes_off(Frame(frame(3)), None).unwrap();
+    let render = |engine: &mut downbeat::Engine| {
+        let mut out = vec![0.0f32; 2 * 96_000];
+        for block in out.chunks_mut(2 * 64) {
+            engine.process(block);
+        }
+        out
+    };
+    let want = render(&mut engine);
+    let got = samples(&wav);
+    assert_eq!(got.len(), want.len());
+    let onset = got.iter().position(|&x| x != 0.0).unwrap() as u64 / 2;
+    assert_eq!(onset, frame(0), "the first note sounds at its frame");
+    let first = got
+        .iter()
+        .zip(&want)
+        .position(|(x, y)| x.to_bits() != y.to_bits());
+    assert_eq!(
+        first, None,
+        "the live notes differ from sample {first:?} on"
+    );
+
+    // The recording reads back into the same events.
+    let mut replay = project.build().unwrap();
+    let table = replay.param_table();
+    let recorded = downbeat::control::record::read_events(&ev, &table).unwrap();
+    replay.set_timeline(recorded).unwrap();
+    let replayed = render(&mut downbeat::Engine::new(replay));
+    assert!(got
+        .iter()
+        .zip(&replayed)
+        .all(|(x, y)| x.to_bits() == y.to_bits()));
+}

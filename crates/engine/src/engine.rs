@@ -10,6 +10,7 @@ use downbeat_rt::reclaim::Collector;
 use crate::control::record::{self, RecordReader, RecordTap};
 use crate::control::{ControlInputs, Controller};
 use crate::load::{LoadMeter, LoadSummary};
+use crate::midi::{MidiInput, MIDI_CAPACITY};
 use crate::swap::{self, ScheduleSender, Swapper};
 use crate::watch::{Watcher, Watchers};
 
@@ -21,6 +22,11 @@ pub const DEFAULT_HISTORY: usize = 120_000;
 ///
 /// [`process`](Engine::process) is what a device calls from its audio callback. It does not
 /// allocate, free, lock or make system calls (reading the clock goes through the vDSO).
+///
+/// The engine is the only way events reach the running schedule (see
+/// [`control`](crate::control#one-inbox)): at the start of each `process` call it takes any
+/// schedule swapped in, then delivers the device's MIDI handed to [`midi`](Engine::midi) and
+/// every [`Controller`]'s queue, in that order, to the schedule that runs then.
 ///
 /// ```
 /// use downbeat::{project::Project, Engine};
@@ -37,6 +43,33 @@ pub const DEFAULT_HISTORY: usize = 120_000;
 /// engine.process(&mut block);
 /// assert_eq!(engine.load().summary().blocks, 1);
 /// ```
+///
+/// Events from a control thread and from a device, across a hot swap:
+///
+/// ```
+/// use downbeat::{control::When, project::Project, Engine};
+///
+/// let p = Project::parse(
+///     "edges = [\"s -> out\"]\n[nodes.s]\ntype = \"synth\"\n[nodes.out]\ntype = \"output\"\n",
+///     "x.toml",
+/// ).unwrap();
+/// let mut engine = Engine::new(p.build().unwrap());
+/// let (mut sender, _collector) = engine.swap_channel(2);
+/// let mut control = engine.controller(64);
+/// let mut block = vec![0.0f32; 256 * 2];
+/// engine.process(&mut block);
+/// // A note for frame 1000, taken into the running schedule at the next block...
+/// control.note_on(When::Frame(1000), 0, 69.0, 0.8).unwrap();
+/// engine.process(&mut block);
+/// assert_eq!(engine.schedule().pending_events(), 1);
+/// // ...survives a swap to a schedule that keeps the node `s`.
+/// sender.send(p.build().unwrap()).unwrap();
+/// engine.midi(10, &[0x90, 72, 100]); // a device's note, 10 frames into this callback
+/// engine.process(&mut block);
+/// assert_eq!((engine.swaps(), engine.schedule().pending_events()), (1, 1));
+/// assert_eq!(engine.schedule().position(), 3 * 256); // the timeline goes on
+/// assert_eq!(engine.undelivered_events(), 0);
+/// ```
 pub struct Engine {
     schedule: Schedule,
     pool: Option<Pool>,
@@ -45,6 +78,7 @@ pub struct Engine {
     seconds_per_frame: f64,
     capture: Option<Capture>,
     control: ControlInputs,
+    midi: MidiInput,
     record: Option<RecordTap>,
     watch: Watchers,
 }
@@ -59,6 +93,11 @@ impl Engine {
     /// block regardless).
     pub fn with_history(schedule: Schedule, blocks: usize) -> Self {
         let seconds_per_frame = 1.0 / schedule.config().sample_rate as f64;
+        let control = ControlInputs::new();
+        control.anchor.instruments.store(
+            schedule.instrument_count(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         Self {
             schedule,
             pool: None,
@@ -66,7 +105,8 @@ impl Engine {
             meter: LoadMeter::new(blocks),
             seconds_per_frame,
             capture: None,
-            control: ControlInputs::new(),
+            control,
+            midi: MidiInput::new(MIDI_CAPACITY),
             record: None,
             watch: Watchers::default(),
         }
@@ -140,10 +180,13 @@ impl Engine {
 
     /// A [`Controller`] for a control thread, with a queue of `capacity` events of its own
     /// into the audio thread (see [`control`](crate::control)). Make controllers before the
-    /// run: the audio thread polls a list fixed then.
+    /// run: the audio thread polls a list fixed then. Frees the slots of the controllers
+    /// dropped since (once the audio thread has taken all their events), here, off the
+    /// audio thread.
     ///
     /// # Panics
-    /// Beyond [`MAX_CONTROLLERS`](crate::control::MAX_CONTROLLERS) controllers.
+    /// When [`MAX_CONTROLLERS`](crate::control::MAX_CONTROLLERS) controllers are alive (or
+    /// dropped with events still queued).
     pub fn controller(&mut self, capacity: usize) -> Controller {
         let table = std::sync::Arc::new(self.schedule.param_table());
         Controller::new(table, &mut self.control, capacity)
@@ -154,7 +197,7 @@ impl Engine {
     /// reads back for a replay. Drain the reader regularly during the run.
     pub fn record_events(&mut self) -> RecordReader {
         self.schedule.set_recording(true);
-        let (tap, reader) = record::channel(self.schedule.param_table());
+        let (tap, reader) = record::channel();
         self.record = Some(tap);
         reader
     }
@@ -195,9 +238,50 @@ impl Engine {
         self.watch.add(&mut self.schedule, false)
     }
 
-    /// Events from a controller made for another schedule than the running one (refused).
+    /// Events for a node the running schedule does not have (a node a swap removed, or
+    /// changed into another kind of node), refused and counted since the engine started.
     pub fn stale_events(&self) -> u64 {
-        self.control.stale
+        self.schedule.event_stats().stale
+    }
+
+    /// Every event that did not reach a node, since the engine started: the
+    /// [stale](Self::stale_events) ones, those a swapped-in schedule had no room for, notes
+    /// to the instruments of a schedule without any, and device MIDI the
+    /// [`MidiInput`] could not hold.
+    pub fn undelivered_events(&self) -> u64 {
+        let stats = self.schedule.event_stats();
+        stats.stale + stats.dropped + self.control.undelivered + self.midi.dropped()
+    }
+
+    /// Hands the engine a MIDI message a device received during the current callback,
+    /// `offset` frames after its first frame, before the [`process`](Self::process) call
+    /// that renders that callback: the engine delivers it, once it has taken any schedule
+    /// swapped in, to every node that plays notes in the schedule it runs. Real-time safe
+    /// (see [`MidiInput`], which counts what it ignores and drops).
+    ///
+    /// ```
+    /// use downbeat::{project::Project, Engine};
+    ///
+    /// let p = Project::parse(
+    ///     "edges = [\"s -> out\"]\n[nodes.s]\ntype = \"synth\"\n[nodes.out]\ntype = \"output\"\n",
+    ///     "x.toml",
+    /// ).unwrap();
+    /// let mut engine = Engine::new(p.build().unwrap());
+    /// let mut block = vec![0.0f32; 256 * 2];
+    /// engine.process(&mut block);
+    /// engine.midi(100, &[0x90, 69, 100]); // A4, 100 frames into this callback
+    /// engine.process(&mut block);
+    /// assert!(block[..200].iter().all(|&x| x == 0.0));
+    /// assert!(block[200..].iter().any(|&x| x != 0.0));
+    /// ```
+    pub fn midi(&mut self, offset: u32, bytes: &[u8]) {
+        self.midi
+            .push(self.schedule.position() + u64::from(offset), bytes);
+    }
+
+    /// The intake of device MIDI, for its counters.
+    pub fn midi_input(&self) -> &MidiInput {
+        &self.midi
     }
 
     /// Events waiting in the controllers' queues for room in the schedule's.
@@ -242,6 +326,9 @@ impl Engine {
         if let Some(swapper) = self.swapper.as_mut() {
             swapper.take(&mut self.schedule);
         }
+        // Every event reaches the schedule here, after the swap: device MIDI, then the
+        // controllers' queues (OSC included).
+        self.midi.deliver(&mut self.schedule);
         self.control.drain(&mut self.schedule);
         for (k, piece) in out.chunks_mut(max * ch).enumerate() {
             if let Some(capture) = &self.capture {

@@ -94,14 +94,17 @@ pub(crate) fn channel(current: &Schedule, capacity: usize) -> (ScheduleSender, S
 }
 
 impl Swapper {
-    /// Swaps the newest pending schedule into `current`; real-time safe (no free: the old
-    /// schedule is retired to the collector). Older pending schedules are retired unused.
+    /// Swaps the newest pending schedule into `current`, which [takes over]
+    /// (Schedule::take_over) the old one's timeline and queued events; real-time safe (no
+    /// free: the old schedule is retired to the collector). Older pending schedules take
+    /// over in turn and are retired unused.
     pub(crate) fn take(&mut self, current: &mut Schedule) {
         while self.retirer.room() > 0 {
             let Some(addr) = self.rx.pop() else { return };
             // SAFETY: `send` pushed this address from `Box::into_raw` and it is popped once.
             let mut incoming = unsafe { Box::from_raw(addr as *mut Schedule) };
             std::mem::swap(current, &mut incoming);
+            current.take_over(&mut incoming);
             self.swaps += 1;
             if self.retirer.retire(incoming).is_err() {
                 unreachable!("room was checked before popping");

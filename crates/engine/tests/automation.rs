@@ -127,12 +127,12 @@ fn automation_errors_point_at_the_line_and_column() {
     }
 }
 
-/// What a hot swap does to events (documented in `control`): the old schedule's queued
-/// events and its automation go with it; the new schedule starts its own timeline at
-/// frame 0 with its own automation; events still in a controller's queue are offered to the
-/// new schedule by position.
+/// What a hot swap does to events (documented in `control`): the timeline goes on; the
+/// old schedule's queued events move to the same node of the new one; the new schedule's
+/// automation starts at the frame it was swapped in at; events still in a controller's
+/// queue reach the new schedule by node key.
 #[test]
-fn a_hot_swap_drops_the_old_schedules_queued_events_and_automation() {
+fn a_hot_swap_keeps_queued_events_and_starts_the_new_automation_at_the_swap() {
     let src = (support::constant_through_gain(64) + AUTOMATION).replace(
         r#"[[0.001, 0.5], [0.002, 0.25, "linear"], [0.003, 2, "exp"], [0.0210, 1.0]]"#,
         "[[0.01, 0.5]]",
@@ -157,10 +157,14 @@ fn a_hot_swap_drops_the_old_schedules_queued_events_and_automation() {
     }
     assert_eq!(engine.swaps(), 1);
     assert_eq!(collector.collect(), 1);
-    // New timeline from 0: its automation steps to 0.5 at frame 480; the old schedule's
-    // event at 1000 is gone; the ring's event lands at 1100 of the new timeline.
-    assert!(out[..480].iter().all(|&x| x == 1.0));
-    assert!(out[480..1100].iter().all(|&x| x == 0.5));
-    assert!(out[1100..].iter().all(|&x| x == 0.125));
+    // `out` starts at frame 64, where the swap happened. The new automation steps to 0.5
+    // 480 frames after the swap (frame 544); the old schedule's event at 1000 moved with
+    // the swap; the ring's event lands at 1100.
+    let at = |frame: usize| frame - 64;
+    assert!(out[..at(544)].iter().all(|&x| x == 1.0));
+    assert!(out[at(544)..at(1000)].iter().all(|&x| x == 0.5));
+    assert!(out[at(1000)..at(1100)].iter().all(|&x| x == 0.25));
+    assert!(out[at(1100)..].iter().all(|&x| x == 0.125));
+    assert_eq!(engine.schedule().position(), 64 * 21);
     assert_eq!(engine.stale_events(), 0);
 }

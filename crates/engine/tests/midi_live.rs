@@ -16,7 +16,7 @@ const SYNTH: &str = "block_size = 256\nedges = [\"s -> out\"]\n[nodes.s]\ntype =
 fn live_midi_bytes_play_at_their_frames_and_the_path_is_real_time_safe() {
     let p = Project::parse(SYNTH, "synth.toml").unwrap();
     let mut s = p.build().unwrap();
-    let mut midi = MidiInput::new(&s);
+    let mut midi = MidiInput::new(64);
     s.process(256);
     let mut first_sound = None;
     let report = guard::check(|| {
@@ -24,17 +24,14 @@ fn live_midi_bytes_play_at_their_frames_and_the_path_is_real_time_safe() {
             let at = 256 + block * 256;
             // Note on, running-status-free note off, pedal, bend, program change (ignored),
             // a system message (ignored), and bytes that are not MIDI (ignored).
-            midi.push(&mut s, at + 17, &[0x90, 60 + (block % 24) as u8, 100]);
-            midi.push(&mut s, at + 100, &[0x80, 60 + ((block + 20) % 24) as u8, 0]);
-            midi.push(
-                &mut s,
-                at + 120,
-                &[0xB0, 64, if block % 2 == 0 { 127 } else { 0 }],
-            );
-            midi.push(&mut s, at + 130, &[0xE0, 0, 0x50]);
-            midi.push(&mut s, at + 140, &[0xC0, 5]);
-            midi.push(&mut s, at + 150, &[0xF8]);
-            midi.push(&mut s, at + 160, &[0x42]);
+            midi.push(at + 17, &[0x90, 60 + (block % 24) as u8, 100]);
+            midi.push(at + 100, &[0x80, 60 + ((block + 20) % 24) as u8, 0]);
+            midi.push(at + 120, &[0xB0, 64, if block % 2 == 0 { 127 } else { 0 }]);
+            midi.push(at + 130, &[0xE0, 0, 0x50]);
+            midi.push(at + 140, &[0xC0, 5]);
+            midi.push(at + 150, &[0xF8]);
+            midi.push(at + 160, &[0x42]);
+            midi.deliver(&mut s);
             s.process(256);
             if first_sound.is_none() {
                 first_sound = s.output().channel(0).iter().position(|&x| x != 0.0);

@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use crate::key::{NodeKey, Target};
 use crate::note::{NoteError, NoteEvent};
 use crate::param::{quoted_list, ParamKind, ParamSpec};
 use crate::smooth::Shape;
@@ -16,14 +17,14 @@ use crate::smooth::Shape;
 /// [`ParamTable::resolve`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ParamId {
-    pub(crate) node: u32,
+    pub(crate) node: NodeKey,
     pub(crate) param: u16,
 }
 
 impl ParamId {
-    /// The node's position in processing order.
-    pub fn node(self) -> usize {
-        self.node as usize
+    /// The node's key: the same in every schedule that keeps the node (see [`NodeKey`]).
+    pub fn node(self) -> NodeKey {
+        self.node
     }
 
     /// The parameter's index in the node's parameter list.
@@ -116,8 +117,8 @@ pub struct Event {
     /// next block. A frame already past takes effect at the start of the next block and is
     /// counted as late.
     pub frame: Option<u64>,
-    /// The node, by position in processing order.
-    pub node: u32,
+    /// The node or nodes it is for.
+    pub target: Target,
     /// What happens.
     pub body: NodeEvent,
 }
@@ -127,7 +128,7 @@ impl Event {
     pub fn param(frame: Option<u64>, id: ParamId, change: Change) -> Self {
         Self {
             frame,
-            node: id.node,
+            target: Target::Node(id.node),
             body: NodeEvent::Param {
                 index: id.param,
                 change,
@@ -135,13 +136,23 @@ impl Event {
         }
     }
 
-    /// A note event at `frame` (`None`: at the start of the next block) for the node at
-    /// position `node` in processing order ([`ParamTable::note_nodes`] lists the nodes that
-    /// play notes).
-    pub fn note(frame: Option<u64>, node: usize, event: NoteEvent) -> Self {
+    /// A note event at `frame` (`None`: at the start of the next block) for the node with
+    /// key `node` ([`ParamTable::note_nodes`] lists the nodes that play notes).
+    pub fn note(frame: Option<u64>, node: NodeKey, event: NoteEvent) -> Self {
         Self {
             frame,
-            node: node as u32,
+            target: Target::Node(node),
+            body: NodeEvent::Note(event),
+        }
+    }
+
+    /// A note event at `frame` for every node that plays notes in the schedule it reaches
+    /// ([`Target::Instruments`]): the schedule fans it out when it takes it, so a schedule
+    /// swapped in meanwhile is the one whose instruments hear it.
+    pub fn note_to_instruments(frame: Option<u64>, event: NoteEvent) -> Self {
+        Self {
+            frame,
+            target: Target::Instruments,
             body: NodeEvent::Note(event),
         }
     }
@@ -152,8 +163,8 @@ impl Event {
 pub struct Applied {
     /// The frame it took effect at.
     pub frame: u64,
-    /// The node, by position in processing order.
-    pub node: u32,
+    /// The node that took it.
+    pub node: NodeKey,
     /// What happened.
     pub body: NodeEvent,
 }
@@ -172,6 +183,12 @@ pub struct EventStats {
     /// Values a node refused on the audio thread (e.g. a frequency above half the sample
     /// rate that its declared range allows); the node keeps its previous value.
     pub refused: u64,
+    /// Events for a node this schedule does not have (live): refused when pushed, or
+    /// waiting in the schedule it took over from for a node it does not keep.
+    pub stale: u64,
+    /// Events waiting in the schedule it took over from that its event list had no room
+    /// for (see [`Schedule::take_over`](crate::Schedule::take_over)).
+    pub dropped: u64,
 }
 
 /// Why a control request was refused. The wording matches the project file's errors.
@@ -241,13 +258,18 @@ pub enum ControlError {
         /// Events the queue holds.
         capacity: usize,
     },
-    /// The engine runs another schedule than the one the controller was made for (it was
-    /// swapped): the controller's ids mean nothing there. Make a new controller.
+    /// The schedule has no such node, or not with that parameter live (a hot swap removed
+    /// or changed the node the event was made for).
     Stale,
     /// A note event with a channel, note number, velocity or bend out of range.
     BadNote(NoteError),
     /// A note was sent to a schedule in which no node plays notes.
     NoInstrument,
+    /// A note was sent to a node that does not play notes.
+    NotAnInstrument {
+        /// The node.
+        node: String,
+    },
 }
 
 impl ControlError {
@@ -292,10 +314,13 @@ impl ControlError {
                  was not sent"
             ),
             ControlError::Stale => {
-                "the engine now runs another schedule than this controller's".to_string()
+                "the running schedule does not have this node (a hot swap removed it)".to_string()
             }
             ControlError::BadNote(e) => format!("bad note event: {e}"),
             ControlError::NoInstrument => "no node of this project plays notes".to_string(),
+            ControlError::NotAnInstrument { node } => {
+                format!("node `{node}` does not play notes")
+            }
         }
     }
 
@@ -328,8 +353,10 @@ impl ControlError {
                 "send fewer events per block, or make the controller with a larger capacity"
                     .to_string(),
             ),
-            ControlError::Stale => Some("make a new controller from the engine".to_string()),
-            ControlError::NoInstrument => Some(
+            ControlError::Stale => {
+                Some("address a node the running schedule has, by its name".to_string())
+            }
+            ControlError::NoInstrument | ControlError::NotAnInstrument { .. } => Some(
                 "add a node that plays notes (`synth`, or `karplus`) to receive them".to_string(),
             ),
             _ => None,
@@ -357,6 +384,7 @@ impl std::error::Error for ControlError {}
 #[derive(Clone, Debug)]
 pub(crate) struct NodeParams {
     pub(crate) name: String,
+    pub(crate) key: NodeKey,
     pub(crate) kind: Option<&'static str>,
     pub(crate) specs: &'static [ParamSpec],
     /// Per declared parameter: whether it is live here.
@@ -395,6 +423,8 @@ pub struct ParamTable {
     pub(crate) schedule: u64,
     pub(crate) sample_rate: f32,
     pub(crate) nodes: Vec<NodeParams>,
+    /// Each node's index in `nodes`, by key.
+    pub(crate) by_key: std::collections::HashMap<NodeKey, usize>,
 }
 
 impl ParamTable {
@@ -440,7 +470,7 @@ impl ParamTable {
             });
         }
         Ok(ParamId {
-            node: n as u32,
+            node: entry.key,
             param: p as u16,
         })
     }
@@ -515,8 +545,12 @@ impl ParamTable {
         })
     }
 
+    fn entry(&self, key: NodeKey) -> &NodeParams {
+        &self.nodes[*self.by_key.get(&key).expect("the id came from this table")]
+    }
+
     fn spec(&self, id: ParamId) -> (&str, &'static ParamSpec) {
-        let n = &self.nodes[id.node()];
+        let n = self.entry(id.node);
         (&n.name, &n.specs[id.param()])
     }
 
@@ -543,31 +577,38 @@ impl ParamTable {
 
     /// The value parameter `id` had when the schedule was compiled.
     pub fn initial(&self, id: ParamId) -> f32 {
-        self.nodes[id.node()].initial[id.param()]
+        self.entry(id.node).initial[id.param()]
     }
 
     /// Every live parameter, node by node in processing order.
     pub fn live(&self) -> impl Iterator<Item = ParamId> + '_ {
-        self.nodes.iter().enumerate().flat_map(|(n, e)| {
+        self.nodes.iter().flat_map(|e| {
             e.live
                 .iter()
                 .enumerate()
                 .filter(|(_, &l)| l)
                 .map(move |(p, _)| ParamId {
-                    node: n as u32,
+                    node: e.key,
                     param: p as u16,
                 })
         })
     }
 
-    /// The positions (in processing order) of the nodes that play notes: the nodes a note
-    /// sent to the whole schedule goes to.
-    pub fn note_nodes(&self) -> impl Iterator<Item = usize> + '_ {
-        self.nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| n.plays_notes)
-            .map(|(i, _)| i)
+    /// The keys of the nodes that play notes, in processing order: the nodes a note sent
+    /// to the whole schedule goes to.
+    pub fn note_nodes(&self) -> impl Iterator<Item = NodeKey> + '_ {
+        self.nodes.iter().filter(|n| n.plays_notes).map(|n| n.key)
+    }
+
+    /// The key of node `name`.
+    pub fn node_key(&self, name: &str) -> Option<NodeKey> {
+        self.nodes.iter().find(|n| n.name == name).map(|n| n.key)
+    }
+
+    /// The name of the node with key `key`, if this schedule has it.
+    pub fn node_name(&self, key: NodeKey) -> Option<&str> {
+        let &i = self.by_key.get(&key)?;
+        Some(self.nodes[i].name.as_str())
     }
 
     /// The longest release of the nodes that play notes, in seconds, as they were when the

@@ -12,6 +12,7 @@ mod compile;
 mod error;
 mod event;
 mod graph;
+mod key;
 mod monitor;
 mod node;
 pub mod nodes;
@@ -30,6 +31,7 @@ pub use event::{
     Applied, Change, ControlError, Event, EventStats, NodeEvent, ParamId, ParamTable, Ramp,
 };
 pub use graph::{Edge, Endpoint, Graph, NodeId};
+pub use key::{NodeKey, Target};
 pub use monitor::{NodeCount, NodeMonitor, SharedMonitor};
 pub use node::{Node, ProcessContext};
 pub use note::{note_to_hz, NoteError, NoteEvent, MAX_CHANNEL, MAX_NOTE};

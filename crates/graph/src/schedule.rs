@@ -12,6 +12,7 @@ use crate::compile::CompileConfig;
 use crate::event::{
     Applied, Change, ControlError, Event, EventStats, NodeEvent, NodeParams, ParamId, ParamTable,
 };
+use crate::key::{KeyMap, NodeKey, Target};
 use crate::monitor::SharedMonitor;
 use crate::node::{Node, ProcessContext};
 use crate::parallel::{Kahn, Parallel};
@@ -205,6 +206,9 @@ struct Events {
     counts: Box<[u32]>,
     ranges_dirty: bool,
     seq: u64,
+    /// The frame of the schedule's timeline that the preloaded timeline's frame 0 is: 0, or
+    /// the frame at which this schedule took over from another.
+    origin: u64,
     record: bool,
     applied: Vec<Applied>,
     stats: EventStats,
@@ -236,6 +240,7 @@ impl Events {
             counts: vec![0; nodes].into_boxed_slice(),
             ranges_dirty: false,
             seq: 0,
+            origin: 0,
             record: false,
             applied: Vec::new(),
             stats: EventStats::default(),
@@ -270,7 +275,7 @@ impl Events {
             capacity,
             Applied {
                 frame: 0,
-                node: 0,
+                node: NodeKey(0),
                 body: NO_EVENT,
             },
         );
@@ -316,19 +321,21 @@ impl Events {
 
     /// Moves the events due before `end` into `due` and lays them out per node. Real-time
     /// safe: every vector stays within the capacity it was given.
-    fn distribute(&mut self, start: u64, end: u64) {
+    fn distribute(&mut self, start: u64, end: u64, keys: &KeyMap) {
         if self.ranges_dirty {
             self.ranges.fill((0, 0));
             self.ranges_dirty = false;
         }
         self.due.clear();
         self.applied.clear();
+        // The timeline's frames count from `origin`; compared here on the schedule's timeline.
+        let end_timeline = end.saturating_sub(self.origin);
         loop {
             let from_timeline = self
                 .timeline
                 .get(self.cursor)
-                .filter(|e| e.frame < end)
-                .map(|e| e.frame);
+                .filter(|e| e.frame < end_timeline)
+                .map(|e| e.frame + self.origin);
             let from_heap = self.heap.first().filter(|e| e.frame < end).map(|e| e.frame);
             let take_timeline = match (from_timeline, from_heap) {
                 (None, None) => break,
@@ -338,14 +345,16 @@ impl Events {
             if self.due.len() == self.capacity {
                 self.stats.carried += self.timeline[self.cursor..]
                     .iter()
-                    .take_while(|e| e.frame < end)
+                    .take_while(|e| e.frame < end_timeline)
                     .count() as u64;
                 self.stats.carried += self.heap.iter().filter(|e| e.frame < end).count() as u64;
                 break;
             }
             let e = if take_timeline {
                 self.cursor += 1;
-                self.timeline[self.cursor - 1]
+                let mut e = self.timeline[self.cursor - 1];
+                e.frame += self.origin;
+                e
             } else {
                 self.heap_pop().expect("the heap has a due event")
             };
@@ -389,7 +398,7 @@ impl Events {
             if self.record {
                 self.applied.push(Applied {
                     frame,
-                    node: e.node,
+                    node: keys.key(n),
                     body: e.body,
                 });
             }
@@ -429,6 +438,11 @@ pub struct Schedule {
     parallel: Parallel,
     profile: Profile,
     names: Vec<String>,
+    /// Each node's [`NodeKey`] and the way back to its position.
+    keys: KeyMap,
+    /// The positions of the nodes that play notes: where a note for
+    /// [`Target::Instruments`] goes.
+    instruments: Box<[u32]>,
     /// Each node's [`Node::monitor`], taken at compile time: the nodes cannot be asked
     /// once they run.
     monitors: Box<[Option<SharedMonitor>]>,
@@ -467,6 +481,17 @@ impl Schedule {
         let succs: Box<[Box<[usize]>]> = succs.into_iter().map(Vec::into_boxed_slice).collect();
         let parallel = Parallel::new(&preds, &succs, available_cores());
         let monitors = slots.iter().map(|s| s.node.monitor()).collect();
+        let keys = slots
+            .iter()
+            .zip(&names)
+            .map(|(s, name)| {
+                let params: Vec<&'static str> = s.node.params().iter().map(|p| p.name).collect();
+                NodeKey::intern(name, &params, s.node.plays_notes())
+            })
+            .collect();
+        let instruments = (0..n as u32)
+            .filter(|&i| slots[i as usize].node.plays_notes())
+            .collect();
         Self {
             slots: slots.into_iter().map(UnsafeCell::new).collect(),
             preds,
@@ -474,6 +499,8 @@ impl Schedule {
             parallel,
             profile: Profile::new(n),
             names,
+            keys: KeyMap::new(keys),
+            instruments,
             monitors,
             original,
             output,
@@ -535,7 +562,7 @@ impl Schedule {
             self.cfg.max_block
         );
         self.events
-            .distribute(self.position, self.position + frames as u64);
+            .distribute(self.position, self.position + frames as u64, &self.keys);
         self.timed = self.profile.begin();
         ProcessContext {
             sample_rate: self.cfg.sample_rate,
@@ -924,44 +951,155 @@ impl Schedule {
 
     /// Queues an event for its frame. Real-time safe: the queue has a fixed capacity
     /// ([`DEFAULT_EVENT_CAPACITY`] unless [`set_event_capacity`](Self::set_event_capacity)
-    /// changed it).
+    /// changed it). An event for [`Target::Instruments`] takes one entry per node that plays
+    /// notes, all or none.
     ///
     /// # Errors
-    /// [`ControlError::QueueFull`] when the queue is full (the event is not taken), and
+    /// [`ControlError::QueueFull`] when the queue has no room (the event is not taken),
     /// [`ControlError::Stale`] when the event names a node or parameter this schedule does
-    /// not have live (an id from another schedule).
+    /// not have live (counted in [`EventStats::stale`]), and [`ControlError::NoInstrument`]
+    /// for a note to the instruments of a schedule without any.
     pub fn push_event(&mut self, event: Event) -> Result<(), ControlError> {
-        if !self.accepts(&event) {
-            return Err(ControlError::Stale);
+        let ev = &self.events;
+        let room = ev.capacity - ev.heap.len();
+        let frame = event.frame.unwrap_or(self.position);
+        match event.target {
+            Target::Node(key) => {
+                let Some(slot) = self.accepts(key, &event.body) else {
+                    self.events.stats.stale += 1;
+                    return Err(ControlError::Stale);
+                };
+                if room == 0 {
+                    return Err(ControlError::QueueFull {
+                        capacity: ev.capacity,
+                    });
+                }
+                self.queue(frame, slot as u32, event.body);
+            }
+            Target::Instruments => {
+                if !matches!(event.body, NodeEvent::Note(_)) {
+                    self.events.stats.stale += 1;
+                    return Err(ControlError::Stale);
+                }
+                if self.instruments.is_empty() {
+                    return Err(ControlError::NoInstrument);
+                }
+                if room < self.instruments.len() {
+                    return Err(ControlError::QueueFull {
+                        capacity: ev.capacity,
+                    });
+                }
+                for k in 0..self.instruments.len() {
+                    self.queue(frame, self.instruments[k], event.body);
+                }
+            }
         }
-        let ev = &mut self.events;
-        if ev.heap.len() == ev.capacity {
-            return Err(ControlError::QueueFull {
-                capacity: ev.capacity,
-            });
-        }
-        let pending = Pending {
-            frame: event.frame.unwrap_or(self.position),
-            seq: ev.seq,
-            node: event.node,
-            body: event.body,
-        };
-        ev.seq += 1;
-        ev.heap_push(pending);
         Ok(())
     }
 
-    /// Whether `event` names a live parameter of this schedule.
-    fn accepts(&self, event: &Event) -> bool {
-        if event.node as usize >= self.slots.len() {
-            return false;
-        }
-        let slot = self.slot(event.node as usize);
-        match event.body {
+    /// Room left in the event queue, in entries (a note to the instruments takes one per
+    /// instrument).
+    pub fn event_room(&self) -> usize {
+        self.events.capacity - self.events.heap.len()
+    }
+
+    /// Nodes that play notes: the entries a note to [`Target::Instruments`] takes.
+    pub fn instrument_count(&self) -> usize {
+        self.instruments.len()
+    }
+
+    fn queue(&mut self, frame: u64, node: u32, body: NodeEvent) {
+        let ev = &mut self.events;
+        let pending = Pending {
+            frame,
+            seq: ev.seq,
+            node,
+            body,
+        };
+        ev.seq += 1;
+        ev.heap_push(pending);
+    }
+
+    /// The position of node `key` if `body` suits it here: a live parameter of it, or a note
+    /// for a node that plays notes.
+    fn accepts(&self, key: NodeKey, body: &NodeEvent) -> Option<usize> {
+        let i = self.keys.slot(key)?;
+        let slot = self.slot(i);
+        let ok = match *body {
             NodeEvent::Param { index, .. } => {
                 slot.params.get(usize::from(index)).is_some_and(|p| p.live)
             }
             NodeEvent::Note(_) => slot.node.plays_notes(),
+        };
+        ok.then_some(i)
+    }
+
+    /// Takes over from `old`, the schedule this one replaces at a block boundary: the
+    /// timeline goes on from `old`'s position (this schedule's preloaded timeline starts
+    /// there: its frame 0 is that frame), the events `old` had queued for later frames move
+    /// to the same nodes here (by [`NodeKey`]), and the event counters go on from `old`'s.
+    /// Queued events for a node this schedule does not have live are counted in
+    /// [`EventStats::stale`], and those its queue has no room for in
+    /// [`EventStats::dropped`]; `old` is left without queued events.
+    ///
+    /// Real-time safe: bounded by `old`'s event capacity, no allocation (both queues were
+    /// allocated when their schedules were built). Call it on a fresh schedule, before it
+    /// processes its first block.
+    ///
+    /// ```
+    /// use downbeat_graph::{nodes::{Gain, Output, Sine}, Change, CompileConfig, Event, Graph};
+    ///
+    /// let build = |with_osc: bool| {
+    ///     let mut g = Graph::new();
+    ///     let gain = g.add("gain", Gain::new(1, 1.0));
+    ///     let out = g.add("out", Output::new(1));
+    ///     if with_osc {
+    ///         let osc = g.add("osc", Sine::new(1, 48000.0, 100.0, 1.0, 0.25));
+    ///         g.connect(osc, gain);
+    ///     }
+    ///     g.connect(gain, out);
+    ///     g.set_output(out);
+    ///     g.compile(CompileConfig { sample_rate: 48000.0, max_block: 64 }).unwrap()
+    /// };
+    /// let mut old = build(false);
+    /// let id = old.param_table().resolve("gain", "gain").unwrap();
+    /// old.process(64);
+    /// old.push_event(Event::param(Some(100), id, Change::Step(0.0))).unwrap();
+    /// let mut new = build(true); // another order of nodes, the same `gain`
+    /// new.take_over(&mut old);
+    /// assert_eq!((new.position(), new.pending_events()), (64, 1));
+    /// new.process(64);
+    /// let left = new.output().channel(0);
+    /// assert!(left[..36].iter().all(|&x| x != 0.0));
+    /// assert!(left[36..].iter().all(|&x| x == 0.0));
+    /// ```
+    pub fn take_over(&mut self, old: &mut Schedule) {
+        self.position = old.position;
+        self.events.origin = old.position;
+        let mut stats = old.event_stats();
+        stats.applied += self.events.stats.applied;
+        stats.late += self.events.stats.late;
+        stats.carried += self.events.stats.carried;
+        stats.refused += self.events.stats.refused;
+        stats.stale += self.events.stats.stale;
+        stats.dropped += self.events.stats.dropped;
+        self.events.stats = stats;
+        self.events.seq = self.events.seq.max(old.events.seq);
+        self.events.record = old.events.record;
+        // Popped in order, so that what does not fit is the latest.
+        while let Some(e) = old.events.heap_pop() {
+            let key = old.keys.key(e.node as usize);
+            match self.accepts(key, &e.body) {
+                None => self.events.stats.stale += 1,
+                Some(_) if self.event_room() == 0 => self.events.stats.dropped += 1,
+                Some(slot) => {
+                    let ev = &mut self.events;
+                    ev.heap_push(Pending {
+                        node: slot as u32,
+                        ..e
+                    });
+                }
+            }
         }
     }
 
@@ -973,29 +1111,52 @@ impl Schedule {
     /// Replaces the preloaded timeline (automation, a replayed recording): events applied
     /// at their frames like queued ones, but held in a list of their own, so that any
     /// number fits. Events at the same frame keep their order, and come before queued
-    /// events at that frame. Allocates; call it off the audio thread.
+    /// events at that frame. A note to [`Target::Instruments`] goes to every node that
+    /// plays notes here. The timeline's frames count from the frame this schedule started
+    /// at: 0, or the frame at which it [took over](Self::take_over) from another. Allocates;
+    /// call it off the audio thread.
     ///
     /// # Errors
-    /// [`ControlError::Stale`] for an event on a node or parameter that is not live here;
-    /// an event without a frame is taken as frame 0.
+    /// [`ControlError::Stale`] for an event on a node or parameter that is not live here,
+    /// [`ControlError::NoInstrument`] for a note to the instruments when no node plays
+    /// notes; an event without a frame is taken as frame 0.
     pub fn set_timeline(&mut self, events: Vec<Event>) -> Result<(), ControlError> {
-        if !events.iter().all(|e| self.accepts(e)) {
-            return Err(ControlError::Stale);
-        }
-        let mut timeline: Vec<Pending> = events
-            .into_iter()
-            .enumerate()
-            .map(|(i, e)| Pending {
-                frame: e.frame.unwrap_or(0),
-                seq: i as u64,
-                node: e.node,
-                body: e.body,
-            })
-            .collect();
+        let mut timeline = self.to_pending(events, 0)?;
         timeline.sort_by_key(Pending::key);
         self.events.timeline = timeline;
         self.events.cursor = 0;
         Ok(())
+    }
+
+    /// `events` as timeline entries, numbered in order from `seq`.
+    fn to_pending(&self, events: Vec<Event>, seq: u64) -> Result<Vec<Pending>, ControlError> {
+        let mut out = Vec::with_capacity(events.len());
+        for e in events {
+            let frame = e.frame.unwrap_or(0);
+            let mut add = |node: usize| {
+                out.push(Pending {
+                    frame,
+                    seq: seq + out.len() as u64,
+                    node: node as u32,
+                    body: e.body,
+                })
+            };
+            match e.target {
+                Target::Node(key) => add(self.accepts(key, &e.body).ok_or(ControlError::Stale)?),
+                Target::Instruments => {
+                    if !matches!(e.body, NodeEvent::Note(_)) {
+                        return Err(ControlError::Stale);
+                    }
+                    if self.instruments.is_empty() {
+                        return Err(ControlError::NoInstrument);
+                    }
+                    for &i in self.instruments.iter() {
+                        add(i as usize);
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Adds `events` to the preloaded timeline, keeping what it holds (automation, a
@@ -1006,17 +1167,16 @@ impl Schedule {
     /// # Errors
     /// As [`set_timeline`](Self::set_timeline); nothing is added then.
     pub fn add_to_timeline(&mut self, events: Vec<Event>) -> Result<(), ControlError> {
-        if !events.iter().all(|e| self.accepts(e)) {
-            return Err(ControlError::Stale);
-        }
+        let base = self
+            .events
+            .timeline
+            .iter()
+            .map(|p| p.seq + 1)
+            .max()
+            .unwrap_or(0);
+        let added = self.to_pending(events, base)?;
         let timeline = &mut self.events.timeline;
-        let base = timeline.iter().map(|p| p.seq + 1).max().unwrap_or(0);
-        timeline.extend(events.into_iter().enumerate().map(|(i, e)| Pending {
-            frame: e.frame.unwrap_or(0),
-            seq: base + i as u64,
-            node: e.node,
-            body: e.body,
-        }));
+        timeline.extend(added);
         // Only what is still to come is sorted again; an event for a frame already played
         // takes effect at the start of the next block, counted as late.
         let done = self.events.cursor;
@@ -1069,8 +1229,9 @@ impl Schedule {
 
     /// Counters of the event path.
     pub fn event_stats(&self) -> EventStats {
+        let refused: u64 = (0..self.slots.len()).map(|i| self.slot(i).refused).sum();
         EventStats {
-            refused: (0..self.slots.len()).map(|i| self.slot(i).refused).sum(),
+            refused: self.events.stats.refused + refused,
             ..self.events.stats
         }
     }
@@ -1083,6 +1244,7 @@ impl Schedule {
                 let specs = slot.node.params();
                 NodeParams {
                     name: self.names[i].clone(),
+                    key: self.keys.key(i),
                     kind: type_of(specs),
                     specs,
                     live: slot.params.iter().map(|p| p.live).collect(),
@@ -1096,16 +1258,20 @@ impl Schedule {
                 }
             })
             .collect();
+        let by_key = (0..self.slots.len())
+            .map(|i| (self.keys.key(i), i))
+            .collect();
         ParamTable {
             schedule: self.id,
             sample_rate: self.cfg.sample_rate,
             nodes,
+            by_key,
         }
     }
 
     /// The value of parameter `id` from the next frame on, if it is live.
     pub fn param_value(&self, id: ParamId) -> Option<f32> {
-        let slot = self.slots.get(id.node())?;
+        let slot = self.slots.get(self.keys.slot(id.node())?)?;
         // SAFETY: as in `slot`: `&self` outside processing.
         let slot = unsafe { &*slot.get() };
         let p = slot.params.get(id.param()).filter(|p| p.live)?;
@@ -1129,7 +1295,7 @@ impl Schedule {
                 {
                     state.reported = value;
                     let id = ParamId {
-                        node: n as u32,
+                        node: self.keys.key(n),
                         param: p as u16,
                     };
                     f(id, value);

@@ -7,7 +7,7 @@ use downbeat_graph::nodes::{CompressorSettings, Output, SpectralCompressor};
 use downbeat_graph::{
     node_types, AudioMut, AudioRef, Change, CompileConfig, ControlError, Event, Graph, Node,
     NodeConfig, NodeEvent, ParamCurve, ParamId, ParamKind, ParamSpec, ProcessContext, Ramp,
-    Schedule, Shape, CONTROL_FRAMES,
+    Schedule, Shape, Target, CONTROL_FRAMES,
 };
 use downbeat_rt::guard;
 use downbeat_rt::pool::{Pool, PoolConfig};
@@ -566,19 +566,33 @@ fn late_events_apply_at_the_next_block_start_and_are_counted() {
 #[test]
 fn events_for_parameters_that_are_not_live_here_are_refused() {
     let mut s = gain_graph(64);
+    let out = s.param_table().node_key("out").unwrap();
     let out_channels = Event {
         frame: None,
-        node: 2,
+        target: Target::Node(out),
         body: NodeEvent::Param {
             index: 0,
             change: Change::Set(1.0),
         },
     };
     assert_eq!(s.push_event(out_channels), Err(ControlError::Stale));
-    let beyond = Event {
-        node: 9,
-        ..out_channels
-    };
+    // A node of another graph, which this schedule does not have.
+    let mut g = Graph::new();
+    let other = g.add("a node only the other graph has", Gain::new(1, 1.0));
+    let o = g.add("out", Output::new(1));
+    g.connect(other, o);
+    g.set_output(o);
+    let elsewhere = g
+        .compile(CompileConfig {
+            sample_rate: 48000.0,
+            max_block: 64,
+        })
+        .unwrap();
+    let id = elsewhere
+        .param_table()
+        .resolve("a node only the other graph has", "gain")
+        .unwrap();
+    let beyond = Event::param(None, id, Change::Set(1.0));
     assert_eq!(s.push_event(beyond), Err(ControlError::Stale));
     assert_eq!(s.set_timeline(vec![beyond]), Err(ControlError::Stale));
 }

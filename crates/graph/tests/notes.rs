@@ -101,7 +101,7 @@ fn a_note_at_frame_k_starts_at_sample_k_for_any_block_size_serial_and_parallel()
             ];
             let events: Vec<Event> = notes
                 .iter()
-                .map(|&(f, e)| Event::note(Some(f as u64), 0, e))
+                .map(|&(f, e)| Event::note_to_instruments(Some(f as u64), e))
                 .collect();
             let want = reference(&notes, frames);
             let serial = render(&mut synth_graph(block), frames, &events, None);
@@ -131,8 +131,9 @@ fn notes_reach_only_nodes_that_play_them() {
         })
         .unwrap();
     let table = sched.param_table();
-    assert_eq!(table.note_nodes().collect::<Vec<_>>(), vec![0]);
-    let out_node = table.node_index("out").unwrap();
+    let synth_key = table.node_key("synth").unwrap();
+    assert_eq!(table.note_nodes().collect::<Vec<_>>(), vec![synth_key]);
+    let out_node = table.node_key("out").unwrap();
     assert_eq!(
         sched.push_event(Event::note(None, out_node, on(60.0))),
         Err(ControlError::Stale)
@@ -152,27 +153,24 @@ fn the_note_path_is_real_time_safe() {
             // More notes than voices, so voices are stolen; offs, bends, pedal, all-off.
             for j in 0..6u64 {
                 note = if note > 100.0 { 30.0 } else { note + 7.5 };
-                s.push_event(Event::note(Some(at + j * 40), 0, on(note)))
+                s.push_event(Event::note_to_instruments(Some(at + j * 40), on(note)))
                     .unwrap();
             }
-            s.push_event(Event::note(
+            s.push_event(Event::note_to_instruments(
                 Some(at + 10),
-                0,
                 NoteEvent::Off { channel: 0, note },
             ))
             .unwrap();
-            s.push_event(Event::note(
+            s.push_event(Event::note_to_instruments(
                 Some(at + 20),
-                0,
                 NoteEvent::PitchBend {
                     channel: 0,
                     value: 0.3,
                 },
             ))
             .unwrap();
-            s.push_event(Event::note(
+            s.push_event(Event::note_to_instruments(
                 Some(at + 30),
-                0,
                 NoteEvent::Sustain {
                     channel: 0,
                     on: block % 2 == 0,
@@ -180,9 +178,8 @@ fn the_note_path_is_real_time_safe() {
             ))
             .unwrap();
             if block % 17 == 16 {
-                s.push_event(Event::note(
+                s.push_event(Event::note_to_instruments(
                     Some(at + 200),
-                    0,
                     NoteEvent::AllNotesOff { channel: None },
                 ))
                 .unwrap();

@@ -1,19 +1,41 @@
-//! Live control of a running engine: [`Controller`]s send parameter events from control
-//! threads, each through a wait-free queue of its own into the audio thread, which applies
-//! them at exact frames (see [`downbeat_graph::Event`]). [`osc`] serves them over UDP,
+//! Live control of a running engine: [`Controller`]s send parameter and note events from
+//! control threads, each through a wait-free queue of its own into the audio thread, which
+//! applies them at exact frames (see [`downbeat_graph::Event`]). [`osc`] serves them over UDP,
 //! [`automation`] compiles a project's `[[automation]]` into them, and [`record`] writes and
 //! replays what a run applied.
 //!
+//! # One inbox
+//!
+//! Every event reaches the running schedule through the [`Engine`](crate::Engine), on the
+//! audio thread, at the start of a block and after the engine has taken any schedule
+//! swapped in: a device's MIDI ([`Engine::midi`](crate::Engine::midi)), then every
+//! controller's queue (OSC goes through a controller). A note "to every instrument" is one
+//! entry in a controller's queue and is fanned out there, to the instruments of the
+//! schedule that runs then. Preloaded events (automation, a MIDI file, a replay) are the
+//! schedule's own timeline. Events that do not fit in the schedule's event list wait in
+//! their queue for the next block; events that cannot be delivered at all are counted
+//! ([`Engine::undelivered_events`](crate::Engine::undelivered_events)).
+//!
 //! # Hot swap
 //!
-//! A schedule swapped in with [`Engine::swap_channel`](crate::Engine::swap_channel) starts its
-//! own timeline at frame 0, with its own automation. The events the old schedule had already
-//! taken into its queue (waiting for a later frame) and the rest of its automation are
-//! dropped with it. Events still in a controller's queue at the swap go to the new schedule
-//! by node and parameter position: refused and counted in
-//! [`Engine::stale_events`](crate::Engine::stale_events) where that position is not live
-//! there, applied where it is. Before a swap that changes the graph's layout, let the queues
-//! drain ([`Engine::waiting_events`](crate::Engine::waiting_events)).
+//! Events address nodes by [`NodeKey`], which a node keeps in every schedule that keeps it
+//! (the same name and the same parameter list), wherever it lands in processing order. A
+//! schedule swapped in with [`Engine::swap_channel`](crate::Engine::swap_channel) [takes
+//! over](downbeat_graph::Schedule::take_over) from the old one at the block boundary:
+//!
+//! * The timeline goes on: frames count from the start of the run, and the new schedule
+//!   starts at the old one's position ([`When::Frame`] means the same frame before and
+//!   after).
+//! * The new schedule's own timeline (its automation) starts at the swap: its frame 0 is
+//!   the frame the swap happened at. The rest of the old schedule's automation goes with it.
+//! * Events the old schedule had taken for later frames move to the same node of the new
+//!   one, and events still in a controller's queue reach it there. Events for a node the
+//!   new schedule lacks (or no longer has live) are refused and counted in
+//!   [`Engine::stale_events`](crate::Engine::stale_events); those its event list has no
+//!   room for are counted as undelivered. The move is bounded by the old list's capacity
+//!   and allocates nothing.
+//! * A kept node starts from the new schedule's values (a project edited on disk sets the
+//!   parameters it says); only its queued events carry over.
 //!
 //! ```
 //! use downbeat::{control::When, project::Project, Engine};
@@ -35,12 +57,13 @@
 //! assert!(block[200..].iter().all(|&x| x == 0.0));
 //! ```
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use downbeat_graph::{
-    Change, ControlError, Event, NoteEvent, ParamId, ParamTable, Ramp, Schedule, Shape,
+    Change, ControlError, Event, NodeKey, NoteEvent, ParamId, ParamTable, Ramp, Schedule, Shape,
+    Target,
 };
 use downbeat_ring::{Consumer, Producer, RingBuffer};
 use downbeat_rt::clock::now_ns;
@@ -49,8 +72,9 @@ pub mod automation;
 pub mod osc;
 pub mod record;
 
-/// Controllers an engine accepts: their queues are polled at every block start, so the
-/// list is fixed before the run (and the audio thread never grows it).
+/// Controllers an engine holds at once: their queues are polled at every block start, so
+/// the list is fixed before the run (and the audio thread never grows it). The slot of a
+/// dropped controller is reused once the audio thread has taken every event it sent.
 pub const MAX_CONTROLLERS: usize = 16;
 
 /// When an event takes effect.
@@ -58,7 +82,8 @@ pub const MAX_CONTROLLERS: usize = 16;
 pub enum When {
     /// At the start of the next block the engine computes.
     Now,
-    /// At this frame of the engine's timeline (frames since its schedule started).
+    /// At this frame of the engine's timeline (frames since the run began; a hot swap does
+    /// not restart it).
     Frame(u64),
     /// At this instant, mapped onto the timeline through the latest block's start time
     /// (the virtual and offline devices' frames are the clock's; a sound card's drift
@@ -74,6 +99,8 @@ pub(crate) struct Anchor {
     seq: AtomicU64,
     frame: AtomicU64,
     ns: AtomicU64,
+    /// Nodes that play notes in the running schedule (outside the seqlock: read alone).
+    pub(crate) instruments: AtomicUsize,
 }
 
 impl Anchor {
@@ -102,12 +129,21 @@ impl Anchor {
     }
 }
 
+/// One controller's queue, as the audio thread holds it.
+struct Queue {
+    events: Consumer<Event>,
+    /// Shared with the controller: when this is the only reference left, the controller
+    /// is gone.
+    owner: Arc<()>,
+}
+
 /// The audio-thread side of the engine's controllers.
 pub(crate) struct ControlInputs {
-    queues: Vec<Consumer<Event>>,
+    queues: Vec<Queue>,
     pub(crate) anchor: Arc<Anchor>,
-    /// Events from a controller made for another schedule, refused at the block start.
-    pub(crate) stale: u64,
+    /// Events that could not reach any node (a note to the instruments of a schedule
+    /// without any, or one that needs more entries than the schedule's whole queue).
+    pub(crate) undelivered: u64,
 }
 
 impl ControlInputs {
@@ -115,30 +151,49 @@ impl ControlInputs {
         Self {
             queues: Vec::with_capacity(MAX_CONTROLLERS),
             anchor: Arc::new(Anchor::default()),
-            stale: 0,
+            undelivered: 0,
         }
     }
 
     /// Moves every controller's queued events into the schedule, oldest first, until the
     /// schedule's queue is full; what does not fit stays in the controllers' queues for the
-    /// next block. Publishes the block's start. Real-time safe.
+    /// next block. A note to the instruments fans out to the running schedule's. Events
+    /// for nodes the schedule lacks are counted there ([`downbeat_graph::EventStats::stale`]),
+    /// the others that cannot be delivered here. Publishes the block's start. Real-time
+    /// safe.
     pub(crate) fn drain(&mut self, schedule: &mut Schedule) {
         self.anchor.publish(schedule.position(), now_ns());
+        self.anchor
+            .instruments
+            .store(schedule.instrument_count(), Ordering::Relaxed);
         'queues: for q in &mut self.queues {
-            while let Some(event) = q.peek().copied() {
+            while let Some(event) = q.events.peek().copied() {
                 match schedule.push_event(event) {
-                    Ok(()) => {}
-                    Err(ControlError::QueueFull { .. }) => break 'queues,
-                    Err(_) => self.stale += 1,
+                    Ok(()) | Err(ControlError::Stale) => {}
+                    // Waits for room, unless it needs more than the whole queue.
+                    Err(ControlError::QueueFull { capacity })
+                        if event.target != Target::Instruments
+                            || schedule.instrument_count() <= capacity =>
+                    {
+                        break 'queues
+                    }
+                    Err(_) => self.undelivered += 1,
                 }
-                q.pop();
+                q.events.pop();
             }
         }
     }
 
     /// Events waiting in the controllers' queues.
     pub(crate) fn waiting(&self) -> usize {
-        self.queues.iter().map(Consumer::available_read).sum()
+        self.queues.iter().map(|q| q.events.available_read()).sum()
+    }
+
+    /// Frees the slots of controllers that are gone and whose events the audio thread has
+    /// all taken. Off the audio thread (it frees their queues).
+    fn free_dropped(&mut self) {
+        self.queues
+            .retain(|q| Arc::strong_count(&q.owner) > 1 || !q.events.is_empty());
     }
 }
 
@@ -148,10 +203,17 @@ impl ControlInputs {
 ///
 /// Every refusal is a [`ControlError`] worded as the project file's errors; a full queue
 /// is reported ([`ControlError::QueueFull`]), never dropped.
+///
+/// Names resolve against the schedule that ran when the controller was made; the ids it
+/// hands out address nodes by [`NodeKey`], so they stay good across hot swaps that keep
+/// the node. To address a node a swap added, make a new controller (a dropped one frees its
+/// slot).
 pub struct Controller {
     table: Arc<ParamTable>,
     queue: Producer<Event>,
     anchor: Arc<Anchor>,
+    /// Tells the engine, by being dropped, that this controller's slot may be reused.
+    _owner: Arc<()>,
 }
 
 impl std::fmt::Debug for Controller {
@@ -165,16 +227,22 @@ impl std::fmt::Debug for Controller {
 
 impl Controller {
     pub(crate) fn new(table: Arc<ParamTable>, inputs: &mut ControlInputs, capacity: usize) -> Self {
+        inputs.free_dropped();
         assert!(
             inputs.queues.len() < MAX_CONTROLLERS,
-            "an engine takes at most {MAX_CONTROLLERS} controllers"
+            "an engine holds at most {MAX_CONTROLLERS} controllers at once"
         );
         let (queue, consumer) = RingBuffer::<Event>::new(capacity);
-        inputs.queues.push(consumer);
+        let owner = Arc::new(());
+        inputs.queues.push(Queue {
+            events: consumer,
+            owner: Arc::clone(&owner),
+        });
         Self {
             table,
             queue,
             anchor: Arc::clone(&inputs.anchor),
+            _owner: owner,
         }
     }
 
@@ -286,8 +354,9 @@ impl Controller {
     }
 
     /// Sends a note event at `when` to every node that plays notes
-    /// ([`ParamTable::note_nodes`]), whatever its channel: one queue entry per such node, all
-    /// or none (a full queue takes none of them).
+    /// ([`ParamTable::note_nodes`]), whatever its channel: one queue entry, fanned out on the
+    /// audio thread to the instruments of the schedule running when it arrives (so a swap
+    /// that adds or removes an instrument is honoured).
     ///
     /// ```
     /// use downbeat::{control::When, project::Project, Engine};
@@ -309,26 +378,74 @@ impl Controller {
     ///
     /// # Errors
     /// [`ControlError::BadNote`] for a value out of range, [`ControlError::NoInstrument`]
-    /// when no node plays notes, [`ControlError::QueueFull`] when the queue has no room for
-    /// one entry per such node.
+    /// when no node of the running schedule plays notes (as of the latest block),
+    /// [`ControlError::QueueFull`] when the queue is full.
     pub fn send_note(&mut self, when: When, event: NoteEvent) -> Result<(), ControlError> {
         event.validate().map_err(ControlError::BadNote)?;
-        let event = event.normalized();
-        let targets = self.table.note_nodes().count();
-        if targets == 0 {
+        if self.anchor.instruments.load(Ordering::Relaxed) == 0 {
             return Err(ControlError::NoInstrument);
         }
-        if self.queue.available_write() < targets {
-            return Err(ControlError::QueueFull {
-                capacity: self.queue.capacity(),
+        let event = Event::note_to_instruments(self.frame(when), event.normalized());
+        self.queue.push(event).map_err(|_| ControlError::QueueFull {
+            capacity: self.queue.capacity(),
+        })
+    }
+
+    /// The key of node `node`, which must play notes, for
+    /// [`send_note_to`](Self::send_note_to).
+    ///
+    /// # Errors
+    /// [`ControlError::UnknownNode`] for a node the controller's table does not have,
+    /// [`ControlError::NotAnInstrument`] for one that does not play notes.
+    pub fn resolve_instrument(&self, node: &str) -> Result<NodeKey, ControlError> {
+        let key = self
+            .table
+            .node_key(node)
+            .ok_or_else(|| ControlError::UnknownNode {
+                name: node.to_string(),
+                known: self.table.node_names().map(str::to_string).collect(),
+            })?;
+        if !self.table.note_nodes().any(|k| k == key) {
+            return Err(ControlError::NotAnInstrument {
+                node: node.to_string(),
             });
         }
-        let frame = self.frame(when);
-        for node in self.table.note_nodes() {
-            let pushed = self.queue.push(Event::note(frame, node, event));
-            debug_assert!(pushed.is_ok(), "room was checked; only this thread pushes");
-        }
-        Ok(())
+        Ok(key)
+    }
+
+    /// Sends a note event at `when` to node `node` alone (the one of that key in the
+    /// running schedule; counted as stale if a swap removed it).
+    ///
+    /// ```
+    /// use downbeat::{control::When, project::Project, Engine};
+    /// use downbeat_graph::NoteEvent;
+    ///
+    /// let p = Project::parse(
+    ///     "edges = [\"a -> out\", \"b -> out\"]\n[nodes.a]\ntype = \"synth\"\n\
+    ///      [nodes.b]\ntype = \"karplus\"\n[nodes.out]\ntype = \"output\"\n",
+    ///     "x.toml",
+    /// ).unwrap();
+    /// let mut engine = Engine::new(p.build().unwrap());
+    /// let mut control = engine.controller(64);
+    /// let a = control.resolve_instrument("a").unwrap();
+    /// let on = NoteEvent::On { channel: 0, note: 60.0, velocity: 1.0 };
+    /// control.send_note_to(When::Frame(10), a, on).unwrap();
+    /// assert!(control.resolve_instrument("out").is_err()); // plays no notes
+    /// ```
+    ///
+    /// # Errors
+    /// [`ControlError::BadNote`] for a value out of range, [`ControlError::QueueFull`].
+    pub fn send_note_to(
+        &mut self,
+        when: When,
+        node: NodeKey,
+        event: NoteEvent,
+    ) -> Result<(), ControlError> {
+        event.validate().map_err(ControlError::BadNote)?;
+        let event = Event::note(self.frame(when), node, event.normalized());
+        self.queue.push(event).map_err(|_| ControlError::QueueFull {
+            capacity: self.queue.capacity(),
+        })
     }
 
     /// Starts note `note` (`0..=127`, fractions are microtones) on MIDI channel `channel`

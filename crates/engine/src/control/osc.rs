@@ -7,6 +7,13 @@
 //! | `/node/<node>/<param>/step` | value | jumps to the value, unsmoothed ([`Change::Step`]) |
 //! | `/node/<node>/<param>/ramp` | target, seconds | a linear ramp from the value reached |
 //! | `/node/<node>/<param>/exp` | target, seconds | an exponential ramp from the value reached |
+//! | `/node/<node>/note_on` | note, velocity | starts a note on the node (MIDI channel 1) |
+//! | `/node/<node>/note_off` | note | releases the note |
+//! | `/node/<node>/all_notes_off` | none | releases every note of the node |
+//!
+//! Notes and velocities count as in MIDI: note `0..=127`, where fractions are microtones
+//! (69 is A4, 440 Hz), and velocity `0..=127`, where 0 is a note off. The node must play
+//! notes (`synth`, `karplus`).
 //!
 //! Numbers may be sent as float (`f`), double (`d`), int (`i`) or 64-bit int (`h`): an int
 //! is the same number as a float to a gain, and OSC senders differ in which they send for
@@ -50,7 +57,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use downbeat_graph::{Change, ControlError, ParamId, Ramp, Shape};
+use downbeat_graph::{Change, ControlError, NodeKey, NoteEvent, ParamId, Ramp, Shape, MAX_NOTE};
 use rosc::{OscBundle, OscMessage, OscPacket, OscTime, OscType};
 
 use super::{Controller, When};
@@ -66,7 +73,8 @@ const STOP_POLL: Duration = Duration::from_millis(20);
 pub enum Rejection {
     /// The bytes are not an OSC packet.
     Malformed(String),
-    /// The address is not one of `/node/<node>/<param>[/step|/ramp|/exp]`.
+    /// The address is not one of `/node/<node>/<param>[/step|/ramp|/exp]` or
+    /// `/node/<node>/(note_on|note_off|all_notes_off)`.
     UnknownAddress(String),
     /// The message has the wrong number or type of arguments.
     BadArguments {
@@ -92,7 +100,7 @@ impl fmt::Display for Rejection {
             Rejection::UnknownAddress(a) => write!(
                 f,
                 "unknown address `{a}`; expected /node/<node>/<param> with an optional \
-                 /step, /ramp or /exp"
+                 /step, /ramp or /exp, or /node/<node>/note_on, note_off or all_notes_off"
             ),
             Rejection::BadArguments { address, reason } => write!(f, "`{address}`: {reason}"),
             Rejection::Control { address, error } => {
@@ -117,9 +125,14 @@ pub struct OscHandler {
 /// One checked message, ready to send.
 struct Planned {
     when: When,
-    id: ParamId,
-    change: Change,
+    what: Action,
     address: String,
+}
+
+/// What a checked message does.
+enum Action {
+    Param(ParamId, Change),
+    Note(NodeKey, NoteEvent),
 }
 
 impl OscHandler {
@@ -144,19 +157,21 @@ impl OscHandler {
         let mut planned = Vec::new();
         self.plan(&packet, When::Now, &mut planned)?;
         for (i, p) in planned.iter().enumerate() {
-            self.controller
-                .send(p.when, p.id, p.change)
-                .map_err(|error| Rejection::Control {
-                    address: if i == 0 {
-                        p.address.clone()
-                    } else {
-                        format!(
-                            "{} (after {i} of the bundle's messages were sent)",
-                            p.address
-                        )
-                    },
-                    error,
-                })?;
+            let sent = match p.what {
+                Action::Param(id, change) => self.controller.send(p.when, id, change),
+                Action::Note(node, event) => self.controller.send_note_to(p.when, node, event),
+            };
+            sent.map_err(|error| Rejection::Control {
+                address: if i == 0 {
+                    p.address.clone()
+                } else {
+                    format!(
+                        "{} (after {i} of the bundle's messages were sent)",
+                        p.address
+                    )
+                },
+                error,
+            })?;
         }
         Ok(planned.len())
     }
@@ -199,6 +214,16 @@ impl OscHandler {
             address: m.addr.clone(),
             error,
         };
+        if verb.is_none() {
+            if let Some(event) = note_of(m, param)? {
+                let key = self.controller.resolve_instrument(node).map_err(control)?;
+                return Ok(Planned {
+                    when,
+                    what: Action::Note(key, event),
+                    address: m.addr.clone(),
+                });
+            }
+        }
         let id = self.controller.resolve(node, param).map_err(control)?;
         let table = self.controller.table();
         let change = match verb {
@@ -228,11 +253,56 @@ impl OscHandler {
         table.check(id, &change).map_err(control)?;
         Ok(Planned {
             when,
-            id,
-            change,
+            what: Action::Param(id, change),
             address: m.addr.clone(),
         })
     }
+}
+
+/// The note event of a `note_on`, `note_off` or `all_notes_off` message (`None` for any
+/// other verb), with its arguments checked.
+fn note_of(m: &OscMessage, verb: &str) -> Result<Option<NoteEvent>, Rejection> {
+    let bad = |reason: String| Rejection::BadArguments {
+        address: m.addr.clone(),
+        reason,
+    };
+    let note_number = |x: f64| {
+        if (0.0..=f64::from(MAX_NOTE)).contains(&x) {
+            Ok(x as f32)
+        } else {
+            Err(bad(format!(
+                "note {x} is outside 0 to 127 (MIDI note numbers; 69 is A4)"
+            )))
+        }
+    };
+    let event = match verb {
+        "note_on" => {
+            let [note, velocity] = numbers::<2>(m, "a note and a velocity")?;
+            if !(0.0..=127.0).contains(&velocity) {
+                return Err(bad(format!(
+                    "velocity {velocity} is outside 0 to 127 (as in MIDI; 0 is a note off)"
+                )));
+            }
+            NoteEvent::On {
+                channel: 0,
+                note: note_number(note)?,
+                velocity: (velocity / 127.0) as f32,
+            }
+        }
+        "note_off" => {
+            let [note] = numbers::<1>(m, "a note")?;
+            NoteEvent::Off {
+                channel: 0,
+                note: note_number(note)?,
+            }
+        }
+        "all_notes_off" => {
+            numbers::<0>(m, "no argument")?;
+            NoteEvent::AllNotesOff { channel: None }
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(event))
 }
 
 /// The message's `N` arguments as numbers.

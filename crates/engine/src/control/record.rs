@@ -56,7 +56,6 @@ impl RecordTap {
 /// The control side of a recording: drain it often with [`read`](Self::read).
 pub struct RecordReader {
     ring: Consumer<Applied>,
-    table: ParamTable,
     lines: Vec<Line>,
 }
 
@@ -68,13 +67,14 @@ impl fmt::Debug for RecordReader {
     }
 }
 
-pub(crate) fn channel(table: ParamTable) -> (RecordTap, RecordReader) {
+/// The two halves of one recording: the [`RecordTap`] the engine feeds on the audio thread
+/// and the [`RecordReader`] that drains it on the control side.
+pub(crate) fn channel() -> (RecordTap, RecordReader) {
     let (ring, consumer) = RingBuffer::new(RECORD_CAPACITY);
     (
         RecordTap { ring, lost: 0 },
         RecordReader {
             ring: consumer,
-            table,
             lines: Vec::new(),
         },
     )
@@ -84,7 +84,7 @@ impl RecordReader {
     /// Takes what the audio thread has recorded since the last call.
     pub fn read(&mut self) {
         while let Some(a) = self.ring.pop() {
-            self.lines.push(Line::of(&a, &self.table));
+            self.lines.push(Line::of(&a));
         }
     }
 
@@ -142,20 +142,20 @@ struct Line {
 }
 
 impl Line {
-    fn of(a: &Applied, table: &ParamTable) -> Self {
+    fn of(a: &Applied) -> Self {
         let (index, change) = match a.body {
             NodeEvent::Param { index, change } => (index, change),
-            NodeEvent::Note(note) => return Self::of_note(a, note, table),
+            NodeEvent::Note(note) => return Self::of_note(a, note),
             _ => unreachable!("parameter and note events are the only kinds"),
         };
-        let id = table
-            .live()
-            .find(|p| p.node() == a.node as usize && p.param() == usize::from(index))
-            .expect("applied events name live parameters");
-        let (node, param) = table.names(id);
+        // By key, not through the table: the node may be one of a schedule swapped in since.
+        let param = a
+            .node
+            .param_name(usize::from(index))
+            .expect("applied events name parameters of their node");
         let mut line = Line {
             frame: a.frame,
-            node: node.to_string(),
+            node: a.node.name(),
             param: param.to_string(),
             change: String::new(),
             channel: None,
@@ -178,14 +178,10 @@ impl Line {
         line
     }
 
-    fn of_note(a: &Applied, event: NoteEvent, table: &ParamTable) -> Self {
-        let node = table
-            .node_names()
-            .nth(a.node as usize)
-            .expect("applied events name nodes of the schedule");
+    fn of_note(a: &Applied, event: NoteEvent) -> Self {
         let mut line = Line {
             frame: a.frame,
-            node: node.to_string(),
+            node: a.node.name(),
             param: String::new(),
             change: String::new(),
             channel: None,
@@ -230,14 +226,12 @@ impl Line {
 
     /// The note event of a `note_*`, `pitch_bend` or `sustain` line; `None` for a parameter
     /// change.
-    fn note_event(&self) -> Result<Option<NoteEvent>, String> {
-        let need = |v: Option<f32>, what: &str| {
-            v.ok_or_else(|| format!("`{}` needs `{what}`", self.change))
-        };
-        let channel = || {
-            self.channel
-                .ok_or_else(|| format!("`{}` needs `channel`", self.change))
-        };
+    ///
+    /// # Errors
+    /// The name of a field the line lacks.
+    fn note_event(&self) -> Result<Option<NoteEvent>, &'static str> {
+        let need = |v: Option<f32>, what: &'static str| v.ok_or(what);
+        let channel = || self.channel.ok_or("channel");
         Ok(Some(match self.change.as_str() {
             "note_on" => NoteEvent::On {
                 channel: channel()?,
@@ -257,9 +251,7 @@ impl Line {
             },
             "sustain" => NoteEvent::Sustain {
                 channel: channel()?,
-                on: self
-                    .on
-                    .ok_or_else(|| format!("`{}` needs `on`", self.change))?,
+                on: self.on.ok_or("on")?,
             },
             _ => return Ok(None),
         }))
@@ -318,13 +310,14 @@ pub fn read_events(path: &Path, table: &ParamTable) -> Result<Vec<Event>, Replay
             message: e.to_string(),
         })?;
         let control = |error| ReplayError::Control { line, error };
-        let note = l
-            .note_event()
-            .map_err(|message| ReplayError::Syntax { line, message })?;
+        let note = l.note_event().map_err(|what| ReplayError::Syntax {
+            line,
+            message: format!("`{}` needs `{what}`", l.change),
+        })?;
         if let Some(note) = note {
             note.validate()
                 .map_err(|e| control(ControlError::BadNote(e)))?;
-            let node = table.node_index(&l.node).ok_or_else(|| {
+            let node = table.node_key(&l.node).ok_or_else(|| {
                 control(ControlError::UnknownNode {
                     name: l.node.clone(),
                     known: table.node_names().map(str::to_string).collect(),

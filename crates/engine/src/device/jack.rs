@@ -18,7 +18,6 @@ use super::takes::{prepare, Takes};
 use super::{
     ClaimedLatency, Device, DeviceError, DeviceReport, Fallback, OnLoss, RecordTo, Run, RunLength,
 };
-use crate::midi::MidiInput;
 use crate::Engine;
 
 /// Runs the engine in a JACK server's real-time process callback.
@@ -195,7 +194,7 @@ struct Process {
     renderer: Arc<Handoff<Renderer>>,
     inputs: Vec<Port<AudioIn>>,
     outputs: Vec<Port<AudioOut>>,
-    midi: Option<(Port<MidiIn>, MidiInput)>,
+    midi: Option<Port<MidiIn>>,
     status: Arc<Status>,
 }
 
@@ -237,15 +236,14 @@ impl jack::ProcessHandler for Process {
         };
         // Everything the renderer does here is `render_planar`, which the guard checks in
         // the tests; once the control thread has taken the renderer back, silence.
-        let midi = &mut self.midi;
+        let midi = &self.midi;
         let played = self.renderer.with(|r| {
-            if let Some((port, input)) = midi {
-                // The engine's timeline is at this cycle's first frame: every cycle renders
-                // exactly the frames JACK asks for.
-                let start = r.engine().schedule().position();
-                let schedule = r.engine_mut().schedule_mut();
+            if let Some(port) = midi {
+                // The engine stamps each message with this cycle's first frame plus its
+                // offset: every cycle renders exactly the frames JACK asks for.
+                let engine = r.engine_mut();
                 for event in port.iter(ps) {
-                    input.push(schedule, start + u64::from(event.time), event.bytes);
+                    engine.midi(event.time, event.bytes);
                 }
             }
             r.render_planar(frames, &inputs, &mut outputs)
@@ -262,15 +260,66 @@ impl jack::ProcessHandler for Process {
     }
 }
 
+/// Why the ports asked for by `--connect`, `--connect-in` or `--midi-in` could not be
+/// connected.
+#[derive(Debug)]
+enum ConnectError {
+    /// No port of another client matches the prefix.
+    NoPort {
+        /// The option that asked for it.
+        flag: &'static str,
+        /// `audio` or `midi`.
+        kind: &'static str,
+        /// `input` or `output`.
+        direction: &'static str,
+        /// The prefix given.
+        prefix: String,
+    },
+    /// The server refused a connection.
+    Refused {
+        /// The option that asked for it.
+        flag: &'static str,
+        /// Source and destination ports.
+        from: String,
+        to: String,
+        /// What JACK said.
+        source: Box<jack::Error>,
+    },
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectError::NoPort {
+                flag,
+                kind,
+                direction,
+                prefix,
+            } => write!(
+                f,
+                "{flag}: no JACK {kind} {direction} port starts with `{prefix}`; see `jack_lsp -t` for the ports there are"
+            ),
+            ConnectError::Refused {
+                flag,
+                from,
+                to,
+                source,
+            } => write!(f, "{flag}: cannot connect {from} to {to}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {}
+
 /// Connects `ours` in order to the ports of other clients whose names start with `prefix`
 /// (`ours` are outputs when `flags` asks for their inputs, and the other way round).
 fn connect_ports(
     client: &Client,
     ours: &[String],
     prefix: &str,
-    (kind, flags): (&str, PortFlags),
-    flag: &str,
-) -> Result<(), String> {
+    (kind, flags): (&'static str, PortFlags),
+    flag: &'static str,
+) -> Result<(), ConnectError> {
     let theirs = client.ports(
         Some(&format!("^{}", regex_escape(prefix))),
         Some(kind),
@@ -283,9 +332,12 @@ fn connect_ports(
         } else {
             "output"
         };
-        return Err(format!(
-            "{flag}: no JACK {kind} {direction} port starts with `{prefix}`; see `jack_lsp -t` for the ports there are"
-        ));
+        return Err(ConnectError::NoPort {
+            flag,
+            kind,
+            direction,
+            prefix: prefix.to_string(),
+        });
     }
     for (a, b) in ours.iter().zip(&theirs) {
         let (from, to) = if flags.contains(PortFlags::IS_INPUT) {
@@ -295,7 +347,12 @@ fn connect_ports(
         };
         client
             .connect_ports_by_name(from, to)
-            .map_err(|e| format!("{flag}: cannot connect {from} to {to}: {e}"))?;
+            .map_err(|source| ConnectError::Refused {
+                flag,
+                from: from.clone(),
+                to: to.clone(),
+                source: Box::new(source),
+            })?;
     }
     Ok(())
 }
@@ -355,8 +412,7 @@ impl Device for Jack {
         let midi = match &self.midi_in {
             None => None,
             Some(_) => {
-                let input = MidiInput::new(renderer.engine().schedule());
-                if !input.has_instruments() {
+                if renderer.engine().schedule().instrument_count() == 0 {
                     return Err(DeviceError::Config(
                         "--midi-in: no node of the project plays notes (add a `synth` or a `karplus`)"
                             .into(),
@@ -365,12 +421,10 @@ impl Device for Jack {
                 let port = client
                     .register_port("midi_in", MidiIn::default())
                     .map_err(|e| port_error("midi_in", e))?;
-                Some((port, input))
+                Some(port)
             }
         };
-        let midi_name = midi
-            .as_ref()
-            .map(|(p, _)| vec![p.name().unwrap_or_default()]);
+        let midi_name = midi.as_ref().map(|p| vec![p.name().unwrap_or_default()]);
         if self.connect_in.is_some() && inputs.is_empty() {
             return Err(DeviceError::Config(
                 "--connect-in: the project has no `input` node, so Downbeat has no JACK input ports"
@@ -443,7 +497,7 @@ impl Device for Jack {
         };
         if let Some(e) = connect_error {
             recorded.write(rate)?;
-            return Err(DeviceError::Config(e));
+            return Err(DeviceError::Config(e.to_string()));
         }
         let renderer = match (lost, self.on_loss) {
             (false, _) => renderer,

@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 use downbeat_graph::NoteEvent;
 use midly::{MetaMessage, MidiMessage as Wire, Timing, TrackEventKind};
 
-pub use live::MidiInput;
+pub use live::{MidiInput, MIDI_CAPACITY};
 pub use tempo::{Division, TempoMap, DEFAULT_TEMPO};
 
 /// Why a MIDI file could not be read.

@@ -9,7 +9,7 @@
 //! bit-identical between runs. Frames are the engine's own, so on a live device the file
 //! starts with the run.
 
-use downbeat_graph::{Change, ControlError, Event, ParamId, ParamTable};
+use downbeat_graph::{Change, ControlError, Event, NodeKey, ParamId, ParamTable};
 
 use super::{MidiFile, MidiMessage};
 
@@ -47,7 +47,7 @@ pub fn events(
     cc: &[CcMapping],
     sample_rate: u32,
 ) -> Result<Vec<Event>, ControlError> {
-    let targets: Vec<usize> = table.note_nodes().collect();
+    let targets: Vec<NodeKey> = table.note_nodes().collect();
     let mut out = Vec::new();
     for (frame, message) in file.frames(sample_rate) {
         match message {
