@@ -50,11 +50,11 @@ fn automation_lands_at_its_frames_at_every_block_size_serial_and_parallel() {
     assert!(reference[1008..].iter().all(|&x| x == 1.0));
     for (block, threads) in [(256, 1), (1000, 1), (64, 2), (1000, 2)] {
         let other = render(block, threads, frames);
-        let first = reference
-            .iter()
-            .zip(&other)
-            .position(|(a, b)| a.to_bits() != b.to_bits());
-        assert_eq!(first, None, "block {block}, {threads} thread(s)");
+        support::assert_bit_identical(
+            &reference,
+            &other,
+            &format!("block {block}, {threads} thread(s) against block 64 serial"),
+        );
     }
 }
 
@@ -178,10 +178,7 @@ points = [[0.1, -1.0], [0.5, 1.0, "linear"]]
     };
     let (a, b) = (read(&offline), read(&live));
     assert_eq!(a.len(), 2 * 28_800);
-    assert!(
-        a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
-        "offline and virtual differ"
-    );
+    support::assert_bit_identical(&a, &b, "offline against virtual");
     // The automation did something: at 0.5 s the pan is hard right.
     let level = |from: usize| -> f32 {
         a[2 * 24_000 + from..2 * 28_000]
