@@ -18,6 +18,8 @@ command -v parecord >/dev/null || need+=(pulseaudio-utils)
 # The --all-features build below includes LV2 hosting (lilv, found through pkg-config).
 [ -e /usr/include/lilv-0/lilv/lilv.h ] || need+=(liblilv-dev)
 command -v pkg-config >/dev/null || need+=(pkg-config)
+# The tests run every example project; examples/projects/overdrive-lv2.toml hosts mda's Overdrive.
+dpkg -s mda-lv2 >/dev/null 2>&1 || need+=(mda-lv2)
 # ALSA's PulseAudio plugin: how an ALSA program (cpal's default host) reaches the server.
 [ -n "$(find /usr/lib -name 'libasound_module_pcm_pulse.so' -print -quit 2>/dev/null)" ] ||
     need+=(libasound2-plugins)
@@ -53,10 +55,12 @@ trap stop_pulse EXIT
 stop_pulse
 mkdir -p "$DOWNBEAT_PULSE_DIR"
 cargo clippy -q -p downbeat --features system --all-targets -- -D warnings
-cargo test -p downbeat --features jack,system -- --test-threads=1
+# Every feature on (LV2 too), so that the tests over every example project run the LV2 one.
+cargo test -p downbeat --all-features -- --test-threads=1
 
 echo "--- every feature of the workspace together (every device in one build)"
 cargo build -q --workspace --all-features
+cargo clippy -q --workspace --all-features --all-targets -- -D warnings
 # Without a server the JACK device says it cannot reach one (exit 1); a build without it
 # would say it has no JACK support (exit 2).
 set +e

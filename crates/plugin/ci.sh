@@ -26,6 +26,12 @@ downbeat="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/downbeat"
 CI="${CI:-true}" DOWNBEAT_BIN="$downbeat" cargo test -p downbeat-plugin --features lv2
 cargo clippy -q -p downbeat-plugin --all-features --all-targets -- -D warnings
 
+# The engine built as above (`--features lv2`, without the devices): linted, and its tests
+# that run every example project, examples/projects/overdrive-lv2.toml included.
+echo "--- downbeat with --features lv2"
+cargo clippy -q -p downbeat --features lv2 --all-targets -- -D warnings
+cargo test -p downbeat --features lv2 --test rt_guard --test parallel_projects
+
 # `downbeat audit` over LV2, end to end through the executable and its malloc interposition:
 # mda Overdrive is clean (exit 0); dragonfly's early reflections allocates with libc's
 # malloc while its parameters move, which only the interposition sees (exit 3, and a
