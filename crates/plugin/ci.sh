@@ -25,6 +25,8 @@ cargo build -q -p downbeat --features lv2
 downbeat="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/downbeat"
 CI="${CI:-true}" DOWNBEAT_BIN="$downbeat" cargo test -p downbeat-plugin --features lv2
 cargo clippy -q -p downbeat-plugin --all-features --all-targets -- -D warnings
+# The URID table's loom model, in a target dir of its own so it does not invalidate the main cache.
+RUSTFLAGS="--cfg loom" cargo test -q -p downbeat-plugin --test loom_urid --release --target-dir target/loom
 
 # The engine built as above (`--features lv2`, without the devices): linted, and its tests
 # that run every example project, examples/projects/overdrive-lv2.toml included.
