@@ -82,7 +82,8 @@ EXPECTED = {
     + cases(["free_avg"], ["snapshot", "replicating"])
     + cases(each(["roots_snapshot_", "partial_snapshot_", "full_snapshot_", "full_copy_unpadded_"], ["min", "avg", "max"])
             + ["full_snapshot_count", "late_full_snapshots", "safety_warnings", "alloc_object", "alloc_atomic",
-               "full_snapshot_predicted", "copy_rate_pM", "copy_rate_pM_thesis_units"], ["snapshot"])
+               "full_snapshot_predicted", "full_snapshot_avg_over_predicted", "copy_rate_pM",
+               "copy_rate_pM_thesis_units"], ["snapshot"])
     + cases(["stack_overflows", "replicated_words"], ["replicating"])
     + cases(["set_ref", "memory", "memory_over_heap"], GC + ["replicating_block"])
     + cases(["set_ref_barrier_cost"], ["replicating", "replicating_block"])
