@@ -1,12 +1,69 @@
 #!/usr/bin/env bash
-# Smoke runs of every benchmark suite: the harness works end to end and prints valid JSON.
-# The numbers of a --quick run mean nothing; tests never judge speed.
+# Smoke runs of every benchmark suite and case (`--quick`: the numbers mean nothing; tests
+# never judge speed): the harness works end to end and each report holds the rows its suite
+# must produce (bench/smoke.py lists them). A suite the bench binary has but this list lacks
+# fails the script, as does a failed run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# ring, alloc and gc have their smoke runs in their crates' ci.sh.
-for suite in graph clock notify; do
-    echo "--- downbeat-bench $suite --quick"
-    cargo run -q --release -p downbeat-bench -- "$suite" --quick --json >"target/bench-$suite.json"
-    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['results'], 'no results'; print(len(d['results']), 'rows')" "target/bench-$suite.json"
+
+# Every suite, by name; `graph-plugin` is `graph --case plugin` in a build with LV2.
+suites=(ring clock notify alloc graph gc control synth)
+
+# LV2 plugin case: x42's darc compressor, hosted through lilv (as crates/plugin/ci.sh installs).
+lv2_packages=(liblilv-dev x42-plugins pkg-config)
+missing=()
+for p in "${lv2_packages[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
-echo "smoke: 3 passed, 0 failed"
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing ${missing[*]} (Debian packages) for the LV2 case of bench graph"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+target="${CARGO_TARGET_DIR:-target}"
+# Both builds share the target dir (cargo keeps each feature set's artifacts); the LV2 one
+# is copied aside before the default build puts its own binary in its place.
+cargo build -q --release -p downbeat-bench --features lv2
+bench_lv2="$target/release/downbeat-bench-lv2"
+cp "$target/release/downbeat-bench" "$bench_lv2"
+cargo build -q --release -p downbeat-bench
+bench="$target/release/downbeat-bench"
+
+# The list above, the binary's own and the checker's agree.
+listed=$(printf '%s\n' "${suites[@]}" | sort)
+own=$("$bench" --help | awk '/^Commands:/{on=1; next} /^$/{on=0} on && $1 != "help" {print $1}' | sort)
+checked=$(python3 bench/smoke.py --suites | sort)
+if [ "$listed" != "$own" ] || [ "$listed" != "$checked" ]; then
+    echo "bench/ci.sh runs: $(echo $listed); downbeat-bench has: $(echo $own);" \
+        "bench/smoke.py checks: $(echo $checked)" >&2
+    exit 1
+fi
+
+passed=0
+failed=0
+smoke() { # NAME BINARY ARGS...: one run, its JSON checked against bench/smoke.py's rows
+    local name=$1 bin=$2
+    shift 2
+    local json="$target/bench-$name.json"
+    echo "--- downbeat-bench $* --quick --json"
+    if "$bin" "$@" --quick --json >"$json" && python3 bench/smoke.py "$name" "$json"; then
+        passed=$((passed + 1))
+    else
+        echo "FAILED: downbeat-bench $*" >&2
+        failed=$((failed + 1))
+    fi
+}
+for suite in "${suites[@]}"; do
+    case $suite in
+        # One second of the song per collector is enough to exercise every part.
+        gc) smoke gc "$bench" gc --seconds 1 ;;
+        *) smoke "$suite" "$bench" "$suite" ;;
+    esac
+done
+# Fanin84 with LV2 compressors, serial against the pool; it asserts their outputs are
+# bit-identical.
+smoke graph-plugin "$bench_lv2" graph --case plugin
+
+echo "smoke: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

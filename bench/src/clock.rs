@@ -11,6 +11,11 @@
 //! Methods with absolute deadlines skip deadlines already more than a period behind, as the
 //! Ticker's `LatePolicy::Skip` and Go's ticker do. CPU is the ticking thread's own CPU time over
 //! the wall time (for Go, the whole process, burners included).
+//!
+//! Each run measures the methods one after the other, forward in even runs and backward in
+//! odd ones. Ratios compare like with like: the rivals (normal priority) against our ticker
+//! without real-time priority (`downbeat-nort`), cyclictest (SCHED_FIFO 80) against our
+//! ticker at SCHED_FIFO 80 (`downbeat`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,7 +28,7 @@ use downbeat_rt::clock::{
     now_ns, thread_cpu_time, LatePolicy, Policy, Realtime, Ticker, TickerOptions,
 };
 
-use crate::report::{quantile, Better, Report};
+use crate::report::{alternating, quantile, Better, Report};
 use crate::Common;
 
 const OURS: &str = "downbeat";
@@ -34,6 +39,58 @@ const BUSY: &str = "busy-wait";
 const GO: &str = "go-ticker";
 const CYCLICTEST: &str = "cyclictest";
 const LOAD: usize = 200;
+
+/// The methods one case measures, in the order of an even run (odd runs reverse it, so that
+/// no method always runs first, or always right after the same neighbour).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Method {
+    Ours,
+    OursNoRt,
+    Sleep,
+    SpinSleep,
+    Busy,
+    Cyclictest,
+    Go,
+}
+
+const METHODS: [Method; 7] = [
+    Method::Ours,
+    Method::OursNoRt,
+    Method::Sleep,
+    Method::SpinSleep,
+    Method::Busy,
+    Method::Cyclictest,
+    Method::Go,
+];
+
+impl Method {
+    fn name(self) -> &'static str {
+        match self {
+            Method::Ours => OURS,
+            Method::OursNoRt => OURS_NO_RT,
+            Method::Sleep => SLEEP,
+            Method::SpinSleep => SPIN_SLEEP,
+            Method::Busy => BUSY,
+            Method::Cyclictest => CYCLICTEST,
+            Method::Go => GO,
+        }
+    }
+}
+
+/// The order of the methods in run `k`.
+fn order(k: usize) -> Vec<Method> {
+    alternating(&METHODS, k)
+}
+
+/// `(ours, rival)` for every ratio: each rival against our ticker at the rival's own
+/// priority (normal, or SCHED_FIFO 80 for cyclictest).
+const RATIOS: [(&str, &str); 5] = [
+    (OURS_NO_RT, SLEEP),
+    (OURS_NO_RT, SPIN_SLEEP),
+    (OURS_NO_RT, BUSY),
+    (OURS_NO_RT, GO),
+    (OURS, CYCLICTEST),
+];
 
 /// One method's run: lateness quantiles in µs and CPU in percent of a core.
 #[derive(Clone, Copy)]
@@ -326,7 +383,7 @@ pub fn run(common: &Common) -> Report {
         None => results.push((case.to_owned(), imp, vec![s])),
     };
     let mut setup_notes = Vec::new();
-    for _ in 0..runs {
+    for k in 0..runs {
         for &(period, run, load) in &cases {
             let case = format!(
                 "{} {}",
@@ -337,26 +394,28 @@ pub fn run(common: &Common) -> Report {
                     format!("load{load}")
                 }
             );
-            let burners = (load > 0).then(|| Load::start(load));
-            let (s, notes) = downbeat(period, run, true);
-            setup_notes.extend(notes);
-            push(&case, OURS, s);
-            push(&case, OURS_NO_RT, downbeat(period, run, false).0);
-            push(&case, SLEEP, sleep_loop(period, run));
-            push(&case, SPIN_SLEEP, absolute(period, run, spin_sleep_wait));
-            push(&case, BUSY, absolute(period, run, busy_wait));
-            if have_cyclictest {
-                if let Some(s) = cyclictest(period, run) {
-                    push(&case, CYCLICTEST, s);
+            for method in order(k) {
+                // Go brings its own burners: goroutines, as in the seed.
+                let burners = (load > 0 && method != Method::Go).then(|| Load::start(load));
+                let sample = match method {
+                    Method::Ours => {
+                        let (s, notes) = downbeat(period, run, true);
+                        setup_notes.extend(notes);
+                        Some(s)
+                    }
+                    Method::OursNoRt => Some(downbeat(period, run, false).0),
+                    Method::Sleep => Some(sleep_loop(period, run)),
+                    Method::SpinSleep => Some(absolute(period, run, spin_sleep_wait)),
+                    Method::Busy => Some(absolute(period, run, busy_wait)),
+                    Method::Cyclictest if have_cyclictest => cyclictest(period, run),
+                    Method::Go => go_bin.as_ref().and_then(|bin| go(bin, period, run, load)),
+                    Method::Cyclictest => None,
+                };
+                if let Some(b) = burners {
+                    b.stop();
                 }
-            }
-            if let Some(b) = burners {
-                b.stop();
-            }
-            // Go brings its own burners: goroutines, as in the seed.
-            if let Some(bin) = &go_bin {
-                if let Some(s) = go(bin, period, run, load) {
-                    push(&case, GO, s);
+                if let Some(s) = sample {
+                    push(&case, method.name(), s);
                 }
             }
         }
@@ -387,22 +446,20 @@ pub fn run(common: &Common) -> Report {
     for case in &case_names {
         let key = format!("p999 {case}").replace(' ', "_");
         let key99 = format!("p99 {case}").replace(' ', "_");
-        for rival in [SLEEP, SPIN_SLEEP, BUSY, GO] {
-            report.ratio(&key, &format!("{case} p99.9"), OURS, rival, Better::Lower);
-            report.ratio(&key99, &format!("{case} p99"), OURS, rival, Better::Lower);
+        // Like with like: the rivals run at normal priority, so they face our ticker at
+        // normal priority; cyclictest runs at SCHED_FIFO 80, as our ticker does.
+        for (ours, rival) in RATIOS {
+            report.ratio(&key, &format!("{case} p99.9"), ours, rival, Better::Lower);
+            if rival != CYCLICTEST {
+                report.ratio(&key99, &format!("{case} p99"), ours, rival, Better::Lower);
+            }
         }
-        report.ratio(
-            &key,
-            &format!("{case} p99.9"),
-            OURS,
-            CYCLICTEST,
-            Better::Lower,
-        );
         let p999 = report.median(&format!("{case} p99.9"), OURS);
         let sleep = report.median(&format!("{case} p99.9"), SLEEP);
         if let (Some(ours), Some(sleep)) = (p999, sleep) {
             report.notes.push(format!(
-                "target {case}: p99.9 {ours:.1} µs vs sleep loop {sleep:.1} µs (<= 1/10: {})",
+                "target {case}: p99.9 {ours:.1} µs (SCHED_FIFO) vs sleep loop {sleep:.1} µs \
+                 (normal priority) (<= 1/10: {})",
                 if ours * 10.0 <= sleep {
                     "met"
                 } else {
@@ -428,4 +485,47 @@ pub fn run(common: &Common) -> Report {
         }
     }
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_run_measures_every_method_once_and_the_first_alternates() {
+        for k in 0..4 {
+            let o = order(k);
+            assert_eq!(o.len(), METHODS.len());
+            for m in METHODS {
+                assert_eq!(o.iter().filter(|&&x| x == m).count(), 1, "run {k}: {m:?}");
+            }
+        }
+        let (even, odd) = (order(0), order(1));
+        assert_ne!(
+            even[0], odd[0],
+            "the same method runs first in two runs in a row"
+        );
+        // Neighbours swap sides: what ran right after a method now runs right before it.
+        let mut reversed = odd.clone();
+        reversed.reverse();
+        assert_eq!(even, reversed);
+        assert_eq!(order(2), even);
+    }
+
+    #[test]
+    fn ratios_compare_methods_at_the_same_priority() {
+        // At normal priority: the rivals and downbeat-nort; at SCHED_FIFO 80: ours and
+        // cyclictest.
+        let realtime = |name: &str| name == OURS || name == CYCLICTEST;
+        for (ours, rival) in RATIOS {
+            assert_eq!(realtime(ours), realtime(rival), "{ours} against {rival}");
+        }
+        // Every rival has its ratio.
+        for m in METHODS {
+            let name = m.name();
+            if name != OURS && name != OURS_NO_RT {
+                assert!(RATIOS.iter().any(|&(_, r)| r == name), "{name}");
+            }
+        }
+    }
 }

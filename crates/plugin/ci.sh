@@ -27,6 +27,14 @@ CI="${CI:-true}" DOWNBEAT_BIN="$downbeat" cargo test -p downbeat-plugin --featur
 # An instrument plugin playing a MIDI file read by the engine (in the CLI crate, which has both).
 CI="${CI:-true}" cargo test -p downbeat-cli --features lv2 --test lv2_midi_file
 cargo clippy -q -p downbeat-plugin --all-features --all-targets -- -D warnings
+# The URID table's loom model, in a target dir of its own so it does not invalidate the main cache.
+RUSTFLAGS="--cfg loom" cargo test -q -p downbeat-plugin --test loom_urid --release --target-dir target/loom
+
+# The CLI built as above (`--features lv2`, without the devices): linted, and its tests
+# that run every example project, examples/projects/overdrive-lv2.toml included.
+echo "--- downbeat-cli with --features lv2"
+cargo clippy -q -p downbeat-cli --features lv2 --all-targets -- -D warnings
+cargo test -p downbeat-cli --features lv2 --test examples_guard --test parallel_projects
 
 # `downbeat audit` over LV2, end to end through the executable and the malloc interposition
 # of its probe (`downbeat-audit-probe`, built next to it):

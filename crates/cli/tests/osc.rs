@@ -344,11 +344,7 @@ fn a_live_oscsend_performance_replays_offline_bit_identically() {
     );
     let (a, b) = (samples(&live_wav), samples(&replay_wav));
     assert_eq!(a.len(), 2 * 192_000);
-    let first = a
-        .iter()
-        .zip(&b)
-        .position(|(x, y)| x.to_bits() != y.to_bits());
-    assert_eq!(first, None, "the replay differs from sample {first:?} on");
+    support::assert_bit_identical(&a, &b, "the live recording against its replay");
     // The performance did something: the output differs from the untouched project.
     let plain = dir.join("plain.wav");
     let out = Command::new(env!("CARGO_BIN_EXE_downbeat"))

@@ -1,73 +1,50 @@
 //! On every example project, the parallel processor's output is bit-identical to the serial one.
 
 use downbeat::project::Project;
+use downbeat_graph::nodes::Capture;
 use downbeat_rt::pool::{Pool, PoolConfig};
 
-/// Plugin node types this build has, and `echoes`, registered as the `downbeat` binary does;
-/// the names of those it lacks.
-fn register_plugins() -> Vec<&'static str> {
-    downbeat_gc_nodes::register().unwrap();
-    #[cfg(feature = "clap")]
-    downbeat_plugin::clap::register().unwrap();
-    #[cfg(feature = "lv2")]
-    downbeat_plugin::lv2::register().unwrap();
-    [
-        ("clap", cfg!(feature = "clap")),
-        ("lv2", cfg!(feature = "lv2")),
-    ]
-    .into_iter()
-    .filter(|&(_, built)| !built)
-    .map(|(name, _)| name)
-    .collect()
-}
-
-/// Whether `path` uses a node type of a feature this build lacks (`type = "lv2"`).
-fn needs_missing_feature(path: &std::path::Path, missing: &[&str]) -> Option<String> {
-    let text = std::fs::read_to_string(path).unwrap();
-    missing
-        .iter()
-        .find(|t| text.contains(&format!("type = \"{t}\"")))
-        .map(|t| (*t).to_owned())
-}
+mod projects;
 
 #[test]
 fn every_example_project_renders_bit_identically_in_parallel() {
-    let missing = register_plugins();
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/projects");
-    let mut projects: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    projects.sort();
-    assert!(projects.len() >= 2);
+    let missing = projects::register_node_types();
     let pool = Pool::new(PoolConfig {
         workers: Some(3),
         realtime_priority: None,
         pin: false,
         ..PoolConfig::default()
     });
-    for path in projects {
-        if let Some(t) = needs_missing_feature(&path, &missing) {
-            // `crates/plugin/ci.sh` renders these with the feature on.
-            eprintln!("skipped {}: this build has no `{t}` nodes", path.display());
-            continue;
-        }
-        if std::fs::read_to_string(&path)
-            .unwrap()
-            .contains("type = \"input\"")
-        {
-            // Without audio coming in it renders silence, which proves nothing here; the
-            // LV2 example's parallel rendering is checked by crates/plugin/tests/lv2_parallel.rs.
-            eprintln!("skipped {}: it processes audio input", path.display());
+    let mut rendered = 0;
+    for path in projects::examples() {
+        if let Some(why) = projects::unbuilt_feature(&path, &missing) {
+            // `crates/plugin/ci.sh` runs this test with every plugin feature on.
+            eprintln!("skipped {}: {why}", path.display());
             continue;
         }
         let p = Project::load(&path).unwrap();
-        let (mut serial, mut parallel) = (p.build().unwrap(), p.build().unwrap());
+        // Projects that read the device's input hear a test signal (without one they would
+        // render silence, which proves nothing); both schedules read the same capture.
+        let capture = Capture::new(projects::CAPTURE_CHANNELS, p.block_size);
+        let build = || capture.connect(|| p.build()).unwrap();
+        let (mut serial, mut parallel) = (build(), build());
+        let input = projects::reads_input(&path);
         // Two seconds of audio: long enough for notes, silences and FFT frames.
         let blocks = 2 * p.sample_rate as usize / p.block_size;
         let mut any_sound = false;
+        let mut frame = 0;
+        let mut interleaved = vec![0.0; p.block_size * projects::CAPTURE_CHANNELS];
         for b in 0..blocks {
+            if input {
+                for (k, s) in interleaved.iter_mut().enumerate() {
+                    *s = projects::input_sample(
+                        frame + k / projects::CAPTURE_CHANNELS,
+                        k % projects::CAPTURE_CHANNELS,
+                    );
+                }
+                capture.write_interleaved(&interleaved);
+                frame += p.block_size;
+            }
             serial.process(p.block_size);
             parallel.process_parallel(p.block_size, &pool);
             for c in 0..serial.channels() {
@@ -77,5 +54,7 @@ fn every_example_project_renders_bit_identically_in_parallel() {
             }
         }
         assert!(any_sound, "{} rendered silence", path.display());
+        rendered += 1;
     }
+    assert!(rendered >= 2, "only {rendered} projects rendered");
 }

@@ -48,11 +48,11 @@ fn automation_lands_at_its_frames_at_every_block_size_serial_and_parallel() {
     assert!(reference[1008..].iter().all(|&x| x == 1.0));
     for (block, threads) in [(256, 1), (1000, 1), (64, 2), (1000, 2)] {
         let other = render(block, threads, frames);
-        let first = reference
-            .iter()
-            .zip(&other)
-            .position(|(a, b)| a.to_bits() != b.to_bits());
-        assert_eq!(first, None, "block {block}, {threads} thread(s)");
+        support::assert_bit_identical(
+            &reference,
+            &other,
+            &format!("block {block}, {threads} thread(s) against block 64 serial"),
+        );
     }
 }
 

@@ -42,25 +42,6 @@ fn schedule_process_of_fanin84_is_clean() {
 }
 
 #[test]
-fn engine_process_is_clean_for_every_example() {
-    for name in ["fanin84.toml", "hello.toml"] {
-        let mut engine = Engine::new(project(name).build().unwrap());
-        let mut block = vec![0.0f32; engine.block_size() * engine.channels()];
-        for _ in 0..200 {
-            engine.process(&mut block);
-        }
-        let report = guard::check(|| {
-            for _ in 0..200 {
-                engine.process(&mut block);
-            }
-        });
-        assert_complete(&report);
-        report.assert_clean();
-        assert_eq!(engine.summary().blocks, 400);
-    }
-}
-
-#[test]
 fn parallel_engine_makes_no_syscall_but_the_counted_wake() {
     let mut engine = Engine::new(project("fanin84.toml").build().unwrap());
     engine.set_threads(2);

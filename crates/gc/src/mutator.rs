@@ -208,7 +208,8 @@ impl Mutator {
     ///   the wait spins. If it is still copying after 2 ms (preempted mid-copy), the audio
     ///   thread calls `sched_yield` every 64 spins until the copy is done, so that a snapshot
     ///   thread sharing the core can run: a system call per yield, which the guard reports
-    ///   (`tests/guard.rs` pins it).
+    ///   (`tests/guard.rs` stalls a copy for 26 ms and checks that the wait spins, yields
+    ///   and makes no other call).
     ///
     /// No allocation or lock; no system call unless that last case happens.
     ///

@@ -145,6 +145,13 @@ fn thread_settings_apply_or_say_why_not() {
             assert_ne!(outcome, &Outcome::NotRequested);
             if let Outcome::Refused(why) = outcome {
                 assert!(!why.to_string().is_empty());
+                // `./test` sets it: CI must not pass without having applied the settings.
+                assert!(
+                    std::env::var("DOWNBEAT_REQUIRE_RT").as_deref() != Ok("1"),
+                    "DOWNBEAT_REQUIRE_RT=1 but the system refused a ticker setting: {why} \
+                     (run as root or with CAP_SYS_NICE / an RLIMIT_RTPRIO above 0)"
+                );
+                eprintln!("thread_settings_apply_or_say_why_not: refused: {why}");
             }
         }
         assert_eq!(

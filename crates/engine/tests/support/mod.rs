@@ -25,3 +25,27 @@ channels = 1
 "#
     )
 }
+
+/// Where two recordings stop being the same, bit for bit: the first sample whose bits
+/// differ, or the shorter length when one is a prefix of the other (a truncated file is a
+/// difference, which a bare `zip` would hide); `None` when they are identical.
+pub fn first_difference(a: &[f32], b: &[f32]) -> Option<usize> {
+    a.iter()
+        .zip(b)
+        .position(|(x, y)| x.to_bits() != y.to_bits())
+        .or((a.len() != b.len()).then(|| a.len().min(b.len())))
+}
+
+/// Fails with `what`, both lengths and the first differing sample unless `a` and `b` are
+/// the same length and identical bit for bit.
+pub fn assert_bit_identical(a: &[f32], b: &[f32], what: &str) {
+    if let Some(i) = first_difference(a, b) {
+        panic!(
+            "{what}: {} and {} samples, first difference at sample {i} ({:?} against {:?})",
+            a.len(),
+            b.len(),
+            a.get(i),
+            b.get(i)
+        );
+    }
+}

@@ -1,12 +1,13 @@
 //! The features Downbeat hands to LV2 plugins: URID map and unmap, options (block lengths
 //! and sample rate) and the promise of bounded block lengths.
 
-use std::collections::HashMap;
-use std::ffi::{c_char, c_void, CStr, CString};
-use std::sync::{Mutex, OnceLock};
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::OnceLock;
 
 use lv2_raw::core::LV2Feature;
 use lv2_raw::urid::{LV2UridMap, LV2UridMapHandle};
+
+use super::urid_table::UridTable;
 
 /// `urid:map`.
 pub const URID_MAP: &CStr = c"http://lv2plug.in/ns/ext/urid#map";
@@ -31,29 +32,42 @@ pub const SUPPORTED: &[&str] = &[
     "http://lv2plug.in/ns/lv2core#isLive",
 ];
 
-/// The process-wide URI table. URIDs are never forgotten: a plugin may keep the ones it
-/// mapped for as long as it lives, and unmap hands out pointers into this table.
-#[derive(Default)]
-struct Table {
-    ids: HashMap<CString, u32>,
-    uris: Vec<CString>,
+/// URIs the process-wide table holds at most: far more than the host and a project's
+/// plugins map (a few dozen each); past it, mapping returns 0 and is counted.
+const URIDS: usize = 4096;
+/// Bytes of those URIs, nuls included.
+const URI_BYTES: usize = 256 * 1024;
+
+/// The process-wide URI table: URIDs are never forgotten, since a plugin may keep the ones it
+/// mapped for as long as it lives, and unmap hands out pointers into the table. Created (and
+/// its pages touched) by the first [`HostFeatures::new`] or [`urid`], off the audio thread;
+/// a plugin mapping a URI from `run()` then only reads and writes atomics in it.
+fn table() -> &'static UridTable {
+    static TABLE: OnceLock<UridTable> = OnceLock::new();
+    TABLE.get_or_init(|| UridTable::new(URIDS, URI_BYTES))
 }
 
-fn table() -> &'static Mutex<Table> {
-    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
-    TABLE.get_or_init(Mutex::default)
-}
-
-/// The URID of `uri` (mapping it if new). URIDs start at 1; 0 means no URID.
+/// The URID of `uri` (mapping it if new). URIDs start at 1; 0 means the table is full
+/// (see [`refused`]). No allocation, lock or system call once the table exists.
+///
+/// ```
+/// use downbeat_plugin::lv2::features::urid;
+/// let midi = urid(c"http://lv2plug.in/ns/ext/midi#MidiEvent");
+/// assert_ne!(midi, 0);
+/// assert_eq!(urid(c"http://lv2plug.in/ns/ext/midi#MidiEvent"), midi);
+/// ```
 pub fn urid(uri: &CStr) -> u32 {
-    let mut t = table().lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(&id) = t.ids.get(uri) {
-        return id;
-    }
-    t.uris.push(uri.to_owned());
-    let id = t.uris.len() as u32;
-    t.ids.insert(uri.to_owned(), id);
-    id
+    table().map(uri.to_bytes())
+}
+
+/// How many URIs could not be mapped since the process started because the table was full
+/// (the map returned 0 for them, which a plugin must handle).
+///
+/// ```
+/// assert_eq!(downbeat_plugin::lv2::features::refused(), 0);
+/// ```
+pub fn refused() -> u64 {
+    table().refused()
 }
 
 extern "C" fn map(_handle: LV2UridMapHandle, uri: *const c_char) -> u32 {
@@ -65,13 +79,7 @@ extern "C" fn map(_handle: LV2UridMapHandle, uri: *const c_char) -> u32 {
 }
 
 extern "C" fn unmap(_handle: *mut c_void, urid: u32) -> *const c_char {
-    let t = table().lock().unwrap_or_else(|p| p.into_inner());
-    match urid.checked_sub(1).and_then(|i| t.uris.get(i as usize)) {
-        // The CString's heap buffer never moves or dies (entries are never removed), so the
-        // pointer outlives the lock as unmap's contract requires.
-        Some(uri) => uri.as_ptr(),
-        None => std::ptr::null(),
-    }
+    table().unmap(urid).unwrap_or(std::ptr::null())
 }
 
 /// `LV2_URID_Unmap` (lv2_raw has no binding for it).

@@ -26,6 +26,12 @@ mod error;
 pub mod features;
 mod node;
 pub mod port;
+mod urid_table;
+
+/// The atomics `urid_table` uses: std's here, loom's in its model (`tests/loom_urid.rs`).
+mod sync {
+    pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+}
 
 use downbeat_graph::{
     register_node_type, Node, NodeConfig, NodeFactory, ParamError, ParamSpec, ParamValue,

@@ -167,7 +167,18 @@
 //!   process on the next trap); the guard keeps it unblocked. A later
 //!   SIGSYS handler installed by someone else would take over the traps.
 //! * Only the guard thread is watched: work handed to other threads (a
-//!   pool's workers) is not, only the handing-over itself.
+//!   pool's workers) is not, only the handing-over itself. On another thread
+//!   the counting allocator is not armed (allocations and frees are not
+//!   counted), the seccomp filter is absent (system calls are not trapped;
+//!   the filter is installed without `TSYNC`, on the guard thread alone),
+//!   blocking calls through [`Mutex`] are not recorded, and
+//!   `getrusage(RUSAGE_THREAD)` does not include its page faults or context
+//!   switches. A guarded parallel callback thus checks the nodes the calling
+//!   thread runs and the wake of the workers, not the nodes the workers run;
+//!   test those by running them on the guard thread (serially).
+//! * An uncontended lock other than [`Mutex`] (a `std::sync::Mutex`, a lock
+//!   inside a plugin or a C library) is invisible: taking a free lock is a
+//!   compare-and-swap, no system call (see [`notify_blocking`]).
 //!
 //! [`Mutex`]: Mutex
 

@@ -1,0 +1,67 @@
+//! The example projects, for the tests that run every one of them: the list, the node types
+//! they need registered, and which of them this build cannot run and why.
+// Each test binary includes this module and uses a part of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// Every `examples/projects/*.toml`, sorted; fails when there is none (a moved directory
+/// must not leave the tests that iterate over it passing on nothing).
+pub fn examples() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/projects");
+    let mut projects: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    projects.sort();
+    assert!(!projects.is_empty(), "no project in {}", dir.display());
+    projects
+}
+
+/// Registers the node types the `downbeat` binary registers (`echoes`, and the plugin
+/// hosts this build has) and returns the plugin node types this build lacks.
+pub fn register_node_types() -> Vec<&'static str> {
+    downbeat_gc_nodes::register().unwrap();
+    #[cfg(feature = "clap")]
+    downbeat_plugin::clap::register().unwrap();
+    #[cfg(feature = "lv2")]
+    downbeat_plugin::lv2::register().unwrap();
+    [
+        ("clap", cfg!(feature = "clap")),
+        ("lv2", cfg!(feature = "lv2")),
+    ]
+    .into_iter()
+    .filter(|(_, built)| !built)
+    .map(|(t, _)| t)
+    .collect()
+}
+
+/// Why this build cannot run `path`: the node type it uses whose feature is not built
+/// (`type = "lv2"` without `--features lv2`); `None` when it can run it.
+pub fn unbuilt_feature(path: &Path, missing: &[&str]) -> Option<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    missing
+        .iter()
+        .find(|t| text.contains(&format!("type = \"{t}\"")))
+        .map(|t| format!("this build has no `{t}` nodes (build with --features {t})"))
+}
+
+/// Whether `path` reads the device's input (an `input` node).
+pub fn reads_input(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .contains("type = \"input\"")
+}
+
+/// Channels of the capture the tests hand to projects that read input: as many as the
+/// examples' `input` nodes ask for (a project asking for more fails to build, saying so).
+pub const CAPTURE_CHANNELS: usize = 2;
+
+/// Frame `frame` of a test input, channel `c`: two detuned sines loud enough to drive an
+/// overdrive, the same on every run.
+pub fn input_sample(frame: usize, c: usize) -> f32 {
+    let t = frame as f32 / 48_000.0;
+    let f = [220.0, 331.0][c % 2];
+    0.8 * (std::f32::consts::TAU * f * t).sin()
+}
