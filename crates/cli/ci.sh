@@ -97,5 +97,3 @@ echo "report screenshot: ${width}x${height}, $(python3 -c "print(round($share*10
 python3 -c "import sys; sys.exit(0 if $share > 0.03 else 1)" || { echo "report screenshot looks blank"; exit 1; }
 rm -rf "$profile"
 echo "report: 2 passed (geometry, screenshot), 0 failed"
-
-crates/cli/control-ci.sh

@@ -2,7 +2,7 @@
 //! `liblo-tools`). `oscsend` cannot send bundles, so bundles are sent from here with `rosc`.
 //!
 //! Without `oscsend` these tests print why and pass, unless `DOWNBEAT_REQUIRE_OSCSEND=1`
-//! (set by `crates/cli/control-ci.sh`, which installs it), which makes that a failure.
+//! (set by `./test`, which installs it), which makes that a failure.
 
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, UdpSocket};
