@@ -1,6 +1,5 @@
 //! The reading end.
 
-use alloc::sync::Arc;
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -10,12 +9,16 @@ use crate::error::ChunkError;
 use crate::position;
 use crate::producer::clamp;
 use crate::region::Region;
-use crate::sync::{AtomicU32, Ordering};
+use crate::sync::{Arc, AtomicU32, Ordering};
 
-/// The reading end of a ring: pops what the [`Producer`](crate::Producer) pushed, in order.
+/// The reading end of a ring: moves out what the [`Producer`](crate::Producer) pushed, in order.
 ///
-/// Every method is wait-free and allocation-free. It can move to another thread (`Send`) but
-/// not be shared (`!Sync`).
+/// Every method is wait-free and allocation-free. It can move to another thread (`Send`, when
+/// `T` is) but not be shared (`!Sync`). Single values ([`pop`](Self::pop),
+/// [`peek`](Self::peek)) may be of any type; slices and chunks need `T: Copy`.
+///
+/// Values never popped are dropped with the ring, when the producer is gone too: dropping the
+/// consumer frees nothing while the producer lives.
 ///
 /// ```
 /// use downbeat_ring::RingBuffer;
@@ -35,7 +38,7 @@ pub struct Consumer<T> {
     head: u32,
     /// The producer's index as last read; refreshed only when it says the ring is empty.
     tail: u32,
-    pub(crate) region: Arc<Region>,
+    pub(crate) region: Arc<Region<T>>,
     _owns: PhantomData<T>,
 }
 
@@ -43,14 +46,14 @@ pub struct Consumer<T> {
 // from whichever one thread holds it.
 unsafe impl<T: Send> Send for Consumer<T> {}
 
-impl<T: Copy> Consumer<T> {
+impl<T> Consumer<T> {
     /// Builds the consumer of a region.
     ///
     /// # Safety
     ///
-    /// The region holds a valid layout with `capacity` elements of `T` at `data_offset` and
-    /// consistent indices, and no other consumer is attached to it.
-    pub(crate) unsafe fn attach(region: Arc<Region>, data_offset: usize, capacity: u32) -> Self {
+    /// The region holds a valid layout of `T` with consistent indices, and no other consumer is
+    /// attached to it.
+    pub(crate) unsafe fn attach(region: Arc<Region<T>>) -> Self {
         let (write, read) = (region.write_index(), region.read_index());
         // SAFETY: the indices are valid while the region lives, and the caller checked their
         // values.
@@ -61,11 +64,10 @@ impl<T: Copy> Consumer<T> {
             )
         };
         Self {
-            // SAFETY: the storage lies inside the region.
-            data: unsafe { region.base().add(data_offset).cast() },
+            data: region.data(),
             write,
             read,
-            capacity,
+            capacity: region.capacity(),
             head,
             tail,
             region,
@@ -73,7 +75,7 @@ impl<T: Copy> Consumer<T> {
         }
     }
 
-    /// Removes and returns the oldest element, or `None` if the ring is empty.
+    /// Moves the oldest value out of the ring, or returns `None` if the ring is empty.
     ///
     /// ```
     /// use downbeat_ring::RingBuffer;
@@ -98,7 +100,7 @@ impl<T: Copy> Consumer<T> {
         Some(value)
     }
 
-    /// The oldest element, without removing it.
+    /// Lends the oldest value without removing it; `peek().copied()` reads a `Copy` one.
     ///
     /// ```
     /// use downbeat_ring::RingBuffer;
@@ -116,71 +118,6 @@ impl<T: Copy> Consumer<T> {
         self.region.track_read(slot, 1);
         // SAFETY: the slot is published and stays untouched while `&self` blocks `release`.
         Some(unsafe { &*self.data.as_ptr().add(slot as usize) })
-    }
-
-    /// Moves as many of the oldest elements as fit into `dst`; returns how many.
-    ///
-    /// ```
-    /// use downbeat_ring::RingBuffer;
-    /// let (mut tx, mut rx) = RingBuffer::<f64>::new(4);
-    /// tx.push_slice(&[1.0, 2.0, 3.0]);
-    /// let mut two = [0.0; 2];
-    /// assert_eq!(rx.pop_slice(&mut two), 2);
-    /// assert_eq!(two, [1.0, 2.0]);
-    /// ```
-    #[inline]
-    pub fn pop_slice(&mut self, dst: &mut [T]) -> usize {
-        let head = self.position();
-        let n = self.ready(head, clamp(dst.len())).min(clamp(dst.len()));
-        if n == 0 {
-            // Skipping the store keeps the index's cache line shared while the ring stays empty.
-            return 0;
-        }
-        let slot = position::slot(head, self.capacity);
-        let (first, second) = self.spans(slot, n);
-        self.region.track_read(slot, n);
-        // SAFETY: `n` is at most the ready elements and `dst.len()`; the two spans are the
-        // published slots from `slot`, before and after the end of the storage.
-        unsafe {
-            let src = self.data.as_ptr();
-            src.add(slot as usize)
-                .copy_to_nonoverlapping(dst.as_mut_ptr(), first);
-            src.copy_to_nonoverlapping(dst.as_mut_ptr().add(first), second);
-        }
-        self.release(head, n);
-        n as usize
-    }
-
-    /// Lends exactly the `n` oldest elements for reading in place, as up to two slices.
-    ///
-    /// Nothing is removed until the chunk is committed.
-    ///
-    /// # Errors
-    ///
-    /// [`ChunkError`] if fewer than `n` elements are ready.
-    ///
-    /// ```
-    /// use downbeat_ring::RingBuffer;
-    /// let (mut tx, mut rx) = RingBuffer::<u16>::new(4);
-    /// tx.push_slice(&[1, 2, 3]);
-    /// let chunk = rx.read_chunk(2).unwrap();
-    /// assert_eq!(chunk.as_slices(), (&[1, 2][..], &[][..]));
-    /// chunk.commit_all();
-    /// assert_eq!(rx.pop(), Some(3));
-    /// ```
-    #[inline]
-    pub fn read_chunk(&mut self, n: usize) -> Result<ReadChunk<'_, T>, ChunkError> {
-        let head = self.position();
-        let ready = self.ready(head, clamp(n));
-        if n > ready as usize {
-            return Err(ChunkError {
-                requested: n,
-                available: ready as usize,
-            });
-        }
-        self.region
-            .track_read(position::slot(head, self.capacity), n as u32);
-        Ok(ReadChunk::new(self, head, n as u32))
     }
 
     /// Elements ready right now; the producer may add more at any moment.
@@ -279,6 +216,75 @@ impl<T: Copy> Consumer<T> {
     }
 }
 
+// Slices and chunks: bulk copies out, for `Copy` elements only (a committed read chunk forgets
+// its elements instead of dropping them).
+impl<T: Copy> Consumer<T> {
+    /// Moves as many of the oldest elements as fit into `dst`; returns how many.
+    ///
+    /// ```
+    /// use downbeat_ring::RingBuffer;
+    /// let (mut tx, mut rx) = RingBuffer::<f64>::new(4);
+    /// tx.push_slice(&[1.0, 2.0, 3.0]);
+    /// let mut two = [0.0; 2];
+    /// assert_eq!(rx.pop_slice(&mut two), 2);
+    /// assert_eq!(two, [1.0, 2.0]);
+    /// ```
+    #[inline]
+    pub fn pop_slice(&mut self, dst: &mut [T]) -> usize {
+        let head = self.position();
+        let n = self.ready(head, clamp(dst.len())).min(clamp(dst.len()));
+        if n == 0 {
+            // Skipping the store keeps the index's cache line shared while the ring stays empty.
+            return 0;
+        }
+        let slot = position::slot(head, self.capacity);
+        let (first, second) = self.spans(slot, n);
+        self.region.track_read(slot, n);
+        // SAFETY: `n` is at most the ready elements and `dst.len()`; the two spans are the
+        // published slots from `slot`, before and after the end of the storage.
+        unsafe {
+            let src = self.data.as_ptr();
+            src.add(slot as usize)
+                .copy_to_nonoverlapping(dst.as_mut_ptr(), first);
+            src.copy_to_nonoverlapping(dst.as_mut_ptr().add(first), second);
+        }
+        self.release(head, n);
+        n as usize
+    }
+
+    /// Lends exactly the `n` oldest elements for reading in place, as up to two slices.
+    ///
+    /// Nothing is removed until the chunk is committed.
+    ///
+    /// # Errors
+    ///
+    /// [`ChunkError`] if fewer than `n` elements are ready.
+    ///
+    /// ```
+    /// use downbeat_ring::RingBuffer;
+    /// let (mut tx, mut rx) = RingBuffer::<u16>::new(4);
+    /// tx.push_slice(&[1, 2, 3]);
+    /// let chunk = rx.read_chunk(2).unwrap();
+    /// assert_eq!(chunk.as_slices(), (&[1, 2][..], &[][..]));
+    /// chunk.commit_all();
+    /// assert_eq!(rx.pop(), Some(3));
+    /// ```
+    #[inline]
+    pub fn read_chunk(&mut self, n: usize) -> Result<ReadChunk<'_, T>, ChunkError> {
+        let head = self.position();
+        let ready = self.ready(head, clamp(n));
+        if n > ready as usize {
+            return Err(ChunkError {
+                requested: n,
+                available: ready as usize,
+            });
+        }
+        self.region
+            .track_read(position::slot(head, self.capacity), n as u32);
+        Ok(ReadChunk::new(self, head, n as u32))
+    }
+}
+
 impl<T> Consumer<T> {
     #[inline(always)]
     fn position(&self) -> u32 {
@@ -365,11 +371,11 @@ impl<T: crate::Element> Consumer<T> {
         // SAFETY: the caller keeps the memory alive and is the only consumer; the layout and
         // indices were just checked.
         Ok(unsafe {
-            Self::attach(
-                Region::borrowed(base),
+            Self::attach(Region::borrowed(
+                base,
                 crate::layout::DATA_OFFSET,
                 layout.capacity() as u32,
-            )
+            ))
         })
     }
 }

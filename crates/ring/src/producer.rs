@@ -1,6 +1,5 @@
 //! The writing end.
 
-use alloc::sync::Arc;
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -9,12 +8,17 @@ use crate::chunk::WriteChunk;
 use crate::error::{ChunkError, Full};
 use crate::position;
 use crate::region::Region;
-use crate::sync::{AtomicU32, Ordering};
+use crate::sync::{Arc, AtomicU32, Ordering};
 
-/// The writing end of a ring: pushes elements for the [`Consumer`](crate::Consumer).
+/// The writing end of a ring: moves values in for the [`Consumer`](crate::Consumer).
 ///
 /// Every method is wait-free and allocation-free: it finishes in a bounded number of steps
-/// whatever the consumer does. It can move to another thread (`Send`) but not be shared (`!Sync`).
+/// whatever the consumer does. It can move to another thread (`Send`, when `T` is) but not be
+/// shared (`!Sync`). Single values ([`push`](Self::push)) may be of any type; slices and chunks
+/// need `T: Copy`.
+///
+/// Dropping the producer leaves what it pushed in the ring for the consumer; the values still
+/// there when the consumer is gone too are dropped with the ring.
 ///
 /// ```
 /// use downbeat_ring::RingBuffer;
@@ -34,7 +38,7 @@ pub struct Producer<T> {
     /// The consumer's index as last read. Its cache line is written by the consumer, so reading
     /// it only when this one says the ring is full keeps that line still.
     head: u32,
-    pub(crate) region: Arc<Region>,
+    pub(crate) region: Arc<Region<T>>,
     _owns: PhantomData<T>,
 }
 
@@ -42,14 +46,14 @@ pub struct Producer<T> {
 // thread holds it; moving it moves that right along.
 unsafe impl<T: Send> Send for Producer<T> {}
 
-impl<T: Copy> Producer<T> {
+impl<T> Producer<T> {
     /// Builds the producer of a region.
     ///
     /// # Safety
     ///
-    /// The region holds a valid layout with `capacity` elements of `T` at `data_offset` and
-    /// consistent indices, and no other producer is attached to it.
-    pub(crate) unsafe fn attach(region: Arc<Region>, data_offset: usize, capacity: u32) -> Self {
+    /// The region holds a valid layout of `T` with consistent indices, and no other producer is
+    /// attached to it.
+    pub(crate) unsafe fn attach(region: Arc<Region<T>>) -> Self {
         let (write, read) = (region.write_index(), region.read_index());
         // SAFETY: the indices are valid while the region lives, and the caller checked their
         // values.
@@ -60,11 +64,10 @@ impl<T: Copy> Producer<T> {
             )
         };
         Self {
-            // SAFETY: the storage lies inside the region.
-            data: unsafe { region.base().add(data_offset).cast() },
+            data: region.data(),
             write,
             read,
-            capacity,
+            capacity: region.capacity(),
             tail,
             head,
             region,
@@ -72,7 +75,10 @@ impl<T: Copy> Producer<T> {
         }
     }
 
-    /// Appends one element, or hands it back if the ring is full.
+    /// Moves one value into the ring, or hands it back if the ring is full.
+    ///
+    /// The value is moved, not copied or cloned, so a `Box` crosses without allocating or
+    /// freeing anything.
     ///
     /// # Errors
     ///
@@ -98,72 +104,6 @@ impl<T: Copy> Producer<T> {
         unsafe { self.data.as_ptr().add(slot as usize).write(value) };
         self.store(position::next(tail, cap));
         Ok(())
-    }
-
-    /// Appends as many leading elements of `src` as fit; returns how many.
-    ///
-    /// ```
-    /// use downbeat_ring::RingBuffer;
-    /// let (mut tx, _rx) = RingBuffer::<i16>::new(4);
-    /// assert_eq!(tx.push_slice(&[1, 2, 3]), 3);
-    /// assert_eq!(tx.push_slice(&[4, 5, 6]), 1);
-    /// ```
-    #[inline]
-    pub fn push_slice(&mut self, src: &[T]) -> usize {
-        let tail = self.position();
-        let n = self.room(tail, clamp(src.len())).min(clamp(src.len()));
-        if n == 0 {
-            // Skipping the store keeps the index's cache line shared while the ring stays full.
-            return 0;
-        }
-        let slot = position::slot(tail, self.capacity);
-        let (first, second) = self.spans(slot, n);
-        self.region.track_write(slot, n);
-        // SAFETY: `n` is at most the free slots and `src.len()`; `spans` splits the `n` slots from
-        // `slot` into the run before the end of the storage and the run wrapped to its start,
-        // none of which the consumer may read yet.
-        unsafe {
-            let dst = self.data.as_ptr();
-            src.as_ptr()
-                .copy_to_nonoverlapping(dst.add(slot as usize), first);
-            src.as_ptr().add(first).copy_to_nonoverlapping(dst, second);
-        }
-        self.publish(tail, n);
-        n as usize
-    }
-
-    /// Lends exactly `n` free slots for writing in place, as up to two slices.
-    ///
-    /// Nothing becomes visible to the consumer until the chunk is committed.
-    ///
-    /// # Errors
-    ///
-    /// [`ChunkError`] if fewer than `n` slots are free.
-    ///
-    /// ```
-    /// use downbeat_ring::RingBuffer;
-    /// let (mut tx, mut rx) = RingBuffer::<f32>::new(8);
-    /// let mut chunk = tx.write_chunk(3).unwrap();
-    /// let (first, second) = chunk.as_mut_slices();
-    /// assert_eq!(first.len() + second.len(), 3);
-    /// first.fill(0.5);
-    /// second.fill(0.5);
-    /// chunk.commit_all();
-    /// assert_eq!(rx.available_read(), 3);
-    /// ```
-    #[inline]
-    pub fn write_chunk(&mut self, n: usize) -> Result<WriteChunk<'_, T>, ChunkError> {
-        let tail = self.position();
-        let free = self.room(tail, clamp(n));
-        if n > free as usize {
-            return Err(ChunkError {
-                requested: n,
-                available: free as usize,
-            });
-        }
-        self.region
-            .track_write(position::slot(tail, self.capacity), n as u32);
-        Ok(WriteChunk::new(self, tail, n as u32))
     }
 
     /// Free slots right now; the consumer may free more at any moment.
@@ -263,6 +203,76 @@ impl<T: Copy> Producer<T> {
     }
 }
 
+// Slices and chunks: bulk copies in, for `Copy` elements only (a chunk hands slots out as
+// plain memory, so it cannot own values that need dropping).
+impl<T: Copy> Producer<T> {
+    /// Appends as many leading elements of `src` as fit; returns how many.
+    ///
+    /// ```
+    /// use downbeat_ring::RingBuffer;
+    /// let (mut tx, _rx) = RingBuffer::<i16>::new(4);
+    /// assert_eq!(tx.push_slice(&[1, 2, 3]), 3);
+    /// assert_eq!(tx.push_slice(&[4, 5, 6]), 1);
+    /// ```
+    #[inline]
+    pub fn push_slice(&mut self, src: &[T]) -> usize {
+        let tail = self.position();
+        let n = self.room(tail, clamp(src.len())).min(clamp(src.len()));
+        if n == 0 {
+            // Skipping the store keeps the index's cache line shared while the ring stays full.
+            return 0;
+        }
+        let slot = position::slot(tail, self.capacity);
+        let (first, second) = self.spans(slot, n);
+        self.region.track_write(slot, n);
+        // SAFETY: `n` is at most the free slots and `src.len()`; `spans` splits the `n` slots from
+        // `slot` into the run before the end of the storage and the run wrapped to its start,
+        // none of which the consumer may read yet.
+        unsafe {
+            let dst = self.data.as_ptr();
+            src.as_ptr()
+                .copy_to_nonoverlapping(dst.add(slot as usize), first);
+            src.as_ptr().add(first).copy_to_nonoverlapping(dst, second);
+        }
+        self.publish(tail, n);
+        n as usize
+    }
+
+    /// Lends exactly `n` free slots for writing in place, as up to two slices.
+    ///
+    /// Nothing becomes visible to the consumer until the chunk is committed.
+    ///
+    /// # Errors
+    ///
+    /// [`ChunkError`] if fewer than `n` slots are free.
+    ///
+    /// ```
+    /// use downbeat_ring::RingBuffer;
+    /// let (mut tx, mut rx) = RingBuffer::<f32>::new(8);
+    /// let mut chunk = tx.write_chunk(3).unwrap();
+    /// let (first, second) = chunk.as_mut_slices();
+    /// assert_eq!(first.len() + second.len(), 3);
+    /// first.fill(0.5);
+    /// second.fill(0.5);
+    /// chunk.commit_all();
+    /// assert_eq!(rx.available_read(), 3);
+    /// ```
+    #[inline]
+    pub fn write_chunk(&mut self, n: usize) -> Result<WriteChunk<'_, T>, ChunkError> {
+        let tail = self.position();
+        let free = self.room(tail, clamp(n));
+        if n > free as usize {
+            return Err(ChunkError {
+                requested: n,
+                available: free as usize,
+            });
+        }
+        self.region
+            .track_write(position::slot(tail, self.capacity), n as u32);
+        Ok(WriteChunk::new(self, tail, n as u32))
+    }
+}
+
 /// Free slots between the consumer at `head` and us at `tail`.
 #[inline(always)]
 fn free(head: u32, tail: u32, capacity: u32) -> u32 {
@@ -344,11 +354,11 @@ impl<T: crate::Element> Producer<T> {
         // SAFETY: the caller keeps the memory alive and is the only producer; the layout and
         // indices were just checked.
         Ok(unsafe {
-            Self::attach(
-                Region::borrowed(base),
+            Self::attach(Region::borrowed(
+                base,
                 crate::layout::DATA_OFFSET,
                 layout.capacity() as u32,
-            )
+            ))
         })
     }
 }
