@@ -5,7 +5,7 @@ use std::time::Instant;
 use downbeat_graph::nodes::Capture;
 use downbeat_graph::Schedule;
 use downbeat_rt::pool::{Pool, PoolConfig};
-use downbeat_rt::reclaim::Collector;
+use downbeat_rt::reclaim::Reclaimer;
 
 use crate::control::record::{self, RecordReader, RecordTap};
 use crate::control::{ControlInputs, Controller};
@@ -104,7 +104,7 @@ impl Engine {
 
     /// Opens a hot-swap channel: schedules sent through the [`ScheduleSender`] replace the
     /// running one at the next block boundary (no block is dropped or repeated), and the
-    /// replaced ones are freed when the [`Collector`] collects, off the audio thread.
+    /// replaced ones are freed when the [`Reclaimer`] collects, off the audio thread.
     /// `capacity` schedules may be in flight. A second call replaces the first channel.
     ///
     /// ```
@@ -118,7 +118,7 @@ impl Engine {
     /// assert_eq!(engine.swaps(), 1);
     /// assert_eq!(collector.collect(), 1); // the old schedule, freed here
     /// ```
-    pub fn swap_channel(&mut self, capacity: usize) -> (ScheduleSender, Collector) {
+    pub fn swap_channel(&mut self, capacity: usize) -> (ScheduleSender, Reclaimer) {
         let (sender, swapper, collector) = swap::channel(&self.schedule, capacity);
         self.swapper = Some(swapper);
         (sender, collector)
