@@ -130,10 +130,7 @@ impl<T> Consumer<T> {
     /// ```
     pub fn available_read(&self) -> usize {
         let head = self.position();
-        match fresh_tail(self.write_index(), head, self.capacity) {
-            Some(tail) => ready(head, tail, self.capacity) as usize,
-            None => 0,
-        }
+        fresh_tail(self.write_index(), head, self.capacity).map_or(0, |(_, n)| n as usize)
     }
 
     /// Whether nothing is ready right now.
@@ -178,14 +175,13 @@ impl<T> Consumer<T> {
         }
     }
 
-    /// Re-reads the producer's index; out of line for the same reasons as the producer's.
-    #[cold]
-    #[inline(never)]
+    /// Re-reads the producer's index; inlined for the same reason as the producer's.
+    #[inline(always)]
     fn refresh(&mut self, head: u32) -> u32 {
         match fresh_tail(self.write_index(), head, self.capacity) {
-            Some(tail) => {
+            Some((tail, ready)) => {
                 self.tail = tail;
-                ready(head, tail, self.capacity)
+                ready
             }
             None => 0,
         }
@@ -308,14 +304,14 @@ fn ready(head: u32, tail: u32, capacity: u32) -> u32 {
     }
 }
 
-/// The producer's index, if it is consistent with ours.
+/// The producer's index and the elements ready from `head`, if the index is consistent with
+/// ours.
 #[inline(always)]
-fn fresh_tail(write: &AtomicU32, head: u32, capacity: u32) -> Option<u32> {
+fn fresh_tail(write: &AtomicU32, head: u32, capacity: u32) -> Option<(u32, u32)> {
     // Acquire: the slots before this position must be visible with their contents.
     let tail = write.load(Ordering::Acquire);
     // Anything else comes from a peer breaking the protocol; reading nothing keeps us in bounds.
-    (position::valid(tail, capacity) && position::distance(head, tail, capacity) <= capacity)
-        .then_some(tail)
+    position::checked(head, tail, tail, capacity).map(|n| (tail, n))
 }
 
 #[cfg(all(target_endian = "little", not(loom)))]

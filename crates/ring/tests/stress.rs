@@ -2,7 +2,7 @@
 //!
 //! 10^7 items by default; set `DOWNBEAT_RING_STRESS_ITEMS` (e.g. `1000000000`) for a longer run.
 
-use downbeat_ring::RingBuffer;
+use downbeat_ring::{Full, RingBuffer};
 
 mod common;
 use common::{backoff, Rng};
@@ -134,11 +134,20 @@ fn run_owned(capacity: usize, total: u64, seed: u64) {
         // Past `total` the producer keeps pushing until the ring is full, so the consumer
         // leaves values behind.
         let mut next = 0u64;
+        // A refused value comes back and is pushed again, not rebuilt: allocating on every
+        // retry only measured the allocator.
+        let mut refused = None;
         loop {
-            match tx.push((Box::new(next), next.to_string())) {
+            let value = refused
+                .take()
+                .unwrap_or_else(|| (Box::new(next), next.to_string()));
+            match tx.push(value) {
                 Ok(()) => next += 1,
                 Err(_) if next >= total => break,
-                Err(_) => backoff(),
+                Err(Full(value)) => {
+                    refused = Some(value);
+                    backoff();
+                }
             }
             if rng.below(64) == 0 {
                 backoff();
