@@ -35,9 +35,11 @@ pub struct Producer<T> {
     /// Our position: the write index as we last stored it. Only we write the index, so we never
     /// need to read it back.
     tail: u32,
-    /// The consumer's index as last read. Its cache line is written by the consumer, so reading
-    /// it only when this one says the ring is full keeps that line still.
-    head: u32,
+    /// Where the ring is full as far as we know: the consumer's index as last read, plus the
+    /// capacity. The consumer's line is written by the consumer, so reading it only when we
+    /// reach this position keeps that line still; and keeping the sum, not the index, makes
+    /// "full?" a single compare with our position on every push.
+    limit: u32,
     pub(crate) region: Arc<Region<T>>,
     _owns: PhantomData<T>,
 }
@@ -69,7 +71,7 @@ impl<T> Producer<T> {
             read,
             capacity: region.capacity(),
             tail,
-            head,
+            limit: limit(head, region.capacity()),
             region,
             _owns: PhantomData,
         }
@@ -94,7 +96,7 @@ impl<T> Producer<T> {
     pub fn push(&mut self, value: T) -> Result<(), Full<T>> {
         let tail = self.position();
         let cap = self.capacity;
-        if position::distance(self.head, tail, cap) >= cap && self.refresh(tail) == 0 {
+        if tail == self.limit && self.refresh(tail) == 0 {
             return Err(Full(value));
         }
         let slot = position::slot(tail, cap);
@@ -129,7 +131,7 @@ impl<T> Producer<T> {
     /// ```
     pub fn is_full(&self) -> bool {
         let tail = self.position();
-        free(self.head, tail, self.capacity) == 0 && self.available_write() == 0
+        tail == self.limit && self.available_write() == 0
     }
 
     /// Capacity in elements.
@@ -154,7 +156,7 @@ impl<T> Producer<T> {
     /// one.
     #[inline(always)]
     pub(crate) fn room(&mut self, tail: u32, want: u32) -> u32 {
-        let cached = free(self.head, tail, self.capacity);
+        let cached = position::distance(tail, self.limit, self.capacity);
         if cached >= want {
             cached
         } else {
@@ -171,7 +173,7 @@ impl<T> Producer<T> {
     fn refresh(&mut self, tail: u32) -> u32 {
         match fresh_head(self.read_index(), tail, self.capacity) {
             Some((head, used)) => {
-                self.head = head;
+                self.limit = limit(head, self.capacity);
                 self.capacity - used
             }
             None => 0,
@@ -273,10 +275,10 @@ impl<T: Copy> Producer<T> {
     }
 }
 
-/// Free slots between the consumer at `head` and us at `tail`.
+/// The position at which a producer is full while the consumer is at `head`.
 #[inline(always)]
-fn free(head: u32, tail: u32, capacity: u32) -> u32 {
-    capacity.saturating_sub(position::distance(head, tail, capacity))
+fn limit(head: u32, capacity: u32) -> u32 {
+    position::advance(head, capacity, capacity)
 }
 
 /// The consumer's index and the slots in use up to `tail`, if the index is consistent with ours.
@@ -379,7 +381,8 @@ impl<T> fmt::Debug for Producer<T> {
         f.debug_struct("Producer")
             .field("capacity", &self.capacity)
             .field("write_index", &self.position())
-            .field("cached_read_index", &self.head)
+            // Adding the capacity again undoes `limit` (positions count modulo twice of it).
+            .field("cached_read_index", &limit(self.limit, self.capacity))
             .finish()
     }
 }
