@@ -88,7 +88,7 @@ impl<T> Consumer<T> {
     pub fn pop(&mut self) -> Option<T> {
         let head = self.position();
         let cap = self.capacity;
-        if head == self.tail && self.refresh(head) == 0 {
+        if head == self.tail && !self.refresh_any(head) {
             return None;
         }
         let slot = position::slot(head, cap);
@@ -130,7 +130,9 @@ impl<T> Consumer<T> {
     /// ```
     pub fn available_read(&self) -> usize {
         let head = self.position();
-        fresh_tail(self.write_index(), head, self.capacity).map_or(0, |(_, n)| n as usize)
+        // Acquire: as in `refresh`.
+        let tail = self.write_index().load(Ordering::Acquire);
+        fresh(tail, head, self.capacity).map_or(0, |(_, n)| n as usize)
     }
 
     /// Whether nothing is ready right now.
@@ -178,12 +180,33 @@ impl<T> Consumer<T> {
     /// Re-reads the producer's index; inlined for the same reason as the producer's.
     #[inline(always)]
     fn refresh(&mut self, head: u32) -> u32 {
-        match fresh_tail(self.write_index(), head, self.capacity) {
+        // Acquire: the slots before this position must be visible with their contents.
+        let tail = self.write_index().load(Ordering::Acquire);
+        match fresh(tail, head, self.capacity) {
             Some((tail, ready)) => {
                 self.tail = tail;
                 ready
             }
             None => 0,
+        }
+    }
+
+    /// [`refresh`](Self::refresh) for a caller that needs one element, when the cache says
+    /// none: a producer's index that has not moved means still empty, which needs no check and
+    /// no store (a consumer polling an empty ring does only this).
+    #[inline(always)]
+    fn refresh_any(&mut self, head: u32) -> bool {
+        // Acquire: the slots before this position must be visible with their contents.
+        let tail = self.write_index().load(Ordering::Acquire);
+        if tail == head {
+            return false;
+        }
+        match fresh(tail, head, self.capacity) {
+            Some((tail, ready)) => {
+                self.tail = tail;
+                ready != 0
+            }
+            None => false,
         }
     }
 
@@ -304,12 +327,10 @@ fn ready(head: u32, tail: u32, capacity: u32) -> u32 {
     }
 }
 
-/// The producer's index and the elements ready from `head`, if the index is consistent with
-/// ours.
+/// The producer's index `tail`, just loaded, with the elements ready from `head`, if it is
+/// consistent with ours.
 #[inline(always)]
-fn fresh_tail(write: &AtomicU32, head: u32, capacity: u32) -> Option<(u32, u32)> {
-    // Acquire: the slots before this position must be visible with their contents.
-    let tail = write.load(Ordering::Acquire);
+fn fresh(tail: u32, head: u32, capacity: u32) -> Option<(u32, u32)> {
     // Anything else comes from a peer breaking the protocol; reading nothing keeps us in bounds.
     position::checked(head, tail, tail, capacity).map(|n| (tail, n))
 }

@@ -40,6 +40,9 @@ pub struct Producer<T> {
     /// reach this position keeps that line still; and keeping the sum, not the index, makes
     /// "full?" a single compare with our position on every push.
     limit: u32,
+    /// The consumer's index as last read, the one `limit` was made from: a fresh read equal to
+    /// it means nothing was freed.
+    head: u32,
     pub(crate) region: Arc<Region<T>>,
     _owns: PhantomData<T>,
 }
@@ -72,6 +75,7 @@ impl<T> Producer<T> {
             capacity: region.capacity(),
             tail,
             limit: limit(head, region.capacity()),
+            head,
             region,
             _owns: PhantomData,
         }
@@ -96,7 +100,7 @@ impl<T> Producer<T> {
     pub fn push(&mut self, value: T) -> Result<(), Full<T>> {
         let tail = self.position();
         let cap = self.capacity;
-        if tail == self.limit && self.refresh(tail) == 0 {
+        if tail == self.limit && !self.refresh_any(tail) {
             return Err(Full(value));
         }
         let slot = position::slot(tail, cap);
@@ -173,10 +177,31 @@ impl<T> Producer<T> {
     fn refresh(&mut self, tail: u32) -> u32 {
         match fresh_head(self.read_index(), tail, self.capacity) {
             Some((head, used)) => {
+                self.head = head;
                 self.limit = limit(head, self.capacity);
                 self.capacity - used
             }
             None => 0,
+        }
+    }
+
+    /// [`refresh`](Self::refresh) for a caller that needs one slot, when the cache says none: a
+    /// consumer's index that has not moved means still full, which needs no check and no store
+    /// (a producer retrying on a full ring does only this).
+    #[inline(always)]
+    fn refresh_any(&mut self, tail: u32) -> bool {
+        // Acquire: as in `fresh_head`.
+        let head = self.read_index().load(Ordering::Acquire);
+        if head == self.head {
+            return false;
+        }
+        match position::checked(head, tail, head, self.capacity) {
+            Some(used) => {
+                self.head = head;
+                self.limit = limit(head, self.capacity);
+                used < self.capacity
+            }
+            None => false,
         }
     }
 
@@ -381,8 +406,7 @@ impl<T> fmt::Debug for Producer<T> {
         f.debug_struct("Producer")
             .field("capacity", &self.capacity)
             .field("write_index", &self.position())
-            // Adding the capacity again undoes `limit` (positions count modulo twice of it).
-            .field("cached_read_index", &limit(self.limit, self.capacity))
+            .field("cached_read_index", &self.head)
             .finish()
     }
 }
