@@ -5,7 +5,7 @@ use std::time::Instant;
 use downbeat_graph::nodes::Capture;
 use downbeat_graph::Schedule;
 use downbeat_rt::pool::{Pool, PoolConfig};
-use downbeat_rt::reclaim::Collector;
+use downbeat_rt::reclaim::Reclaimer;
 
 use crate::control::record::{self, RecordReader, RecordTap};
 use crate::control::{ControlInputs, Controller};
@@ -54,7 +54,7 @@ pub const DEFAULT_HISTORY: usize = 120_000;
 ///     "x.toml",
 /// ).unwrap();
 /// let mut engine = Engine::new(p.build().unwrap());
-/// let (mut sender, _collector) = engine.swap_channel(2);
+/// let (mut sender, _reclaimer) = engine.swap_channel(2);
 /// let mut control = engine.controller(64);
 /// let mut block = vec![0.0f32; 256 * 2];
 /// engine.process(&mut block);
@@ -141,24 +141,24 @@ impl Engine {
 
     /// Opens a hot-swap channel: schedules sent through the [`ScheduleSender`] replace the
     /// running one at the next block boundary (no block is dropped or repeated), and the
-    /// replaced ones are freed when the [`Collector`] collects, off the audio thread.
+    /// replaced ones are freed when the [`Reclaimer`] collects, off the audio thread.
     /// `capacity` schedules may be in flight. A second call replaces the first channel.
     ///
     /// ```
     /// use downbeat::{project::Project, Engine};
     /// let p = Project::parse("edges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\n[nodes.out]\ntype = \"output\"\n", "x.toml").unwrap();
     /// let mut engine = Engine::new(p.build().unwrap());
-    /// let (mut sender, mut collector) = engine.swap_channel(4);
+    /// let (mut sender, mut reclaimer) = engine.swap_channel(4);
     /// sender.send(p.build().unwrap()).unwrap();
     /// let mut block = vec![0.0; engine.block_size() * 2];
     /// engine.process(&mut block); // swaps at the block boundary
     /// assert_eq!(engine.swaps(), 1);
-    /// assert_eq!(collector.collect(), 1); // the old schedule, freed here
+    /// assert_eq!(reclaimer.collect(), 1); // the old schedule, freed here
     /// ```
-    pub fn swap_channel(&mut self, capacity: usize) -> (ScheduleSender, Collector) {
-        let (sender, swapper, collector) = swap::channel(&self.schedule, capacity);
+    pub fn swap_channel(&mut self, capacity: usize) -> (ScheduleSender, Reclaimer) {
+        let (sender, swapper, reclaimer) = swap::channel(&self.schedule, capacity);
         self.swapper = Some(swapper);
-        (sender, collector)
+        (sender, reclaimer)
     }
 
     /// Schedules swapped in so far.

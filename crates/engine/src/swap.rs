@@ -5,12 +5,12 @@ use std::fmt;
 
 use downbeat_graph::Schedule;
 use downbeat_ring::{Consumer, Producer, RingBuffer};
-use downbeat_rt::reclaim::{self, Collector, Retirer};
+use downbeat_rt::reclaim::{self, Reclaimer, Retirer};
 
 /// The control thread's end of a hot-swap channel, made by
 /// [`Engine::swap_channel`](crate::Engine::swap_channel).
 pub struct ScheduleSender {
-    tx: Producer<usize>,
+    tx: Producer<Box<Schedule>>,
     format: (f32, usize, usize),
 }
 
@@ -56,29 +56,25 @@ impl ScheduleSender {
         if format_of(&schedule) != self.format {
             return Err(SwapError::Format(schedule));
         }
-        if self.tx.is_full() {
-            return Err(SwapError::Full(schedule));
-        }
-        let addr = Box::into_raw(schedule) as usize;
-        if self.tx.push(addr).is_err() {
-            unreachable!("only this producer fills the queue, and it had room");
-        }
-        Ok(())
+        self.tx
+            .push(schedule)
+            .map_err(|full| SwapError::Full(full.0))
     }
 }
 
-/// The engine's end: pending schedules and where old ones go.
+/// The engine's end: pending schedules and where old ones go. Schedules still pending when
+/// both ends are gone are freed with the ring.
 pub(crate) struct Swapper {
-    rx: Consumer<usize>,
+    rx: Consumer<Box<Schedule>>,
     retirer: Retirer,
     pub(crate) swaps: u64,
 }
 
-pub(crate) fn channel(current: &Schedule, capacity: usize) -> (ScheduleSender, Swapper, Collector) {
+pub(crate) fn channel(current: &Schedule, capacity: usize) -> (ScheduleSender, Swapper, Reclaimer) {
     let (tx, rx) = RingBuffer::new(capacity);
     // One more than the schedules in flight, so a swap never finds the reclaim queue full
-    // while the collector keeps up; if it does not, swaps wait (see `take`).
-    let (retirer, collector) = reclaim::queue(capacity + 1);
+    // while the reclaimer keeps up; if it does not, swaps wait (see `take`).
+    let (retirer, reclaimer) = reclaim::queue(capacity + 1);
     (
         ScheduleSender {
             tx,
@@ -89,35 +85,26 @@ pub(crate) fn channel(current: &Schedule, capacity: usize) -> (ScheduleSender, S
             retirer,
             swaps: 0,
         },
-        collector,
+        reclaimer,
     )
 }
 
 impl Swapper {
     /// Swaps the newest pending schedule into `current`, which [takes over]
     /// (Schedule::take_over) the old one's timeline and queued events; real-time safe (no
-    /// free: the old schedule is retired to the collector). Older pending schedules take
+    /// free: the old schedule is retired to the reclaimer). Older pending schedules take
     /// over in turn and are retired unused.
     pub(crate) fn take(&mut self, current: &mut Schedule) {
         while self.retirer.room() > 0 {
-            let Some(addr) = self.rx.pop() else { return };
-            // SAFETY: `send` pushed this address from `Box::into_raw` and it is popped once.
-            let mut incoming = unsafe { Box::from_raw(addr as *mut Schedule) };
+            let Some(mut incoming) = self.rx.pop() else {
+                return;
+            };
             std::mem::swap(current, &mut incoming);
             current.take_over(&mut incoming);
             self.swaps += 1;
             if self.retirer.retire(incoming).is_err() {
                 unreachable!("room was checked before popping");
             }
-        }
-    }
-}
-
-impl Drop for Swapper {
-    fn drop(&mut self) {
-        while let Some(addr) = self.rx.pop() {
-            // SAFETY: as in `take`; the engine is going away, off the audio thread.
-            drop(unsafe { Box::from_raw(addr as *mut Schedule) });
         }
     }
 }

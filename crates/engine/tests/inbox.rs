@@ -10,7 +10,7 @@ use downbeat::swap::{ScheduleSender, SwapError};
 use downbeat::Engine;
 use downbeat_graph::{Schedule, Shape};
 use downbeat_rt::guard;
-use downbeat_rt::reclaim::Collector;
+use downbeat_rt::reclaim::Reclaimer;
 
 #[path = "support/marker.rs"]
 mod marker;
@@ -36,9 +36,9 @@ fn build(src: &str) -> Schedule {
 }
 
 /// Sends `s`, collecting old schedules until there is room.
-fn send(sender: &mut ScheduleSender, collector: &mut Collector, mut s: Schedule) {
+fn send(sender: &mut ScheduleSender, reclaimer: &mut Reclaimer, mut s: Schedule) {
     loop {
-        collector.collect();
+        reclaimer.collect();
         match sender.send(s) {
             Ok(()) => return,
             Err(SwapError::Full(back)) => {

@@ -1,6 +1,5 @@
 //! The reading end.
 
-use alloc::sync::Arc;
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -10,12 +9,16 @@ use crate::error::ChunkError;
 use crate::position;
 use crate::producer::clamp;
 use crate::region::Region;
-use crate::sync::{AtomicU32, Ordering};
+use crate::sync::{Arc, AtomicU32, Ordering};
 
-/// The reading end of a ring: pops what the [`Producer`](crate::Producer) pushed, in order.
+/// The reading end of a ring: moves out what the [`Producer`](crate::Producer) pushed, in order.
 ///
-/// Every method is wait-free and allocation-free. It can move to another thread (`Send`) but
-/// not be shared (`!Sync`).
+/// Every method is wait-free and allocation-free. It can move to another thread (`Send`, when
+/// `T` is) but not be shared (`!Sync`). Single values ([`pop`](Self::pop),
+/// [`peek`](Self::peek)) may be of any type; slices and chunks need `T: Copy`.
+///
+/// Values never popped are dropped with the ring, when the producer is gone too: dropping the
+/// consumer frees nothing while the producer lives.
 ///
 /// ```
 /// use downbeat_ring::RingBuffer;
@@ -35,7 +38,7 @@ pub struct Consumer<T> {
     head: u32,
     /// The producer's index as last read; refreshed only when it says the ring is empty.
     tail: u32,
-    pub(crate) region: Arc<Region>,
+    pub(crate) region: Arc<Region<T>>,
     _owns: PhantomData<T>,
 }
 
@@ -43,14 +46,14 @@ pub struct Consumer<T> {
 // from whichever one thread holds it.
 unsafe impl<T: Send> Send for Consumer<T> {}
 
-impl<T: Copy> Consumer<T> {
+impl<T> Consumer<T> {
     /// Builds the consumer of a region.
     ///
     /// # Safety
     ///
-    /// The region holds a valid layout with `capacity` elements of `T` at `data_offset` and
-    /// consistent indices, and no other consumer is attached to it.
-    pub(crate) unsafe fn attach(region: Arc<Region>, data_offset: usize, capacity: u32) -> Self {
+    /// The region holds a valid layout of `T` with consistent indices, and no other consumer is
+    /// attached to it.
+    pub(crate) unsafe fn attach(region: Arc<Region<T>>) -> Self {
         let (write, read) = (region.write_index(), region.read_index());
         // SAFETY: the indices are valid while the region lives, and the caller checked their
         // values.
@@ -61,11 +64,10 @@ impl<T: Copy> Consumer<T> {
             )
         };
         Self {
-            // SAFETY: the storage lies inside the region.
-            data: unsafe { region.base().add(data_offset).cast() },
+            data: region.data(),
             write,
             read,
-            capacity,
+            capacity: region.capacity(),
             head,
             tail,
             region,
@@ -73,7 +75,7 @@ impl<T: Copy> Consumer<T> {
         }
     }
 
-    /// Removes and returns the oldest element, or `None` if the ring is empty.
+    /// Moves the oldest value out of the ring, or returns `None` if the ring is empty.
     ///
     /// ```
     /// use downbeat_ring::RingBuffer;
@@ -86,7 +88,7 @@ impl<T: Copy> Consumer<T> {
     pub fn pop(&mut self) -> Option<T> {
         let head = self.position();
         let cap = self.capacity;
-        if head == self.tail && self.refresh(head) == 0 {
+        if head == self.tail && !self.refresh_any(head) {
             return None;
         }
         let slot = position::slot(head, cap);
@@ -98,7 +100,7 @@ impl<T: Copy> Consumer<T> {
         Some(value)
     }
 
-    /// The oldest element, without removing it.
+    /// Lends the oldest value without removing it; `peek().copied()` reads a `Copy` one.
     ///
     /// ```
     /// use downbeat_ring::RingBuffer;
@@ -118,6 +120,124 @@ impl<T: Copy> Consumer<T> {
         Some(unsafe { &*self.data.as_ptr().add(slot as usize) })
     }
 
+    /// Elements ready right now; the producer may add more at any moment.
+    ///
+    /// ```
+    /// use downbeat_ring::RingBuffer;
+    /// let (mut tx, rx) = RingBuffer::<u8>::new(5);
+    /// tx.push(1).unwrap();
+    /// assert_eq!(rx.available_read(), 1);
+    /// ```
+    pub fn available_read(&self) -> usize {
+        let head = self.position();
+        // Acquire: as in `refresh`.
+        let tail = self.write_index().load(Ordering::Acquire);
+        fresh(tail, head, self.capacity).map_or(0, |(_, n)| n as usize)
+    }
+
+    /// Whether nothing is ready right now.
+    ///
+    /// ```
+    /// use downbeat_ring::RingBuffer;
+    /// let (_tx, rx) = RingBuffer::<u8>::new(5);
+    /// assert!(rx.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        let head = self.position();
+        ready(head, self.tail, self.capacity) == 0 && self.available_read() == 0
+    }
+
+    /// Capacity in elements.
+    ///
+    /// ```
+    /// use downbeat_ring::RingBuffer;
+    /// let (_tx, rx) = RingBuffer::<u8>::new(5);
+    /// assert_eq!(rx.capacity(), 5);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.capacity as usize
+    }
+
+    /// Up to `want` ready elements, for adapters that size a chunk before asking for it.
+    #[inline]
+    pub(crate) fn reserve(&mut self, want: usize) -> u32 {
+        let head = self.position();
+        self.ready(head, clamp(want)).min(clamp(want))
+    }
+
+    /// Elements ready from position `head`: the cached count if it reaches `want`, otherwise a
+    /// fresh one.
+    #[inline(always)]
+    pub(crate) fn ready(&mut self, head: u32, want: u32) -> u32 {
+        let cached = ready(head, self.tail, self.capacity);
+        if cached >= want {
+            cached
+        } else {
+            self.refresh(head)
+        }
+    }
+
+    /// Re-reads the producer's index; inlined for the same reason as the producer's.
+    #[inline(always)]
+    fn refresh(&mut self, head: u32) -> u32 {
+        // Acquire: the slots before this position must be visible with their contents.
+        let tail = self.write_index().load(Ordering::Acquire);
+        match fresh(tail, head, self.capacity) {
+            Some((tail, ready)) => {
+                self.tail = tail;
+                ready
+            }
+            None => 0,
+        }
+    }
+
+    /// [`refresh`](Self::refresh) for a caller that needs one element, when the cache says
+    /// none: a producer's index that has not moved means still empty, which needs no check and
+    /// no store (a consumer polling an empty ring does only this).
+    #[inline(always)]
+    fn refresh_any(&mut self, head: u32) -> bool {
+        // Acquire: the slots before this position must be visible with their contents.
+        let tail = self.write_index().load(Ordering::Acquire);
+        if tail == head {
+            return false;
+        }
+        match fresh(tail, head, self.capacity) {
+            Some((tail, ready)) => {
+                self.tail = tail;
+                ready != 0
+            }
+            None => false,
+        }
+    }
+
+    /// Lengths of the runs of `n` slots from `slot` before and after the end of the storage.
+    #[inline(always)]
+    pub(crate) fn spans(&self, slot: u32, n: u32) -> (usize, usize) {
+        let first = n.min(self.capacity - slot);
+        (first as usize, (n - first) as usize)
+    }
+
+    /// Hands the `n` slots after position `head` back to the producer.
+    #[inline(always)]
+    pub(crate) fn release(&mut self, head: u32, n: u32) {
+        self.region
+            .track_read(position::slot(head, self.capacity), n);
+        self.store(position::advance(head, n, self.capacity));
+    }
+
+    #[inline(always)]
+    fn store(&mut self, head: u32) {
+        self.head = head;
+        // SAFETY: the index lives as long as the region, which we hold.
+        let read = unsafe { self.read.as_ref() };
+        // Release: our reads of these slots must be done before the producer reuses them.
+        read.store(head, Ordering::Release);
+    }
+}
+
+// Slices and chunks: bulk copies out, for `Copy` elements only (a committed read chunk forgets
+// its elements instead of dropping them).
+impl<T: Copy> Consumer<T> {
     /// Moves as many of the oldest elements as fit into `dst`; returns how many.
     ///
     /// ```
@@ -182,101 +302,6 @@ impl<T: Copy> Consumer<T> {
             .track_read(position::slot(head, self.capacity), n as u32);
         Ok(ReadChunk::new(self, head, n as u32))
     }
-
-    /// Elements ready right now; the producer may add more at any moment.
-    ///
-    /// ```
-    /// use downbeat_ring::RingBuffer;
-    /// let (mut tx, rx) = RingBuffer::<u8>::new(5);
-    /// tx.push(1).unwrap();
-    /// assert_eq!(rx.available_read(), 1);
-    /// ```
-    pub fn available_read(&self) -> usize {
-        let head = self.position();
-        match fresh_tail(self.write_index(), head, self.capacity) {
-            Some(tail) => ready(head, tail, self.capacity) as usize,
-            None => 0,
-        }
-    }
-
-    /// Whether nothing is ready right now.
-    ///
-    /// ```
-    /// use downbeat_ring::RingBuffer;
-    /// let (_tx, rx) = RingBuffer::<u8>::new(5);
-    /// assert!(rx.is_empty());
-    /// ```
-    pub fn is_empty(&self) -> bool {
-        let head = self.position();
-        ready(head, self.tail, self.capacity) == 0 && self.available_read() == 0
-    }
-
-    /// Capacity in elements.
-    ///
-    /// ```
-    /// use downbeat_ring::RingBuffer;
-    /// let (_tx, rx) = RingBuffer::<u8>::new(5);
-    /// assert_eq!(rx.capacity(), 5);
-    /// ```
-    pub fn capacity(&self) -> usize {
-        self.capacity as usize
-    }
-
-    /// Up to `want` ready elements, for adapters that size a chunk before asking for it.
-    #[inline]
-    pub(crate) fn reserve(&mut self, want: usize) -> u32 {
-        let head = self.position();
-        self.ready(head, clamp(want)).min(clamp(want))
-    }
-
-    /// Elements ready from position `head`: the cached count if it reaches `want`, otherwise a
-    /// fresh one.
-    #[inline(always)]
-    pub(crate) fn ready(&mut self, head: u32, want: u32) -> u32 {
-        let cached = ready(head, self.tail, self.capacity);
-        if cached >= want {
-            cached
-        } else {
-            self.refresh(head)
-        }
-    }
-
-    /// Re-reads the producer's index; out of line for the same reasons as the producer's.
-    #[cold]
-    #[inline(never)]
-    fn refresh(&mut self, head: u32) -> u32 {
-        match fresh_tail(self.write_index(), head, self.capacity) {
-            Some(tail) => {
-                self.tail = tail;
-                ready(head, tail, self.capacity)
-            }
-            None => 0,
-        }
-    }
-
-    /// Lengths of the runs of `n` slots from `slot` before and after the end of the storage.
-    #[inline(always)]
-    pub(crate) fn spans(&self, slot: u32, n: u32) -> (usize, usize) {
-        let first = n.min(self.capacity - slot);
-        (first as usize, (n - first) as usize)
-    }
-
-    /// Hands the `n` slots after position `head` back to the producer.
-    #[inline(always)]
-    pub(crate) fn release(&mut self, head: u32, n: u32) {
-        self.region
-            .track_read(position::slot(head, self.capacity), n);
-        self.store(position::advance(head, n, self.capacity));
-    }
-
-    #[inline(always)]
-    fn store(&mut self, head: u32) {
-        self.head = head;
-        // SAFETY: the index lives as long as the region, which we hold.
-        let read = unsafe { self.read.as_ref() };
-        // Release: our reads of these slots must be done before the producer reuses them.
-        read.store(head, Ordering::Release);
-    }
 }
 
 impl<T> Consumer<T> {
@@ -302,14 +327,12 @@ fn ready(head: u32, tail: u32, capacity: u32) -> u32 {
     }
 }
 
-/// The producer's index, if it is consistent with ours.
+/// The producer's index `tail`, just loaded, with the elements ready from `head`, if it is
+/// consistent with ours.
 #[inline(always)]
-fn fresh_tail(write: &AtomicU32, head: u32, capacity: u32) -> Option<u32> {
-    // Acquire: the slots before this position must be visible with their contents.
-    let tail = write.load(Ordering::Acquire);
+fn fresh(tail: u32, head: u32, capacity: u32) -> Option<(u32, u32)> {
     // Anything else comes from a peer breaking the protocol; reading nothing keeps us in bounds.
-    (position::valid(tail, capacity) && position::distance(head, tail, capacity) <= capacity)
-        .then_some(tail)
+    position::checked(head, tail, tail, capacity).map(|n| (tail, n))
 }
 
 #[cfg(all(target_endian = "little", not(loom)))]
@@ -365,11 +388,11 @@ impl<T: crate::Element> Consumer<T> {
         // SAFETY: the caller keeps the memory alive and is the only consumer; the layout and
         // indices were just checked.
         Ok(unsafe {
-            Self::attach(
-                Region::borrowed(base),
+            Self::attach(Region::borrowed(
+                base,
                 crate::layout::DATA_OFFSET,
                 layout.capacity() as u32,
-            )
+            ))
         })
     }
 }

@@ -387,7 +387,7 @@ pub(crate) unsafe fn write_header(ptr: *mut u8, layout: &RingLayout) {
 }
 
 /// The layout of a ring built by [`RingBuffer::new`](crate::RingBuffer::new), which may hold any
-/// `Copy` type and so records its kind as opaque.
+/// type and so records its kind as opaque.
 pub(crate) fn opaque<T>(capacity: usize) -> RingLayout {
     assert!(
         capacity <= MAX_CAPACITY,

@@ -1,6 +1,5 @@
 //! The writing end.
 
-use alloc::sync::Arc;
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -9,12 +8,17 @@ use crate::chunk::WriteChunk;
 use crate::error::{ChunkError, Full};
 use crate::position;
 use crate::region::Region;
-use crate::sync::{AtomicU32, Ordering};
+use crate::sync::{Arc, AtomicU32, Ordering};
 
-/// The writing end of a ring: pushes elements for the [`Consumer`](crate::Consumer).
+/// The writing end of a ring: moves values in for the [`Consumer`](crate::Consumer).
 ///
 /// Every method is wait-free and allocation-free: it finishes in a bounded number of steps
-/// whatever the consumer does. It can move to another thread (`Send`) but not be shared (`!Sync`).
+/// whatever the consumer does. It can move to another thread (`Send`, when `T` is) but not be
+/// shared (`!Sync`). Single values ([`push`](Self::push)) may be of any type; slices and chunks
+/// need `T: Copy`.
+///
+/// Dropping the producer leaves what it pushed in the ring for the consumer; the values still
+/// there when the consumer is gone too are dropped with the ring.
 ///
 /// ```
 /// use downbeat_ring::RingBuffer;
@@ -31,10 +35,15 @@ pub struct Producer<T> {
     /// Our position: the write index as we last stored it. Only we write the index, so we never
     /// need to read it back.
     tail: u32,
-    /// The consumer's index as last read. Its cache line is written by the consumer, so reading
-    /// it only when this one says the ring is full keeps that line still.
+    /// Where the ring is full as far as we know: the consumer's index as last read, plus the
+    /// capacity. The consumer's line is written by the consumer, so reading it only when we
+    /// reach this position keeps that line still; and keeping the sum, not the index, makes
+    /// "full?" a single compare with our position on every push.
+    limit: u32,
+    /// The consumer's index as last read, the one `limit` was made from: a fresh read equal to
+    /// it means nothing was freed.
     head: u32,
-    pub(crate) region: Arc<Region>,
+    pub(crate) region: Arc<Region<T>>,
     _owns: PhantomData<T>,
 }
 
@@ -42,14 +51,14 @@ pub struct Producer<T> {
 // thread holds it; moving it moves that right along.
 unsafe impl<T: Send> Send for Producer<T> {}
 
-impl<T: Copy> Producer<T> {
+impl<T> Producer<T> {
     /// Builds the producer of a region.
     ///
     /// # Safety
     ///
-    /// The region holds a valid layout with `capacity` elements of `T` at `data_offset` and
-    /// consistent indices, and no other producer is attached to it.
-    pub(crate) unsafe fn attach(region: Arc<Region>, data_offset: usize, capacity: u32) -> Self {
+    /// The region holds a valid layout of `T` with consistent indices, and no other producer is
+    /// attached to it.
+    pub(crate) unsafe fn attach(region: Arc<Region<T>>) -> Self {
         let (write, read) = (region.write_index(), region.read_index());
         // SAFETY: the indices are valid while the region lives, and the caller checked their
         // values.
@@ -60,19 +69,22 @@ impl<T: Copy> Producer<T> {
             )
         };
         Self {
-            // SAFETY: the storage lies inside the region.
-            data: unsafe { region.base().add(data_offset).cast() },
+            data: region.data(),
             write,
             read,
-            capacity,
+            capacity: region.capacity(),
             tail,
+            limit: limit(head, region.capacity()),
             head,
             region,
             _owns: PhantomData,
         }
     }
 
-    /// Appends one element, or hands it back if the ring is full.
+    /// Moves one value into the ring, or hands it back if the ring is full.
+    ///
+    /// The value is moved, not copied or cloned, so a `Box` crosses without allocating or
+    /// freeing anything.
     ///
     /// # Errors
     ///
@@ -88,7 +100,7 @@ impl<T: Copy> Producer<T> {
     pub fn push(&mut self, value: T) -> Result<(), Full<T>> {
         let tail = self.position();
         let cap = self.capacity;
-        if position::distance(self.head, tail, cap) >= cap && self.refresh(tail) == 0 {
+        if tail == self.limit && !self.refresh_any(tail) {
             return Err(Full(value));
         }
         let slot = position::slot(tail, cap);
@@ -100,6 +112,127 @@ impl<T: Copy> Producer<T> {
         Ok(())
     }
 
+    /// Free slots right now; the consumer may free more at any moment.
+    ///
+    /// ```
+    /// use downbeat_ring::RingBuffer;
+    /// let (mut tx, _rx) = RingBuffer::<u8>::new(5);
+    /// tx.push(1).unwrap();
+    /// assert_eq!(tx.available_write(), 4);
+    /// ```
+    pub fn available_write(&self) -> usize {
+        let tail = self.position();
+        fresh_head(self.read_index(), tail, self.capacity)
+            .map_or(0, |(_, used)| (self.capacity - used) as usize)
+    }
+
+    /// Whether no slot is free right now.
+    ///
+    /// ```
+    /// use downbeat_ring::RingBuffer;
+    /// let (tx, _rx) = RingBuffer::<u8>::new(0);
+    /// assert!(tx.is_full());
+    /// ```
+    pub fn is_full(&self) -> bool {
+        let tail = self.position();
+        tail == self.limit && self.available_write() == 0
+    }
+
+    /// Capacity in elements.
+    ///
+    /// ```
+    /// use downbeat_ring::RingBuffer;
+    /// let (tx, _rx) = RingBuffer::<u8>::new(5);
+    /// assert_eq!(tx.capacity(), 5);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.capacity as usize
+    }
+
+    /// Up to `want` free slots, for adapters that size a chunk before asking for it.
+    #[inline]
+    pub(crate) fn reserve(&mut self, want: usize) -> u32 {
+        let tail = self.position();
+        self.room(tail, clamp(want)).min(clamp(want))
+    }
+
+    /// Free slots from position `tail`: the cached count if it reaches `want`, otherwise a fresh
+    /// one.
+    #[inline(always)]
+    pub(crate) fn room(&mut self, tail: u32, want: u32) -> u32 {
+        let cached = position::distance(tail, self.limit, self.capacity);
+        if cached >= want {
+            cached
+        } else {
+            self.refresh(tail)
+        }
+    }
+
+    /// Re-reads the consumer's index.
+    ///
+    /// Inlined into every caller: as an out-of-line call taking `&mut self` it made the
+    /// compiler keep the whole producer in memory and reload its fields after every store,
+    /// even on the paths that never call it (37% more instructions per push on a ring of 4).
+    #[inline(always)]
+    fn refresh(&mut self, tail: u32) -> u32 {
+        match fresh_head(self.read_index(), tail, self.capacity) {
+            Some((head, used)) => {
+                self.head = head;
+                self.limit = limit(head, self.capacity);
+                self.capacity - used
+            }
+            None => 0,
+        }
+    }
+
+    /// [`refresh`](Self::refresh) for a caller that needs one slot, when the cache says none: a
+    /// consumer's index that has not moved means still full, which needs no check and no store
+    /// (a producer retrying on a full ring does only this).
+    #[inline(always)]
+    fn refresh_any(&mut self, tail: u32) -> bool {
+        // Acquire: as in `fresh_head`.
+        let head = self.read_index().load(Ordering::Acquire);
+        if head == self.head {
+            return false;
+        }
+        match position::checked(head, tail, head, self.capacity) {
+            Some(used) => {
+                self.head = head;
+                self.limit = limit(head, self.capacity);
+                used < self.capacity
+            }
+            None => false,
+        }
+    }
+
+    /// Lengths of the runs of `n` slots from `slot` before and after the end of the storage.
+    #[inline(always)]
+    pub(crate) fn spans(&self, slot: u32, n: u32) -> (usize, usize) {
+        let first = n.min(self.capacity - slot);
+        (first as usize, (n - first) as usize)
+    }
+
+    /// Publishes the `n` slots after position `tail`, whose contents must already be written.
+    #[inline(always)]
+    pub(crate) fn publish(&mut self, tail: u32, n: u32) {
+        self.region
+            .track_write(position::slot(tail, self.capacity), n);
+        self.store(position::advance(tail, n, self.capacity));
+    }
+
+    #[inline(always)]
+    fn store(&mut self, tail: u32) {
+        self.tail = tail;
+        // SAFETY: the index lives as long as the region, which we hold.
+        let write = unsafe { self.write.as_ref() };
+        // Release: the consumer that acquires this position must also see the slots before it.
+        write.store(tail, Ordering::Release);
+    }
+}
+
+// Slices and chunks: bulk copies in, for `Copy` elements only (a chunk hands slots out as
+// plain memory, so it cannot own values that need dropping).
+impl<T: Copy> Producer<T> {
     /// Appends as many leading elements of `src` as fit; returns how many.
     ///
     /// ```
@@ -165,118 +298,21 @@ impl<T: Copy> Producer<T> {
             .track_write(position::slot(tail, self.capacity), n as u32);
         Ok(WriteChunk::new(self, tail, n as u32))
     }
-
-    /// Free slots right now; the consumer may free more at any moment.
-    ///
-    /// ```
-    /// use downbeat_ring::RingBuffer;
-    /// let (mut tx, _rx) = RingBuffer::<u8>::new(5);
-    /// tx.push(1).unwrap();
-    /// assert_eq!(tx.available_write(), 4);
-    /// ```
-    pub fn available_write(&self) -> usize {
-        let tail = self.position();
-        match fresh_head(self.read_index(), tail, self.capacity) {
-            Some(head) => free(head, tail, self.capacity) as usize,
-            None => 0,
-        }
-    }
-
-    /// Whether no slot is free right now.
-    ///
-    /// ```
-    /// use downbeat_ring::RingBuffer;
-    /// let (tx, _rx) = RingBuffer::<u8>::new(0);
-    /// assert!(tx.is_full());
-    /// ```
-    pub fn is_full(&self) -> bool {
-        let tail = self.position();
-        free(self.head, tail, self.capacity) == 0 && self.available_write() == 0
-    }
-
-    /// Capacity in elements.
-    ///
-    /// ```
-    /// use downbeat_ring::RingBuffer;
-    /// let (tx, _rx) = RingBuffer::<u8>::new(5);
-    /// assert_eq!(tx.capacity(), 5);
-    /// ```
-    pub fn capacity(&self) -> usize {
-        self.capacity as usize
-    }
-
-    /// Up to `want` free slots, for adapters that size a chunk before asking for it.
-    #[inline]
-    pub(crate) fn reserve(&mut self, want: usize) -> u32 {
-        let tail = self.position();
-        self.room(tail, clamp(want)).min(clamp(want))
-    }
-
-    /// Free slots from position `tail`: the cached count if it reaches `want`, otherwise a fresh
-    /// one.
-    #[inline(always)]
-    pub(crate) fn room(&mut self, tail: u32, want: u32) -> u32 {
-        let cached = free(self.head, tail, self.capacity);
-        if cached >= want {
-            cached
-        } else {
-            self.refresh(tail)
-        }
-    }
-
-    /// Re-reads the consumer's index. Out of line: the hot path stays a handful of instructions,
-    /// and a caller retrying on a full ring pays one call next to a cache miss.
-    #[cold]
-    #[inline(never)]
-    fn refresh(&mut self, tail: u32) -> u32 {
-        match fresh_head(self.read_index(), tail, self.capacity) {
-            Some(head) => {
-                self.head = head;
-                free(head, tail, self.capacity)
-            }
-            None => 0,
-        }
-    }
-
-    /// Lengths of the runs of `n` slots from `slot` before and after the end of the storage.
-    #[inline(always)]
-    pub(crate) fn spans(&self, slot: u32, n: u32) -> (usize, usize) {
-        let first = n.min(self.capacity - slot);
-        (first as usize, (n - first) as usize)
-    }
-
-    /// Publishes the `n` slots after position `tail`, whose contents must already be written.
-    #[inline(always)]
-    pub(crate) fn publish(&mut self, tail: u32, n: u32) {
-        self.region
-            .track_write(position::slot(tail, self.capacity), n);
-        self.store(position::advance(tail, n, self.capacity));
-    }
-
-    #[inline(always)]
-    fn store(&mut self, tail: u32) {
-        self.tail = tail;
-        // SAFETY: the index lives as long as the region, which we hold.
-        let write = unsafe { self.write.as_ref() };
-        // Release: the consumer that acquires this position must also see the slots before it.
-        write.store(tail, Ordering::Release);
-    }
 }
 
-/// Free slots between the consumer at `head` and us at `tail`.
+/// The position at which a producer is full while the consumer is at `head`.
 #[inline(always)]
-fn free(head: u32, tail: u32, capacity: u32) -> u32 {
-    capacity.saturating_sub(position::distance(head, tail, capacity))
+fn limit(head: u32, capacity: u32) -> u32 {
+    position::advance(head, capacity, capacity)
 }
 
-/// The consumer's index, if it is consistent with ours.
+/// The consumer's index and the slots in use up to `tail`, if the index is consistent with ours.
 #[inline(always)]
-fn fresh_head(read: &AtomicU32, tail: u32, capacity: u32) -> Option<u32> {
+fn fresh_head(read: &AtomicU32, tail: u32, capacity: u32) -> Option<(u32, u32)> {
     // Acquire: slots the consumer released must be read out before we overwrite them.
     let head = read.load(Ordering::Acquire);
     // Anything else comes from a peer breaking the protocol; refusing to write keeps us in bounds.
-    (position::valid(head, capacity) && position::distance(head, tail, capacity) <= capacity)
-        .then_some(head)
+    position::checked(head, tail, head, capacity).map(|used| (head, used))
 }
 
 /// A slice length as a slot count; no ring holds more than `u32::MAX` anyway.
@@ -344,11 +380,11 @@ impl<T: crate::Element> Producer<T> {
         // SAFETY: the caller keeps the memory alive and is the only producer; the layout and
         // indices were just checked.
         Ok(unsafe {
-            Self::attach(
-                Region::borrowed(base),
+            Self::attach(Region::borrowed(
+                base,
                 crate::layout::DATA_OFFSET,
                 layout.capacity() as u32,
-            )
+            ))
         })
     }
 }

@@ -1,38 +1,45 @@
-//! The block of memory a ring lives in, owned or borrowed, and who frees it.
+//! The block of memory a ring lives in, owned or borrowed, and who frees it and what is left in it.
 
 use alloc::alloc::{alloc, dealloc, handle_alloc_error, Layout};
-use alloc::sync::Arc;
+use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use crate::layout::{self, RingLayout, LINE};
-use crate::sync::AtomicU32;
+use crate::position;
+use crate::sync::{Arc, AtomicU32, Ordering};
 
-/// Shared by the producer and the consumer of one ring; the last one dropped frees owned memory.
+/// Shared by the producer and the consumer of one ring; the last one dropped drops the values
+/// still in the ring and frees owned memory.
 ///
 /// Both ends copy the pointers they need out of it at construction, so the hot paths never go
 /// through the `Arc`.
-pub(crate) struct Region {
+pub(crate) struct Region<T> {
     base: NonNull<u8>,
     /// `Some` when we allocated the memory and must free it.
     owned: Option<Layout>,
+    /// Byte offset of the storage from `base`.
+    data_offset: usize,
+    capacity: u32,
     /// Loom cannot model atomics living in raw memory, so under loom the indices live here.
     #[cfg(loom)]
     indices: [AtomicU32; 2],
     #[cfg(loom)]
     tracker: crate::sync::Tracker,
+    /// The region may own values of `T` (those between the indices) and drops them.
+    _values: PhantomData<T>,
 }
 
 // SAFETY: `Region` only hands out raw pointers; the producer/consumer protocol is what makes
-// accessing through them sound, and it holds whichever thread each end is on.
-unsafe impl Send for Region {}
-// SAFETY: as above; the region itself is never mutated after construction.
-unsafe impl Sync for Region {}
+// accessing through them sound, and it holds whichever thread each end is on. Values of `T` are
+// moved in on one thread and out (or dropped) on another, hence `T: Send`.
+unsafe impl<T: Send> Send for Region<T> {}
+// SAFETY: as above; the region itself is never mutated after construction, and no `&T` is handed
+// to two threads (only the consumer reads values).
+unsafe impl<T: Send> Sync for Region<T> {}
 
-impl Region {
-    /// Allocates zeroed memory for `capacity` elements of `T` and writes the header.
-    ///
-    /// Returns the region and the byte offset of the storage.
-    pub(crate) fn allocate<T>(ring: &RingLayout) -> (Arc<Self>, usize) {
+impl<T> Region<T> {
+    /// Allocates memory for `capacity` elements of `T`, zeroed, and writes the header.
+    pub(crate) fn allocate(ring: &RingLayout) -> Arc<Self> {
         let align = LINE.max(core::mem::align_of::<T>());
         let offset = layout::data_offset(core::mem::align_of::<T>());
         let bytes = core::mem::size_of::<T>()
@@ -52,29 +59,47 @@ impl Region {
         unsafe { base.as_ptr().write_bytes(0, bytes.size()) };
         // SAFETY: the allocation is fresh, at least `DATA_OFFSET` bytes, aligned to `LINE`.
         unsafe { layout::write_header(base.as_ptr(), ring) };
-        let region = Self {
+        Arc::new(Self {
             base,
             owned: Some(bytes),
+            data_offset: offset,
+            capacity: ring.capacity() as u32,
             #[cfg(loom)]
             indices: [AtomicU32::new(0), AtomicU32::new(0)],
             #[cfg(loom)]
             tracker: crate::sync::Tracker::new(ring.capacity()),
-        };
-        (Arc::new(region), offset)
+            _values: PhantomData,
+        })
     }
 
-    /// Wraps memory someone else owns.
+    /// Wraps memory someone else owns, holding `capacity` elements at `data_offset`.
     ///
     /// # Safety
     ///
     /// `base` must stay valid for the whole ring layout as long as the region lives.
     #[cfg(not(loom))]
-    pub(crate) unsafe fn borrowed(base: NonNull<u8>) -> Arc<Self> {
-        Arc::new(Self { base, owned: None })
+    pub(crate) unsafe fn borrowed(
+        base: NonNull<u8>,
+        data_offset: usize,
+        capacity: u32,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            base,
+            owned: None,
+            data_offset,
+            capacity,
+            _values: PhantomData,
+        })
     }
 
-    pub(crate) fn base(&self) -> NonNull<u8> {
-        self.base
+    pub(crate) fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    /// The first slot of the storage.
+    pub(crate) fn data(&self) -> NonNull<T> {
+        // SAFETY: the storage lies inside the region.
+        unsafe { self.base.add(self.data_offset).cast() }
     }
 
     pub(crate) fn write_index(&self) -> NonNull<AtomicU32> {
@@ -110,13 +135,44 @@ impl Region {
         #[cfg(loom)]
         self.tracker.read(_slot, _n);
     }
+
+    /// Drops the values between the read and the write index: pushed and never popped.
+    ///
+    /// # Safety
+    ///
+    /// Both ends are gone (so nothing else reads or writes the ring) and the memory is ours, so
+    /// the indices are the ones our own producer and consumer kept, and every slot between them
+    /// holds a value that was moved in and not out.
+    unsafe fn drop_values(&mut self) {
+        // SAFETY: the indices live as long as the region. Relaxed is enough: the `Arc` count's
+        // release-acquire pair orders both ends' last stores and slot writes before this drop.
+        let (mut head, tail) = unsafe {
+            (
+                self.read_index().as_ref().load(Ordering::Relaxed),
+                self.write_index().as_ref().load(Ordering::Relaxed),
+            )
+        };
+        let data = self.data().as_ptr();
+        while head != tail {
+            let slot = position::slot(head, self.capacity);
+            self.track_read(slot, 1);
+            // SAFETY: the caller's promise: the slot holds a live value no one else can reach;
+            // `slot < capacity` because our own ends only store valid positions.
+            unsafe { data.add(slot as usize).drop_in_place() };
+            head = position::next(head, self.capacity);
+        }
+    }
 }
 
-impl Drop for Region {
+impl<T> Drop for Region<T> {
     fn drop(&mut self) {
         if let Some(bytes) = self.owned {
-            // SAFETY: allocated in `allocate` with exactly this layout; `Arc` runs this once,
-            // after both ends are gone.
+            if core::mem::needs_drop::<T>() {
+                // SAFETY: `Arc` runs this once, after both ends are gone, and we own the memory:
+                // no JavaScript or foreign peer wrote the indices.
+                unsafe { self.drop_values() };
+            }
+            // SAFETY: allocated in `allocate` with exactly this layout; nothing refers to it now.
             unsafe { dealloc(self.base.as_ptr(), bytes) };
         }
     }

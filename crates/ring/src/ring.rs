@@ -8,11 +8,15 @@ use crate::layout::{self, RingLayout};
 use crate::producer::Producer;
 use crate::region::Region;
 
-/// A bounded, wait-free, single-producer single-consumer queue of `Copy` elements.
+/// A bounded, wait-free, single-producer single-consumer queue of values of any type.
 ///
 /// `RingBuffer` itself only builds rings: [`RingBuffer::new`] allocates one and returns its two
-/// ends. The memory has the shared layout of [`layout`](crate::layout) and is freed when both
-/// ends are dropped; drop them off the audio thread, as freeing is not real-time safe.
+/// ends, a [`Producer`] that moves values in and a [`Consumer`] that moves them out, in order.
+/// Both ends are [`Send`] when `T` is, so each can go to its own thread.
+///
+/// The memory has the shared layout of [`layout`](crate::layout). It is freed when both ends are
+/// dropped, whichever goes last, and values still in the ring are dropped then, exactly once
+/// each. Drop the ends off the audio thread: freeing is not real-time safe.
 ///
 /// ```
 /// use downbeat_ring::RingBuffer;
@@ -30,13 +34,24 @@ use crate::region::Region;
 ///     }
 /// }
 /// ```
+///
+/// Values that own memory cross just as well; the ring moves them without allocating:
+///
+/// ```
+/// use downbeat_ring::RingBuffer;
+/// let (mut tx, mut rx) = RingBuffer::<Box<[f32]>>::new(2);
+/// tx.push(vec![0.5; 64].into_boxed_slice()).unwrap();
+/// tx.push(vec![0.25; 64].into_boxed_slice()).unwrap();
+/// assert_eq!(rx.pop().map(|b| b[0]), Some(0.5));
+/// drop((tx, rx)); // the second box is dropped with the ring
+/// ```
 #[derive(Debug)]
 pub struct RingBuffer<T> {
     _never: PhantomData<fn() -> T>,
     _private: core::convert::Infallible,
 }
 
-impl<T: Copy> RingBuffer<T> {
+impl<T> RingBuffer<T> {
     /// Allocates a ring of exactly `capacity` elements (no slot is wasted; 0 is allowed) and
     /// returns its producer and consumer.
     ///
@@ -64,15 +79,9 @@ impl<T: Element> RingBuffer<T> {
     }
 }
 
-fn split<T: Copy>(layout: &RingLayout) -> (Producer<T>, Consumer<T>) {
-    let (region, offset) = Region::allocate::<T>(layout);
-    let capacity = layout.capacity() as u32;
-    // SAFETY: the region was just allocated for `capacity` elements of `T` at `offset`, with
-    // both indices zero, and these are its only two ends.
-    unsafe {
-        (
-            Producer::attach(region.clone(), offset, capacity),
-            Consumer::attach(region, offset, capacity),
-        )
-    }
+fn split<T>(layout: &RingLayout) -> (Producer<T>, Consumer<T>) {
+    let region = Region::<T>::allocate(layout);
+    // SAFETY: the region was just allocated for its capacity of `T`, with both indices zero, and
+    // these are its only two ends.
+    unsafe { (Producer::attach(region.clone()), Consumer::attach(region)) }
 }

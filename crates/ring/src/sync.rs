@@ -1,10 +1,17 @@
-//! The atomics the ring is built on, swapped for loom's models under `cfg(loom)`, plus the
-//! slot-access tracker that lets loom see the data the indices are supposed to protect.
+//! The atomics and the `Arc` the ring is built on, swapped for loom's models under `cfg(loom)`,
+//! plus the slot-access tracker that lets loom see the data the indices are supposed to protect.
 
 #[cfg(not(loom))]
+pub(crate) use alloc::sync::Arc;
+#[cfg(not(loom))]
 pub(crate) use core::sync::atomic::{AtomicU32, Ordering};
+// Loom's `Arc` models the reference count, so a model sees the last end to drop synchronise
+// with the other before it drops what is left in the ring.
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU32, Ordering};
+pub(crate) use loom::sync::{
+    atomic::{AtomicU32, Ordering},
+    Arc,
+};
 
 /// Records every slot access with loom, so that a missing `Release`/`Acquire` pair shows up as a
 /// causality violation instead of going unnoticed: loom runs threads one at a time, so plain

@@ -8,7 +8,8 @@
 
 use downbeat_ring::layout::RingLayout;
 use downbeat_ring::{
-    deinterleave, interleave, AudioQueue, Consumer, ParamChange, ParamQueue, Producer, RingBuffer,
+    deinterleave, interleave, AudioQueue, Consumer, Full, ParamChange, ParamQueue, Producer,
+    RingBuffer,
 };
 use downbeat_rt::guard;
 
@@ -48,6 +49,34 @@ fn single_elements() {
         while rx.pop().is_some() {}
     })
     .assert_clean();
+}
+
+#[test]
+fn owned_values_move_without_allocating_or_freeing() {
+    let (mut tx, mut rx) = RingBuffer::<Box<[f32; 64]>>::new(16);
+    // Made and freed off the audio thread; the ring only moves the boxes.
+    let mut outgoing: Vec<Box<[f32; 64]>> = (0..100).map(|i| Box::new([i as f32; 64])).collect();
+    let mut arrived = Vec::with_capacity(outgoing.len());
+    for _ in 0..2 {
+        tx.push(Box::new([0.0; 64])).unwrap();
+        drop(rx.pop());
+    }
+    guard::check(|| {
+        while let Some(block) = outgoing.pop() {
+            if let Err(Full(back)) = tx.push(block) {
+                outgoing.push(back);
+            }
+            if rx.peek().is_some() {
+                arrived.extend(rx.pop());
+            }
+        }
+        while let Some(block) = rx.pop() {
+            arrived.push(block);
+        }
+    })
+    .assert_clean();
+    let firsts: Vec<f32> = arrived.iter().map(|b| b[0]).collect();
+    assert_eq!(firsts, (0..100).rev().map(|i| i as f32).collect::<Vec<_>>());
 }
 
 #[test]

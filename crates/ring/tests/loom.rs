@@ -106,3 +106,39 @@ fn partial_slices_wrap_without_races() {
         producer.join().unwrap();
     });
 }
+
+/// Counts its drops in a counter the model checks after both threads are done.
+struct Counted(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn the_last_end_to_drop_drops_what_is_left() {
+    model(|| {
+        let drops = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (mut tx, mut rx) = RingBuffer::<Counted>::new(2);
+        let counter = drops.clone();
+        // Each end pushes or pops, then drops, on its own thread: either may go last, and the
+        // values it drops may have been written by the other thread after its last look at
+        // the indices, so only the end-of-life synchronisation orders those writes first.
+        let producer = thread::spawn(move || {
+            for _ in 0..2 {
+                let _ = tx.push(Counted(counter.clone()));
+            }
+        });
+        let consumer = thread::spawn(move || {
+            drop(rx.pop());
+        });
+        producer.join().unwrap();
+        consumer.join().unwrap();
+        assert_eq!(
+            drops.load(std::sync::atomic::Ordering::Relaxed),
+            2,
+            "every value pushed is dropped exactly once"
+        );
+    });
+}

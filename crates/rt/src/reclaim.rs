@@ -3,84 +3,68 @@
 //!
 //! Freeing memory can take a lock inside the allocator or return pages to the kernel, so
 //! the audio thread must never drop a heap allocation. [`Retirer::retire`] moves a `Box`
-//! into a preallocated wait-free queue instead (one pointer-sized push, in the spirit of
-//! basedrop); [`Collector::collect`], called from any ordinary thread, drops everything
+//! into a preallocated wait-free queue instead (one push of the box itself, in the spirit of
+//! basedrop); [`Reclaimer::collect`], called from any ordinary thread, drops everything
 //! retired so far.
 //!
 //! ```
 //! use downbeat_rt::reclaim;
 //!
-//! let (mut retirer, mut collector) = reclaim::queue(16);
+//! let (mut retirer, mut reclaimer) = reclaim::queue(16);
 //! let big = Box::new([0u8; 4096]);
 //! // On the audio thread: no free happens here.
 //! retirer.retire(big).expect("queue has room");
 //! // Elsewhere, later:
-//! assert_eq!(collector.collect(), 1);
+//! assert_eq!(reclaimer.collect(), 1);
 //! ```
 
 use downbeat_ring::{Consumer, Producer, RingBuffer};
 
-/// One retired allocation: its address and how to drop it.
-#[derive(Clone, Copy)]
-struct Garbage {
-    addr: usize,
-    drop: unsafe fn(usize),
-}
-
-/// # Safety
-/// `addr` must come from `Box::<T>::into_raw` and not have been dropped yet.
-unsafe fn drop_box<T>(addr: usize) {
-    // SAFETY: the caller's promise: `addr` is a live `Box<T>` we now own.
-    drop(unsafe { Box::from_raw(addr as *mut T) });
-}
+/// One retired allocation. Turning a `Box<T>` into a `Box<dyn Send>` only attaches `T`'s drop
+/// to the pointer: it neither allocates nor frees, so retiring stays real-time safe.
+type Garbage = Box<dyn Send>;
 
 /// The audio thread's end: retires boxes without freeing them. Real-time safe.
 pub struct Retirer {
     tx: Producer<Garbage>,
 }
 
-/// The freeing end, for any thread that may block.
-pub struct Collector {
+/// The freeing end, for any thread that may block: drops what the [`Retirer`] handed over.
+pub struct Reclaimer {
     rx: Consumer<Garbage>,
 }
 
 /// A reclamation queue with room for `capacity` retired boxes awaiting collection.
-pub fn queue(capacity: usize) -> (Retirer, Collector) {
+pub fn queue(capacity: usize) -> (Retirer, Reclaimer) {
     let (tx, rx) = RingBuffer::new(capacity);
-    (Retirer { tx }, Collector { rx })
+    (Retirer { tx }, Reclaimer { rx })
 }
 
 impl Retirer {
-    /// Hands `value` over to the collector without freeing it. When the queue is full the
+    /// Hands `value` over to the reclaimer without freeing it. When the queue is full the
     /// box comes back untouched: the caller keeps it and may retry after a collection.
     pub fn retire<T: Send + 'static>(&mut self, value: Box<T>) -> Result<(), Box<T>> {
         if self.tx.is_full() {
             return Err(value);
         }
-        let g = Garbage {
-            addr: Box::into_raw(value) as usize,
-            drop: drop_box::<T>,
-        };
-        if self.tx.push(g).is_err() {
+        if self.tx.push(value).is_err() {
             unreachable!("only this producer fills the queue, and it had room");
         }
         Ok(())
     }
 
-    /// Boxes that can be retired before the collector must run.
+    /// Boxes that can be retired before the reclaimer must run.
     pub fn room(&self) -> usize {
         self.tx.available_write()
     }
 }
 
-impl Collector {
+impl Reclaimer {
     /// Drops everything retired so far; returns how many boxes were freed.
     pub fn collect(&mut self) -> usize {
         let mut n = 0;
-        while let Some(g) = self.rx.pop() {
-            // SAFETY: every `Garbage` in the queue was made by `retire` from a live box,
-            // and popping hands it to us exactly once.
-            unsafe { (g.drop)(g.addr) };
+        while let Some(garbage) = self.rx.pop() {
+            drop(garbage);
             n += 1;
         }
         n
@@ -92,7 +76,7 @@ impl Collector {
     }
 }
 
-impl Drop for Collector {
+impl Drop for Reclaimer {
     fn drop(&mut self) {
         self.collect();
     }
@@ -112,7 +96,7 @@ mod tests {
     }
 
     #[test]
-    fn retired_values_are_dropped_by_the_collector_exactly_once() {
+    fn retired_values_are_dropped_by_the_reclaimer_exactly_once() {
         let drops = Arc::new(AtomicUsize::new(0));
         let (mut r, mut c) = queue(4);
         for _ in 0..4 {
@@ -130,7 +114,7 @@ mod tests {
         assert_eq!(
             drops.load(Ordering::Relaxed),
             6,
-            "dropping the collector frees the rest"
+            "dropping the reclaimer frees the rest"
         );
     }
 }
