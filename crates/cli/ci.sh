@@ -40,7 +40,6 @@ cargo clippy -q -p downbeat --features jack --all-targets -- -D warnings
 cargo clippy -q -p downbeat-cli --features jack --all-targets -- -D warnings
 cargo test -p downbeat-cli --features jack --test jack -- --test-threads=1
 # MIDI from another JACK client through 50 hot swaps (the engine's one inbox).
-cargo clippy -q -p downbeat --features jack --all-targets -- -D warnings
 cargo test -p downbeat --features jack --test jack_midi
 
 echo "--- system device (each test starts its own PulseAudio server with null sinks)"

@@ -6,21 +6,12 @@
 use downbeat::project::Project;
 use downbeat::Engine;
 use downbeat_graph::nodes::Capture;
-use downbeat_rt::guard::{self, Report};
+use downbeat_rt::guard;
 
 downbeat_rt::install_guard_allocator!();
 
 mod projects;
-
-/// The guard must have seen syscalls where it can: otherwise a clean report proves little.
-fn assert_complete(r: &Report) {
-    if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
-        assert!(
-            r.is_complete(),
-            "guard could not track everything here:\n{r}"
-        );
-    }
-}
+mod support;
 
 /// Every example project this build can run (those that need a plugin feature it lacks
 /// are named on stderr with the reason), with a test signal for those that read input.
@@ -59,7 +50,7 @@ fn engine_process_is_clean_for_every_example() {
                 engine.process_with_input(&input, &mut block);
             }
         });
-        assert_complete(&report);
+        support::assert_complete(&report);
         assert!(report.is_clean(), "{}:\n{report}", path.display());
         assert_eq!(engine.summary().blocks, 400, "{}", path.display());
         if reads_input {

@@ -49,3 +49,14 @@ pub fn assert_bit_identical(a: &[f32], b: &[f32], what: &str) {
         );
     }
 }
+
+/// Fails unless the guard could watch everything it watches on this platform (on Linux
+/// x86-64, system calls too): a clean report from a guard that saw nothing proves nothing.
+pub fn assert_complete(r: &downbeat_rt::guard::Report) {
+    if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        assert!(
+            r.is_complete(),
+            "guard could not track everything here:\n{r}"
+        );
+    }
+}
