@@ -135,6 +135,22 @@ impl<T> Consumer<T> {
         fresh(tail, head, self.capacity).map_or(0, |(_, n)| n as usize)
     }
 
+    /// Whether the producer of a ring made by [`RingBuffer::new`](crate::RingBuffer::new) has
+    /// been dropped: nothing more will arrive, and what [`is_empty`](Self::is_empty) reads
+    /// after this says `true` includes everything it pushed. Always `false` for a ring in
+    /// memory the caller provided ([`from_raw`](Self::from_raw)), whose producer we cannot see.
+    ///
+    /// ```
+    /// use downbeat_ring::RingBuffer;
+    /// let (tx, rx) = RingBuffer::<u8>::new(2);
+    /// assert!(!rx.is_abandoned());
+    /// drop(tx);
+    /// assert!(rx.is_abandoned());
+    /// ```
+    pub fn is_abandoned(&self) -> bool {
+        crate::region::peer_gone(&self.region)
+    }
+
     /// Whether nothing is ready right now.
     ///
     /// ```

@@ -112,6 +112,21 @@ impl<T> Producer<T> {
         Ok(())
     }
 
+    /// Whether the consumer of a ring made by [`RingBuffer::new`](crate::RingBuffer::new) has
+    /// been dropped: nothing pushed from now on will be read. Always `false` for a ring in
+    /// memory the caller provided ([`from_raw`](Self::from_raw)), whose consumer we cannot see.
+    ///
+    /// ```
+    /// use downbeat_ring::RingBuffer;
+    /// let (tx, rx) = RingBuffer::<u8>::new(2);
+    /// assert!(!tx.is_abandoned());
+    /// drop(rx);
+    /// assert!(tx.is_abandoned());
+    /// ```
+    pub fn is_abandoned(&self) -> bool {
+        crate::region::peer_gone(&self.region)
+    }
+
     /// Free slots right now; the consumer may free more at any moment.
     ///
     /// ```

@@ -6,7 +6,7 @@ use core::ptr::NonNull;
 
 use crate::layout::{self, RingLayout, LINE};
 use crate::position;
-use crate::sync::{Arc, AtomicU32, Ordering};
+use crate::sync::{fence, Arc, AtomicU32, Ordering};
 
 /// Shared by the producer and the consumer of one ring; the last one dropped drops the values
 /// still in the ring and frees owned memory.
@@ -36,6 +36,20 @@ unsafe impl<T: Send> Send for Region<T> {}
 // SAFETY: as above; the region itself is never mutated after construction, and no `&T` is handed
 // to two threads (only the consumer reads values).
 unsafe impl<T: Send> Sync for Region<T> {}
+
+/// Whether the other end of a ring we allocated is gone: only the caller's end still holds
+/// `region`. Always `false` for borrowed memory, whose peer (another program, JavaScript)
+/// holds no reference we could count.
+pub(crate) fn peer_gone<T>(region: &Arc<Region<T>>) -> bool {
+    let gone = region.owned.is_some() && Arc::strong_count(region) == 1;
+    if gone {
+        // Acquire: pairs with the Release of the other end's reference drop (the count is read
+        // Relaxed), so the index it stored before it went is visible to what the caller reads
+        // next: an end that is gone and a ring that looks empty mean nothing is left.
+        fence(Ordering::Acquire);
+    }
+    gone
+}
 
 impl<T> Region<T> {
     /// Allocates memory for `capacity` elements of `T`, zeroed, and writes the header.

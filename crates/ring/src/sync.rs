@@ -4,12 +4,12 @@
 #[cfg(not(loom))]
 pub(crate) use alloc::sync::Arc;
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicU32, Ordering};
+pub(crate) use core::sync::atomic::{fence, AtomicU32, Ordering};
 // Loom's `Arc` models the reference count, so a model sees the last end to drop synchronise
 // with the other before it drops what is left in the ring.
 #[cfg(loom)]
 pub(crate) use loom::sync::{
-    atomic::{AtomicU32, Ordering},
+    atomic::{fence, AtomicU32, Ordering},
     Arc,
 };
 

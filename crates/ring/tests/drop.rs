@@ -142,3 +142,27 @@ fn ends_dropped_on_two_threads_leave_nothing_behind() {
         assert_eq!(tally.drops(), vec![1; n], "round {round}");
     }
 }
+
+/// A consumer learns that its producer is gone only after everything it pushed is readable:
+/// "abandoned and empty" means nothing is left, which is when the engine frees a dropped
+/// controller's queue. The other end is told the same way.
+#[test]
+fn an_abandoned_ring_still_holds_what_was_pushed() {
+    let tally = Tally::new(3);
+    let (mut tx, mut rx) = RingBuffer::new(4);
+    let producer = std::thread::spawn(move || {
+        for id in 0..3 {
+            assert!(tx.push(tally.value(id)).is_ok());
+        }
+    });
+    producer.join().unwrap();
+    assert!(rx.is_abandoned());
+    let ids: Vec<usize> = std::iter::from_fn(|| rx.pop()).map(|v| v.id).collect();
+    assert_eq!(ids, [0, 1, 2]);
+    assert!(rx.is_empty());
+
+    let (tx, rx) = RingBuffer::<u8>::new(1);
+    assert!(!tx.is_abandoned() && !rx.is_abandoned());
+    drop(rx);
+    assert!(tx.is_abandoned());
+}

@@ -225,3 +225,13 @@ fn a_peer_scribbling_on_the_indices_cannot_push_us_out_of_bounds() {
     assert_eq!(rx.available_read(), 0);
     assert_eq!(rx.pop(), None);
 }
+
+/// Both ends over caller-provided memory never call themselves abandoned: the peer may be
+/// another program or JavaScript, which holds nothing we could count.
+#[test]
+fn rings_in_shared_memory_are_never_abandoned() {
+    let layout = RingLayout::new::<u32>(4).unwrap();
+    let mut mem = memory(&layout);
+    let tx = attach::<u32>(&mut mem).unwrap();
+    assert!(!tx.is_abandoned());
+}

@@ -129,17 +129,9 @@ impl Anchor {
     }
 }
 
-/// One controller's queue, as the audio thread holds it.
-struct Queue {
-    events: Consumer<Event>,
-    /// Shared with the controller: when this is the only reference left, the controller
-    /// is gone.
-    owner: Arc<()>,
-}
-
 /// The audio-thread side of the engine's controllers.
 pub(crate) struct ControlInputs {
-    queues: Vec<Queue>,
+    queues: Vec<Consumer<Event>>,
     pub(crate) anchor: Arc<Anchor>,
     /// Events that could not reach any node (a note to the instruments of a schedule
     /// without any, or one that needs more entries than the schedule's whole queue).
@@ -167,7 +159,7 @@ impl ControlInputs {
             .instruments
             .store(schedule.instrument_count(), Ordering::Relaxed);
         'queues: for q in &mut self.queues {
-            while let Some(event) = q.events.peek().copied() {
+            while let Some(event) = q.peek().copied() {
                 match schedule.push_event(event) {
                     Ok(()) | Err(ControlError::Stale) => {}
                     // Waits for room, unless it needs more than the whole queue.
@@ -179,21 +171,20 @@ impl ControlInputs {
                     }
                     Err(_) => self.undelivered += 1,
                 }
-                q.events.pop();
+                q.pop();
             }
         }
     }
 
     /// Events waiting in the controllers' queues.
     pub(crate) fn waiting(&self) -> usize {
-        self.queues.iter().map(|q| q.events.available_read()).sum()
+        self.queues.iter().map(Consumer::available_read).sum()
     }
 
     /// Frees the slots of controllers that are gone and whose events the audio thread has
     /// all taken. Off the audio thread (it frees their queues).
     fn free_dropped(&mut self) {
-        self.queues
-            .retain(|q| Arc::strong_count(&q.owner) > 1 || !q.events.is_empty());
+        self.queues.retain(|q| !q.is_abandoned() || !q.is_empty());
     }
 }
 
@@ -212,8 +203,6 @@ pub struct Controller {
     table: Arc<ParamTable>,
     queue: Producer<Event>,
     anchor: Arc<Anchor>,
-    /// Tells the engine, by being dropped, that this controller's slot may be reused.
-    _owner: Arc<()>,
 }
 
 impl std::fmt::Debug for Controller {
@@ -233,16 +222,11 @@ impl Controller {
             "an engine holds at most {MAX_CONTROLLERS} controllers at once"
         );
         let (queue, consumer) = RingBuffer::<Event>::new(capacity);
-        let owner = Arc::new(());
-        inputs.queues.push(Queue {
-            events: consumer,
-            owner: Arc::clone(&owner),
-        });
+        inputs.queues.push(consumer);
         Self {
             table,
             queue,
             anchor: Arc::clone(&inputs.anchor),
-            _owner: owner,
         }
     }
 
