@@ -28,7 +28,7 @@ use std::path::Path;
 
 use downbeat_graph::{
     all_node_types, lookup_node_type, CompileConfig, Graph, GraphError, NodeConfig, ParamError,
-    ParamValue, Schedule,
+    ParamKind, ParamValue, Schedule,
 };
 use indexmap::IndexMap;
 use serde::Deserialize;
@@ -255,11 +255,21 @@ impl Project {
             ProjectError::whole_file(&name, format!("cannot read project file: {e}"))
                 .help("pass the path of a .toml project, e.g. examples/projects/hello.toml")
         })?;
-        Self::parse(&text, name)
+        Self::parse_in(&text, name, path.parent())
     }
 
-    /// Parses project text; `name` is used in error messages.
+    /// Parses project text; `name` is used in error messages. Relative file paths in node
+    /// parameters stay relative to the working directory ([`load`](Project::load) resolves
+    /// them against the project file's folder).
     pub fn parse(text: &str, name: impl Into<String>) -> Result<Self, ProjectError> {
+        Self::parse_in(text, name, None)
+    }
+
+    fn parse_in(
+        text: &str,
+        name: impl Into<String>,
+        folder: Option<&Path>,
+    ) -> Result<Self, ProjectError> {
         let src = Source {
             name: name.into(),
             text,
@@ -296,7 +306,7 @@ impl Project {
         };
         let mut nodes = Vec::new();
         for (name, table) in nodes_table.into_inner() {
-            let node = parse_node(&src, &name, &table, &mut spans)?;
+            let node = parse_node(&src, &name, &table, &mut spans, folder)?;
             spans.node_names.push(name.span());
             nodes.push(node);
         }
@@ -539,6 +549,7 @@ fn parse_node(
     name: &Spanned<String>,
     table: &RawNode,
     spans: &mut Spans,
+    folder: Option<&Path>,
 ) -> Result<ProjectNode, ProjectError> {
     let valid_types = || {
         all_node_types()
@@ -641,6 +652,14 @@ fn parse_node(
         });
         match converted {
             Ok(v) => {
+                let v = match (&spec.kind, v, folder) {
+                    (ParamKind::Path { .. }, ParamValue::Text(p), Some(folder))
+                        if Path::new(&p).is_relative() =>
+                    {
+                        ParamValue::Text(folder.join(p).display().to_string())
+                    }
+                    (_, v, _) => v,
+                };
                 params.push((spec.name.to_string(), v));
                 param_spans.push((spec.name.to_string(), value.span()));
             }

@@ -44,6 +44,13 @@ pub enum ParamKind {
         /// Value when the parameter is not given.
         default: &'static [f64],
     },
+    /// The path of a file, given as a string. A project file's relative paths are resolved
+    /// against the folder the project file is in when it is loaded, so a node always gets a
+    /// path it can open from any working directory. Never live.
+    Path {
+        /// Value when the parameter is not given; `""` means the parameter must be given.
+        default: &'static str,
+    },
 }
 
 impl ParamKind {
@@ -57,6 +64,7 @@ impl ParamKind {
             ParamKind::FloatList { min, max, .. } => {
                 format!("a non-empty list of numbers from {min} to {max}")
             }
+            ParamKind::Path { .. } => "the path of a file".to_string(),
         }
     }
 
@@ -68,6 +76,7 @@ impl ParamKind {
             ParamKind::Bool { default } => ParamValue::Bool(default),
             ParamKind::Choice { default, .. } => ParamValue::Text(default.to_string()),
             ParamKind::FloatList { default, .. } => ParamValue::List(default.to_vec()),
+            ParamKind::Path { default } => ParamValue::Text(default.to_string()),
         }
     }
 }
@@ -190,6 +199,16 @@ impl Params {
             };
             values[i] = Some(check(&specs[i], value)?);
         }
+        // A path without a default names the file the node is about: there is no sensible
+        // stand-in for it.
+        for (v, s) in values.iter().zip(specs) {
+            if v.is_none() && matches!(s.kind, ParamKind::Path { default: "" }) {
+                return Err(ParamError::Invalid {
+                    name: s.name.to_string(),
+                    message: "required: give the path of a file".to_string(),
+                });
+            }
+        }
         let values = values
             .into_iter()
             .zip(specs)
@@ -256,6 +275,17 @@ impl Params {
         }
     }
 
+    /// The value of a `Path` parameter.
+    ///
+    /// # Panics
+    /// If `name` is not a declared `Path` parameter.
+    pub fn path(&self, name: &str) -> &std::path::Path {
+        match self.get(name) {
+            ParamValue::Text(v) => std::path::Path::new(v),
+            other => panic!("parameter `{name}` is {other:?}, not a path"),
+        }
+    }
+
     /// The value of a `FloatList` parameter.
     ///
     /// # Panics
@@ -304,6 +334,11 @@ fn check(spec: &ParamSpec, value: ParamValue) -> Result<ParamValue, ParamError> 
                 Err(invalid(&format!("{v:?}")))
             }
         }
+        (ParamKind::Path { .. }, ParamValue::Text(v)) if !v.is_empty() => Ok(ParamValue::Text(v)),
+        (ParamKind::Path { .. }, ParamValue::Text(_)) => Err(ParamError::Invalid {
+            name: spec.name.to_string(),
+            message: "no file given".to_string(),
+        }),
         (_, other) => Err(invalid(other.type_name())),
     }
 }
