@@ -3,21 +3,8 @@
 
 use downbeat::project::Project;
 use downbeat_graph::{
-    register_node_type, AudioMut, AudioRef, Node, NodeConfig, NodeType, ParamError, ParamKind,
-    ParamSpec, ParamValue, Params, ProcessContext,
+    register_node_type, Node, NodeConfig, NodeType, ParamError, ParamKind, ParamSpec, Params,
 };
-
-struct Silent;
-
-impl Node for Silent {
-    fn input_channels(&self) -> usize {
-        0
-    }
-    fn output_channels(&self) -> usize {
-        1
-    }
-    fn process(&mut self, _: &ProcessContext, _: AudioRef<'_>, _: AudioMut<'_>) {}
-}
 
 static PARAMS: &[ParamSpec] = &[ParamSpec {
     name: "file",
