@@ -8,10 +8,11 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// Bytes before the first sample: `RIFF` header (12), a 28-byte `JUNK` chunk that becomes
-/// `ds64` when the file outgrows 32-bit sizes (36), `fmt ` (24), `data` header (8).
-pub(crate) const HEADER_BYTES: u64 = 80;
+/// `ds64` when the file outgrows 32-bit sizes (36), `fmt ` with its (empty) extension size,
+/// which readers expect of a float format (26), `data` header (8).
+pub(crate) const HEADER_BYTES: u64 = 82;
 
-/// The largest data size a plain WAV header can state: its RIFF size (data + 72) must fit
+/// The largest data size a plain WAV header can state: its RIFF size (data + 74) must fit
 /// in 32 bits.
 pub(crate) const WAV_MAX_DATA: u64 = u32::MAX as u64 - (HEADER_BYTES - 8);
 
@@ -136,16 +137,17 @@ impl WavStream {
         }
         h.extend_from_slice(&0u32.to_le_bytes());
         h.extend_from_slice(b"fmt ");
-        h.extend_from_slice(&16u32.to_le_bytes());
+        h.extend_from_slice(&18u32.to_le_bytes());
         h.extend_from_slice(&3u16.to_le_bytes()); // WAVE_FORMAT_IEEE_FLOAT
         h.extend_from_slice(&ch.to_le_bytes());
         h.extend_from_slice(&rate.to_le_bytes());
         h.extend_from_slice(&(rate * u32::from(block)).to_le_bytes());
         h.extend_from_slice(&block.to_le_bytes());
         h.extend_from_slice(&32u16.to_le_bytes());
+        h.extend_from_slice(&0u16.to_le_bytes());
         h.extend_from_slice(b"data");
         h.extend_from_slice(&data_size.to_le_bytes());
-        h.try_into().expect("the header is 80 bytes")
+        h.try_into().expect("the header is HEADER_BYTES long")
     }
 }
 
@@ -170,10 +172,10 @@ mod tests {
         w.append(&[0.5; 8]).unwrap(); // 4 frames, 32 bytes
         let b = std::fs::read(&path).unwrap();
         assert_eq!(&b[0..4], b"RIFF");
-        assert_eq!(u32_at(&b, 76), 0, "the header states data before a sync");
+        assert_eq!(u32_at(&b, 78), 0, "the header states data before a sync");
         w.sync().unwrap();
         let b = std::fs::read(&path).unwrap();
-        assert_eq!((u32_at(&b, 4), u32_at(&b, 76)), (72 + 32, 32));
+        assert_eq!((u32_at(&b, 4), u32_at(&b, 78)), (74 + 32, 32));
         assert_eq!(b.len() as u64, HEADER_BYTES + 32);
         assert_eq!(&b[12..16], b"JUNK");
         w.append(&[0.25; 16]).unwrap(); // 96 bytes in all: past 64, RF64
@@ -181,10 +183,10 @@ mod tests {
         let b = std::fs::read(&path).unwrap();
         assert_eq!(&b[0..4], b"RF64");
         assert_eq!(&b[12..16], b"ds64");
-        assert_eq!((u32_at(&b, 4), u32_at(&b, 76)), (u32::MAX, u32::MAX));
+        assert_eq!((u32_at(&b, 4), u32_at(&b, 78)), (u32::MAX, u32::MAX));
         assert_eq!(
             (u64_at(&b, 20), u64_at(&b, 28), u64_at(&b, 36)),
-            (72 + 96, 96, 12)
+            (74 + 96, 96, 12)
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -220,7 +220,6 @@ impl Writer {
         // Frames lost at the very end, after the last frame queued.
         let lost = self.shared.lost.load(Ordering::Acquire);
         self.wav.append_silence(lost.saturating_sub(silenced))?;
-        self.warn_losses(&mut (warned.0, Instant::now() - Duration::from_secs(1)));
         Ok(self.wav.frames())
     }
 
