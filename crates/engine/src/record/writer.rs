@@ -86,7 +86,7 @@ impl Recorder {
             shared: Arc::clone(&shared),
             sync_every: options.sync_every,
             pause: options.write_pause,
-            chunk: (sample_rate as usize / 10).clamp(1024, capacity),
+            chunk: (sample_rate as usize / 10).max(1024).min(capacity),
         };
         let thread = std::thread::Builder::new()
             .name("downbeat-recorder".into())
