@@ -37,8 +37,22 @@ fn wait_peak_rss(child: std::process::Child) -> (i32, i64) {
 fn a_40_s_recording_holds_no_more_memory_than_a_4_s_one() {
     let (short, long) = (tmp("record", "4s.wav"), tmp("record", "40s.wav"));
     // Both at once: the test lasts 40 s, not 44.
-    let a = spawn(&["run", HELLO, "--seconds", "4", "--out", short.to_str().unwrap()]);
-    let b = spawn(&["run", HELLO, "--seconds", "40", "--out", long.to_str().unwrap()]);
+    let a = spawn(&[
+        "run",
+        HELLO,
+        "--seconds",
+        "4",
+        "--out",
+        short.to_str().unwrap(),
+    ]);
+    let b = spawn(&[
+        "run",
+        HELLO,
+        "--seconds",
+        "40",
+        "--out",
+        long.to_str().unwrap(),
+    ]);
     let (sa, rss_short) = wait_peak_rss(a);
     let (sb, rss_long) = wait_peak_rss(b);
     assert_eq!((sa, sb), (0, 0), "a run failed");
@@ -60,7 +74,14 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 fn a_run_killed_with_sigkill_leaves_a_wav_sox_reads_with_all_but_the_last_second() {
     let path = tmp("record", "killed.wav");
     let _ = std::fs::remove_file(&path);
-    let mut child = spawn(&["run", HELLO, "--seconds", "60", "--out", path.to_str().unwrap()]);
+    let mut child = spawn(&[
+        "run",
+        HELLO,
+        "--seconds",
+        "60",
+        "--out",
+        path.to_str().unwrap(),
+    ]);
     // The file is created just before the first block: from then on, audio is played.
     let deadline = Instant::now() + Duration::from_secs(30);
     while !path.exists() {
@@ -83,7 +104,10 @@ fn a_run_killed_with_sigkill_leaves_a_wav_sox_reads_with_all_but_the_last_second
         "sox cannot read the killed run's file: {}",
         String::from_utf8_lossy(&soxi.stderr)
     );
-    let frames: u64 = String::from_utf8_lossy(&soxi.stdout).trim().parse().unwrap();
+    let frames: u64 = String::from_utf8_lossy(&soxi.stdout)
+        .trim()
+        .parse()
+        .unwrap();
     let seconds = frames as f64 / 48_000.0;
     // All but the last second: within one second plus one header update (0.5 s), and
     // 0.2 s for the kill itself on a busy machine.
@@ -96,11 +120,20 @@ fn a_run_killed_with_sigkill_leaves_a_wav_sox_reads_with_all_but_the_last_second
     let data = u32_at(&b, 78) as u64;
     assert_eq!(data, frames * 8, "data size against sox's count");
     assert_eq!(u32_at(&b, 4) as u64, data + 74, "RIFF size");
-    assert!(b.len() as u64 >= 82 + data, "the header states more than the file holds");
+    assert!(
+        b.len() as u64 >= 82 + data,
+        "the header states more than the file holds"
+    );
     // And the data is what was played: the offline render of the same project.
     let reference = tmp("record", "reference.wav");
     let out = downbeat(&[
-        "run", HELLO, "--device", "offline", "--seconds", "4", "--out",
+        "run",
+        HELLO,
+        "--device",
+        "offline",
+        "--seconds",
+        "4",
+        "--out",
         reference.to_str().unwrap(),
     ]);
     assert!(out.status.success());
@@ -120,8 +153,17 @@ fn a_slow_disk_is_reported_and_the_run_completes() {
     let path = tmp("record", "slow.wav");
     // A ring of 20 ms and 150 ms per write: most frames are lost.
     let out = downbeat(&[
-        "run", HELLO, "--seconds", "1.5", "--json", "--out", path.to_str().unwrap(),
-        "--test-record-pause-ms", "150", "--test-record-ring-seconds", "0.02",
+        "run",
+        HELLO,
+        "--seconds",
+        "1.5",
+        "--json",
+        "--out",
+        path.to_str().unwrap(),
+        "--test-record-pause-ms",
+        "150",
+        "--test-record-ring-seconds",
+        "0.02",
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -132,7 +174,10 @@ fn a_slow_disk_is_reported_and_the_run_completes() {
     let lost = rec["lost_frames"].as_u64().unwrap();
     assert!(lost > 36_000, "lost {lost}");
     assert!(
-        stderr.contains(&format!("warning: recording `{}` lost {lost} frame(s)", path.display())),
+        stderr.contains(&format!(
+            "warning: recording `{}` lost {lost} frame(s)",
+            path.display()
+        )),
         "{stderr}"
     );
     // While it happened, too (the writer thread says so once a second).

@@ -17,7 +17,10 @@ downbeat_rt::install_guard_allocator!();
 mod support;
 
 fn engine() -> Engine {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/projects/hello.toml");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/projects/hello.toml"
+    );
     Engine::new(Project::load(path).unwrap().build().unwrap())
 }
 
@@ -79,13 +82,20 @@ fn a_slow_disk_on_the_virtual_device_loses_frames_counts_them_and_the_run_comple
     assert_eq!(run.report.frames, frames, "the run completed");
     let rec = &run.report.recorded[..];
     assert_eq!(rec.len(), 1);
-    assert!(rec[0].lost_frames > frames / 2, "lost {}", rec[0].lost_frames);
+    assert!(
+        rec[0].lost_frames > frames / 2,
+        "lost {}",
+        rec[0].lost_frames
+    );
     assert!(rec[0].lost_frames < frames);
     // The lost frames are silence in their place: the file is as long as the run.
     assert_eq!(rec[0].frames, frames);
     let s = samples(&path);
     assert_eq!(s.len() as u64, frames * 2);
-    assert!(s.iter().any(|&x| x != 0.0), "nothing but silence was written");
+    assert!(
+        s.iter().any(|&x| x != 0.0),
+        "nothing but silence was written"
+    );
 }
 
 #[test]
@@ -127,10 +137,9 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 fn tool(name: &str, args: &[&str]) -> std::process::Output {
-    let out = Command::new(name)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("`{name}` does not run ({e}); install Debian's sox, libsox-fmt-all and ffmpeg"));
+    let out = Command::new(name).args(args).output().unwrap_or_else(|e| {
+        panic!("`{name}` does not run ({e}); install Debian's sox, libsox-fmt-all and ffmpeg")
+    });
     assert!(
         out.status.success(),
         "`{name} {}` failed: {}",
@@ -165,7 +174,10 @@ fn past_the_threshold_the_file_is_rf64_and_sox_and_ffmpeg_read_it() {
 
     let p = path.to_str().unwrap();
     let soxi = tool("sox", &["--i", "-s", p]);
-    assert_eq!(String::from_utf8_lossy(&soxi.stdout).trim(), frames.to_string());
+    assert_eq!(
+        String::from_utf8_lossy(&soxi.stdout).trim(),
+        frames.to_string()
+    );
     let floats = |raw: &[u8]| -> Vec<f32> {
         raw.chunks_exact(4)
             .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
@@ -184,9 +196,21 @@ fn past_the_threshold_the_file_is_rf64_and_sox_and_ffmpeg_read_it() {
     assert!(worst < 1e-7, "sox's decode differs by {worst}");
     let probe = tool(
         "ffprobe",
-        &["-v", "error", "-count_packets", "-show_entries", "stream=sample_rate,channels,codec_name", "-of", "csv=p=0", p],
+        &[
+            "-v",
+            "error",
+            "-count_packets",
+            "-show_entries",
+            "stream=sample_rate,channels,codec_name",
+            "-of",
+            "csv=p=0",
+            p,
+        ],
     );
-    assert_eq!(String::from_utf8_lossy(&probe.stdout).trim(), "pcm_f32le,48000,2");
+    assert_eq!(
+        String::from_utf8_lossy(&probe.stdout).trim(),
+        "pcm_f32le,48000,2"
+    );
     // ffmpeg's decode is ours, bit for bit.
     let raw = tool("ffmpeg", &["-v", "error", "-i", p, "-f", "f32le", "-"]).stdout;
     support::assert_bit_identical(&floats(&raw), &ours, "ffmpeg's decode of the RF64 file");

@@ -67,7 +67,8 @@ impl Device for Offline {
     fn run(&mut self, engine: Engine, length: RunLength) -> Result<Run, DeviceError> {
         let block = engine.block_size();
         let input = self.input.as_ref();
-        let (mut renderer, takes) = prepare(engine, length, &self.record_to, input, WhenFull::Wait)?;
+        let (mut renderer, takes) =
+            prepare(engine, length, &self.record_to, input, WhenFull::Wait)?;
         let started = Instant::now();
         while !renderer.done() {
             let frames = (block as u64).min(renderer.remaining()) as usize;

@@ -24,8 +24,7 @@ pub(crate) fn prepare(
     );
     if record_to.input.is_some() && in_ch == 0 {
         return Err(DeviceError::Config(
-            "--record-input: the project has no `input` node, so there is nothing to record"
-                .into(),
+            "--record-input: the project has no `input` node, so there is nothing to record".into(),
         ));
     }
     let mut renderer = Renderer::new(engine, length.frames);

@@ -66,7 +66,8 @@ impl WavStream {
     /// header still states the old size until [`sync`](Self::sync).
     pub(crate) fn append(&mut self, samples: &[f32]) -> io::Result<()> {
         self.bytes.clear();
-        self.bytes.extend(samples.iter().flat_map(|s| s.to_le_bytes()));
+        self.bytes
+            .extend(samples.iter().flat_map(|s| s.to_le_bytes()));
         self.file
             .write_all_at(&self.bytes, HEADER_BYTES + self.data)?;
         self.data += self.bytes.len() as u64;
