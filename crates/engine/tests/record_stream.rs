@@ -215,3 +215,23 @@ fn past_the_threshold_the_file_is_rf64_and_sox_and_ffmpeg_read_it() {
     let raw = tool("ffmpeg", &["-v", "error", "-i", p, "-f", "f32le", "-"]).stdout;
     support::assert_bit_identical(&floats(&raw), &ours, "ffmpeg's decode of the RF64 file");
 }
+
+#[test]
+fn a_ring_too_large_is_refused_with_the_file_named_and_no_file_made() {
+    let path = tmp("huge-ring.wav");
+    let options = RecordOptions {
+        ring_seconds: 1e6,
+        ..RecordOptions::default()
+    };
+    let e = Recorder::start(&path, 2, 48_000, &options, WhenFull::CountLost).unwrap_err();
+    assert!(
+        matches!(e, downbeat::device::DeviceError::Config(_)),
+        "{e:?}"
+    );
+    let message = e.to_string();
+    assert!(
+        message.contains("huge-ring.wav") && message.contains("1000000 s"),
+        "{message}"
+    );
+    assert!(!path.exists(), "a file was made");
+}

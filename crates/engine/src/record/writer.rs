@@ -63,7 +63,9 @@ impl Recorder {
     /// and hands back the audio thread's end.
     ///
     /// # Errors
-    /// [`DeviceError::Io`] when the file cannot be created or the thread cannot start.
+    /// [`DeviceError::Config`] when the ring asked for is larger than a ring can be (over
+    /// 2^30 samples); [`DeviceError::Io`] when the file cannot be created or the thread
+    /// cannot start.
     pub fn start(
         path: &Path,
         channels: usize,
@@ -72,9 +74,18 @@ impl Recorder {
         when_full: WhenFull,
     ) -> Result<(Self, RecordTap), DeviceError> {
         let channels = channels.max(1);
+        let capacity = ((options.ring_seconds * f64::from(sample_rate)).ceil() as usize).max(64);
+        if capacity.saturating_mul(channels) > downbeat_ring::layout::MAX_CAPACITY {
+            return Err(DeviceError::Config(format!(
+                "recording `{}`: a ring of {} s of {channels} channels is more than the ring \
+                 can hold ({} samples)",
+                path.display(),
+                options.ring_seconds,
+                downbeat_ring::layout::MAX_CAPACITY
+            )));
+        }
         let wav = WavStream::create(path, channels, sample_rate, options.rf64_after)
             .map_err(|e| io_error(path, e))?;
-        let capacity = ((options.ring_seconds * f64::from(sample_rate)).ceil() as usize).max(64);
         let (mut audio, mut reader) = AudioQueue::new(channels, capacity);
         prefault(&mut audio, &mut reader);
         let (gap_tx, gap_rx) = RingBuffer::new(GAP_SLOTS);
