@@ -99,6 +99,29 @@ fn a_slow_disk_on_the_virtual_device_loses_frames_counts_them_and_the_run_comple
 }
 
 #[test]
+fn frames_lost_are_silence_exactly_where_and_as_many_as_counted() {
+    // Every frame played is 1.0: in the file, a 0.0 is a lost frame and nothing else.
+    let path = tmp("slow-constant.wav");
+    let project = Project::parse(&support::constant_through_gain(128), "c.toml").unwrap();
+    let frames = 24_000;
+    let run = Virtual::new(Some(path.clone()))
+        .record_options(slow(60, 0.01))
+        .run(Engine::new(project.build().unwrap()), RunLength { frames })
+        .unwrap();
+    let lost = run.report.recorded[0].lost_frames;
+    assert!(lost > 0, "nothing was lost, so nothing was tested");
+    let s = samples(&path);
+    assert_eq!(s.len() as u64, frames);
+    let silent = s.iter().filter(|&&x| x == 0.0).count() as u64;
+    assert_eq!(silent, lost, "silent frames against frames counted lost");
+    assert!(s.iter().all(|&x| x == 0.0 || x == 1.0));
+    // Played frames came in runs between gaps: more than one run means the gaps sit
+    // inside the file, not all at its end.
+    let runs = s.windows(2).filter(|w| w[0] == 0.0 && w[1] == 1.0).count();
+    assert!(runs >= 2, "{runs} gap(s) followed by audio");
+}
+
+#[test]
 fn a_slow_disk_offline_loses_nothing_and_the_file_is_bit_identical() {
     let frames = 48_000;
     let normal = tmp("offline-normal.wav");
