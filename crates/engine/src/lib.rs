@@ -9,6 +9,7 @@ pub mod engine;
 pub mod load;
 pub mod midi;
 pub mod project;
+pub mod record;
 pub mod report;
 pub mod swap;
 pub mod watch;

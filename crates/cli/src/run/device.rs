@@ -140,6 +140,7 @@ impl DeviceArgs {
             record_to: RecordTo {
                 out: self.out.clone(),
                 input: self.record_input.clone(),
+                ..RecordTo::default()
             },
             input,
             client_name: String::new(),

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use downbeat::control::osc::OscServer;
 use downbeat::device::{self as devices, DeviceReport, InputFile, RunLength};
 use downbeat::project::Project;
+use downbeat::record::RecordOptions;
 use downbeat::watch::Watcher;
 use downbeat::Engine;
 use downbeat_cli::Failure;
@@ -20,7 +21,7 @@ use crate::values::parse_seconds;
 pub(crate) use device::{check_dir, DeviceArgs};
 use device::{DeviceFlag, FallbackKind};
 use progress::Progress;
-use summary::{NodeCountsLine, NodeLevelLine, Summary};
+use summary::{NodeCountsLine, NodeLevelLine, RecordingLine, Summary};
 
 /// `downbeat run` arguments.
 #[derive(clap::Args)]
@@ -102,9 +103,34 @@ pub(crate) struct Args {
     /// levels to the summary (`node_levels` in `--json`).
     #[arg(long)]
     meters: bool,
+    /// Test hook: the recording's writer thread sleeps this long before each write (a
+    /// disk made slow on purpose).
+    #[arg(long, hide = true, value_name = "MS")]
+    test_record_pause_ms: Option<u64>,
+    /// Test hook: seconds of audio the ring to the recording's writer thread holds.
+    #[arg(long, hide = true, value_name = "SECONDS", value_parser = parse_seconds)]
+    test_record_ring_seconds: Option<f64>,
+    /// Test hook: data bytes past which a recording's header becomes RF64.
+    #[arg(long, hide = true, value_name = "BYTES")]
+    test_rf64_after: Option<u64>,
 }
 
 impl Args {
+    /// How the recordings are buffered and synced: the defaults, but for the test hooks.
+    fn record_options(&self) -> RecordOptions {
+        let mut o = RecordOptions::default();
+        if let Some(ms) = self.test_record_pause_ms {
+            o.write_pause = std::time::Duration::from_millis(ms);
+        }
+        if let Some(s) = self.test_record_ring_seconds {
+            o.ring_seconds = s;
+        }
+        if let Some(b) = self.test_rf64_after {
+            o.rf64_after = b;
+        }
+        o
+    }
+
     /// The device options among the arguments.
     fn device_args(&self) -> DeviceArgs {
         DeviceArgs {
@@ -143,6 +169,7 @@ struct Setup {
     /// The nodes' counters, taken before the schedule moves to the audio thread.
     monitors: Vec<(String, SharedMonitor)>,
     length: RunLength,
+    record_options: RecordOptions,
     recorder: Option<control::Recorder>,
     osc: Option<OscServer>,
     watcher: Option<Watcher>,
@@ -182,6 +209,7 @@ fn prepare(built: device::Built, args: &Args) -> Result<(Engine, Setup), Failure
         latency_frames,
         monitors,
         length,
+        record_options: args.record_options(),
         recorder,
         osc,
         watcher,
@@ -221,7 +249,9 @@ struct Ran {
 
 /// Opens the device and runs the engine on it, with the progress line on a terminal.
 fn play(mut engine: Engine, setup: &Setup, args: &DeviceArgs, quiet: bool) -> Result<Ran, Failure> {
-    let mut device = devices::open(&args.spec(setup.input.clone()))?;
+    let mut spec = args.spec(setup.input.clone());
+    spec.record_to.options = setup.record_options.clone();
+    let mut device = devices::open(&spec)?;
     let progress = Progress::attach(&mut engine, setup.length.frames, quiet);
     match device.run(engine, setup.length) {
         Ok(run) => {
@@ -260,10 +290,11 @@ fn finish(ran: Ran, mut setup: Setup, args: &Args) -> Result<(), Failure> {
     summary.osc_rejected = osc.map(|c| c.rejected);
     summary.node_levels = node_levels;
     summary::warn_losses(&summary);
+    summary::warn_lost_frames(&summary);
     if let Some(path) = &args.report {
         summary::write_report(path, &summary, &ran.engine)?;
     }
-    summary::print(&summary, args.json, args.out.as_ref());
+    summary::print(&summary, args.json);
     Ok(())
 }
 
@@ -310,6 +341,12 @@ fn summarize(ran: &Ran, setup: Setup) -> Summary {
         osc_applied: None,
         osc_rejected: None,
         node_levels: None,
+        recordings: ran
+            .report
+            .recorded
+            .iter()
+            .map(|r| RecordingLine::new(r, rate))
+            .collect(),
         node_counts: setup
             .monitors
             .into_iter()

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use downbeat::record::Recorded;
 use downbeat::{Engine, LoadSummary};
 use downbeat_cli::Failure;
 use downbeat_graph::{NodeCount, SharedMonitor};
@@ -47,6 +48,28 @@ impl NodeCountsLine {
     }
 }
 
+/// A file the run wrote (`--out`, `--record-input`).
+#[derive(Serialize)]
+pub(crate) struct RecordingLine {
+    path: PathBuf,
+    /// Frames in the file, the lost ones included.
+    frames: u64,
+    seconds: f64,
+    /// Frames the disk did not take in time: silence in the file.
+    lost_frames: u64,
+}
+
+impl RecordingLine {
+    pub(crate) fn new(r: &Recorded, rate: f64) -> Self {
+        Self {
+            path: r.path.clone(),
+            frames: r.frames,
+            seconds: r.frames as f64 / rate,
+            lost_frames: r.lost_frames,
+        }
+    }
+}
+
 /// The summary of a run, as printed (`--json`: this object).
 #[derive(Serialize)]
 pub(crate) struct Summary {
@@ -77,6 +100,9 @@ pub(crate) struct Summary {
     /// With `--meters`: every node's peak and RMS over the run (linear, 1.0 = full scale).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) node_levels: Option<Vec<NodeLevelLine>>,
+    /// The files written, with the frames lost to a slow disk.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) recordings: Vec<RecordingLine>,
     /// The counters of the nodes that keep some (an `echoes` node's taps and drops).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) node_counts: Vec<NodeCountsLine>,
@@ -97,6 +123,20 @@ pub(crate) fn warn_losses(s: &Summary) {
              counters mean)",
             line.node,
             lost.join(", ")
+        );
+    }
+}
+
+/// Says on stderr, whatever the format, how much of a recording the disk did not take in
+/// time.
+pub(crate) fn warn_lost_frames(s: &Summary) {
+    for r in s.recordings.iter().filter(|r| r.lost_frames > 0) {
+        eprintln!(
+            "warning: recording `{}` lost {} frame(s) ({:.3} s): the disk did not keep up, \
+             so they are silence in the file",
+            r.path.display(),
+            r.lost_frames,
+            r.lost_frames as f64 / f64::from(s.sample_rate)
         );
     }
 }
@@ -128,15 +168,15 @@ pub(crate) fn write_report(path: &Path, s: &Summary, engine: &Engine) -> Result<
 }
 
 /// Prints the summary: as one JSON object with `json`, else as text.
-pub(crate) fn print(s: &Summary, json: bool, out: Option<&PathBuf>) {
+pub(crate) fn print(s: &Summary, json: bool) {
     if json {
         println!("{}", serde_json::to_string(s).expect("summary serializes"));
     } else {
-        print_text(s, out);
+        print_text(s);
     }
 }
 
-fn print_text(s: &Summary, out: Option<&PathBuf>) {
+fn print_text(s: &Summary) {
     let l = &s.load;
     println!(
         "{} on the {} device: {} nodes on {} thread(s), {} Hz, {} frames per block, {:.2} s of audio in {:.2} s",
@@ -165,8 +205,12 @@ fn print_text(s: &Summary, out: Option<&PathBuf>) {
     if let (Some(applied), Some(rejected)) = (s.osc_applied, s.osc_rejected) {
         println!("osc: {applied} message(s) applied, {rejected} packet(s) rejected");
     }
-    if let Some(out) = out {
-        println!("wrote {}", out.display());
+    for r in &s.recordings {
+        let lost = match r.lost_frames {
+            0 => String::new(),
+            n => format!(", {n} frame(s) lost to a slow disk"),
+        };
+        println!("wrote {} ({:.2} s{lost})", r.path.display(), r.seconds);
     }
 }
 

@@ -14,10 +14,11 @@ use jack::{
 use super::handoff::Handoff;
 use super::pacing::pace;
 use super::render::{PlanarBuffers, PlanarInputs, Renderer};
-use super::takes::{prepare, Takes};
+use super::takes::prepare;
 use super::{
     ClaimedLatency, Device, DeviceError, DeviceReport, Fallback, OnLoss, RecordTo, Run, RunLength,
 };
+use crate::record::{RecordOptions, WhenFull};
 use crate::Engine;
 
 /// Runs the engine in a JACK server's real-time process callback.
@@ -52,7 +53,10 @@ impl Jack {
             connect,
             connect_in: None,
             midi_in: None,
-            record_to: RecordTo { out, input: None },
+            record_to: RecordTo {
+                out,
+                ..RecordTo::default()
+            },
             on_loss: OnLoss::Stop,
         }
     }
@@ -76,6 +80,13 @@ impl Jack {
     /// Also records what the input ports received to this WAV file.
     pub fn record_input(mut self, path: Option<std::path::PathBuf>) -> Self {
         self.record_to.input = path;
+        self
+    }
+
+    /// How the recordings (`out`, [`record_input`](Self::record_input)) are buffered and
+    /// synced.
+    pub fn record_options(mut self, options: RecordOptions) -> Self {
+        self.record_to.options = options;
         self
     }
 
@@ -380,8 +391,8 @@ impl Device for Jack {
             )));
         }
         let block = engine.block_size();
-        let renderer = prepare(engine, length, &self.record_to, "jack")?;
-        let recorded = Takes::of(&renderer, &self.record_to);
+        let (renderer, recorded) =
+            prepare(engine, length, &self.record_to, None, WhenFull::CountLost)?;
         let register = |kind: &str, n: usize| -> Result<Vec<String>, DeviceError> {
             Ok((1..=n).map(|c| format!("{kind}_{c}")).collect())
         };
@@ -482,7 +493,7 @@ impl Device for Jack {
             let _ = active.deactivate();
         }
         let Some(renderer) = renderer else {
-            recorded.write(rate)?;
+            recorded.close()?;
             return Err(DeviceError::Lost(format!(
                 "{} (and its process callback never returned)",
                 status.message()
@@ -496,13 +507,13 @@ impl Device for Jack {
             ..DeviceReport::default()
         };
         if let Some(e) = connect_error {
-            recorded.write(rate)?;
+            recorded.close()?;
             return Err(DeviceError::Config(e.to_string()));
         }
         let renderer = match (lost, self.on_loss) {
             (false, _) => renderer,
             (true, OnLoss::Stop) => {
-                recorded.write(rate)?;
+                recorded.close()?;
                 return Err(DeviceError::Lost(status.message()));
             }
             (true, OnLoss::FallBackToVirtual) => {
@@ -518,7 +529,8 @@ impl Device for Jack {
         report.xruns += renderer.input_gaps();
         report.frames = need;
         report.wall_seconds = started.elapsed().as_secs_f64();
-        let engine = recorded.finish(renderer, rate)?;
+        let (engine, files) = recorded.finish(renderer)?;
+        report.recorded = files;
         Ok(Run { engine, report })
     }
 }

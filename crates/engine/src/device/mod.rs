@@ -51,11 +51,8 @@ pub use wav::write_wav;
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::record::{RecordOptions, Recorded};
 use crate::Engine;
-
-/// Longest recording a real-time device keeps in memory, in seconds (about 230 MB of stereo
-/// at 48 kHz): it is allocated and touched before the run so that recording never faults.
-pub const MAX_RECORD_SECONDS: f64 = 600.0;
 
 /// How long to run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -89,6 +86,9 @@ pub struct DeviceReport {
     pub fallback: Option<Fallback>,
     /// The latency the audio API claims, in frames, when it says.
     pub claimed_latency: Option<ClaimedLatency>,
+    /// The files written (`--out`, then `--record-input`), with the frames each holds and
+    /// how many of them were lost because the disk fell behind.
+    pub recorded: Vec<Recorded>,
 }
 
 /// A switch to the virtual device after the device was lost.
@@ -176,7 +176,8 @@ pub trait Device {
     fn run(&mut self, engine: Engine, length: RunLength) -> Result<Run, DeviceError>;
 }
 
-/// Where a run's audio is written, besides the device itself: the files its [`Take`]s go to.
+/// Where a run's audio is written, besides the device itself: files written as the run
+/// goes by a writer thread (see [`record`](crate::record)), so a run of any length fits.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RecordTo {
     /// Everything played, as a 32-bit float WAV file.
@@ -184,6 +185,8 @@ pub struct RecordTo {
     /// Everything the `input` nodes received, aligned with `out` frame for frame: replaying
     /// it with [`InputFile`] on the offline device reproduces the run.
     pub input: Option<PathBuf>,
+    /// How the recordings are buffered and synced.
+    pub options: RecordOptions,
 }
 
 /// Whether to go on on the virtual device when a real-time device is lost.

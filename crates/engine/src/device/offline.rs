@@ -1,12 +1,15 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::wav::{create, io};
-use super::{Device, DeviceError, DeviceReport, InputFile, Renderer, Run, RunLength};
+use super::takes::prepare;
+use super::{Device, DeviceError, DeviceReport, InputFile, RecordTo, Run, RunLength};
+use crate::record::{RecordOptions, WhenFull};
 use crate::Engine;
 
-/// Renders as fast as the machine allows, optionally to a WAV file, which is written as the
-/// render goes (so any length fits).
+/// Renders as fast as the machine allows, optionally to a WAV file, which a writer thread
+/// writes as the render goes (so any length fits). The render waits for the writer when
+/// the disk falls behind, so nothing is lost and the file is the same however slow the
+/// disk.
 ///
 /// With [`input`](Offline::input) the `input` nodes hear a WAV file block by block, exactly
 /// as they would have heard it on a live device: a live run's input recorded with
@@ -26,14 +29,26 @@ use crate::Engine;
 /// ```
 #[derive(Debug, Default)]
 pub struct Offline {
-    out: Option<PathBuf>,
+    record_to: RecordTo,
     input: Option<InputFile>,
 }
 
 impl Offline {
     /// An offline device writing to `out` (32-bit float WAV) when given.
     pub fn new(out: Option<PathBuf>) -> Self {
-        Self { out, input: None }
+        Self {
+            record_to: RecordTo {
+                out,
+                ..RecordTo::default()
+            },
+            input: None,
+        }
+    }
+
+    /// How the file is buffered and synced.
+    pub fn record_options(mut self, options: RecordOptions) -> Self {
+        self.record_to.options = options;
+        self
     }
 
     /// Feeds the `input` nodes from `file`, which must have the engine's sample rate and
@@ -50,34 +65,22 @@ impl Device for Offline {
     }
 
     fn run(&mut self, engine: Engine, length: RunLength) -> Result<Run, DeviceError> {
-        let (ch, rate, block) = (engine.channels(), engine.sample_rate(), engine.block_size());
-        let mut writer = match &self.out {
-            Some(path) => Some((create(path, ch, rate)?, path)),
-            None => None,
-        };
-        let mut renderer = Renderer::new(engine, length.frames);
-        if let Some(file) = &self.input {
-            file.check_for(&renderer)?;
-            renderer = renderer.input_file(file);
-        }
+        let block = engine.block_size();
+        let input = self.input.as_ref();
+        let (mut renderer, takes) =
+            prepare(engine, length, &self.record_to, input, WhenFull::Wait)?;
         let started = Instant::now();
         while !renderer.done() {
             let frames = (block as u64).min(renderer.remaining()) as usize;
-            let out = renderer.render(frames);
-            if let Some((w, path)) = writer.as_mut() {
-                for &s in out {
-                    w.write_sample(s).map_err(|e| io(path, e))?;
-                }
-            }
+            renderer.render(frames);
         }
-        if let Some((w, path)) = writer {
-            w.finalize().map_err(|e| io(path, e))?;
-        }
+        let (engine, recorded) = takes.finish(renderer)?;
         Ok(Run {
-            engine: renderer.into_engine(),
+            engine,
             report: DeviceReport {
                 frames: length.frames,
                 wall_seconds: started.elapsed().as_secs_f64(),
+                recorded,
                 ..DeviceReport::default()
             },
         })

@@ -181,14 +181,16 @@ impl DeviceSpec {
 pub fn open(spec: &DeviceSpec) -> Result<Box<dyn Device>, OpenError> {
     Ok(match spec.kind {
         DeviceKind::Virtual => {
-            let d = Virtual::new(spec.record_to.out.clone());
+            let d = Virtual::new(spec.record_to.out.clone())
+                .record_options(spec.record_to.options.clone());
             Box::new(match &spec.input {
                 Some(f) => d.input(f.clone()),
                 None => d,
             })
         }
         DeviceKind::Offline => {
-            let d = Offline::new(spec.record_to.out.clone());
+            let d = Offline::new(spec.record_to.out.clone())
+                .record_options(spec.record_to.options.clone());
             Box::new(match &spec.input {
                 Some(f) => d.input(f.clone()),
                 None => d,
@@ -210,6 +212,7 @@ fn jack(spec: &DeviceSpec) -> Result<Box<dyn Device>, OpenError> {
         .connect_inputs(spec.connect_in.clone())
         .midi_in(spec.midi_in.clone())
         .record_input(spec.record_to.input.clone())
+        .record_options(spec.record_to.options.clone())
         .on_loss(spec.on_loss),
     ))
 }
@@ -241,6 +244,7 @@ fn system(spec: &DeviceSpec) -> Result<super::System, OpenError> {
         .output_device(spec.output_device.clone())
         .input_device(spec.input_device.clone())
         .record_input(spec.record_to.input.clone())
+        .record_options(spec.record_to.options.clone())
         .on_loss(spec.on_loss))
 }
 

@@ -9,15 +9,19 @@ use std::sync::Arc;
 use downbeat_ring::{AudioQueue, AudioReader, AudioWriter};
 
 use super::{DeviceError, DeviceSample};
+use crate::record::RecordTap;
 use crate::Engine;
 
 /// Largest block a driver may ask for at once; longer callbacks are rendered in pieces.
 pub const MAX_CALLBACK_FRAMES: usize = 8192;
 
-/// Interleaved audio written by the audio thread and read by another, frame-complete.
+/// Interleaved audio written by the audio thread and read by another, frame-complete, held
+/// in memory.
 ///
-/// Every real-time device records into one of these: the memory is allocated and touched
-/// before the run, so appending on the audio thread never allocates or takes a page fault.
+/// A recording whose whole length is known and small (a test's, a short capture to look
+/// at): the memory is allocated and touched before the run, so appending on the audio
+/// thread never allocates or takes a page fault. The devices record to disk through a
+/// [`Recorder`](crate::record::Recorder) instead, whose memory does not grow with the run.
 /// Samples are stored as the bits of `f32` in relaxed atomics (a plain load or store on the
 /// machines we run on), so a reader may look at the frames published so far while the run
 /// goes on, without a lock and without `unsafe`.
@@ -204,6 +208,23 @@ enum Feed {
     Queue(AudioReader),
 }
 
+/// Where a renderer records to.
+enum Sink {
+    /// Memory.
+    Take(Arc<Take>),
+    /// A file, through a writer thread.
+    Tap(RecordTap),
+}
+
+impl Sink {
+    fn write(&mut self, interleaved: &[f32]) {
+        match self {
+            Sink::Take(t) => t.append(interleaved),
+            Sink::Tap(t) => t.write(interleaved),
+        }
+    }
+}
+
 /// The audio-thread side of a device: owns the [`Engine`] for the run, renders blocks of
 /// any size a driver asks for, hands the `input` nodes their capture, records what was
 /// played (and, if asked, what was captured), all without allocating.
@@ -229,8 +250,8 @@ pub struct Renderer {
     captured: Vec<f32>,
     left: u64,
     frames: u64,
-    recording: Option<Arc<Take>>,
-    input_recording: Option<Arc<Take>>,
+    recording: Option<Sink>,
+    input_recording: Option<Sink>,
     feed: Feed,
     input_gaps: u64,
 }
@@ -269,14 +290,47 @@ impl Renderer {
 
     /// Records the first frames played (up to the length) into `recording`.
     pub fn record(mut self, recording: Arc<Take>) -> Self {
-        self.recording = Some(recording);
+        self.recording = Some(Sink::Take(recording));
         self
     }
 
     /// Records the capture the `input` nodes receive into `recording`, frame for frame
     /// with what is played.
     pub fn record_input(mut self, recording: Arc<Take>) -> Self {
-        self.input_recording = Some(recording);
+        self.input_recording = Some(Sink::Take(recording));
+        self
+    }
+
+    /// Records the first frames played (up to the length) to a file, through `tap`'s
+    /// writer thread (see [`Recorder`](crate::record::Recorder)): what the audio thread
+    /// does per block is one push into a wait-free ring.
+    ///
+    /// ```
+    /// use downbeat::device::Renderer;
+    /// use downbeat::record::{RecordOptions, Recorder, WhenFull};
+    /// use downbeat::{project::Project, Engine};
+    ///
+    /// let p = Project::parse("edges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\n[nodes.out]\ntype = \"output\"\n", "x.toml").unwrap();
+    /// let path = std::env::temp_dir().join("downbeat-record-stream-doc.wav");
+    /// let (recorder, tap) =
+    ///     Recorder::start(&path, 2, 48_000, &RecordOptions::default(), WhenFull::CountLost).unwrap();
+    /// let mut r = Renderer::new(Engine::new(p.build().unwrap()), 1000).record_stream(tap);
+    /// while !r.done() {
+    ///     r.render(256);
+    /// }
+    /// drop(r.into_engine()); // the tap goes with the renderer
+    /// assert_eq!(recorder.finish().unwrap().frames, 1000);
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    pub fn record_stream(mut self, tap: RecordTap) -> Self {
+        self.recording = Some(Sink::Tap(tap));
+        self
+    }
+
+    /// Records the capture the `input` nodes receive to a file through `tap`'s writer
+    /// thread, frame for frame with what is played.
+    pub fn record_input_stream(mut self, tap: RecordTap) -> Self {
+        self.input_recording = Some(Sink::Tap(tap));
         self
     }
 
@@ -320,11 +374,6 @@ impl Renderer {
     /// Frames still to produce before [`done`](Self::done).
     pub fn remaining(&self) -> u64 {
         self.left
-    }
-
-    /// The takes of what is played and of what is captured, when made.
-    pub(crate) fn takes(&self) -> (Option<Arc<Take>>, Option<Arc<Take>>) {
-        (self.recording.clone(), self.input_recording.clone())
     }
 
     /// Blocks whose input the queue could not fill in time.
@@ -375,13 +424,13 @@ impl Renderer {
     fn render_captured(&mut self, frames: usize) -> &[f32] {
         let keep = (frames as u64).min(self.left) as usize;
         let input = &self.captured[..frames * self.in_channels];
-        if let Some(r) = &self.input_recording {
-            r.append(&input[..keep * self.in_channels]);
+        if let Some(r) = &mut self.input_recording {
+            r.write(&input[..keep * self.in_channels]);
         }
         let out = &mut self.scratch[..frames * self.out_channels];
         self.engine.process_with_input(input, out);
-        if let Some(r) = &self.recording {
-            r.append(&out[..keep * self.out_channels]);
+        if let Some(r) = &mut self.recording {
+            r.write(&out[..keep * self.out_channels]);
         }
         self.left -= keep as u64;
         self.frames += frames as u64;

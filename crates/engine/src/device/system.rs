@@ -13,11 +13,12 @@ use cpal::{BufferSize, ErrorKind, SampleFormat, SizedSample, StreamConfig};
 
 use super::handoff::Handoff;
 use super::pacing::pace;
-use super::takes::{prepare, Takes};
+use super::takes::prepare;
 use super::{
     CaptureSender, ClaimedLatency, Device, DeviceError, DeviceInfo, DeviceReport, DeviceSample,
     Fallback, OnLoss, RecordTo, Renderer, Run, RunLength,
 };
+use crate::record::{RecordOptions, WhenFull};
 use crate::Engine;
 
 /// The operating system's sound output (the default one, or one picked by name), and its
@@ -57,7 +58,10 @@ impl System {
     /// The default output (and input) device, recording what it plays to `out` when given.
     pub fn new(out: Option<std::path::PathBuf>) -> Self {
         Self {
-            record_to: RecordTo { out, input: None },
+            record_to: RecordTo {
+                out,
+                ..RecordTo::default()
+            },
             ..Self::default()
         }
     }
@@ -78,6 +82,13 @@ impl System {
     /// Also records what the `input` nodes received to this WAV file.
     pub fn record_input(mut self, path: Option<std::path::PathBuf>) -> Self {
         self.record_to.input = path;
+        self
+    }
+
+    /// How the recordings (`out`, [`record_input`](Self::record_input)) are buffered and
+    /// synced.
+    pub fn record_options(mut self, options: RecordOptions) -> Self {
+        self.record_to.options = options;
         self
     }
 
@@ -434,8 +445,8 @@ impl Device for System {
         let out_dev = find(&host, self.output.as_deref(), Direction::Output)?;
         let (out_cfg, out_format) =
             pick_config(&out_dev, Direction::Output, rate, engine.channels())?;
-        let renderer = prepare(engine, length, &self.record_to, "system")?;
-        let recorded = Takes::of(&renderer, &self.record_to);
+        let (renderer, recorded) =
+            prepare(engine, length, &self.record_to, None, WhenFull::CountLost)?;
         let in_ch = renderer.input_channels();
         let status = Arc::new(Status::default());
         let mut streams = Vec::new();
@@ -516,7 +527,7 @@ impl Device for System {
         }
         let message = status.message(stalled);
         let Some(renderer) = renderer else {
-            recorded.write(rate)?;
+            recorded.close()?;
             return Err(DeviceError::Lost(format!(
                 "{message} (and its callback never returned)"
             )));
@@ -535,7 +546,7 @@ impl Device for System {
         let renderer = match (lost, self.on_loss) {
             (false, _) => renderer,
             (true, OnLoss::Stop) => {
-                recorded.write(rate)?;
+                recorded.close()?;
                 return Err(DeviceError::Lost(message));
             }
             (true, OnLoss::FallBackToVirtual) => {
@@ -550,7 +561,8 @@ impl Device for System {
         };
         report.xruns += renderer.input_gaps();
         report.wall_seconds = started.elapsed().as_secs_f64();
-        let engine = recorded.finish(renderer, rate)?;
+        let (engine, files) = recorded.finish(renderer)?;
+        report.recorded = files;
         Ok(Run { engine, report })
     }
 }

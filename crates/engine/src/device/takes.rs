@@ -1,76 +1,91 @@
-//! The audio a real-time device records during a run: [`Take`](super::Take)s allocated and
-//! touched before the run (so the audio thread never allocates or faults to record), paired
-//! with the files they go to, and written when the run ends, also when it ends in an error.
+//! The recordings of a run: one [`Recorder`] per file asked for, whose taps the renderer
+//! writes to, closed when the run ends, also when it ends in an error.
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use crate::record::{Recorded, Recorder, WhenFull};
 
-use super::{DeviceError, RecordTo, Renderer, RunLength, Take, MAX_RECORD_SECONDS};
+use super::{DeviceError, InputFile, RecordTo, Renderer, RunLength};
 use crate::Engine;
 
-/// A renderer for `engine` with the takes `record_to` asks for, allocated and touched
-/// now. Real-time devices keep takes in memory, so their length is bounded.
+/// A renderer for `engine`, its `input` nodes hearing `input` when given (checked first,
+/// so a bad file creates no recording), recording what `record_to` asks for, and the
+/// recorders, started now. `when_full` says what the audio thread does when the disk falls
+/// behind.
 pub(crate) fn prepare(
     engine: Engine,
     length: RunLength,
     record_to: &RecordTo,
-    device: &str,
-) -> Result<Renderer, DeviceError> {
+    input: Option<&InputFile>,
+    when_full: WhenFull,
+) -> Result<(Renderer, Takes), DeviceError> {
     let rate = engine.sample_rate();
-    let wanted = record_to.out.is_some() || record_to.input.is_some();
-    if wanted && length.frames as f64 > MAX_RECORD_SECONDS * rate as f64 {
-        return Err(DeviceError::Config(format!(
-            "the {device} device records at most {MAX_RECORD_SECONDS} s; use `--device offline` \
-             to render longer files, or run without `--out`"
-        )));
-    }
     let (out_ch, in_ch) = (
         engine.channels(),
         engine.capture().map_or(0, |c| c.channels()),
     );
+    if record_to.input.is_some() && in_ch == 0 {
+        return Err(DeviceError::Config(
+            "--record-input: the project has no `input` node, so there is nothing to record".into(),
+        ));
+    }
     let mut renderer = Renderer::new(engine, length.frames);
-    if record_to.out.is_some() {
-        renderer = renderer.record(Take::new(length.frames as usize, out_ch));
+    if let Some(file) = input {
+        file.check_for(&renderer)?;
+        renderer = renderer.input_file(file);
     }
-    if record_to.input.is_some() {
-        if in_ch == 0 {
-            return Err(DeviceError::Config(
-                "--record-input: the project has no `input` node, so there is nothing to record"
-                    .into(),
-            ));
-        }
-        renderer = renderer.record_input(Take::new(length.frames as usize, in_ch));
+    let mut takes = Takes {
+        recorders: Vec::new(),
+    };
+    let options = &record_to.options;
+    if let Some(path) = &record_to.out {
+        let (recorder, tap) = Recorder::start(path, out_ch, rate, options, when_full)?;
+        takes.recorders.push(recorder);
+        renderer = renderer.record_stream(tap);
     }
-    Ok(renderer)
+    if let Some(path) = &record_to.input {
+        let started = Recorder::start(path, in_ch, rate, options, when_full);
+        let (recorder, tap) = match started {
+            Ok(s) => s,
+            Err(e) => {
+                // The `--out` writer is stopped before the error goes up.
+                drop(renderer);
+                let _ = takes.close();
+                return Err(e);
+            }
+        };
+        takes.recorders.push(recorder);
+        renderer = renderer.record_input_stream(tap);
+    }
+    Ok((renderer, takes))
 }
 
-/// The takes of a run and where they go, kept aside so that they can be written whatever becomes of the
-/// renderer.
+/// The recorders of a run, kept aside from the renderer so that the files are closed
+/// whatever becomes of it.
 pub(crate) struct Takes {
-    out: Option<(PathBuf, Arc<Take>)>,
-    input: Option<(PathBuf, Arc<Take>)>,
+    recorders: Vec<Recorder>,
 }
 
 impl Takes {
-    pub(crate) fn of(renderer: &Renderer, record_to: &RecordTo) -> Self {
-        let (out, input) = renderer.takes();
-        Self {
-            out: record_to.out.clone().zip(out),
-            input: record_to.input.clone().zip(input),
+    /// Writes what is queued and closes the files: every one, also after an error in one.
+    pub(crate) fn close(self) -> Result<Vec<Recorded>, DeviceError> {
+        let mut first_error = None;
+        let mut recorded = Vec::new();
+        for r in self.recorders {
+            match r.finish() {
+                Ok(r) => recorded.push(r),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(recorded),
         }
     }
 
-    /// Writes the WAV files.
-    pub(crate) fn write(&self, rate: u32) -> Result<(), DeviceError> {
-        for (path, rec) in self.out.iter().chain(&self.input) {
-            rec.write_wav(path, rate)?;
-        }
-        Ok(())
-    }
-
-    /// Writes the WAV files and hands the engine back.
-    pub(crate) fn finish(&self, renderer: Renderer, rate: u32) -> Result<Engine, DeviceError> {
-        self.write(rate)?;
-        Ok(renderer.into_engine())
+    /// Ends the renderer (and with it the taps), closes the files and hands the engine back.
+    pub(crate) fn finish(self, renderer: Renderer) -> Result<(Engine, Vec<Recorded>), DeviceError> {
+        let engine = renderer.into_engine();
+        Ok((engine, self.close()?))
     }
 }

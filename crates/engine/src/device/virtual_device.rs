@@ -2,8 +2,9 @@
 use downbeat_rt::clock::Ticker;
 
 use super::pacing::pace;
-use super::takes::{prepare, Takes};
+use super::takes::prepare;
 use super::{Device, DeviceError, DeviceReport, InputFile, RecordTo, Run, RunLength};
+use crate::record::{RecordOptions, WhenFull};
 use crate::Engine;
 
 /// A sound card without hardware: calls the engine once per block period in real time.
@@ -20,10 +21,11 @@ use crate::Engine;
 /// that starts more than a block late is counted in [`DeviceReport::late_wakeups`], and every
 /// block is still produced.
 ///
-/// The recording (with `out`) is a [`Take`](super::Take), allocated and touched before the run, so
-/// the callback neither allocates nor takes a page fault; it is written to a WAV file
-/// afterwards. With [`input`](Virtual::input), the `input` nodes hear a WAV file as if it
-/// came in through the card.
+/// The recording (with `out`) streams to a WAV file through a writer thread (see
+/// [`record`](crate::record)): the callback pushes each block into a ring allocated and
+/// touched before the run, so it neither allocates nor faults nor waits for the disk, and a
+/// run of any length fits. With [`input`](Virtual::input), the `input` nodes hear a WAV file
+/// as if it came in through the card.
 ///
 /// ```
 /// use downbeat::device::{Device, RunLength, Virtual};
@@ -49,9 +51,18 @@ impl Virtual {
     /// A virtual device, recording what it plays to `out` when given.
     pub fn new(out: Option<std::path::PathBuf>) -> Self {
         Self {
-            record_to: RecordTo { out, input: None },
+            record_to: RecordTo {
+                out,
+                ..RecordTo::default()
+            },
             input: None,
         }
+    }
+
+    /// How the recording is buffered and synced.
+    pub fn record_options(mut self, options: RecordOptions) -> Self {
+        self.record_to.options = options;
+        self
     }
 
     /// Feeds the `input` nodes from `file`, which must have the engine's sample rate and
@@ -70,21 +81,19 @@ impl Device for Virtual {
     fn run(&mut self, engine: Engine, length: RunLength) -> Result<Run, DeviceError> {
         let rate = engine.sample_rate();
         let block = engine.block_size();
-        let mut renderer = prepare(engine, length, &self.record_to, "virtual")?;
-        if let Some(file) = &self.input {
-            file.check_for(&renderer)?;
-            renderer = renderer.input_file(file);
-        }
-        let takes = Takes::of(&renderer, &self.record_to);
+        let input = self.input.as_ref();
+        let (renderer, takes) =
+            prepare(engine, length, &self.record_to, input, WhenFull::CountLost)?;
         let paced = pace(renderer, block, rate);
         let wall_seconds = paced.wall_seconds;
-        let engine = takes.finish(paced.renderer, rate)?;
+        let (engine, recorded) = takes.finish(paced.renderer)?;
         Ok(Run {
             engine,
             report: DeviceReport {
                 frames: length.frames,
                 wall_seconds,
                 late_wakeups: paced.late,
+                recorded,
                 ..DeviceReport::default()
             },
         })
