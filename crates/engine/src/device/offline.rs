@@ -55,6 +55,10 @@ impl Device for Offline {
             Some(path) => Some((create(path, ch, rate)?, path)),
             None => None,
         };
+        let mut engine = engine;
+        // Nodes fed by other threads (a file player's reader) wait for them here instead of
+        // playing silence: an offline render is the same however slow those threads are.
+        engine.schedule_mut().set_offline(true);
         let mut renderer = Renderer::new(engine, length.frames);
         if let Some(file) = &self.input {
             file.check_for(&renderer)?;
@@ -73,8 +77,10 @@ impl Device for Offline {
         if let Some((w, path)) = writer {
             w.finalize().map_err(|e| io(path, e))?;
         }
+        let mut engine = renderer.into_engine();
+        engine.schedule_mut().set_offline(false);
         Ok(Run {
-            engine: renderer.into_engine(),
+            engine,
             report: DeviceReport {
                 frames: length.frames,
                 wall_seconds: started.elapsed().as_secs_f64(),
