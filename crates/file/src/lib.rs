@@ -46,6 +46,6 @@ pub use channels::map_channels;
 pub use decoder::Decoder;
 pub use error::FileError;
 pub use info::FileInfo;
-pub use player::{register, Player, PlayerMonitor, PlayerSettings};
 pub use kernel::{ATTENUATION_DB, TRANSITION};
+pub use player::{register, Player, PlayerMonitor, PlayerSettings};
 pub use resampler::{Resampler, MAX_CHANNELS, MAX_RATIO, MAX_SPEED, MIN_SPEED};

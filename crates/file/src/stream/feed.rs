@@ -116,10 +116,18 @@ impl Feed {
             worked = true;
         }
         if self.stopped {
-            return if worked { Service::Worked } else { Service::Idle };
+            return if worked {
+                Service::Worked
+            } else {
+                Service::Idle
+            };
         }
         let Some(mut chunk) = self.empty.pop() else {
-            return if worked { Service::Worked } else { Service::Idle };
+            return if worked {
+                Service::Worked
+            } else {
+                Service::Idle
+            };
         };
         self.fill(&mut chunk);
         // The filled ring has room for every chunk the stream owns, so this never fails.
@@ -142,7 +150,9 @@ impl Feed {
         let mut wraps = 0;
         loop {
             let limit = match self.looping {
-                Some(l) if self.next < l.end => capacity.min((l.end - self.next) as usize),
+                Some(l) if self.next <= l.end => {
+                    capacity.min(chunk.frames + (l.end - self.next) as usize)
+                }
                 _ => capacity,
             };
             if chunk.frames >= limit {

@@ -135,7 +135,10 @@ pub fn open(
     config: &StreamConfig,
     reader: &Reader,
 ) -> Result<Tap, SourceError> {
-    assert!(config.chunk_frames > 0 && config.chunks > 0, "a stream needs chunks");
+    assert!(
+        config.chunk_frames > 0 && config.chunks > 0,
+        "a stream needs chunks"
+    );
     let ch = source.channels();
     let cues = CueCache::build(
         source.as_mut(),
