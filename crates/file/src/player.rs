@@ -1,7 +1,7 @@
 //! The `player` node: plays one file, streamed from disk.
 //!
-//! A [`Player`] reads its file through a [`stream`](crate::stream): the
-//! [`Reader`](crate::stream::Reader) thread decodes ahead into the stream's ring and the
+//! A [`Player`] reads its file through a [`stream`]: the
+//! [`Reader`] thread decodes ahead into the stream's ring and the
 //! audio thread only copies out of it, resampling to the project's rate (and varispeed)
 //! with a [`Resampler`] and putting the file's channels on the node's with
 //! [`map_channels`].

@@ -10,7 +10,7 @@
 //!  StreamStatus::latest_seek ◀── two atomic stores ── Tap::seek
 //! ```
 //!
-//! * **Chunks go round, nothing is allocated.** A stream owns a fixed set of [`chunk`]s
+//! * **Chunks go round, nothing is allocated.** A stream owns a fixed set of chunks
 //!   (`chunks × chunk_frames` frames: its read-ahead), moved as boxes through two
 //!   `downbeat-ring` rings: the reader fills empty ones, the audio thread empties filled
 //!   ones and gives them back.
