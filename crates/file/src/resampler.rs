@@ -346,19 +346,30 @@ impl Resampler {
     }
 }
 
-/// `out[c] = Σ_j window[j·ch + c] · row[j]` for every channel `c`.
+/// `out[c] = Σ_j window[j·ch + c] · row[j]` for every channel `c`. Mono and stereo keep 8
+/// partial sums (taps are a multiple of 8) so the compiler can use vector registers.
 #[inline]
 fn dot(window: &[f32], row: &[f32], ch: usize, out: &mut [f32]) {
     match ch {
-        1 => out[0] = window.iter().zip(row).map(|(x, h)| x * h).sum(),
-        2 => {
-            let (mut l, mut r) = (0.0f32, 0.0f32);
-            for (frame, h) in window.chunks_exact(2).zip(row) {
-                l += frame[0] * h;
-                r += frame[1] * h;
+        1 => {
+            let mut acc = [0.0f32; 8];
+            for (x, h) in window.chunks_exact(8).zip(row.chunks_exact(8)) {
+                for k in 0..8 {
+                    acc[k] += x[k] * h[k];
+                }
             }
-            out[0] = l;
-            out[1] = r;
+            out[0] = acc.iter().sum();
+        }
+        2 => {
+            let mut acc = [0.0f32; 8];
+            for (x, h) in window.chunks_exact(8).zip(row.chunks_exact(4)) {
+                for k in 0..4 {
+                    acc[2 * k] += x[2 * k] * h[k];
+                    acc[2 * k + 1] += x[2 * k + 1] * h[k];
+                }
+            }
+            out[0] = acc[0] + acc[2] + acc[4] + acc[6];
+            out[1] = acc[1] + acc[3] + acc[5] + acc[7];
         }
         _ => {
             for (c, o) in out.iter_mut().enumerate() {

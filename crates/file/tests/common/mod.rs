@@ -111,19 +111,27 @@ pub fn dir() -> &'static Path {
     })
 }
 
-/// The test signal's sox `synth` arguments: a different sweep on each channel, so channels differ
-/// and every part of the spectrum is used.
+/// The test signal's sox `synth` arguments: a different sine sweep on each channel (up, down,
+/// ...), so channels differ and the whole band is used, faded in and out over 20 ms so that the
+/// file has no step at either end (a step is not band-limited: two resamplers with different
+/// transition bands ring differently after it).
 fn synth_args(rate: u32, channels: usize, seconds: f64) -> Vec<String> {
     let top = (rate as f64 * 0.45).min(20_000.0) as u32;
     let mut args: Vec<String> = vec!["synth".into(), format!("{seconds}")];
-    let voices = ["sine", "triangle"];
     for c in 0..channels {
-        args.push(voices[c % voices.len()].into());
-        args.push(format!("{}-{}", 50 + 100 * c as u32, top));
+        let low = 50 + 100 * c as u32;
+        args.push("sine".into());
+        args.push(if c % 2 == 0 {
+            format!("{low}-{top}")
+        } else {
+            format!("{top}-{low}")
+        });
     }
-    // Headroom: lossy coding overshoots a square wave's edges, and symphonia's MP3 and Vorbis
-    // decoders clamp to ±1 where ffmpeg's do not.
-    args.extend(["vol", "0.5"].map(String::from));
+    // Headroom: lossy coding overshoots, and symphonia's MP3 and Vorbis decoders clamp to ±1
+    // where ffmpeg's do not.
+    args.extend(["vol", "0.5", "fade", "h", "0.02"].map(String::from));
+    args.push(format!("{seconds}"));
+    args.push("0.02".into());
     args
 }
 
