@@ -31,8 +31,9 @@ pub struct Reader {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// Streams handed over and not yet taken by the thread.
-    incoming: Mutex<Vec<FeedBox>>,
+    /// Streams handed over and not yet taken by the thread. The thread holds it strongly,
+    /// so a stream added just before the last `Reader` is dropped is still served.
+    incoming: Arc<Mutex<Vec<FeedBox>>>,
     /// Streams the thread serves (for [`Reader::streams`]).
     serving: std::sync::atomic::AtomicUsize,
 }
@@ -54,9 +55,10 @@ impl Reader {
     pub fn new(poll: Duration) -> Self {
         let inner = Arc::new(Inner::default());
         let weak = Arc::downgrade(&inner);
+        let incoming = inner.incoming.clone();
         thread::Builder::new()
             .name("downbeat-reader".into())
-            .spawn(move || run(&weak, poll))
+            .spawn(move || run(&weak, &incoming, poll))
             .expect("spawning the reader thread");
         Self { inner }
     }
@@ -91,12 +93,15 @@ impl Reader {
     }
 }
 
-fn run(inner: &Weak<Inner>, poll: Duration) {
+fn run(inner: &Weak<Inner>, incoming: &Mutex<Vec<FeedBox>>, poll: Duration) {
     let mut feeds: Vec<FeedBox> = Vec::new();
     loop {
-        let alive = match inner.upgrade() {
+        let inner = inner.upgrade();
+        // Taken after looking for a `Reader`, whether or not one is left: a stream added by
+        // the last one before it went is served like the others.
+        feeds.append(&mut incoming.lock().unwrap_or_else(|e| e.into_inner()));
+        let alive = match inner {
             Some(inner) => {
-                feeds.append(&mut inner.incoming.lock().unwrap_or_else(|e| e.into_inner()));
                 inner
                     .serving
                     .store(feeds.len(), std::sync::atomic::Ordering::Relaxed);
