@@ -14,8 +14,9 @@
 //!
 //! Read-ahead: 0.5 s at 48 kHz for both (ours: 8 chunks of 3000 frames, the `player`'s
 //! default; creek: 8 look-ahead blocks of 3000 frames, no cache blocks). Memory per stream
-//! is measured, not computed: the process's resident memory after opening the streams,
-//! minus before, over the number of streams.
+//! is the read-ahead each holds: our ring of chunks (`Player::ring_bytes`); creek's prefetch
+//! blocks and its read buffer. (Resident memory measured around opening the streams was
+//! tried: the allocator reuses the previous trial's memory, so it said nothing.)
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -62,7 +63,8 @@ struct Files {
 }
 
 impl Files {
-    fn new(quick: bool) -> Self {
+    /// Files of `seconds` seconds.
+    fn new(seconds: u32) -> Self {
         let dir =
             std::env::temp_dir().join(format!("downbeat-bench-stream-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temporary folder");
@@ -72,7 +74,7 @@ impl Files {
             .arg(&src)
             .args([
                 "synth",
-                &file_seconds(quick).to_string(),
+                &seconds.to_string(),
                 "sine",
                 "50-18000",
                 "pinknoise",
@@ -108,19 +110,6 @@ impl Drop for Files {
     }
 }
 
-/// Resident memory of this process, in bytes.
-fn rss() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    // SAFETY: sysconf has no preconditions; it only reads a system constant.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    pages * page.max(1) as u64
-}
-
 const CFG: NodeConfig = NodeConfig {
     sample_rate: RATE as f32,
     max_block: BLOCK,
@@ -144,12 +133,6 @@ fn creek_options() -> ReadStreamOptions<SymphoniaDecoder> {
     }
 }
 
-/// Lets the readers fill every stream's whole read-ahead before memory is measured (creek's
-/// `block_until_ready` waits for two blocks only).
-fn settle() {
-    std::thread::sleep(Duration::from_millis(300));
-}
-
 /// Fills a new creek stream's read-ahead: creek requests its first blocks on a seek (its
 /// examples seek, or cache and seek, before `block_until_ready`).
 fn start_creek(s: &mut ReadDiskStream<SymphoniaDecoder>) {
@@ -160,20 +143,22 @@ fn start_creek(s: &mut ReadDiskStream<SymphoniaDecoder>) {
 /// What one trial with `n` streams gave.
 struct Trial {
     underrun_frames: u64,
+    /// Bytes one stream holds for its read-ahead.
     bytes_per_stream: f64,
 }
 
 /// Ours: `n` players in one graph on the virtual device for `seconds`.
 fn ours(paths: &[PathBuf], seconds: f64) -> Trial {
     let reader = Reader::new(DEFAULT_POLL);
-    let before = rss();
     let mut g = Graph::new();
     let out = g.add("out", Output::new(2));
     let mut monitors = Vec::new();
+    let mut bytes = 0.0;
     for (i, p) in paths.iter().enumerate() {
         let node = Player::open(&settings(p), &CFG, &reader)
             .unwrap_or_else(|e| panic!("opening {}: {e}", p.display()));
         monitors.push(node.player_monitor());
+        bytes = node.ring_bytes() as f64;
         let id = g.add(format!("p{i}"), node);
         g.connect(id, out);
     }
@@ -184,8 +169,6 @@ fn ours(paths: &[PathBuf], seconds: f64) -> Trial {
             max_block: BLOCK,
         })
         .expect("the graph compiles");
-    settle();
-    let bytes = rss().saturating_sub(before) as f64 / paths.len() as f64;
     let frames = (seconds * f64::from(RATE)) as u64;
     let run = Virtual::new(None)
         .run(Engine::new(schedule), RunLength { frames })
@@ -211,7 +194,6 @@ fn ticker() -> Ticker {
 
 /// creek: `n` streams read on a paced thread for `seconds`.
 fn creek(paths: &[PathBuf], seconds: f64) -> Trial {
-    let before = rss();
     let mut streams: Vec<ReadDiskStream<SymphoniaDecoder>> = paths
         .iter()
         .map(|p| {
@@ -222,8 +204,8 @@ fn creek(paths: &[PathBuf], seconds: f64) -> Trial {
     for s in &mut streams {
         start_creek(s);
     }
-    settle();
-    let bytes = rss().saturating_sub(before) as f64 / paths.len() as f64;
+    // Its prefetch blocks and the read buffer `read` copies into (no cache blocks).
+    let bytes = ((CHUNKS + 1) * CHUNK * 2 * std::mem::size_of::<f32>()) as f64;
     let blocks = (seconds * f64::from(RATE)) as usize / BLOCK;
     let underrun_frames = std::thread::spawn(move || {
         let mut mix = vec![0.0f32; 2 * BLOCK];
@@ -301,8 +283,9 @@ fn most_streams(which: &str, files: &mut Files, seconds: f64, cap: usize) -> (us
 
 /// Streams per core before the first underrun, and memory per stream.
 pub fn streams(common: &Common, report: &mut Report) {
-    let mut files = Files::new(common.quick);
-    let (seconds, cap) = if common.quick { (0.5, 8) } else { (3.0, 256) };
+    let (seconds, cap) = if common.quick { (0.5, 8) } else { (3.0, 2048) };
+    // A second longer than a trial: many short files keep the disk used small.
+    let mut files = Files::new(seconds as u32 + 1);
     let runs = common
         .runs
         .unwrap_or(if common.quick { 1 } else { 3 })
@@ -335,7 +318,7 @@ pub fn streams(common: &Common, report: &mut Report) {
     report.notes.push(format!(
         "streams_per_core: {seconds} s trials at {BLOCK} frames, 48 kHz stereo 16-bit WAVs, \
          doubling from 4 then two halvings, capped at {cap}; read-ahead {READ_AHEAD} s for both \
-         ({CHUNKS} x {CHUNK} frames); memory per stream is resident memory measured"
+         ({CHUNKS} x {CHUNK} frames); memory per stream is the read-ahead held (computed)"
     ));
 }
 
@@ -427,7 +410,7 @@ fn seek_latencies(which: &str, path: &Path, seeks: usize, file_frames: u64) -> V
 
 /// Seek latency p50/p99, ours against creek's, uncached seeks on one stream.
 pub fn seek(common: &Common, report: &mut Report) {
-    let mut files = Files::new(common.quick);
+    let mut files = Files::new(file_seconds(common.quick));
     let path = files.paths(1).remove(0);
     let file_frames = u64::from(file_seconds(common.quick)) * u64::from(RATE);
     let seeks = if common.quick { 5 } else { 100 };
@@ -495,7 +478,7 @@ impl Drop for DiskWriter {
 
 /// Underrun frames with `n` streams while another process writes and syncs a large file.
 pub fn disk_load(common: &Common, report: &mut Report) {
-    let mut files = Files::new(common.quick);
+    let mut files = Files::new(file_seconds(common.quick));
     let (n, seconds, megabytes) = if common.quick {
         (4, 0.5, 16)
     } else {
