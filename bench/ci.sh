@@ -21,7 +21,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# `files` decodes and resamples beside sox and ffmpeg.
+# `files` decodes and resamples beside sox and ffmpeg, and streams beside creek (files made by sox).
 if ! command -v sox >/dev/null || ! command -v ffmpeg >/dev/null; then
     echo "installing sox, libsox-fmt-all and ffmpeg (Debian) for bench files"
     apt-get update -qq

@@ -72,7 +72,10 @@ EXPECTED = {
                    + ["voices_at_0.5_load", "burst_128_note_ons", "burst_128_note_ons_load"],
                    ["downbeat synth (saw)"]),
     "files": cases(each("decode_", ["wav16", "wav24", "flac", "vorbis", "mp3"]), ["downbeat", "sox", "ffmpeg"])
-    + cases(["resample"], ["downbeat", "rubato"]) + cases(["resample_process"], ["downbeat", "sox"]),
+    + cases(["resample"], ["downbeat", "rubato"]) + cases(["resample_process"], ["downbeat", "sox"])
+    # Streaming against creek; the disk-load case names its stream count (4 in smoke runs).
+    + cases(["streams_per_core", "memory_per_stream", "seek_p50", "seek_p99",
+             "underrun_frames_4_streams_disk_writes"], ["downbeat", "creek"]),
     "gc": cases(each(["blocking_", "blocking_without_full_", "waited_", "audio_"], STATS)
                 + ["collections_timed", "blocks_waited_over_100us", "missed_deadlines", "blocks_started_late",
                    "waits_with_no_gap_before", "blocks", "mark_avg", "mark_max", "sweep_avg", "collections",

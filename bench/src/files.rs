@@ -1,10 +1,11 @@
 //! `files` (issue 27): decoding and resampling audio files, against `sox`, `ffmpeg` and
-//! `rubato`. One function per case, so streaming cases can be added beside them.
+//! `rubato`; streaming from disk against `creek` (cases `streams`, `seek`, `disk_load`).
 
 use crate::report::Report;
 use crate::Common;
 
 mod decode;
+mod stream;
 
 /// Runs the suite.
 pub fn run(common: &Common) -> Report {
@@ -17,5 +18,14 @@ pub fn run(common: &Common) -> Report {
         decode::resample(common, &dir, &mut report);
     }
     let _ = std::fs::remove_dir_all(&dir);
+    if common.wants("streams") {
+        stream::streams(common, &mut report);
+    }
+    if common.wants("seek") {
+        stream::seek(common, &mut report);
+    }
+    if common.wants("disk_load") {
+        stream::disk_load(common, &mut report);
+    }
     report
 }

@@ -46,7 +46,7 @@ enum Command {
     Jitter(jitter::Args),
 }
 
-/// Plugin node types and the collected-heap ones (`echoes`) join the registry before any
+/// Plugin node types, the file player (`player`) and the collected-heap ones (`echoes`) join the registry before any
 /// project is read.
 fn register_node_types() -> Result<(), Failure> {
     let failed = |e: &dyn std::fmt::Display| Failure::Runtime(e.to_string());
@@ -54,6 +54,7 @@ fn register_node_types() -> Result<(), Failure> {
     downbeat_plugin::lv2::register().map_err(|e| failed(&e))?;
     #[cfg(feature = "clap")]
     downbeat_plugin::clap::register().map_err(|e| failed(&e))?;
+    downbeat_file::register().map_err(|e| failed(&e))?;
     downbeat_gc_nodes::register().map_err(|e| failed(&e))
 }
 

@@ -37,7 +37,9 @@ mod decoder;
 mod error;
 mod info;
 mod kernel;
+pub mod player;
 mod resampler;
+pub mod stream;
 
 pub use audio::{check, decode_all, Audio};
 pub use channels::map_channels;
@@ -45,4 +47,5 @@ pub use decoder::Decoder;
 pub use error::FileError;
 pub use info::FileInfo;
 pub use kernel::{ATTENUATION_DB, TRANSITION};
+pub use player::{register, Player, PlayerMonitor, PlayerSettings};
 pub use resampler::{Resampler, MAX_CHANNELS, MAX_RATIO, MAX_SPEED, MIN_SPEED};

@@ -156,6 +156,18 @@ pub trait Node: Send + 'static {
         0.0
     }
 
+    /// Tells the node whether it runs offline (`true`: rendered faster or slower than real
+    /// time, to a file, where waiting costs nothing but time) or on a real-time device
+    /// (`false`, the default a node starts with). A node that depends on another thread
+    /// (a file player whose reader decodes ahead) waits for it offline, so that the output
+    /// is the same however slow that thread is, and never waits in real time.
+    /// [`Schedule::set_offline`](crate::Schedule::set_offline) calls it on every node. Must
+    /// be real-time safe (a schedule taking over from another passes the flag on, on the
+    /// audio thread). The default ignores it.
+    fn set_offline(&mut self, offline: bool) {
+        let _ = offline;
+    }
+
     /// A handle to counters the node keeps while it plays (input it dropped, work it
     /// skipped), for a host to read from another thread; see [`NodeMonitor`](crate::NodeMonitor). Called once,
     /// when the graph is compiled, before the node moves to the audio thread; the schedule

@@ -458,6 +458,8 @@ pub struct Schedule {
     levels: bool,
     /// Whether the current block is timed.
     timed: bool,
+    /// Whether the schedule renders offline ([`Schedule::set_offline`]).
+    offline: bool,
 }
 
 impl Schedule {
@@ -513,6 +515,7 @@ impl Schedule {
                 as u64,
             levels: false,
             timed: false,
+            offline: false,
         }
     }
 
@@ -949,6 +952,35 @@ impl Schedule {
         self.id
     }
 
+    /// Tells every node whether the schedule renders offline (see
+    /// [`Node::set_offline`]); the offline device says `true` before it renders. A schedule
+    /// that [`take_over`](Schedule::take_over)s from another inherits the flag. Real-time
+    /// safe.
+    ///
+    /// ```
+    /// use downbeat_graph::{nodes::{Output, Sine}, CompileConfig, Graph};
+    /// let mut g = Graph::new();
+    /// let s = g.add("s", Sine::new(1, 48_000.0, 440.0, 0.5, 0.0));
+    /// let out = g.add("out", Output::new(1));
+    /// g.connect(s, out);
+    /// g.set_output(out);
+    /// let mut schedule = g.compile(CompileConfig { sample_rate: 48_000.0, max_block: 64 }).unwrap();
+    /// assert!(!schedule.offline());
+    /// schedule.set_offline(true);
+    /// assert!(schedule.offline());
+    /// ```
+    pub fn set_offline(&mut self, offline: bool) {
+        self.offline = offline;
+        for cell in self.slots.iter_mut() {
+            cell.get_mut().node.set_offline(offline);
+        }
+    }
+
+    /// Whether the schedule renders offline ([`set_offline`](Schedule::set_offline)).
+    pub fn offline(&self) -> bool {
+        self.offline
+    }
+
     /// Queues an event for its frame. Real-time safe: the queue has a fixed capacity
     /// ([`DEFAULT_EVENT_CAPACITY`] unless [`set_event_capacity`](Self::set_event_capacity)
     /// changed it). An event for [`Target::Instruments`] takes one entry per node that plays
@@ -1074,6 +1106,9 @@ impl Schedule {
     /// assert!(left[36..].iter().all(|&x| x == 0.0));
     /// ```
     pub fn take_over(&mut self, old: &mut Schedule) {
+        if old.offline != self.offline {
+            self.set_offline(old.offline);
+        }
         self.position = old.position;
         self.events.origin = old.position;
         let mut stats = old.event_stats();

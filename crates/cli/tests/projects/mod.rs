@@ -23,6 +23,8 @@ pub fn examples() -> Vec<PathBuf> {
 /// hosts this build has) and returns the plugin node types this build lacks.
 pub fn register_node_types() -> Vec<&'static str> {
     downbeat_gc_nodes::register().unwrap();
+    downbeat_file::register().unwrap();
+    make_player_file();
     #[cfg(feature = "clap")]
     downbeat_plugin::clap::register().unwrap();
     #[cfg(feature = "lv2")]
@@ -35,6 +37,22 @@ pub fn register_node_types() -> Vec<&'static str> {
     .filter(|(_, built)| !built)
     .map(|(t, _)| t)
     .collect()
+}
+
+/// Makes the file `examples/projects/player.toml` plays (with sox, which the test then
+/// needs: without it the player example fails to load, naming the file).
+pub fn make_player_file() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/projects");
+    if !dir.join("player.wav").exists() {
+        let status = std::process::Command::new("sh")
+            .arg(dir.join("make-player-file.sh"))
+            .status()
+            .expect("sh");
+        assert!(
+            status.success(),
+            "make-player-file.sh failed (is sox installed?)"
+        );
+    }
 }
 
 /// Why this build cannot run `path`: the node type it uses whose feature is not built

@@ -67,6 +67,10 @@ impl Device for Offline {
     fn run(&mut self, engine: Engine, length: RunLength) -> Result<Run, DeviceError> {
         let block = engine.block_size();
         let input = self.input.as_ref();
+        let mut engine = engine;
+        // Nodes fed by other threads (a file player's reader) wait for them here instead of
+        // playing silence: an offline render is the same however slow those threads are.
+        engine.schedule_mut().set_offline(true);
         let (mut renderer, takes) =
             prepare(engine, length, &self.record_to, input, WhenFull::Wait)?;
         let started = Instant::now();
@@ -74,7 +78,8 @@ impl Device for Offline {
             let frames = (block as u64).min(renderer.remaining()) as usize;
             renderer.render(frames);
         }
-        let (engine, recorded) = takes.finish(renderer)?;
+        let (mut engine, recorded) = takes.finish(renderer)?;
+        engine.schedule_mut().set_offline(false);
         Ok(Run {
             engine,
             report: DeviceReport {
