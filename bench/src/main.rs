@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod alloc;
 mod clock;
 mod control;
+mod engines;
 mod gc;
 mod graph;
 mod notify;
@@ -44,6 +45,8 @@ enum Suite {
     Control(Common),
     /// Synth (issue 15): saw voices one core renders at 48 kHz / 256 frames before the load reaches 0.5, and the cost of a block with 128 note ons.
     Synth(Common),
+    /// Engines (issue 28): Downbeat against scsynth, supernova and node-web-audio-api on the same workloads (sines, voices, chain, fanin), CPU time per second of audio, each output checked to carry the same signal; and the most voices each plays on a JACK dummy server without an xrun.
+    Engines(engines::EnginesArgs),
 }
 
 /// Options every suite understands.
@@ -86,12 +89,14 @@ fn main() {
         Suite::Graph(common) => graph::run(common),
         Suite::Control(common) => control::run(common),
         Suite::Synth(common) => synth::run(common),
+        Suite::Engines(args) => engines::run(args),
     };
     let json = match &cli.suite {
         Suite::Ring(common) | Suite::Clock(common) | Suite::Notify(common) => common.json,
         Suite::Alloc(common) | Suite::Graph(common) | Suite::Control(common) => common.json,
         Suite::Synth(common) => common.json,
         Suite::Gc(args) => args.common.json,
+        Suite::Engines(args) => args.common.json,
     };
     report.print(json);
 }
