@@ -4,7 +4,9 @@
 // little-endian 32-bit floats. The graph mirrors the Downbeat project and the
 // SuperCollider score of the same case, one audio node per Downbeat node.
 import { readFileSync, writeFileSync } from 'node:fs';
-import { OfflineAudioContext } from 'node-web-audio-api';
+import {
+  AudioBufferSourceNode, BiquadFilterNode, GainNode, OfflineAudioContext, OscillatorNode,
+} from 'node-web-audio-api';
 
 const [casePath, outPath] = process.argv.slice(2);
 const spec = JSON.parse(readFileSync(casePath, 'utf8'));

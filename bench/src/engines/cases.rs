@@ -139,14 +139,10 @@ pub fn note_hz(note: u8) -> f64 {
 /// Amplitude of `chain`'s uniform noise (`-amp..amp`).
 pub const NOISE_AMP: f64 = 0.5;
 
-/// Gain `i` of `chain`: 2 and 0.5 in turn, so no stage is a no-op an engine could skip and
-/// an even number of them leaves the level unchanged.
-pub fn chain_gain(i: usize) -> f64 {
-    if i % 2 == 0 {
-        2.0
-    } else {
-        0.5
-    }
+/// Every gain of a `chain` of `n`: together they halve the level, so no stage is a no-op an
+/// engine could skip, and an engine that skipped them all would fail the RMS check.
+pub fn chain_gain(n: usize) -> f64 {
+    0.5f64.powf(1.0 / n as f64)
 }
 
 /// Branch `b` of `fanin`: its sine's frequency and amplitude (branch 0 is the lead).
@@ -154,7 +150,12 @@ pub fn branch(b: usize) -> (f64, f64) {
     (200.0 + 37.0 * b as f64, if b == 0 { 0.1 } else { 0.02 })
 }
 
-/// Gain of stage `s` of a fanin branch (the same alternation as `chain`).
+/// Gain of stage `s` of a fanin branch: 2 and 0.5 in turn (the stages alter the level only
+/// through their filters' response).
 pub fn fanin_gain(s: usize) -> f64 {
-    chain_gain(s)
+    if s % 2 == 0 {
+        2.0
+    } else {
+        0.5
+    }
 }

@@ -58,7 +58,7 @@ pub fn project(case: &Case) -> String {
                 let name = format!("g{i}");
                 node(
                     &name,
-                    &format!("type = \"gain\"\ngain = {:?}\n", cases::chain_gain(i)),
+                    &format!("type = \"gain\"\ngain = {:?}\n", cases::chain_gain(case.n)),
                 );
                 edges.push(format!("{prev} -> {name}"));
                 prev = name;

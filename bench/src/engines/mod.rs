@@ -41,6 +41,12 @@ pub struct EnginesArgs {
     /// --features jack` [default: target/release/downbeat].
     #[arg(long, value_name = "PATH")]
     pub downbeat: Option<PathBuf>,
+    /// Size of every case instead of its default (oscillators, voices, gains, branches).
+    #[arg(long)]
+    pub n: Option<usize>,
+    /// Keep the scores, projects and outputs (in the temporary folder the run prints).
+    #[arg(long)]
+    pub keep: bool,
 }
 
 /// One engine as a rival in one case.
@@ -247,6 +253,19 @@ fn render(
                 cmd.arg("-T").arg(threads.to_string());
             }
             let cost = child::run(cmd, &engine.cpus(), &log)?;
+            // The servers go on when a SynthDef or a synth fails; their log says so.
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if let Some(line) = text.lines().find(|l| {
+                ["corrupted", "Cannot create", "FAILURE", "not found", "rror"]
+                    .iter()
+                    .any(|w| l.contains(w))
+            }) {
+                return Err(EnginesError::Signal {
+                    case: case.kind.name().into(),
+                    engine: engine.name(),
+                    why: format!("its log ({}) says: {line}", log.display()),
+                });
+            }
             Ok((cost, signal::read_wav(&file("wav"))?))
         }
         Engine::Web => {
@@ -300,7 +319,7 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
         }
         let case = Case {
             kind,
-            n: if quick { small } else { full },
+            n: args.n.unwrap_or(if quick { small } else { full }),
             seconds,
         };
         let list = engines(kind);
@@ -376,6 +395,10 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
         "{runs} runs per engine and case, {seconds} s of audio each, 48 kHz, mono, 64-frame blocks \
          (Web Audio: 128, fixed by the spec); CPU = user + system time of the whole process"
     ));
-    let _ = std::fs::remove_dir_all(&s.dir);
+    if args.keep {
+        eprintln!("bench engines: the runs' files are in {}", s.dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&s.dir);
+    }
     Ok(report)
 }

@@ -29,7 +29,7 @@ pub fn description(case: &Case) -> Value {
         }
         Kind::Chain => json!({
             "noise_amp": cases::NOISE_AMP,
-            "gains": (0..case.n).map(cases::chain_gain).collect::<Vec<_>>(),
+            "gains": vec![cases::chain_gain(case.n); case.n],
         }),
         Kind::Fanin => json!({
             "branches": (0..case.n).map(cases::branch).collect::<Vec<_>>(),

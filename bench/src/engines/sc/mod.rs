@@ -178,7 +178,9 @@ pub fn score(case: &Case) -> Vec<u8> {
                         ("freq", v.hz()),
                         ("cutoff", v.cutoff()),
                         ("rq", 1.0 / cases::RESONANCE),
-                        ("gain", v.gain()),
+                        // Saw.ar swings ±0.5 (measured: RMS 0.289), half of Downbeat's ±1 saw;
+                        // the factor rides on the gain the voice multiplies by anyway.
+                        ("gain", 2.0 * v.gain()),
                     ],
                 );
             }
@@ -186,7 +188,7 @@ pub fn score(case: &Case) -> Vec<u8> {
         Kind::Chain => {
             s.synth("noise", ROOT, &[("amp", cases::NOISE_AMP)]);
             for i in 0..case.n {
-                s.synth("gain", ROOT, &[("gain", cases::chain_gain(i))]);
+                s.synth("gain", ROOT, &[("gain", cases::chain_gain(case.n))]);
             }
         }
         Kind::Fanin => {
@@ -223,9 +225,13 @@ pub fn score(case: &Case) -> Vec<u8> {
             s.synth("mix", ROOT, &[]);
         }
     }
-    let recv = Message::new("/d_recv", vec![Arg::Blob(synthdef::file(&defs))]);
+    // One file per `/d_recv`: supernova reads only the first def of a file with several.
+    let recv = defs
+        .iter()
+        .map(|d| Message::new("/d_recv", vec![Arg::Blob(synthdef::file(std::slice::from_ref(d)))]))
+        .collect();
     osc::score(&[
-        (0.0, vec![recv]),
+        (0.0, recv),
         (0.0, s.messages),
         // The render ends at the last bundle's time.
         (case.seconds, vec![Message::new("/c_set", vec![0.into(), 0.into()])]),
