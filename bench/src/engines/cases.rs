@@ -132,6 +132,27 @@ pub fn voice(i: usize) -> Voice {
     }
 }
 
+/// Harmonics in the band-limited saw Downbeat's synth plays at `hz`: its wavetables hold
+/// one set of harmonics per half octave (`graph::nodes::synth::wavetable`), table `j`
+/// holding every harmonic below `2^(j/2)`.
+pub fn saw_harmonics(hz: f64) -> usize {
+    let inc = hz / f64::from(SAMPLE_RATE);
+    let harmonics = |j: usize| {
+        let top = (j as f64 / 2.0).exp2();
+        let below = if top.fract() == 0.0 {
+            top as usize - 1
+        } else {
+            top.floor() as usize
+        };
+        below.max(1)
+    };
+    let mut j = (((0.5 / inc).log2() * 2.0).floor() as usize).min(20);
+    while j > 0 && harmonics(j) as f64 * inc >= 0.5 {
+        j -= 1;
+    }
+    harmonics(j)
+}
+
 pub fn note_hz(note: u8) -> f64 {
     440.0 * ((f64::from(note) - 69.0) / 12.0).exp2()
 }

@@ -21,7 +21,7 @@ mod web;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::report::{alternating, Better, Report};
+use crate::report::{alternating, Report};
 use crate::Common;
 use cases::{Case, Kind};
 use signal::Signature;
@@ -297,6 +297,17 @@ fn engines(kind: Kind) -> Vec<Engine> {
     v
 }
 
+/// Records `key` = rival / ours on `case` (> 1: Downbeat spends less), when both ran.
+fn ratio(report: &mut Report, key: &str, case: &str, ours: &str, rival: &str) {
+    if let (Some(a), Some(b)) = (report.median(case, ours), report.median(case, rival)) {
+        if a > 0.0 && (b / a).is_finite() {
+            report
+                .ratios
+                .insert(key.to_owned(), (b / a * 1000.0).round() / 1000.0);
+        }
+    }
+}
+
 const CPU_UNIT: &str = "cpu s per audio s";
 const WALL_UNIT: &str = "wall s per audio s";
 
@@ -371,21 +382,19 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
             }
         }
         let ours = Engine::Downbeat { threads: 1 }.name();
-        for e in &list[1..] {
-            if matches!(e, Engine::Downbeat { .. } | Engine::Supernova { threads: 2.. }) {
-                continue;
-            }
-            report.ratio(name, name, &ours, &e.name(), Better::Lower);
+        for e in [Engine::Scsynth, Engine::Supernova { threads: 1 }, Engine::Web] {
+            ratio(&mut report, &format!("{name}_vs_{}", e.name()), name, &ours, &e.name());
         }
         if kind == Kind::Fanin {
+            // Two threads finish sooner but spend at least as much CPU: wall time per
+            // second of audio is the figure.
             let two = Engine::Downbeat { threads: 2 }.name();
-            for rival in [
-                Engine::Scsynth.name(),
-                Engine::Supernova { threads: 2 }.name(),
+            for (rival, key) in [
+                (Engine::Scsynth, "fanin_2t_vs_scsynth"),
+                (Engine::Supernova { threads: 2 }, "fanin_2t_vs_supernova"),
             ] {
-                report.ratio("fanin_2t", "fanin_wall", &two, &rival, Better::Lower);
+                ratio(&mut report, key, "fanin_wall", &two, &rival.name());
             }
-            report.ratio("fanin_2t_cpu", "fanin", &two, &Engine::Supernova { threads: 2 }.name(), Better::Lower);
         }
     }
     if common.wants("realtime") {

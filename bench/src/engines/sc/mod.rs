@@ -40,7 +40,14 @@ fn sine_def() -> SynthDef {
     d
 }
 
-/// Downbeat's synth voice: band-limited saw, the same two-pole low-pass (RBJ's biquad is
+/// Samples in a saw wavetable (`Osc` wants a power of two; the buffer holds twice as many
+/// in SuperCollider's wavetable format).
+const TABLE_SIZE: i32 = 4096;
+
+/// Downbeat's synth voice: a band-limited saw from a wavetable with the harmonics Downbeat's
+/// table for the note holds, read with linear interpolation as Downbeat does (`Osc`;
+/// `Saw.ar` would do, but it swings ±0.5 and starts at another phase, which changes the
+/// RMS of voices an octave apart by up to 18%), the same two-pole low-pass (RBJ's biquad is
 /// the same bilinear transform of the same prototype as the synth's TPT state-variable
 /// filter), the same ADSR (linear attack, decay and release curves of `ln(1e-3)`),
 /// computed per sample (`EnvGen.ar`) as Downbeat does.
@@ -52,8 +59,9 @@ fn voice_def() -> SynthDef {
         ("rq", 1.0),
         ("gain", 0.1),
         ("gate", 1.0),
+        ("buf", 0.0),
     ]);
-    let saw = d.ugen("Saw", Rate::Audio, &[p[0]]);
+    let saw = d.ugen("Osc", Rate::Audio, &[p[5], p[0], c(0.0)]);
     let lp = d.ugen("BLowPass", Rate::Audio, &[saw, p[1], p[2]]);
     // EnvGen inputs: gate, levelScale, levelBias, timeScale, doneAction, then the envelope
     // (Env.adsr's layout): initial level, segments, release node, loop node (-99: none),
@@ -132,6 +140,8 @@ fn mix_def(width: usize) -> SynthDef {
 
 /// Accumulates a score's commands at time 0.
 struct Score {
+    /// Buffers to fill before any synth starts.
+    prelude: Vec<Message>,
     messages: Vec<Message>,
     next_id: i32,
 }
@@ -158,6 +168,7 @@ pub fn score(case: &Case) -> Vec<u8> {
         Kind::Fanin => vec![sine_def(), lowpass_def(), gain_def(), mix_def(case.n)],
     };
     let mut s = Score {
+        prelude: Vec::new(),
         messages: Vec::new(),
         next_id: 1000,
     };
@@ -169,6 +180,33 @@ pub fn score(case: &Case) -> Vec<u8> {
             }
         }
         Kind::Voices => {
+            // One wavetable per harmonic count, numbered in order of first use.
+            let mut tables: Vec<usize> = Vec::new();
+            let table = |tables: &mut Vec<usize>, hz: f64| -> i32 {
+                let h = cases::saw_harmonics(hz);
+                let k = tables.iter().position(|&t| t == h).unwrap_or_else(|| {
+                    tables.push(h);
+                    tables.len() - 1
+                });
+                k as i32
+            };
+            for i in 0..case.n {
+                table(&mut tables, cases::voice(i).hz());
+            }
+            for (k, &h) in tables.iter().enumerate() {
+                s.prelude.push(Message::new(
+                    "/b_alloc",
+                    vec![(k as i32).into(), (TABLE_SIZE * 2).into(), 1.into()],
+                ));
+                // sine1 with flags 2 (wavetable format) + 4 (clear first), not normalised:
+                // harmonic k at 2/(πk), alternating in sign (a rising ramp from -1 to 1).
+                let mut args: Vec<Arg> = vec![(k as i32).into(), "sine1".into(), 6.into()];
+                for n in 1..=h {
+                    let sign = if n % 2 == 1 { 1.0 } else { -1.0 };
+                    args.push(((sign * 2.0 / (std::f64::consts::PI * n as f64)) as f32).into());
+                }
+                s.prelude.push(Message::new("/b_gen", args));
+            }
             for i in 0..case.n {
                 let v = cases::voice(i);
                 s.synth(
@@ -178,16 +216,15 @@ pub fn score(case: &Case) -> Vec<u8> {
                         ("freq", v.hz()),
                         ("cutoff", v.cutoff()),
                         ("rq", 1.0 / cases::RESONANCE),
-                        // Saw.ar swings ±0.5 (measured: RMS 0.289), half of Downbeat's ±1 saw;
-                        // the factor rides on the gain the voice multiplies by anyway.
-                        ("gain", 2.0 * v.gain()),
+                        ("gain", v.gain()),
+                        ("buf", f64::from(table(&mut tables, v.hz()))),
                     ],
                 );
             }
         }
         Kind::Chain => {
             s.synth("noise", ROOT, &[("amp", cases::NOISE_AMP)]);
-            for i in 0..case.n {
+            for _ in 0..case.n {
                 s.synth("gain", ROOT, &[("gain", cases::chain_gain(case.n))]);
             }
         }
@@ -226,10 +263,11 @@ pub fn score(case: &Case) -> Vec<u8> {
         }
     }
     // One file per `/d_recv`: supernova reads only the first def of a file with several.
-    let recv = defs
+    let mut recv: Vec<Message> = defs
         .iter()
         .map(|d| Message::new("/d_recv", vec![Arg::Blob(synthdef::file(std::slice::from_ref(d)))]))
         .collect();
+    recv.append(&mut s.prelude);
     osc::score(&[
         (0.0, recv),
         (0.0, s.messages),

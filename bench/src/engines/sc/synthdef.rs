@@ -21,10 +21,10 @@
 //! A unit generator's inputs must come before it in the list: the server runs them in file
 //! order.
 
-/// Calculation rate of a unit generator or of one of its outputs.
+/// Calculation rate of a unit generator or of one of its outputs (0, scalar, is not needed
+/// here).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rate {
-    Scalar = 0,
     Control = 1,
     Audio = 2,
 }
