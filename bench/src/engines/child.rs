@@ -32,7 +32,20 @@ impl std::error::Error for RunError {}
 /// Runs `cmd` pinned to `cpus` at the caller's priority (every engine alike), with stdout
 /// and stderr kept in `log`, and returns its cost; a non-zero exit is an error quoting the
 /// end of the log.
-pub fn run(mut cmd: Command, cpus: &[usize], log: &std::path::Path) -> Result<Cost, RunError> {
+pub fn run(cmd: Command, cpus: &[usize], log: &std::path::Path) -> Result<Cost, RunError> {
+    spawn(cmd, cpus, log)?.wait()
+}
+
+/// A child started by [`spawn`], not yet waited for.
+pub struct Running {
+    pid: libc::pid_t,
+    start: Instant,
+    command: String,
+    log: std::path::PathBuf,
+}
+
+/// Starts `cmd` as [`run`] does, without waiting for it.
+pub fn spawn(mut cmd: Command, cpus: &[usize], log: &std::path::Path) -> Result<Running, RunError> {
     let command = format!("{cmd:?}").replace('"', "");
     let err = |reason: String| RunError {
         command: command.clone(),
@@ -58,7 +71,26 @@ pub fn run(mut cmd: Command, cpus: &[usize], log: &std::path::Path) -> Result<Co
     }
     let start = Instant::now();
     let child = cmd.spawn().map_err(|e| err(e.to_string()))?;
-    let pid = child.id() as libc::pid_t;
+    Ok(Running {
+        pid: child.id() as libc::pid_t,
+        start,
+        command,
+        log: log.to_path_buf(),
+    })
+}
+
+impl Running {
+    pub fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
+    /// Waits for the child; a non-zero exit is an error quoting the end of its log.
+    pub fn wait(self) -> Result<Cost, RunError> {
+    let (pid, start, log) = (self.pid, self.start, self.log.as_path());
+    let err = |reason: String| RunError {
+        command: self.command.clone(),
+        reason,
+    };
     let mut status = 0;
     // SAFETY: rusage is plain data the kernel fills; `pid` is our child, not yet reaped
     // (std's Child only reaps in wait/try_wait, which are never called on it).
@@ -87,4 +119,5 @@ pub fn run(mut cmd: Command, cpus: &[usize], log: &std::path::Path) -> Result<Co
         cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
         wall,
     })
+    }
 }

@@ -161,6 +161,18 @@ impl Score {
 /// The score rendering `case`: its SynthDefs, its nodes at time 0, and the end at
 /// `case.seconds`.
 pub fn score(case: &Case) -> Vec<u8> {
+    let (setup, nodes) = commands(case);
+    osc::score(&[
+        (0.0, setup),
+        (0.0, nodes),
+        // The render ends at the last bundle's time.
+        (case.seconds, vec![Message::new("/c_set", vec![0.into(), 0.into()])]),
+    ])
+}
+
+/// The commands that set `case` up (SynthDefs and buffers, asynchronous on a real-time
+/// server) and those that start its nodes.
+pub fn commands(case: &Case) -> (Vec<Message>, Vec<Message>) {
     let defs = match case.kind {
         Kind::Sines => vec![sine_def()],
         Kind::Voices => vec![voice_def()],
@@ -268,10 +280,5 @@ pub fn score(case: &Case) -> Vec<u8> {
         .map(|d| Message::new("/d_recv", vec![Arg::Blob(synthdef::file(std::slice::from_ref(d)))]))
         .collect();
     recv.append(&mut s.prelude);
-    osc::score(&[
-        (0.0, recv),
-        (0.0, s.messages),
-        // The render ends at the last bundle's time.
-        (case.seconds, vec![Message::new("/c_set", vec![0.into(), 0.into()])]),
-    ])
+    (recv, s.messages)
 }
