@@ -110,8 +110,8 @@ impl Voice {
 
     /// The filter cutoff Downbeat's synth gives this note: key and velocity tracking.
     pub fn cutoff(&self) -> f64 {
-        let octaves = KEY_TRACK * (f64::from(self.note) - 60.0) / 12.0
-            - VEL_TRACK * (1.0 - self.level());
+        let octaves =
+            KEY_TRACK * (f64::from(self.note) - 60.0) / 12.0 - VEL_TRACK * (1.0 - self.level());
         (CUTOFF * octaves.exp2()).clamp(1.0, 0.45 * f64::from(SAMPLE_RATE))
     }
 

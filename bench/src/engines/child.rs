@@ -86,38 +86,40 @@ impl Running {
 
     /// Waits for the child; a non-zero exit is an error quoting the end of its log.
     pub fn wait(self) -> Result<Cost, RunError> {
-    let (pid, start, log) = (self.pid, self.start, self.log.as_path());
-    let err = |reason: String| RunError {
-        command: self.command.clone(),
-        reason,
-    };
-    let mut status = 0;
-    // SAFETY: rusage is plain data the kernel fills; `pid` is our child, not yet reaped
-    // (std's Child only reaps in wait/try_wait, which are never called on it).
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointers to locals for the duration of the call.
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    let wall = start.elapsed();
-    if r != pid {
-        return Err(err(format!("wait4: {}", std::io::Error::last_os_error())));
-    }
-    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        let tail: String = text
-            .lines()
-            .rev()
-            .take(8)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect::<Vec<_>>()
-            .join("\n");
-        return Err(err(format!("exit status {status}; its output ends:\n{tail}")));
-    }
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    Ok(Cost {
-        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
-        wall,
-    })
+        let (pid, start, log) = (self.pid, self.start, self.log.as_path());
+        let err = |reason: String| RunError {
+            command: self.command.clone(),
+            reason,
+        };
+        let mut status = 0;
+        // SAFETY: rusage is plain data the kernel fills; `pid` is our child, not yet reaped
+        // (std's Child only reaps in wait/try_wait, which are never called on it).
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: valid pointers to locals for the duration of the call.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        let wall = start.elapsed();
+        if r != pid {
+            return Err(err(format!("wait4: {}", std::io::Error::last_os_error())));
+        }
+        if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            let tail: String = text
+                .lines()
+                .rev()
+                .take(8)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join("\n");
+            return Err(err(format!(
+                "exit status {status}; its output ends:\n{tail}"
+            )));
+        }
+        let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+        Ok(Cost {
+            cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
+            wall,
+        })
     }
 }

@@ -69,7 +69,10 @@ pub fn project(case: &Case) -> String {
             for b in 0..case.n {
                 let (f, a) = cases::branch(b);
                 let mut prev = format!("b{b}");
-                node(&prev, &format!("type = \"sine\"\nfreq = {f:?}\namp = {a:?}\n"));
+                node(
+                    &prev,
+                    &format!("type = \"sine\"\nfreq = {f:?}\namp = {a:?}\n"),
+                );
                 for s in 0..cases::FANIN_DEPTH {
                     let lp = format!("b{b}_lp{s}");
                     node(

@@ -178,7 +178,10 @@ fn setup(args: &EnginesArgs) -> Result<Setup, EnginesError> {
     }
     let node_dir = root.join("bench/engines");
     if !node_dir.join("node_modules/node-web-audio-api").is_dir() {
-        eprintln!("bench engines: installing node-web-audio-api (npm ci in {})", node_dir.display());
+        eprintln!(
+            "bench engines: installing node-web-audio-api (npm ci in {})",
+            node_dir.display()
+        );
         let ok = Command::new("npm")
             .args(["ci", "--no-audit", "--no-fund"])
             .current_dir(&node_dir)
@@ -203,12 +206,9 @@ fn setup(args: &EnginesArgs) -> Result<Setup, EnginesError> {
 }
 
 /// Writes the files `engine` needs for `case`, runs it and reads its output back.
-fn render(
-    s: &Setup,
-    case: &Case,
-    engine: Engine,
-) -> Result<(child::Cost, Vec<f32>), EnginesError> {
-    let io = |e: std::io::Error| EnginesError::Setup(format!("writing in {}: {e}", s.dir.display()));
+fn render(s: &Setup, case: &Case, engine: Engine) -> Result<(child::Cost, Vec<f32>), EnginesError> {
+    let io =
+        |e: std::io::Error| EnginesError::Setup(format!("writing in {}: {e}", s.dir.display()));
     let stem = s.dir.join(format!(
         "{}-{}",
         case.kind.name(),
@@ -382,8 +382,18 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
             }
         }
         let ours = Engine::Downbeat { threads: 1 }.name();
-        for e in [Engine::Scsynth, Engine::Supernova { threads: 1 }, Engine::Web] {
-            ratio(&mut report, &format!("{name}_vs_{}", e.name()), name, &ours, &e.name());
+        for e in [
+            Engine::Scsynth,
+            Engine::Supernova { threads: 1 },
+            Engine::Web,
+        ] {
+            ratio(
+                &mut report,
+                &format!("{name}_vs_{}", e.name()),
+                name,
+                &ours,
+                &e.name(),
+            );
         }
         if kind == Kind::Fanin {
             // Two threads finish sooner but spend at least as much CPU: wall time per

@@ -97,11 +97,7 @@ impl Drop for Server {
 }
 
 /// Runs the real-time case for both engines and adds its rows and ratio.
-pub(super) fn run(
-    args: &EnginesArgs,
-    s: &Setup,
-    report: &mut Report,
-) -> Result<(), EnginesError> {
+pub(super) fn run(args: &EnginesArgs, s: &Setup, report: &mut Report) -> Result<(), EnginesError> {
     let quick = args.common.quick;
     let seconds = args.rt_seconds.unwrap_or(if quick { 2.0 } else { 60.0 });
     let limit = if quick { FIRST } else { LIMIT };
@@ -170,13 +166,19 @@ fn search(
 }
 
 /// Plays `n` voices for `seconds` on Downbeat; the xruns after [`SETTLE`].
-fn play_downbeat(s: &Setup, server: &Server, n: usize, seconds: f64) -> Result<usize, EnginesError> {
+fn play_downbeat(
+    s: &Setup,
+    server: &Server,
+    n: usize,
+    seconds: f64,
+) -> Result<usize, EnginesError> {
     let case = Case {
         kind: Kind::Voices,
         n,
         seconds,
     };
-    let io = |e: std::io::Error| EnginesError::Setup(format!("writing in {}: {e}", s.dir.display()));
+    let io =
+        |e: std::io::Error| EnginesError::Setup(format!("writing in {}: {e}", s.dir.display()));
     let project = s.dir.join("realtime.toml");
     let midi = s.dir.join("realtime.mid");
     std::fs::write(&project, downbeat::project(&case)).map_err(io)?;
@@ -207,7 +209,9 @@ fn play_scsynth(s: &Setup, server: &Server, n: usize, seconds: f64) -> Result<us
     let mut cmd = Command::new("scsynth");
     cmd.env("JACK_DEFAULT_SERVER", &server.name)
         .args(["-u", &SC_PORT.to_string(), "-z", &BLOCK.to_string()])
-        .args(["-i", "0", "-o", "1", "-n", "16384", "-w", "1024", "-m", "65536"])
+        .args([
+            "-i", "0", "-o", "1", "-n", "16384", "-w", "1024", "-m", "65536",
+        ])
         .args(["-D", "0", "-R", "0"]);
     let running = child::spawn(cmd, &[1], &log)?;
     let result = drive_scsynth(&case, seconds, server);
@@ -252,12 +256,20 @@ fn drive_scsynth(case: &Case, seconds: f64, server: &Server) -> Result<usize, En
             }
         }
     };
-    ask(&Message::new("/status", vec![]), "/status.reply", Duration::from_secs(15))?;
+    ask(
+        &Message::new("/status", vec![]),
+        "/status.reply",
+        Duration::from_secs(15),
+    )?;
     let (setup, nodes) = sc::commands(case);
     for m in &setup {
         send(m).map_err(|e| fail(e.to_string()))?;
     }
-    ask(&Message::new("/sync", vec![Arg::Int(1)]), "/synced", Duration::from_secs(15))?;
+    ask(
+        &Message::new("/sync", vec![Arg::Int(1)]),
+        "/synced",
+        Duration::from_secs(15),
+    )?;
     for m in &nodes {
         send(m).map_err(|e| fail(e.to_string()))?;
     }

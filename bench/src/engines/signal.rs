@@ -137,9 +137,15 @@ mod tests {
         let s = signature(&x, x.len(), sr);
         assert!((s.rms - std::f64::consts::FRAC_1_SQRT_2).abs() < 1e-4);
         assert_eq!(s.peak_hz, 440.0);
-        let quieter = Signature { rms: s.rms * 0.98, ..s };
+        let quieter = Signature {
+            rms: s.rms * 0.98,
+            ..s
+        };
         assert!(mismatch(&s, &quieter, true).is_some());
-        let moved = Signature { peak_hz: 443.0, ..s };
+        let moved = Signature {
+            peak_hz: 443.0,
+            ..s
+        };
         assert!(mismatch(&s, &moved, true).is_some());
         assert!(mismatch(&s, &moved, false).is_none());
     }

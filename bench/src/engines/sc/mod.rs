@@ -129,7 +129,13 @@ fn lowpass_def() -> SynthDef {
 /// Sums `width` private buses into the output.
 fn mix_def(width: usize) -> SynthDef {
     let mut d = SynthDef::new("mix");
-    let ins = d.ugen_n("In", Rate::Audio, &[c(f64::from(FIRST_PRIVATE_BUS))], width, 0);
+    let ins = d.ugen_n(
+        "In",
+        Rate::Audio,
+        &[c(f64::from(FIRST_PRIVATE_BUS))],
+        width,
+        0,
+    );
     let mut sum = ins[0];
     for i in &ins[1..] {
         sum = d.binop(OP_ADD, sum, *i);
@@ -166,7 +172,10 @@ pub fn score(case: &Case) -> Vec<u8> {
         (0.0, setup),
         (0.0, nodes),
         // The render ends at the last bundle's time.
-        (case.seconds, vec![Message::new("/c_set", vec![0.into(), 0.into()])]),
+        (
+            case.seconds,
+            vec![Message::new("/c_set", vec![0.into(), 0.into()])],
+        ),
     ])
 }
 
@@ -277,7 +286,12 @@ pub fn commands(case: &Case) -> (Vec<Message>, Vec<Message>) {
     // One file per `/d_recv`: supernova reads only the first def of a file with several.
     let mut recv: Vec<Message> = defs
         .iter()
-        .map(|d| Message::new("/d_recv", vec![Arg::Blob(synthdef::file(std::slice::from_ref(d)))]))
+        .map(|d| {
+            Message::new(
+                "/d_recv",
+                vec![Arg::Blob(synthdef::file(std::slice::from_ref(d)))],
+            )
+        })
         .collect();
     recv.append(&mut s.prelude);
     (recv, s.messages)

@@ -129,6 +129,11 @@ mod tests {
         let m = Message::new("/n_free", vec![Arg::Int(1000)]);
         // "/n_free\0" (8) ",i\0\0" (4) then 1000.
         assert_eq!(m.bytes(), b"/n_free\0,i\0\0\0\0\x03\xe8".to_vec());
+        // Six bytes of address pad to eight, one of type tags to four.
+        assert_eq!(
+            Message::new("/quit", vec![]).bytes(),
+            b"/quit\0\0\0,\0\0\0".to_vec()
+        );
         let b = Message::new("/d", vec![Arg::Blob(vec![1, 2, 3])]).bytes();
         assert_eq!(b, b"/d\0\0,b\0\0\0\0\0\x03\x01\x02\x03\0".to_vec());
     }

@@ -194,7 +194,11 @@ mod tests {
     fn writes_the_version_2_layout() {
         let mut d = SynthDef::new("t");
         let c = d.controls(&[("amp", 0.5)]);
-        let s = d.ugen("SinOsc", Rate::Audio, &[Input::Const(440.0), Input::Const(0.0)]);
+        let s = d.ugen(
+            "SinOsc",
+            Rate::Audio,
+            &[Input::Const(440.0), Input::Const(0.0)],
+        );
         let m = d.binop(OP_MUL, s, c[0]);
         d.ugen_n("Out", Rate::Audio, &[Input::Const(0.0), m], 0, 0);
         let f = file(&[d]);
