@@ -107,7 +107,8 @@ pub fn signature(x: &[f32], frames: usize, sample_rate: usize) -> Signature {
 /// `pitched`) spectral peaks more than one bin apart.
 pub fn mismatch(want: &Signature, got: &Signature, pitched: bool) -> Option<String> {
     let rel = (got.rms - want.rms).abs() / want.rms.max(1e-12);
-    if !(rel <= 0.01) {
+    // A NaN (silence against silence, or a broken output) fails too.
+    if rel.is_nan() || rel > 0.01 {
         return Some(format!(
             "RMS {:.5} differs from {:.5} by {:.2}% (more than 1%)",
             got.rms,
