@@ -90,7 +90,20 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// Asks jackd to stop (SIGTERM, so it removes its registration from `/dev/shm`), and
+    /// kills it if it has not within 3 s.
     fn drop(&mut self) {
+        // SAFETY: the pid is our child's, not yet reaped.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
