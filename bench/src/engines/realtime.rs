@@ -122,9 +122,10 @@ pub(super) fn run(args: &EnginesArgs, s: &Setup, report: &mut Report) -> Result<
                 "downbeat" => play_downbeat(s, &server, n, seconds)?,
                 _ => play_scsynth(s, &server, n, seconds)?,
             };
-            report.notes.push(format!(
-                "realtime: {engine} with {n} voices for {seconds} s: {xruns} xruns"
-            ));
+            let line = format!("realtime: {engine} with {n} voices for {seconds} s: {xruns} xruns");
+            // On stderr as well: a full search takes minutes, and --json drops the notes.
+            eprintln!("bench engines: {line}");
+            report.notes.push(line);
             Ok(xruns == 0)
         };
         let best = search(&mut trial, if quick { STEP } else { FIRST }, limit)?;
