@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Every suite, by name; `graph-plugin` is `graph --case plugin` in a build with LV2.
-suites=(ring clock notify alloc graph gc control synth files)
+suites=(ring clock notify alloc graph gc control synth files engines)
 
 # LV2 plugin case: x42's darc compressor, hosted through lilv (as crates/plugin/ci.sh installs).
 lv2_packages=(liblilv-dev x42-plugins pkg-config)
@@ -28,7 +28,25 @@ if ! command -v sox >/dev/null || ! command -v ffmpeg >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sox libsox-fmt-all ffmpeg >/dev/null
 fi
 
+# bench engines: SuperCollider's two servers, a JACK server for its real-time case, libjack
+# to build Downbeat's JACK device, Node and npm for node-web-audio-api (the suite runs
+# `npm ci` in bench/engines itself).
+need=()
+command -v scsynth >/dev/null || need+=(supercollider-server)
+command -v supernova >/dev/null || need+=(supercollider-supernova)
+command -v jackd >/dev/null || need+=(jackd2)
+[ -e /usr/include/jack/jack.h ] || need+=(libjack-jackd2-dev)
+command -v node >/dev/null || need+=(nodejs)
+command -v npm >/dev/null || need+=(npm)
+if [ ${#need[@]} -gt 0 ]; then
+    echo "installing ${need[*]} (Debian packages) for bench engines"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
 target="${CARGO_TARGET_DIR:-target}"
+# The engines suite runs the downbeat binary itself, built with JACK for its real-time case.
+cargo build -q --release -p downbeat-cli --features jack
 # Both builds share the target dir (cargo keeps each feature set's artifacts); the LV2 one
 # is copied aside before the default build puts its own binary in its place.
 cargo build -q --release -p downbeat-bench --features lv2
@@ -65,6 +83,9 @@ for suite in "${suites[@]}"; do
     case $suite in
         # One second of the song per collector is enough to exercise every part.
         gc) smoke gc "$bench" gc --seconds 1 ;;
+        # Small sizes, 1 s renders, 2 s real-time trials; the suite itself fails when an
+        # engine's output does not carry Downbeat's signal (RMS within 1%, same peak).
+        engines) smoke engines "$bench" engines --downbeat "$target/release/downbeat" ;;
         *) smoke "$suite" "$bench" "$suite" ;;
     esac
 done

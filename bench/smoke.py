@@ -94,6 +94,13 @@ EXPECTED = {
     + cases(["set_ref_barrier_cost"], ["replicating", "replicating_block"])
     + cases(each("machine_", ["missed_", "blocks_", "late_starts_"], ["frames64", "frames256"]), ["no-collector"]),
 }
+ENGINES = ["downbeat", "scsynth", "supernova", "node-web-audio-api"]
+ENGINES_2T = ["downbeat", "downbeat 2 threads", "scsynth", "supernova 2 threads", "node-web-audio-api"]
+EXPECTED["engines"] = (
+    cases(["sines", "voices", "chain"], ENGINES)
+    + cases(["fanin", "fanin_wall"], ENGINES_2T)
+    + cases(["realtime_voices"], ["downbeat", "scsynth"])
+)
 EXPECTED["graph-plugin"] = (
     cases(each("plugin_", LOADS + ["outside_P50"]), ["serial", "downbeat"])
     + cases(each("plugin_", ["wake_P50", "wake_P99", "tail_P50"]), ["downbeat"])

@@ -9,6 +9,7 @@ mod alloc;
 mod clock;
 mod control;
 mod files;
+mod engines;
 mod gc;
 mod graph;
 mod notify;
@@ -47,6 +48,8 @@ enum Suite {
     Synth(Common),
     /// Audio files (issue 27): decode CPU time per format against sox and ffmpeg (whole processes), resampler speed against rubato's SincFixedIn and sox rate -v.
     Files(Common),
+    /// Engines (issue 28): Downbeat against scsynth, supernova and node-web-audio-api on the same workloads (sines, voices, chain, fanin), CPU time per second of audio, each output checked to carry the same signal; and the most voices each plays on a JACK dummy server without an xrun.
+    Engines(engines::EnginesArgs),
 }
 
 /// Options every suite understands.
@@ -90,12 +93,14 @@ fn main() {
         Suite::Control(common) => control::run(common),
         Suite::Synth(common) => synth::run(common),
         Suite::Files(common) => files::run(common),
+        Suite::Engines(args) => engines::run(args),
     };
     let json = match &cli.suite {
         Suite::Ring(common) | Suite::Clock(common) | Suite::Notify(common) => common.json,
         Suite::Alloc(common) | Suite::Graph(common) | Suite::Control(common) => common.json,
         Suite::Synth(common) | Suite::Files(common) => common.json,
         Suite::Gc(args) => args.common.json,
+        Suite::Engines(args) => args.common.json,
     };
     report.print(json);
 }
