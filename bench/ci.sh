@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Every suite, by name; `graph-plugin` is `graph --case plugin` in a build with LV2.
-suites=(ring clock notify alloc graph gc control synth)
+suites=(ring clock notify alloc graph gc control synth files)
 
 # LV2 plugin case: x42's darc compressor, hosted through lilv (as crates/plugin/ci.sh installs).
 lv2_packages=(liblilv-dev x42-plugins pkg-config)
@@ -19,6 +19,13 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "installing ${missing[*]} (Debian packages) for the LV2 case of bench graph"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# `files` decodes and resamples beside sox and ffmpeg.
+if ! command -v sox >/dev/null || ! command -v ffmpeg >/dev/null; then
+    echo "installing sox, libsox-fmt-all and ffmpeg (Debian) for bench files"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sox libsox-fmt-all ffmpeg >/dev/null
 fi
 
 target="${CARGO_TARGET_DIR:-target}"

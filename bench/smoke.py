@@ -71,6 +71,8 @@ EXPECTED = {
     "synth": cases(each("load_", ["1", "8", "16", "32", "64", "128", "256", "512", "1024", "1536", "2048"], "_voices")
                    + ["voices_at_0.5_load", "burst_128_note_ons", "burst_128_note_ons_load"],
                    ["downbeat synth (saw)"]),
+    "files": cases(each("decode_", ["wav16", "wav24", "flac", "vorbis", "mp3"]), ["downbeat", "sox", "ffmpeg"])
+    + cases(["resample"], ["downbeat", "rubato"]) + cases(["resample_process"], ["downbeat", "sox"]),
     "gc": cases(each(["blocking_", "blocking_without_full_", "waited_", "audio_"], STATS)
                 + ["collections_timed", "blocks_waited_over_100us", "missed_deadlines", "blocks_started_late",
                    "waits_with_no_gap_before", "blocks", "mark_avg", "mark_max", "sweep_avg", "collections",

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod alloc;
 mod clock;
 mod control;
+mod files;
 mod gc;
 mod graph;
 mod notify;
@@ -44,6 +45,8 @@ enum Suite {
     Control(Common),
     /// Synth (issue 15): saw voices one core renders at 48 kHz / 256 frames before the load reaches 0.5, and the cost of a block with 128 note ons.
     Synth(Common),
+    /// Audio files (issue 27): decode CPU time per format against sox and ffmpeg (whole processes), resampler speed against rubato's SincFixedIn and sox rate -v.
+    Files(Common),
 }
 
 /// Options every suite understands.
@@ -86,11 +89,12 @@ fn main() {
         Suite::Graph(common) => graph::run(common),
         Suite::Control(common) => control::run(common),
         Suite::Synth(common) => synth::run(common),
+        Suite::Files(common) => files::run(common),
     };
     let json = match &cli.suite {
         Suite::Ring(common) | Suite::Clock(common) | Suite::Notify(common) => common.json,
         Suite::Alloc(common) | Suite::Graph(common) | Suite::Control(common) => common.json,
-        Suite::Synth(common) => common.json,
+        Suite::Synth(common) | Suite::Files(common) => common.json,
         Suite::Gc(args) => args.common.json,
     };
     report.print(json);
