@@ -54,6 +54,7 @@ fn register_node_types() -> Result<(), Failure> {
     downbeat_plugin::lv2::register().map_err(|e| failed(&e))?;
     #[cfg(feature = "clap")]
     downbeat_plugin::clap::register().map_err(|e| failed(&e))?;
+    downbeat_file::sampler::register().map_err(|e| failed(&e))?;
     downbeat_gc_nodes::register().map_err(|e| failed(&e))
 }
 

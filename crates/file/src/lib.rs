@@ -38,6 +38,7 @@ mod error;
 mod info;
 mod kernel;
 mod resampler;
+pub mod sampler;
 
 pub use audio::{check, decode_all, Audio};
 pub use channels::map_channels;

@@ -23,6 +23,7 @@ pub fn examples() -> Vec<PathBuf> {
 /// hosts this build has) and returns the plugin node types this build lacks.
 pub fn register_node_types() -> Vec<&'static str> {
     downbeat_gc_nodes::register().unwrap();
+    downbeat_file::sampler::register().unwrap();
     #[cfg(feature = "clap")]
     downbeat_plugin::clap::register().unwrap();
     #[cfg(feature = "lv2")]
