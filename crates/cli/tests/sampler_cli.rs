@@ -37,7 +37,10 @@ fn sox(dir: &Path, args: &[&str]) {
 fn wav(path: &Path) -> (u16, Vec<f32>) {
     let r = hound::WavReader::open(path).unwrap();
     let channels = r.spec().channels;
-    (channels, r.into_samples::<f32>().map(Result::unwrap).collect())
+    (
+        channels,
+        r.into_samples::<f32>().map(Result::unwrap).collect(),
+    )
 }
 
 /// The kit: a 32-bit float kick and snare at 48 kHz, a 16-bit hat at 44.1 kHz.
@@ -118,9 +121,15 @@ fn each_hit_of_a_kit_plays_at_its_notes_frame() {
     for (file, at) in [("kick.wav", 0usize), ("snare.wav", 24_000)] {
         let (_, hit) = wav(&d.join(file));
         assert_eq!(hit.len(), 960);
-        assert!(left[at.saturating_sub(100)..at].iter().all(|&x| x == 0.0), "{file}: early");
+        assert!(
+            left[at.saturating_sub(100)..at].iter().all(|&x| x == 0.0),
+            "{file}: early"
+        );
         assert_eq!(&left[at..at + 960], &hit[..], "{file} at frame {at}");
-        assert!(left[at + 960..at + 2000].iter().all(|&x| x == 0.0), "{file}: too long");
+        assert!(
+            left[at + 960..at + 2000].iter().all(|&x| x == 0.0),
+            "{file}: too long"
+        );
     }
     // The hat, resampled from 44.1 kHz, starts at 144 ticks = frame 36 000 (its square
     // wave starts at full level) and lasts 10 ms.
@@ -128,7 +137,10 @@ fn each_hit_of_a_kit_plays_at_its_notes_frame() {
     assert!(left[hat - 1000..hat].iter().all(|&x| x == 0.0), "hat early");
     assert!(left[hat].abs() > 0.3, "hat at its frame: {}", left[hat]);
     assert!(left[hat + 400].abs() > 0.1);
-    assert!(left[hat + 520..].iter().all(|&x| x.abs() < 1e-3), "hat too long");
+    assert!(
+        left[hat + 520..].iter().all(|&x| x.abs() < 1e-3),
+        "hat too long"
+    );
 }
 
 fn project(d: &Path, samples: &str) -> String {
@@ -185,7 +197,10 @@ samples = { 36 = "kick.wav" }"#,
             let err = String::from_utf8_lossy(&o.stderr);
             assert_eq!(o.status.code(), Some(2), "{command} {samples}: {err}");
             for w in &wanted {
-                assert!(err.contains(w.as_str()), "{command} {samples}: wanted {w:?} in {err}");
+                assert!(
+                    err.contains(w.as_str()),
+                    "{command} {samples}: wanted {w:?} in {err}"
+                );
             }
             assert!(!err.contains("panicked"), "{err}");
         }

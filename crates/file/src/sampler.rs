@@ -26,8 +26,8 @@ use downbeat_graph::nodes::{
     note_name, parse_note, PlayMode, Sample, SampleSet, Sampler, SamplerSettings,
 };
 use downbeat_graph::{
-    register_node_type, Node, NodeConfig, NodeFactory, ParamError, ParamSpec, ParamValue,
-    Params, RegistryError,
+    register_node_type, Node, NodeConfig, NodeFactory, ParamError, ParamSpec, ParamValue, Params,
+    RegistryError,
 };
 
 use crate::{decode_all, map_channels};
@@ -60,7 +60,7 @@ fn load(param: &str, path: &Path, rate: u32, channels: usize) -> Result<Sample, 
 
 /// The kit's notes, each with its file, checked (every key a note, no note twice) before
 /// any file is read.
-fn kit_notes<'a>(map: &'a [(String, String)]) -> Result<Vec<(u8, &'a str)>, ParamError> {
+fn kit_notes(map: &[(String, String)]) -> Result<Vec<(u8, &str)>, ParamError> {
     let mut notes: Vec<(u8, &str, &str)> = Vec::with_capacity(map.len());
     for (key, path) in map {
         let note = parse_note(key).ok_or_else(|| {

@@ -66,7 +66,10 @@ fn a_note_at_its_root_plays_the_sample_bit_for_bit() {
         for (i, w) in want.iter().enumerate() {
             assert_eq!(got[37 + i], w * 0.25 * 2.0, "channel {c}, frame {i}");
         }
-        assert!(got[37 + frames..].iter().all(|&x| x == 0.0), "after the end");
+        assert!(
+            got[37 + frames..].iter().all(|&x| x == 0.0),
+            "after the end"
+        );
     }
 }
 
@@ -84,6 +87,7 @@ fn a_mono_sample_at_the_keyboard_root_plays_on_every_channel() {
 
 /// The power of what is left of `x` after the best fit of a sine at `freq` (and a
 /// constant), relative to the power of `x`, in dB.
+#[allow(clippy::needless_range_loop)] // the elimination reads best with indices
 fn residual_db(x: &[f32], freq: f64) -> f64 {
     let w = std::f64::consts::TAU * freq / f64::from(SR);
     // Least squares on [sin, cos, 1] by the normal equations.
@@ -154,7 +158,10 @@ fn a_pitched_sine_has_the_right_frequency_and_a_clean_spectrum() {
     ] {
         let db = pitched_residual(freq, semitones);
         eprintln!("{freq} Hz, {semitones:+} semitones: residual {db:.1} dB");
-        assert!(db < bound, "{freq} Hz {semitones:+}: residual {db:.1} dB, bound {bound}");
+        assert!(
+            db < bound,
+            "{freq} Hz {semitones:+}: residual {db:.1} dB, bound {bound}"
+        );
     }
     // The wrong pitch leaves nearly everything: the check measures the frequency too.
     let set = SampleSet::keyboard(
@@ -192,7 +199,11 @@ fn velocity_sets_the_gain_by_its_square() {
         let mut s = Sampler::new(1, SR, kit, &SamplerSettings::default()).unwrap();
         s.note_on(0, 36.0, velocity).unwrap();
         let out = render(&mut s, 100, 64);
-        assert_eq!(out[0][50], 0.5 * (velocity * velocity), "velocity {velocity}");
+        assert_eq!(
+            out[0][50],
+            0.5 * (velocity * velocity),
+            "velocity {velocity}"
+        );
     }
 }
 
@@ -214,16 +225,25 @@ fn one_shot_ignores_the_note_off_and_gated_releases_linearly() {
         render(&mut s, 5000, 100)
     };
     let oneshot = make(PlayMode::OneShot);
-    assert!(oneshot[0][..4000].iter().all(|&x| x == 1.0), "plays to its end");
+    assert!(
+        oneshot[0][..4000].iter().all(|&x| x == 1.0),
+        "plays to its end"
+    );
     assert!(oneshot[0][4000..].iter().all(|&x| x == 0.0));
 
     let gated = make(PlayMode::Gated);
     assert!(gated[0][..1000].iter().all(|&x| x == 1.0));
     for k in 0..480 {
         let want = (480 - k) as f32 / 480.0;
-        assert!((gated[0][1000 + k] - want).abs() < 1e-6, "release frame {k}");
+        assert!(
+            (gated[0][1000 + k] - want).abs() < 1e-6,
+            "release frame {k}"
+        );
     }
-    assert!(gated[0][1480..].iter().all(|&x| x == 0.0), "silent after the release");
+    assert!(
+        gated[0][1480..].iter().all(|&x| x == 0.0),
+        "silent after the release"
+    );
 }
 
 /// A kit of three notes playing constant levels 1, 10 and 100.
@@ -262,7 +282,11 @@ fn a_full_sampler_steals_a_released_note_before_the_oldest() {
     s.note_on(200, 40.0, 1.0).unwrap();
     let out = &render(&mut s, 1000, 64)[0];
     assert_eq!(s.steals(), 1);
-    assert_eq!(out[200 + 144], 101.0, "the released level-10 note was taken");
+    assert_eq!(
+        out[200 + 144],
+        101.0,
+        "the released level-10 note was taken"
+    );
 }
 
 #[test]
@@ -310,7 +334,8 @@ fn notes_steals_and_process_are_real_time_safe() {
             for k in 0..6 {
                 // More notes than voices: steals every round, pitched and unpitched.
                 let note = [36.0, 38.0, 40.0, 38.5][k % 4];
-                s.note_on(k * frames / 6, note, 0.3 + 0.1 * k as f32).unwrap();
+                s.note_on(k * frames / 6, note, 0.3 + 0.1 * k as f32)
+                    .unwrap();
             }
             s.note_off(frames / 2, 38.0).unwrap();
             s.note(frames - 1, NoteEvent::AllNotesOff { channel: None })
@@ -334,6 +359,10 @@ fn notes_steals_and_process_are_real_time_safe() {
     let before = s.steals();
     let (steals, report) = guard::check_with(&guard::Options::new(), || run(&mut s, &mut out));
     report.assert_clean();
-    assert!(steals - before >= 200, "{} steals under the guard", steals - before);
+    assert!(
+        steals - before >= 200,
+        "{} steals under the guard",
+        steals - before
+    );
     assert!(out.iter().any(|&x| x != 0.0));
 }

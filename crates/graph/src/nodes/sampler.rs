@@ -20,9 +20,7 @@ use crate::nodes::{float_param_accepts, CHANNELS};
 use crate::note::{NoteError, NoteEvent};
 use crate::param::{ParamKind, ParamSpec};
 
-pub use samples::{
-    note_name, parse_note, Sample, SampleSet, SamplerError, MAX_SAMPLE_CHANNELS,
-};
+pub use samples::{note_name, parse_note, Sample, SampleSet, SamplerError, MAX_SAMPLE_CHANNELS};
 use voice::Voice;
 
 /// Most voices a sampler may have.
@@ -470,8 +468,7 @@ impl Sampler {
 
     fn release_matching(&mut self, matches: impl Fn(&Voice) -> bool) {
         for i in 0..self.voices.len() {
-            if self.voices[i].active && !self.voices[i].is_releasing() && matches(&self.voices[i])
-            {
+            if self.voices[i].active && !self.voices[i].is_releasing() && matches(&self.voices[i]) {
                 let order = self.next_order();
                 self.voices[i].release(self.release_samples, order);
             }

@@ -60,7 +60,10 @@ mod tests {
         let padded: Vec<f32> = (-2..10).map(|i| p(f64::from(i)) as f32).collect();
         for k in 0..50 {
             let pos = 1.0 + f64::from(k) * 0.1;
-            assert!((f64::from(read(&padded, pos)) - p(pos)).abs() < 1e-5, "at {pos}");
+            assert!(
+                (f64::from(read(&padded, pos)) - p(pos)).abs() < 1e-5,
+                "at {pos}"
+            );
         }
     }
 }

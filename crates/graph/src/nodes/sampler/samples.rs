@@ -66,14 +66,15 @@ impl fmt::Display for SamplerError {
             ),
             SamplerError::Rate(r) => write!(f, "sample rate {r} is not a positive number"),
             SamplerError::NotFinite { frame } => {
-                write!(f, "the sample holds a value that is not a number at frame {frame}")
+                write!(
+                    f,
+                    "the sample holds a value that is not a number at frame {frame}"
+                )
             }
             SamplerError::Note(n) => write!(f, "note {n} is outside 0 to 127"),
-            SamplerError::DuplicateNote(n) => write!(
-                f,
-                "note {n} ({}) is given two samples",
-                note_name(*n)
-            ),
+            SamplerError::DuplicateNote(n) => {
+                write!(f, "note {n} ({}) is given two samples", note_name(*n))
+            }
             SamplerError::NoSamples => write!(f, "no sample given"),
             SamplerError::ChannelMismatch {
                 note,

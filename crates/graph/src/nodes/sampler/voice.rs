@@ -54,7 +54,14 @@ impl Voice {
     };
 
     /// A voice starting `zone` from its first frame.
-    pub(super) fn start(zone: u16, channel: u8, note: f32, gain: f32, inc: f64, order: u64) -> Self {
+    pub(super) fn start(
+        zone: u16,
+        channel: u8,
+        note: f32,
+        gain: f32,
+        inc: f64,
+        order: u64,
+    ) -> Self {
         Voice {
             active: true,
             zone,
