@@ -639,7 +639,12 @@ fn parse_node(
             )
             .help(help));
         };
-        let converted = to_param(value.get_ref()).and_then(|v| {
+        let converted = if spec.kind == ParamKind::PathMap {
+            to_path_map(value.get_ref())
+        } else {
+            to_param(value.get_ref())
+        };
+        let converted = converted.and_then(|v| {
             downbeat_graph::Params::validate(
                 std::slice::from_ref(spec),
                 [(spec.name.to_string(), v.clone())],
@@ -759,17 +764,25 @@ fn to_param(v: &toml::Value) -> Result<ParamValue, BadValue> {
                 })
                 .collect::<Result<_, _>>()?,
         ),
-        toml::Value::Table(entries) => ParamValue::Map(
-            entries
-                .iter()
-                .map(|(k, x)| match x {
-                    toml::Value::String(p) => Ok((k.clone(), p.clone())),
-                    other => Err(BadValue::TableEntry(k.clone(), show(other))),
-                })
-                .collect::<Result<_, _>>()?,
-        ),
         other => return Err(BadValue::Kind(show(other))),
     })
+}
+
+/// The value of a [`ParamKind::PathMap`] parameter: a table whose values are strings; any
+/// other value goes through [`to_param`] (whose kind the parameter's check then refuses).
+fn to_path_map(v: &toml::Value) -> Result<ParamValue, BadValue> {
+    let toml::Value::Table(entries) = v else {
+        return to_param(v);
+    };
+    Ok(ParamValue::Map(
+        entries
+            .iter()
+            .map(|(k, x)| match x {
+                toml::Value::String(p) => Ok((k.clone(), p.clone())),
+                other => Err(BadValue::TableEntry(k.clone(), show(other))),
+            })
+            .collect::<Result<_, _>>()?,
+    ))
 }
 
 fn parse_edge(
