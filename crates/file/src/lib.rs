@@ -17,8 +17,8 @@
 //!
 //! Errors are [`FileError`]s whose `Display` names the file and the problem.
 //!
-//! This crate sits beside `downbeat-graph` in the layers: it depends on no other Downbeat crate,
-//! and the nodes that play files (`player`, `sampler`) use it.
+//! This crate sits beside `downbeat-graph` in the layers and uses it only for the node types
+//! that play files: [`sampler`] (decodes a kit at load and builds the graph's `Sampler`).
 //!
 //! ```no_run
 //! use downbeat_file::{decode_all, map_channels};
