@@ -3,8 +3,9 @@
 //! The interpolating polynomial through the six samples around the read position (two
 //! before, three after the one at or below it). At a whole position it returns that
 //! sample exactly, and for content well below half the sample rate it is very clean: a
-//! 1 kHz sine recorded at 48 kHz and played a fifth up keeps everything that is not its
-//! new pitch below -120 dB, a 5 kHz sine below -75 dB (`tests/sampler.rs` checks both).
+//! 1 kHz sine recorded at 48 kHz and played a fifth up or a fourth down keeps everything
+//! that is not its new pitch at -142 dB (the f32 floor), a 5 kHz sine at -79 dB
+//! (`tests/sampler.rs` checks below -120 and -75 dB).
 //! Like every polynomial interpolator it has no low-pass of its own, so a sample played
 //! far up folds its top octave back (what the tests above measure), and its response
 //! droops near half the rate (about -3 dB at 0.4 of the rate).
