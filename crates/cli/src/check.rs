@@ -1,9 +1,11 @@
-//! `downbeat check PROJECT`: loads a project and builds its graph without running it.
+//! `downbeat check PROJECT`: loads a project and builds its graph without running it, and
+//! prints the memory the nodes that report it hold (`MEMORY_BYTES`: a sampler's samples).
 
 use std::path::PathBuf;
 
 use downbeat::project::Project;
 use downbeat_cli::Failure;
+use downbeat_graph::MEMORY_BYTES;
 
 /// `downbeat check` arguments.
 #[derive(clap::Args)]
@@ -27,5 +29,17 @@ pub(crate) fn run(args: &Args) -> Result<(), Failure> {
         s.channels(),
         s.latency()
     );
+    // Nodes that hold memory of their own (a sampler's samples) say how much.
+    for (node, monitor) in s.monitors() {
+        for count in monitor.counts() {
+            if count.name == MEMORY_BYTES {
+                println!(
+                    "  node `{node}` holds {} bytes ({:.1} MiB)",
+                    count.value,
+                    count.value as f64 / (1024.0 * 1024.0)
+                );
+            }
+        }
+    }
     Ok(())
 }

@@ -639,7 +639,12 @@ fn parse_node(
             )
             .help(help));
         };
-        let converted = to_param(value.get_ref()).and_then(|v| {
+        let converted = if spec.kind == ParamKind::PathMap {
+            to_path_map(value.get_ref())
+        } else {
+            to_param(value.get_ref())
+        };
+        let converted = converted.and_then(|v| {
             downbeat_graph::Params::validate(
                 std::slice::from_ref(spec),
                 [(spec.name.to_string(), v.clone())],
@@ -653,11 +658,14 @@ fn parse_node(
         match converted {
             Ok(v) => {
                 let v = match (&spec.kind, v, folder) {
-                    (ParamKind::Path { .. }, ParamValue::Text(p), Some(folder))
-                        if Path::new(&p).is_relative() =>
-                    {
-                        ParamValue::Text(folder.join(p).display().to_string())
+                    (ParamKind::Path { .. }, ParamValue::Text(p), Some(folder)) => {
+                        ParamValue::Text(resolve(folder, p))
                     }
+                    (ParamKind::PathMap, ParamValue::Map(map), Some(folder)) => ParamValue::Map(
+                        map.into_iter()
+                            .map(|(key, p)| (key, resolve(folder, p)))
+                            .collect(),
+                    ),
                     (_, v, _) => v,
                 };
                 params.push((spec.name.to_string(), v));
@@ -690,6 +698,15 @@ fn parse_node(
     })
 }
 
+/// `path` from a project file in `folder`: as given when absolute, else joined to `folder`.
+fn resolve(folder: &Path, path: String) -> String {
+    if Path::new(&path).is_relative() {
+        folder.join(path).display().to_string()
+    } else {
+        path
+    }
+}
+
 fn default_text(kind: &downbeat_graph::ParamKind) -> String {
     match kind.default_value() {
         ParamValue::Float(v) => v.to_string(),
@@ -697,6 +714,8 @@ fn default_text(kind: &downbeat_graph::ParamKind) -> String {
         ParamValue::Bool(v) => v.to_string(),
         ParamValue::Text(v) => format!("\"{v}\""),
         ParamValue::List(v) => format!("{v:?}"),
+        ParamValue::Map(v) if v.is_empty() => "{}".to_string(),
+        ParamValue::Map(v) => format!("{v:?}"),
     }
 }
 
@@ -705,6 +724,9 @@ fn default_text(kind: &downbeat_graph::ParamKind) -> String {
 enum BadValue {
     /// A list element that is not a number, as [`show`] words it.
     ListElement(String),
+    /// A table entry whose value is not a string: its key and the value as [`show`] words
+    /// it.
+    TableEntry(String, String),
     /// A value of a kind no parameter takes (a table, a date), as [`show`] words it.
     Kind(String),
     /// The parameter's own check refused it; its message.
@@ -715,6 +737,9 @@ impl std::fmt::Display for BadValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             BadValue::ListElement(v) => write!(f, "list element {v} is not a number"),
+            BadValue::TableEntry(k, v) => {
+                write!(f, "`{k}` is {v}, expected the path of a file as a string")
+            }
             BadValue::Kind(v) => write!(f, "{v} is not a parameter value"),
             BadValue::Refused(message) => f.write_str(message),
         }
@@ -741,6 +766,23 @@ fn to_param(v: &toml::Value) -> Result<ParamValue, BadValue> {
         ),
         other => return Err(BadValue::Kind(show(other))),
     })
+}
+
+/// The value of a [`ParamKind::PathMap`] parameter: a table whose values are strings; any
+/// other value goes through [`to_param`] (whose kind the parameter's check then refuses).
+fn to_path_map(v: &toml::Value) -> Result<ParamValue, BadValue> {
+    let toml::Value::Table(entries) = v else {
+        return to_param(v);
+    };
+    Ok(ParamValue::Map(
+        entries
+            .iter()
+            .map(|(k, x)| match x {
+                toml::Value::String(p) => Ok((k.clone(), p.clone())),
+                other => Err(BadValue::TableEntry(k.clone(), show(other))),
+            })
+            .collect::<Result<_, _>>()?,
+    ))
 }
 
 fn parse_edge(

@@ -17,8 +17,10 @@
 //!
 //! Errors are [`FileError`]s whose `Display` names the file and the problem.
 //!
-//! This crate sits beside `downbeat-graph` in the layers: it depends on no other Downbeat crate,
-//! and the nodes that play files (`player`, `sampler`) use it.
+//! This crate sits beside `downbeat-graph` in the layers and uses it for the node types that
+//! play files, which [`register`] adds to the node registry: [`player`] (one file streamed from
+//! disk by a reader thread through a ring per stream, [`stream`]) and [`sampler`] (decodes a
+//! kit at load and builds the graph's `Sampler`).
 //!
 //! ```no_run
 //! use downbeat_file::{decode_all, map_channels};
@@ -40,6 +42,7 @@ mod kernel;
 pub mod player;
 mod resampler;
 pub mod stream;
+pub mod sampler;
 
 pub use audio::{check, decode_all, Audio};
 pub use channels::map_channels;
@@ -47,5 +50,22 @@ pub use decoder::Decoder;
 pub use error::FileError;
 pub use info::FileInfo;
 pub use kernel::{ATTENUATION_DB, TRANSITION};
-pub use player::{register, Player, PlayerMonitor, PlayerSettings};
+pub use player::{Player, PlayerMonitor, PlayerSettings};
 pub use resampler::{Resampler, MAX_CHANNELS, MAX_RATIO, MAX_SPEED, MIN_SPEED};
+
+/// Registers the node types that play files, `player` and `sampler`, so that project files
+/// can use them. Safe to call more than once.
+///
+/// ```
+/// downbeat_file::register().unwrap();
+/// assert!(downbeat_graph::lookup_node_type("player").is_some());
+/// assert!(downbeat_graph::lookup_node_type("sampler").is_some());
+/// ```
+///
+/// # Errors
+/// [`RegistryError::NameTaken`](downbeat_graph::RegistryError::NameTaken) if another crate
+/// took one of the names first.
+pub fn register() -> Result<(), downbeat_graph::RegistryError> {
+    player::register()?;
+    sampler::register()
+}

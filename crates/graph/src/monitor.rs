@@ -14,6 +14,11 @@ pub struct NodeCount {
     pub loss: bool,
 }
 
+/// The name of the count in which a node reports the bytes of memory it holds (sample
+/// data, tables), allocated when it was built: `downbeat check` prints it for every node
+/// that has one. Not a loss.
+pub const MEMORY_BYTES: &str = "memory_bytes";
+
 /// A thread-safe view of a playing node's counters.
 ///
 /// A node moves into a [`Schedule`](crate::Schedule) and from there onto the audio thread,

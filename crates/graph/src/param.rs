@@ -51,6 +51,11 @@ pub enum ParamKind {
         /// Value when the parameter is not given; `""` means the parameter must be given.
         default: &'static str,
     },
+    /// A table of names to file paths, e.g. note numbers to samples
+    /// (`{ 36 = "kick.wav", 38 = "snare.wav" }`); what the names may be is the node type's
+    /// to check. Relative paths are resolved like [`Path`](ParamKind::Path)'s. Never live;
+    /// when not given it is empty.
+    PathMap,
 }
 
 impl ParamKind {
@@ -65,6 +70,7 @@ impl ParamKind {
                 format!("a non-empty list of numbers from {min} to {max}")
             }
             ParamKind::Path { .. } => "the path of a file".to_string(),
+            ParamKind::PathMap => "a table of names to file paths".to_string(),
         }
     }
 
@@ -77,6 +83,7 @@ impl ParamKind {
             ParamKind::Choice { default, .. } => ParamValue::Text(default.to_string()),
             ParamKind::FloatList { default, .. } => ParamValue::List(default.to_vec()),
             ParamKind::Path { default } => ParamValue::Text(default.to_string()),
+            ParamKind::PathMap => ParamValue::Map(Vec::new()),
         }
     }
 }
@@ -109,6 +116,8 @@ pub enum ParamValue {
     Text(String),
     /// A list of numbers.
     List(Vec<f64>),
+    /// A table of names to strings, in the order given, for [`ParamKind::PathMap`].
+    Map(Vec<(String, String)>),
 }
 
 impl ParamValue {
@@ -119,6 +128,7 @@ impl ParamValue {
             ParamValue::Bool(_) => "a boolean",
             ParamValue::Text(_) => "a string",
             ParamValue::List(_) => "a list",
+            ParamValue::Map(_) => "a table",
         }
     }
 }
@@ -286,6 +296,17 @@ impl Params {
         }
     }
 
+    /// The value of a `PathMap` parameter: (name, path) pairs in the order given.
+    ///
+    /// # Panics
+    /// If `name` is not a declared `PathMap` parameter.
+    pub fn path_map(&self, name: &str) -> &[(String, String)] {
+        match self.get(name) {
+            ParamValue::Map(v) => v,
+            other => panic!("parameter `{name}` is {other:?}, not a table of paths"),
+        }
+    }
+
     /// The value of a `FloatList` parameter.
     ///
     /// # Panics
@@ -339,6 +360,13 @@ fn check(spec: &ParamSpec, value: ParamValue) -> Result<ParamValue, ParamError> 
             name: spec.name.to_string(),
             message: "no file given".to_string(),
         }),
+        (ParamKind::PathMap, ParamValue::Map(v)) => match v.iter().find(|(_, p)| p.is_empty()) {
+            Some((key, _)) => Err(ParamError::Invalid {
+                name: spec.name.to_string(),
+                message: format!("`{key}`: no file given"),
+            }),
+            None => Ok(ParamValue::Map(v)),
+        },
         (_, other) => Err(invalid(other.type_name())),
     }
 }

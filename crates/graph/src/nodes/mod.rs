@@ -16,6 +16,7 @@
 //! | `synth` | [`Synth`] | polyphonic synthesizer played by note events |
 //! | `biquad` | [`Biquad`] | RBJ low-pass / high-pass / band-pass filter |
 //! | `spectral_compressor` | [`SpectralCompressor`] | STFT per-bin compressor |
+//! | `sampler` | [`Sampler`] | samples held in memory played on notes (built from buffers here; the project-file type, which loads files, is `downbeat-file`'s) |
 
 mod biquad;
 mod gain;
@@ -24,6 +25,7 @@ mod karplus;
 mod mix;
 mod noise;
 mod output;
+mod sampler;
 mod sine;
 mod spectral_compressor;
 mod synth;
@@ -35,6 +37,10 @@ pub use karplus::{Karplus, KarplusSettings, KARPLUS_PENDING};
 pub use mix::Mix;
 pub use noise::Noise;
 pub use output::Output;
+pub use sampler::{
+    note_name, parse_note, PlayMode, Sample, SampleSet, Sampler, SamplerError, SamplerSettings,
+    MAX_SAMPLE_CHANNELS, SAMPLER_MAX_VOICES, SAMPLER_PENDING, SAMPLER_STEAL_FADE,
+};
 pub use sine::Sine;
 pub use spectral_compressor::{CompressorSettings, CompressorStats, SpectralCompressor};
 pub use synth::{Synth, SynthSettings, Wave, MAX_VOICES, PENDING_EVENTS, STEAL_FADE};

@@ -89,10 +89,10 @@ impl NodeFactory for Lv2Factory {
                 ParamValue::Int(v) => ControlValue::Number(v as f64),
                 ParamValue::Bool(b) => ControlValue::Bool(b),
                 ParamValue::Text(t) => ControlValue::Label(t),
-                ParamValue::List(_) => {
+                ParamValue::List(_) | ParamValue::Map(_) => {
                     return Err(ParamError::Invalid {
                         name,
-                        message: "a control port takes one number, not a list".into(),
+                        message: "a control port takes one number, not a list or table".into(),
                     })
                 }
             };
