@@ -41,8 +41,8 @@ mod info;
 mod kernel;
 pub mod player;
 mod resampler;
-pub mod stream;
 pub mod sampler;
+pub mod stream;
 
 pub use audio::{check, decode_all, Audio};
 pub use channels::map_channels;

@@ -24,7 +24,12 @@ pub fn examples() -> Vec<PathBuf> {
 pub fn register_node_types() -> Vec<&'static str> {
     downbeat_gc_nodes::register().unwrap();
     downbeat_file::register().unwrap();
-    make_player_file();
+    // Once per test binary: tests running side by side must not rewrite a file another reads.
+    static MADE: std::sync::Once = std::sync::Once::new();
+    MADE.call_once(|| {
+        make_player_file();
+        make_drum_kit();
+    });
     #[cfg(feature = "clap")]
     downbeat_plugin::clap::register().unwrap();
     #[cfg(feature = "lv2")]
@@ -37,6 +42,18 @@ pub fn register_node_types() -> Vec<&'static str> {
     .filter(|(_, built)| !built)
     .map(|(t, _)| t)
     .collect()
+}
+
+/// Makes the samples `examples/projects/drums.toml` plays (with python3, as the README does).
+pub fn make_drum_kit() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/samples");
+    if !dir.join("open-hat.wav").exists() {
+        let status = std::process::Command::new("python3")
+            .arg(dir.join("make.py"))
+            .status()
+            .expect("python3");
+        assert!(status.success(), "examples/samples/make.py failed");
+    }
 }
 
 /// Makes the file `examples/projects/player.toml` plays (with sox, which the test then
