@@ -8,7 +8,7 @@ use crate::chunk::ReadChunk;
 use crate::error::ChunkError;
 use crate::position;
 use crate::producer::clamp;
-use crate::region::Region;
+use crate::region::{Handle, Region};
 use crate::sync::{Arc, AtomicU32, Ordering};
 
 /// The reading end of a ring: moves out what the [`Producer`](crate::Producer) pushed, in order.
@@ -38,7 +38,7 @@ pub struct Consumer<T> {
     head: u32,
     /// The producer's index as last read; refreshed only when it says the ring is empty.
     tail: u32,
-    pub(crate) region: Arc<Region<T>>,
+    pub(crate) region: Handle<T>,
     _owns: PhantomData<T>,
 }
 
@@ -70,7 +70,7 @@ impl<T> Consumer<T> {
             capacity: region.capacity(),
             head,
             tail,
-            region,
+            region: Handle::new(region),
             _owns: PhantomData,
         }
     }

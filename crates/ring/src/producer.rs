@@ -7,7 +7,7 @@ use core::ptr::NonNull;
 use crate::chunk::WriteChunk;
 use crate::error::{ChunkError, Full};
 use crate::position;
-use crate::region::Region;
+use crate::region::{Handle, Region};
 use crate::sync::{Arc, AtomicU32, Ordering};
 
 /// The writing end of a ring: moves values in for the [`Consumer`](crate::Consumer).
@@ -43,7 +43,7 @@ pub struct Producer<T> {
     /// The consumer's index as last read, the one `limit` was made from: a fresh read equal to
     /// it means nothing was freed.
     head: u32,
-    pub(crate) region: Arc<Region<T>>,
+    pub(crate) region: Handle<T>,
     _owns: PhantomData<T>,
 }
 
@@ -76,7 +76,7 @@ impl<T> Producer<T> {
             tail,
             limit: limit(head, region.capacity()),
             head,
-            region,
+            region: Handle::new(region),
             _owns: PhantomData,
         }
     }

@@ -2,6 +2,8 @@
 
 use alloc::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use core::marker::PhantomData;
+use core::mem::ManuallyDrop;
+use core::ops::Deref;
 use core::ptr::NonNull;
 
 use crate::layout::{self, RingLayout, LINE};
@@ -36,6 +38,38 @@ unsafe impl<T: Send> Send for Region<T> {}
 // SAFETY: as above; the region itself is never mutated after construction, and no `&T` is handed
 // to two threads (only the consumer reads values).
 unsafe impl<T: Send> Sync for Region<T> {}
+
+/// One end's counted reference to its region: an `Arc` that is dropped from a copy of itself.
+///
+/// Dropping an `Arc` field in place hands its address to `Arc::drop_slow`. That address points
+/// into the producer or consumer, so the compiler must then assume the whole end escapes and
+/// keep every field of it in memory: each push stored its position to the stack and reloaded
+/// the data and index pointers, where rtrb keeps them in registers. Moving the `Arc` out first
+/// leaves only a temporary's address to escape.
+pub(crate) struct Handle<T>(ManuallyDrop<Arc<Region<T>>>);
+
+impl<T> Handle<T> {
+    pub(crate) fn new(region: Arc<Region<T>>) -> Self {
+        Self(ManuallyDrop::new(region))
+    }
+}
+
+impl<T> Deref for Handle<T> {
+    type Target = Arc<Region<T>>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Arc<Region<T>> {
+        &self.0
+    }
+}
+
+impl<T> Drop for Handle<T> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: `self.0` is never used again: this is the handle's drop.
+        drop(unsafe { ManuallyDrop::take(&mut self.0) });
+    }
+}
 
 /// Whether the other end of a ring we allocated is gone: only the caller's end still holds
 /// `region`. Always `false` for borrowed memory, whose peer (another program, JavaScript)
