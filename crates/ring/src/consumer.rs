@@ -213,6 +213,12 @@ impl<T> Consumer<T> {
         if tail == head {
             return false;
         }
+        // A new index from our own producer means at least one more element; only a peer in
+        // shared memory needs checking (see `Producer::refresh_any`).
+        if self.region.is_owned() {
+            self.tail = tail;
+            return true;
+        }
         match fresh(tail, head, self.capacity) {
             Some((tail, ready)) => {
                 self.tail = tail;

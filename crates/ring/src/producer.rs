@@ -199,12 +199,24 @@ impl<T> Producer<T> {
     /// [`refresh`](Self::refresh) for a caller that needs one slot, when the cache says none: a
     /// consumer's index that has not moved means still full, which needs no check and no store
     /// (a producer retrying on a full ring does only this).
+    ///
+    /// A ring we allocated has our own consumer at the other end, which only moves its index
+    /// forward, so a new index means at least one slot was freed and needs no check either.
+    /// Only a peer in shared memory (JavaScript, wasm, another program) can store a position
+    /// that is not one, and only for such a ring is the index checked. Asking the region
+    /// costs a load on this path alone, where a flag in the producer would take a register on
+    /// every push.
     #[inline(always)]
     fn refresh_any(&mut self, tail: u32) -> bool {
         // Acquire: as in `fresh_head`.
         let head = self.read_index().load(Ordering::Acquire);
         if head == self.head {
             return false;
+        }
+        if self.region.is_owned() {
+            self.head = head;
+            self.limit = limit(head, self.capacity);
+            return true;
         }
         match position::checked(head, tail, head, self.capacity) {
             Some(used) => {

@@ -207,6 +207,13 @@ impl<T> Region<T> {
         })
     }
 
+    /// Whether we allocated the memory, so both ends are ours and every index in it is one
+    /// they stored; memory someone else provided may have a peer that stores anything.
+    #[inline(always)]
+    pub(crate) fn is_owned(&self) -> bool {
+        self.owned.is_some()
+    }
+
     pub(crate) fn capacity(&self) -> u32 {
         self.capacity
     }
@@ -243,9 +250,9 @@ impl<T> Region<T> {
     /// the indices are the ones our own producer and consumer kept, and every slot between them
     /// holds a value that was moved in and not out.
     unsafe fn drop_values(&mut self) {
+        let base = self.base();
         // SAFETY: the indices live as long as the region. Relaxed is enough: the `Arc` count's
         // release-acquire pair orders both ends' last stores and slot writes before this drop.
-        let base = self.base();
         let (mut head, tail) = unsafe {
             (
                 base.read_index().load(Ordering::Relaxed),
