@@ -14,12 +14,16 @@
 //! * `contended`: fill a ring of 4 and drain it, `n` items in all, so every fourth push and pop
 //!   finds its cached index stale and re-reads the other side's, as they do when the two
 //!   threads meet on every cache line;
-//! * `roundtrip`: `n` times push on one ring of 64, pop it, push on a second, pop that.
+//! * `roundtrip`: `n` times push on one ring of 64, pop it, push on a second, pop that;
+//! * `bulk_480`: `n` blocks of 960 `f32` (480 stereo frames) written as one chunk into a ring of
+//!   3,000 and read back as one, so a third of the blocks wrap (count per block).
 //!
-//! Each case runs in a function of its own (`ring_count::<lib>_<case>`), which takes the two ends
-//! by value and drops them, as the threaded cases' closures do: whether an end's fields live in
-//! registers depends on that. Instructions per item are that function's inclusive count divided
-//! by `n` (by `n` trips for the round trip).
+//! Each case runs in a function of its own (`ring_count::downbeat::fill_drain`,
+//! `ring_count::rtrb::roundtrip`, `ring_count::downbeat_bulk_480`, ...), which makes the ends and
+//! drops them, as the threaded cases' closures do: whether an end's fields live in registers
+//! depends on that. Instructions per item are that function's inclusive count divided by `n`
+//! (per trip for the round trip, per block for `bulk_480`). `n` must stay below 2^24 so that
+//! block numbers are exact in `f32`.
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -27,6 +31,91 @@ use std::process::ExitCode;
 const UNCONTENDED_CAPACITY: usize = 1 << 16;
 const CONTENDED_CAPACITY: usize = 4;
 const ROUND_TRIP_CAPACITY: usize = 64;
+const BLOCK_480: usize = 960;
+const BULK_480_RING: usize = 3000;
+
+/// `n` blocks through a ring of [`BULK_480_RING`], each written by `write` and read back by
+/// `read`; returns the sum of the blocks' first samples.
+#[inline(always)]
+fn blocks<Tx, Rx>(
+    (mut tx, mut rx): (Tx, Rx),
+    n: u64,
+    write: impl Fn(&mut Tx, &[f32; BLOCK_480]) -> bool,
+    read: impl Fn(&mut Rx, &mut [f32; BLOCK_480]) -> bool,
+) -> u64 {
+    let mut block = [0.25f32; BLOCK_480];
+    let mut out = [0f32; BLOCK_480];
+    let mut sum = 0u64;
+    for i in 0..n {
+        block[0] = i as f32;
+        assert!(write(&mut tx, black_box(&block)), "block {i} did not fit");
+        assert!(read(&mut rx, &mut out), "block {i} did not arrive");
+        sum += black_box(&out)[0] as u64;
+    }
+    sum
+}
+
+#[inline(never)]
+fn downbeat_bulk_480(n: u64) -> u64 {
+    blocks(
+        downbeat_ring::RingBuffer::<f32>::new(BULK_480_RING),
+        n,
+        |tx, block| {
+            let Ok(mut chunk) = tx.write_chunk(BLOCK_480) else {
+                return false;
+            };
+            let (a, b) = chunk.as_mut_slices();
+            let (head, tail) = block.split_at(a.len());
+            a.copy_from_slice(head);
+            b.copy_from_slice(tail);
+            chunk.commit_all();
+            true
+        },
+        |rx, block| {
+            let Ok(chunk) = rx.read_chunk(BLOCK_480) else {
+                return false;
+            };
+            let (a, b) = chunk.as_slices();
+            let (head, tail) = block.split_at_mut(a.len());
+            head.copy_from_slice(a);
+            tail.copy_from_slice(b);
+            chunk.commit_all();
+            true
+        },
+    )
+}
+
+#[inline(never)]
+fn rtrb_bulk_480(n: u64) -> u64 {
+    use ::rtrb::CopyToUninit;
+    blocks(
+        ::rtrb::RingBuffer::<f32>::new(BULK_480_RING),
+        n,
+        |tx, block| {
+            let Ok(mut chunk) = tx.write_chunk_uninit(BLOCK_480) else {
+                return false;
+            };
+            let (a, b) = chunk.as_mut_slices();
+            let (head, tail) = block.split_at(a.len());
+            head.copy_to_uninit(a);
+            tail.copy_to_uninit(b);
+            // SAFETY: `a` and `b` are the whole chunk and were both just initialised.
+            unsafe { chunk.commit_all() };
+            true
+        },
+        |rx, block| {
+            let Ok(chunk) = rx.read_chunk(BLOCK_480) else {
+                return false;
+            };
+            let (a, b) = chunk.as_slices();
+            let (head, tail) = block.split_at_mut(a.len());
+            head.copy_from_slice(a);
+            tail.copy_from_slice(b);
+            chunk.commit_all();
+            true
+        },
+    )
+}
 
 macro_rules! cases {
     ($lib:ident, $new:expr, $push:expr, $pop:expr) => {
@@ -83,7 +172,7 @@ cases!(
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: ring-count downbeat|rtrb uncontended|contended|roundtrip N";
+    let usage = "usage: ring-count downbeat|rtrb uncontended|contended|roundtrip|bulk_480 N";
     let [lib, case, n] = &args[..] else {
         eprintln!("{usage}");
         return ExitCode::from(2);
@@ -96,6 +185,8 @@ fn main() -> ExitCode {
         ("downbeat", "uncontended") => downbeat::fill_drain(UNCONTENDED_CAPACITY, n),
         ("downbeat", "contended") => downbeat::fill_drain(CONTENDED_CAPACITY, n),
         ("downbeat", "roundtrip") => downbeat::roundtrip(n),
+        ("downbeat", "bulk_480") => downbeat_bulk_480(n),
+        ("rtrb", "bulk_480") => rtrb_bulk_480(n),
         ("rtrb", "uncontended") => rtrb::fill_drain(UNCONTENDED_CAPACITY, n),
         ("rtrb", "contended") => rtrb::fill_drain(CONTENDED_CAPACITY, n),
         ("rtrb", "roundtrip") => rtrb::roundtrip(n),
@@ -104,6 +195,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Every case sums the numbers 0..n (as block numbers for bulk_480).
     let expected = n.wrapping_mul(n.wrapping_sub(1)) / 2;
     if sum != expected {
         eprintln!("ring-count: values lost or duplicated (sum {sum}, expected {expected})");
