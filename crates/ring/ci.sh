@@ -33,5 +33,12 @@ cargo build -p downbeat-ring --target wasm32-unknown-unknown
 
 step "benchmark smoke run (numbers meaningless)"
 cargo run --release -p downbeat-bench -- ring --quick --json > /dev/null
+# The instruction-count driver (docs/BENCHMARKS.md, "After: ends in registers"): every case for
+# both rings, each checking that every value arrived.
+for lib in downbeat rtrb; do
+    for case in uncontended contended roundtrip bulk_480; do
+        cargo run --quiet --release -p downbeat-bench --bin ring-count -- "$lib" "$case" 10000
+    done
+done
 
 step "ok"

@@ -44,7 +44,7 @@ impl<'a, T: Copy> WriteChunk<'a, T> {
     fn parts(&self) -> (*mut T, usize, *mut T, usize) {
         let slot = position::slot(self.tail, self.producer.capacity);
         let (first, second) = self.producer.spans(slot, self.len);
-        let data = self.producer.data.as_ptr();
+        let data = self.producer.base.data();
         // SAFETY: `slot < capacity` (the producer checked `tail`), so the offset stays inside
         // the storage.
         (unsafe { data.add(slot as usize) }, first, data, second)
@@ -227,7 +227,7 @@ impl<'a, T: Copy> ReadChunk<'a, T> {
     pub fn as_slices(&self) -> (&[T], &[T]) {
         let slot = position::slot(self.head, self.consumer.capacity);
         let (first, second) = self.consumer.spans(slot, self.len);
-        let data = self.consumer.data.as_ptr();
+        let data = self.consumer.base.data();
         // SAFETY: the runs are published slots inside the storage, initialised by the producer
         // before its release store that our acquire load saw; it will not write them again until
         // we commit, which needs the `&mut` this chunk holds.

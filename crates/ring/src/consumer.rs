@@ -8,7 +8,7 @@ use crate::chunk::ReadChunk;
 use crate::error::ChunkError;
 use crate::position;
 use crate::producer::clamp;
-use crate::region::Region;
+use crate::region::{Base, Handle, Region};
 use crate::sync::{Arc, AtomicU32, Ordering};
 
 /// The reading end of a ring: moves out what the [`Producer`](crate::Producer) pushed, in order.
@@ -30,15 +30,14 @@ use crate::sync::{Arc, AtomicU32, Ordering};
 /// assert!(rx.is_empty());
 /// ```
 pub struct Consumer<T> {
-    pub(crate) data: NonNull<T>,
-    write: NonNull<AtomicU32>,
-    read: NonNull<AtomicU32>,
+    /// The ring's memory: storage and both indices at constant offsets from it.
+    pub(crate) base: Base<T>,
     pub(crate) capacity: u32,
     /// Our position: the read index as we last stored it.
     head: u32,
     /// The producer's index as last read; refreshed only when it says the ring is empty.
     tail: u32,
-    pub(crate) region: Arc<Region<T>>,
+    pub(crate) region: Handle<T>,
     _owns: PhantomData<T>,
 }
 
@@ -54,23 +53,20 @@ impl<T> Consumer<T> {
     /// The region holds a valid layout of `T` with consistent indices, and no other consumer is
     /// attached to it.
     pub(crate) unsafe fn attach(region: Arc<Region<T>>) -> Self {
-        let (write, read) = (region.write_index(), region.read_index());
-        // SAFETY: the indices are valid while the region lives, and the caller checked their
-        // values.
+        let base = region.base();
+        // SAFETY: we hold the region; the caller checked the indices' values.
         let (tail, head) = unsafe {
             (
-                write.as_ref().load(Ordering::Acquire),
-                read.as_ref().load(Ordering::Acquire),
+                base.write_index().load(Ordering::Acquire),
+                base.read_index().load(Ordering::Acquire),
             )
         };
         Self {
-            data: region.data(),
-            write,
-            read,
+            base,
             capacity: region.capacity(),
             head,
             tail,
-            region,
+            region: Handle::new(region),
             _owns: PhantomData,
         }
     }
@@ -95,7 +91,7 @@ impl<T> Consumer<T> {
         self.region.track_read(slot, 1);
         // SAFETY: an element is ready, so the producer published `slot` (below `capacity`:
         // `head` is ours and valid) and will not write it again until we move past it.
-        let value = unsafe { self.data.as_ptr().add(slot as usize).read() };
+        let value = unsafe { self.base.data().add(slot as usize).read() };
         self.store(position::next(head, cap));
         Some(value)
     }
@@ -117,7 +113,7 @@ impl<T> Consumer<T> {
         let slot = position::slot(head, self.capacity);
         self.region.track_read(slot, 1);
         // SAFETY: the slot is published and stays untouched while `&self` blocks `release`.
-        Some(unsafe { &*self.data.as_ptr().add(slot as usize) })
+        Some(unsafe { &*self.base.data().add(slot as usize) })
     }
 
     /// Elements ready right now; the producer may add more at any moment.
@@ -217,6 +213,12 @@ impl<T> Consumer<T> {
         if tail == head {
             return false;
         }
+        // A new index from our own producer means at least one more element; only a peer in
+        // shared memory needs checking (see `Producer::refresh_any`).
+        if self.region.is_owned() {
+            self.tail = tail;
+            return true;
+        }
         match fresh(tail, head, self.capacity) {
             Some((tail, ready)) => {
                 self.tail = tail;
@@ -245,7 +247,7 @@ impl<T> Consumer<T> {
     fn store(&mut self, head: u32) {
         self.head = head;
         // SAFETY: the index lives as long as the region, which we hold.
-        let read = unsafe { self.read.as_ref() };
+        let read = unsafe { self.base.read_index() };
         // Release: our reads of these slots must be done before the producer reuses them.
         read.store(head, Ordering::Release);
     }
@@ -278,7 +280,7 @@ impl<T: Copy> Consumer<T> {
         // SAFETY: `n` is at most the ready elements and `dst.len()`; the two spans are the
         // published slots from `slot`, before and after the end of the storage.
         unsafe {
-            let src = self.data.as_ptr();
+            let src = self.base.data();
             src.add(slot as usize)
                 .copy_to_nonoverlapping(dst.as_mut_ptr(), first);
             src.copy_to_nonoverlapping(dst.as_mut_ptr().add(first), second);
@@ -326,9 +328,10 @@ impl<T> Consumer<T> {
         self.head
     }
 
+    #[inline(always)]
     fn write_index(&self) -> &AtomicU32 {
         // SAFETY: the index lives as long as the region, which we hold.
-        unsafe { self.write.as_ref() }
+        unsafe { self.base.write_index() }
     }
 }
 
@@ -403,13 +406,7 @@ impl<T: crate::Element> Consumer<T> {
         let base = NonNull::new(ptr).ok_or(crate::LayoutError::Null)?;
         // SAFETY: the caller keeps the memory alive and is the only consumer; the layout and
         // indices were just checked.
-        Ok(unsafe {
-            Self::attach(Region::borrowed(
-                base,
-                crate::layout::DATA_OFFSET,
-                layout.capacity() as u32,
-            ))
-        })
+        Ok(unsafe { Self::attach(Region::borrowed(base, layout.capacity() as u32)) })
     }
 }
 

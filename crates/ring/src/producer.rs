@@ -7,7 +7,7 @@ use core::ptr::NonNull;
 use crate::chunk::WriteChunk;
 use crate::error::{ChunkError, Full};
 use crate::position;
-use crate::region::Region;
+use crate::region::{Base, Handle, Region};
 use crate::sync::{Arc, AtomicU32, Ordering};
 
 /// The writing end of a ring: moves values in for the [`Consumer`](crate::Consumer).
@@ -28,9 +28,8 @@ use crate::sync::{Arc, AtomicU32, Ordering};
 /// assert_eq!(rx.pop(), Some(1.0));
 /// ```
 pub struct Producer<T> {
-    pub(crate) data: NonNull<T>,
-    write: NonNull<AtomicU32>,
-    read: NonNull<AtomicU32>,
+    /// The ring's memory: storage and both indices at constant offsets from it.
+    pub(crate) base: Base<T>,
     pub(crate) capacity: u32,
     /// Our position: the write index as we last stored it. Only we write the index, so we never
     /// need to read it back.
@@ -43,7 +42,7 @@ pub struct Producer<T> {
     /// The consumer's index as last read, the one `limit` was made from: a fresh read equal to
     /// it means nothing was freed.
     head: u32,
-    pub(crate) region: Arc<Region<T>>,
+    pub(crate) region: Handle<T>,
     _owns: PhantomData<T>,
 }
 
@@ -59,24 +58,21 @@ impl<T> Producer<T> {
     /// The region holds a valid layout of `T` with consistent indices, and no other producer is
     /// attached to it.
     pub(crate) unsafe fn attach(region: Arc<Region<T>>) -> Self {
-        let (write, read) = (region.write_index(), region.read_index());
-        // SAFETY: the indices are valid while the region lives, and the caller checked their
-        // values.
+        let base = region.base();
+        // SAFETY: we hold the region; the caller checked the indices' values.
         let (tail, head) = unsafe {
             (
-                write.as_ref().load(Ordering::Acquire),
-                read.as_ref().load(Ordering::Acquire),
+                base.write_index().load(Ordering::Acquire),
+                base.read_index().load(Ordering::Acquire),
             )
         };
         Self {
-            data: region.data(),
-            write,
-            read,
+            base,
             capacity: region.capacity(),
             tail,
             limit: limit(head, region.capacity()),
             head,
-            region,
+            region: Handle::new(region),
             _owns: PhantomData,
         }
     }
@@ -107,7 +103,7 @@ impl<T> Producer<T> {
         self.region.track_write(slot, 1);
         // SAFETY: there is room, so `slot` (below `capacity`: `tail` is ours and valid) is outside
         // the consumer's readable range until `publish` moves the index past it.
-        unsafe { self.data.as_ptr().add(slot as usize).write(value) };
+        unsafe { self.base.data().add(slot as usize).write(value) };
         self.store(position::next(tail, cap));
         Ok(())
     }
@@ -203,12 +199,24 @@ impl<T> Producer<T> {
     /// [`refresh`](Self::refresh) for a caller that needs one slot, when the cache says none: a
     /// consumer's index that has not moved means still full, which needs no check and no store
     /// (a producer retrying on a full ring does only this).
+    ///
+    /// A ring we allocated has our own consumer at the other end, which only moves its index
+    /// forward, so a new index means at least one slot was freed and needs no check either.
+    /// Only a peer in shared memory (JavaScript, wasm, another program) can store a position
+    /// that is not one, and only for such a ring is the index checked. Asking the region
+    /// costs a load on this path alone, where a flag in the producer would take a register on
+    /// every push.
     #[inline(always)]
     fn refresh_any(&mut self, tail: u32) -> bool {
         // Acquire: as in `fresh_head`.
         let head = self.read_index().load(Ordering::Acquire);
         if head == self.head {
             return false;
+        }
+        if self.region.is_owned() {
+            self.head = head;
+            self.limit = limit(head, self.capacity);
+            return true;
         }
         match position::checked(head, tail, head, self.capacity) {
             Some(used) => {
@@ -239,7 +247,7 @@ impl<T> Producer<T> {
     fn store(&mut self, tail: u32) {
         self.tail = tail;
         // SAFETY: the index lives as long as the region, which we hold.
-        let write = unsafe { self.write.as_ref() };
+        let write = unsafe { self.base.write_index() };
         // Release: the consumer that acquires this position must also see the slots before it.
         write.store(tail, Ordering::Release);
     }
@@ -271,7 +279,7 @@ impl<T: Copy> Producer<T> {
         // `slot` into the run before the end of the storage and the run wrapped to its start,
         // none of which the consumer may read yet.
         unsafe {
-            let dst = self.data.as_ptr();
+            let dst = self.base.data();
             src.as_ptr()
                 .copy_to_nonoverlapping(dst.add(slot as usize), first);
             src.as_ptr().add(first).copy_to_nonoverlapping(dst, second);
@@ -394,13 +402,7 @@ impl<T: crate::Element> Producer<T> {
         let base = NonNull::new(ptr).ok_or(crate::LayoutError::Null)?;
         // SAFETY: the caller keeps the memory alive and is the only producer; the layout and
         // indices were just checked.
-        Ok(unsafe {
-            Self::attach(Region::borrowed(
-                base,
-                crate::layout::DATA_OFFSET,
-                layout.capacity() as u32,
-            ))
-        })
+        Ok(unsafe { Self::attach(Region::borrowed(base, layout.capacity() as u32)) })
     }
 }
 
@@ -410,9 +412,10 @@ impl<T> Producer<T> {
         self.tail
     }
 
+    #[inline(always)]
     fn read_index(&self) -> &AtomicU32 {
         // SAFETY: the index lives as long as the region, which we hold.
-        unsafe { self.read.as_ref() }
+        unsafe { self.base.read_index() }
     }
 }
 

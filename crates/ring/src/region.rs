@@ -2,6 +2,8 @@
 
 use alloc::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use core::marker::PhantomData;
+use core::mem::ManuallyDrop;
+use core::ops::Deref;
 use core::ptr::NonNull;
 
 use crate::layout::{self, RingLayout, LINE};
@@ -17,8 +19,6 @@ pub(crate) struct Region<T> {
     base: NonNull<u8>,
     /// `Some` when we allocated the memory and must free it.
     owned: Option<Layout>,
-    /// Byte offset of the storage from `base`.
-    data_offset: usize,
     capacity: u32,
     /// Loom cannot model atomics living in raw memory, so under loom the indices live here.
     #[cfg(loom)]
@@ -36,6 +36,108 @@ unsafe impl<T: Send> Send for Region<T> {}
 // SAFETY: as above; the region itself is never mutated after construction, and no `&T` is handed
 // to two threads (only the consumer reads values).
 unsafe impl<T: Send> Sync for Region<T> {}
+
+/// Where a ring's memory starts: the one pointer each end keeps on its hot path.
+///
+/// Every other address is a constant offset from it: the two indices at fixed offsets of the
+/// layout, the storage at [`Base::DATA`] (the same for owned and borrowed memory, since shared
+/// element types are at most 8-aligned). Keeping one pointer instead of three leaves two more
+/// registers to a loop that drives both ends, or two rings, on one thread: with a push and a
+/// pop in one loop, the extra pointers were spilled to the stack and reloaded on every
+/// operation.
+pub(crate) struct Base<T> {
+    ptr: NonNull<u8>,
+    /// Loom cannot model atomics in raw memory; its indices live in the region.
+    #[cfg(loom)]
+    indices: NonNull<[AtomicU32; 2]>,
+    _slots: PhantomData<*mut T>,
+}
+
+impl<T> Clone for Base<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Base<T> {}
+
+impl<T> Base<T> {
+    /// Byte offset of the storage.
+    pub(crate) const DATA: usize = layout::data_offset(core::mem::align_of::<T>());
+
+    /// The first slot of the storage.
+    #[inline(always)]
+    pub(crate) fn data(self) -> *mut T {
+        // SAFETY: the storage lies inside the region's memory.
+        unsafe { self.ptr.as_ptr().add(Self::DATA).cast() }
+    }
+
+    /// The producer's index.
+    ///
+    /// # Safety
+    ///
+    /// The region this came from is alive for `'a`.
+    #[inline(always)]
+    pub(crate) unsafe fn write_index<'a>(self) -> &'a AtomicU32 {
+        #[cfg(loom)]
+        // SAFETY: the caller keeps the region, which holds the indices, alive.
+        return unsafe { &self.indices.as_ref()[0] };
+        #[cfg(not(loom))]
+        // SAFETY: the index lies inside the layout, 4-aligned, alive as long as the region.
+        unsafe {
+            self.ptr.add(layout::WRITE_INDEX_OFFSET).cast().as_ref()
+        }
+    }
+
+    /// The consumer's index.
+    ///
+    /// # Safety
+    ///
+    /// As for [`write_index`](Self::write_index).
+    #[inline(always)]
+    pub(crate) unsafe fn read_index<'a>(self) -> &'a AtomicU32 {
+        #[cfg(loom)]
+        // SAFETY: as in `write_index`.
+        return unsafe { &self.indices.as_ref()[1] };
+        #[cfg(not(loom))]
+        // SAFETY: as in `write_index`.
+        unsafe {
+            self.ptr.add(layout::READ_INDEX_OFFSET).cast().as_ref()
+        }
+    }
+}
+
+/// One end's counted reference to its region: an `Arc` that is dropped from a copy of itself.
+///
+/// Dropping an `Arc` field in place hands its address to `Arc::drop_slow`. That address points
+/// into the producer or consumer, so the compiler must then assume the whole end escapes and
+/// keep every field of it in memory: each push stored its position to the stack and reloaded
+/// the data and index pointers, where rtrb keeps them in registers. Moving the `Arc` out first
+/// leaves only a temporary's address to escape.
+pub(crate) struct Handle<T>(ManuallyDrop<Arc<Region<T>>>);
+
+impl<T> Handle<T> {
+    pub(crate) fn new(region: Arc<Region<T>>) -> Self {
+        Self(ManuallyDrop::new(region))
+    }
+}
+
+impl<T> Deref for Handle<T> {
+    type Target = Arc<Region<T>>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Arc<Region<T>> {
+        &self.0
+    }
+}
+
+impl<T> Drop for Handle<T> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: `self.0` is never used again: this is the handle's drop.
+        drop(unsafe { ManuallyDrop::take(&mut self.0) });
+    }
+}
 
 /// Whether the other end of a ring we allocated is gone: only the caller's end still holds
 /// `region`. Always `false` for borrowed memory, whose peer (another program, JavaScript)
@@ -55,7 +157,7 @@ impl<T> Region<T> {
     /// Allocates memory for `capacity` elements of `T`, zeroed, and writes the header.
     pub(crate) fn allocate(ring: &RingLayout) -> Arc<Self> {
         let align = LINE.max(core::mem::align_of::<T>());
-        let offset = layout::data_offset(core::mem::align_of::<T>());
+        let offset = Base::<T>::DATA;
         let bytes = core::mem::size_of::<T>()
             .checked_mul(ring.capacity())
             .and_then(|data| data.checked_add(offset))
@@ -76,7 +178,6 @@ impl<T> Region<T> {
         Arc::new(Self {
             base,
             owned: Some(bytes),
-            data_offset: offset,
             capacity: ring.capacity() as u32,
             #[cfg(loom)]
             indices: [AtomicU32::new(0), AtomicU32::new(0)],
@@ -86,53 +187,44 @@ impl<T> Region<T> {
         })
     }
 
-    /// Wraps memory someone else owns, holding `capacity` elements at `data_offset`.
+    /// Wraps memory someone else owns, holding `capacity` elements at [`DATA_OFFSET`].
     ///
     /// # Safety
     ///
     /// `base` must stay valid for the whole ring layout as long as the region lives.
+    ///
+    /// [`DATA_OFFSET`]: layout::DATA_OFFSET
     #[cfg(not(loom))]
-    pub(crate) unsafe fn borrowed(
-        base: NonNull<u8>,
-        data_offset: usize,
-        capacity: u32,
-    ) -> Arc<Self> {
+    pub(crate) unsafe fn borrowed(base: NonNull<u8>, capacity: u32) -> Arc<Self> {
+        // Shared element types are at most 8-aligned, so their storage starts where the layout
+        // says.
+        const { assert!(Base::<T>::DATA == layout::DATA_OFFSET) };
         Arc::new(Self {
             base,
             owned: None,
-            data_offset,
             capacity,
             _values: PhantomData,
         })
+    }
+
+    /// Whether we allocated the memory, so both ends are ours and every index in it is one
+    /// they stored; memory someone else provided may have a peer that stores anything.
+    #[inline(always)]
+    pub(crate) fn is_owned(&self) -> bool {
+        self.owned.is_some()
     }
 
     pub(crate) fn capacity(&self) -> u32 {
         self.capacity
     }
 
-    /// The first slot of the storage.
-    pub(crate) fn data(&self) -> NonNull<T> {
-        // SAFETY: the storage lies inside the region.
-        unsafe { self.base.add(self.data_offset).cast() }
-    }
-
-    pub(crate) fn write_index(&self) -> NonNull<AtomicU32> {
-        #[cfg(loom)]
-        return NonNull::from(&self.indices[0]);
-        #[cfg(not(loom))]
-        // SAFETY: the write index lies inside the layout, which `base` covers.
-        unsafe {
-            self.base.add(layout::WRITE_INDEX_OFFSET).cast()
-        }
-    }
-
-    pub(crate) fn read_index(&self) -> NonNull<AtomicU32> {
-        #[cfg(loom)]
-        return NonNull::from(&self.indices[1]);
-        #[cfg(not(loom))]
-        // SAFETY: the read index lies inside the layout, which `base` covers.
-        unsafe {
-            self.base.add(layout::READ_INDEX_OFFSET).cast()
+    /// Where the memory starts, for the ends to address everything from.
+    pub(crate) fn base(&self) -> Base<T> {
+        Base {
+            ptr: self.base,
+            #[cfg(loom)]
+            indices: NonNull::from(&self.indices),
+            _slots: PhantomData,
         }
     }
 
@@ -158,15 +250,16 @@ impl<T> Region<T> {
     /// the indices are the ones our own producer and consumer kept, and every slot between them
     /// holds a value that was moved in and not out.
     unsafe fn drop_values(&mut self) {
+        let base = self.base();
         // SAFETY: the indices live as long as the region. Relaxed is enough: the `Arc` count's
         // release-acquire pair orders both ends' last stores and slot writes before this drop.
         let (mut head, tail) = unsafe {
             (
-                self.read_index().as_ref().load(Ordering::Relaxed),
-                self.write_index().as_ref().load(Ordering::Relaxed),
+                base.read_index().load(Ordering::Relaxed),
+                base.write_index().load(Ordering::Relaxed),
             )
         };
-        let data = self.data().as_ptr();
+        let data = base.data();
         while head != tail {
             let slot = position::slot(head, self.capacity);
             self.track_read(slot, 1);

@@ -60,6 +60,9 @@ fn over_aligned_elements_stay_aligned() {
     let (mut tx, mut rx) = RingBuffer::<Wide>::new(3);
     for i in 0..10 {
         tx.push(Wide(i)).unwrap();
+        // `black_box`: a reference is assumed aligned, so the optimiser would fold the check.
+        let slot = std::hint::black_box(rx.peek().unwrap() as *const Wide as usize);
+        assert_eq!(slot % 256, 0, "slot {i} at {slot:#x} is not 256-aligned");
         assert_eq!(rx.peek(), Some(&Wide(i)));
         assert_eq!(rx.pop(), Some(Wide(i)));
     }
