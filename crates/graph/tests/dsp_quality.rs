@@ -169,7 +169,11 @@ fn biquad_channels_in_pairs_match_one_channel_filters_bit_for_bit() {
             let mut alone = Biquad::new(1, SR, FilterMode::Lowpass, 900.0, 3.0).unwrap();
             let y = run_frames(&mut alone, std::slice::from_ref(x), frames, 100);
             let bits = |v: &[f32]| v.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&together[c]), bits(&y[0]), "{channels} channels, channel {c}");
+            assert_eq!(
+                bits(&together[c]),
+                bits(&y[0]),
+                "{channels} channels, channel {c}"
+            );
         }
     }
 }

@@ -13,9 +13,9 @@
 /// the fit's 1.570_796_29 rounded up one `f32` step (to `π/2` in `f32`), so that the peak
 /// evaluates to exactly 1.0 in `f32` (rounded down, it is one step short of 1).
 const C0: f32 = std::f32::consts::FRAC_PI_2;
-const C1: f32 = -0.645_963_36;
+const C1: f32 = -0.645_963_4;
 const C2: f32 = 0.079_688_48;
-const C3: f32 = -0.004_672_226_8;
+const C3: f32 = -0.004_672_227;
 const C4: f32 = 0.000_150_820_1;
 
 /// `2^32`: one turn of a `u32` phase.
@@ -40,7 +40,7 @@ pub fn sin_turn(phase: u32) -> f32 {
     let t2 = t * t;
     let y = t * (C0 + t2 * (C1 + t2 * (C2 + t2 * (C3 + t2 * C4))));
     // Near the peaks the rounded-up `C0` reaches 1 + 2^-23: a sine never leaves -1..=1.
-    y.min(1.0).max(-1.0)
+    y.clamp(-1.0, 1.0)
 }
 
 /// The phase increment per sample of `hz` at `sample_rate`, wrapped into one turn
