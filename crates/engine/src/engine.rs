@@ -315,6 +315,9 @@ impl Engine {
     /// `input` does not hold as many frames as `out`.
     pub fn process_with_input(&mut self, input: &[f32], out: &mut [f32]) {
         let start = Instant::now();
+        // Every device calls here on its own thread: flush subnormals for the callback and
+        // give the thread back as it came (the pool's workers flush for their whole life).
+        let _flush = downbeat_rt::denormals::FlushDenormals::new();
         let ch = self.channels();
         assert_eq!(out.len() % ch, 0, "buffer is not a whole number of frames");
         let in_ch = self.capture.as_ref().map_or(0, Capture::channels);

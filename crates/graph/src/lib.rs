@@ -9,6 +9,7 @@
 
 mod buffer;
 mod compile;
+pub mod dsp;
 mod error;
 mod event;
 mod graph;

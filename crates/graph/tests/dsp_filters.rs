@@ -204,3 +204,28 @@ fn gain_multiplies_exactly() {
     let out = run(&mut g, &input, 64);
     assert_eq!(out[1][5], 2.0 * input[1][5]);
 }
+
+/// A moving gain and pan on two channels: every frame carries the bits a mix set still to
+/// that frame's values gives, each side on its own channel.
+#[test]
+fn mix_moving_gain_and_pan_match_still_mixes_bit_for_bit() {
+    let frames = 200;
+    let input = ramp_input(2, frames);
+    let gain = ParamCurve::ramp(Shape::Linear, -12.0, 3.0, 150);
+    let pan = ParamCurve::ramp(Shape::Linear, -0.9, 0.7, 180);
+    let mut m = Mix::new(2, 0.0, 0.0);
+    assert!(m.follow_param(1, gain) && m.follow_param(2, pan));
+    let out = run(&mut m, &input, frames);
+    for k in 0..frames {
+        let mut still = Mix::new(2, f64::from(gain.at(k)), f64::from(pan.at(k)));
+        let one: Vec<Vec<f32>> = input.iter().map(|ch| vec![ch[k]]).collect();
+        let want = run(&mut still, &one, 1);
+        for c in 0..2 {
+            assert_eq!(
+                out[c][k].to_bits(),
+                want[c][0].to_bits(),
+                "frame {k} channel {c}"
+            );
+        }
+    }
+}

@@ -5,8 +5,8 @@
 
 use downbeat_graph::nodes::Capture;
 use downbeat_graph::{
-    node_types, AudioMut, AudioRef, Node, NodeConfig, NodeType, NoteEvent, ParamKind,
-    ProcessContext,
+    node_types, AudioMut, AudioRef, Node, NodeConfig, NodeType, NoteEvent, ParamCurve, ParamKind,
+    ProcessContext, Shape,
 };
 use downbeat_rt::guard;
 
@@ -181,6 +181,13 @@ fn exercise(
             for &(i, a, b) in live {
                 let value = if (round / 50) % 2 == 0 { a } else { b };
                 accepted += usize::from(node.set_param(i, value));
+            }
+        }
+        if round % 50 == 25 {
+            // Half way between sets, ramps: the paths that follow a moving parameter
+            // sample by sample (a node that does not follow one refuses).
+            for &(i, a, b) in live {
+                node.follow_param(i, ParamCurve::ramp(Shape::Linear, a, b, 300));
             }
         }
         position += frames as u64;

@@ -6,6 +6,7 @@
 
 pub mod alloc;
 pub mod clock;
+pub mod denormals;
 pub mod guard;
 pub mod notify;
 pub mod pool;

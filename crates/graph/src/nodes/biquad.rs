@@ -51,6 +51,16 @@ struct Coeffs {
 }
 
 impl Coeffs {
+    /// Filters one sample (transposed direct form II, in `f64`).
+    #[inline(always)]
+    fn tick(&self, i: f32, s: &mut [f64; 2]) -> f32 {
+        let x = f64::from(i);
+        let y = self.b0 * x + s[0];
+        s[0] = self.b1 * x - self.a1 * y + s[1];
+        s[1] = self.b2 * x - self.a2 * y;
+        y as f32
+    }
+
     /// The RBJ cookbook design. `freq` must be in `(0, sample_rate / 2)` and `q > 0`.
     fn rbj(mode: FilterMode, sample_rate: f64, freq: f64, q: f64) -> Self {
         let w0 = TAU * freq / sample_rate;
@@ -75,6 +85,11 @@ impl Coeffs {
 /// Below this magnitude a filter state is flushed to exactly zero, so a silent input decays
 /// to exact silence instead of lingering in (slow) subnormal numbers.
 const FLUSH: f64 = 1e-20;
+
+/// A state with its tiny values set to exactly zero.
+fn flush(s: [f64; 2]) -> [f64; 2] {
+    s.map(|v| if v.abs() < FLUSH { 0.0 } else { v })
+}
 
 /// A second-order IIR filter from Robert Bristow-Johnson's Audio EQ Cookbook, in transposed
 /// direct form II with `f64` coefficients and state, one state per channel.
@@ -246,23 +261,33 @@ impl Node for Biquad {
     }
 
     fn process(&mut self, _ctx: &ProcessContext, input: AudioRef<'_>, mut output: AudioMut<'_>) {
-        let Coeffs { b0, b1, b2, a1, a2 } = self.coeffs;
-        for (c, state) in self.state.iter_mut().enumerate() {
-            let [mut s1, mut s2] = *state;
-            for (o, &i) in output.channel_mut(c).iter_mut().zip(input.channel(c)) {
-                let x = f64::from(i);
-                let y = b0 * x + s1;
-                s1 = b1 * x - a1 * y + s2;
-                s2 = b2 * x - a2 * y;
-                *o = y as f32;
+        let coeffs = self.coeffs;
+        // Each channel's recursion is a chain of dependent operations; two channels stepped
+        // side by side fill each other's waits (and the same operations per channel keep
+        // the bits of one channel after the other).
+        let mut outs = output.channels_mut();
+        let mut states = self.state.chunks_exact_mut(2);
+        let mut c = 0;
+        for pair in &mut states {
+            let (Some(o0), Some(o1)) = (outs.next(), outs.next()) else {
+                return;
+            };
+            let (x0, x1) = (input.channel(c), input.channel(c + 1));
+            let (mut s0, mut s1) = (pair[0], pair[1]);
+            for (k, (a, b)) in o0.iter_mut().zip(o1.iter_mut()).enumerate() {
+                *a = coeffs.tick(x0[k], &mut s0);
+                *b = coeffs.tick(x1[k], &mut s1);
             }
-            if s1.abs() < FLUSH {
-                s1 = 0.0;
+            pair[0] = flush(s0);
+            pair[1] = flush(s1);
+            c += 2;
+        }
+        if let ([s], Some(o)) = (states.into_remainder(), outs.next()) {
+            let mut st = *s;
+            for (o, &i) in o.iter_mut().zip(input.channel(c)) {
+                *o = coeffs.tick(i, &mut st);
             }
-            if s2.abs() < FLUSH {
-                s2 = 0.0;
-            }
-            *state = [s1, s2];
+            *s = flush(st);
         }
     }
 

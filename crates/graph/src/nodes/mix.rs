@@ -150,18 +150,27 @@ impl Node for Mix {
     }
 
     fn process(&mut self, _ctx: &ProcessContext, input: AudioRef<'_>, mut output: AudioMut<'_>) {
-        let moving = self.gain_curve.is_some() || self.pan_curve.is_some();
-        for c in 0..self.channels {
-            let out = output.channel_mut(c).iter_mut().zip(input.channel(c));
-            if !moving {
+        if self.gain_curve.is_none() && self.pan_curve.is_none() {
+            for c in 0..self.channels {
                 let g = self.factors[c];
+                let out = output.channel_mut(c).iter_mut().zip(input.channel(c));
                 out.for_each(|(o, i)| *o = g * i);
-                continue;
             }
-            for (k, (o, i)) in out.enumerate() {
-                let gain_db = self.gain_curve.map_or(self.gain_db, |v| f64::from(v.at(k)));
-                let pan = self.pan_curve.map_or(self.pan, |v| f64::from(v.at(k)));
-                *o = factor(self.channels, c, gain_db, pan) * i;
+            return;
+        }
+        // A moving gain or pan costs a `powf` (and a sine and cosine) per frame: worked out
+        // once per frame for every channel, each channel's factor as `factor` makes it.
+        for k in 0..output.frames() {
+            let gain_db = self.gain_curve.map_or(self.gain_db, |v| f64::from(v.at(k)));
+            let pan = self.pan_curve.map_or(self.pan, |v| f64::from(v.at(k)));
+            let gain = 10f64.powf(gain_db / 20.0);
+            let sides = (self.channels == 2).then(|| pan_law(pan));
+            for c in 0..self.channels {
+                let f = match sides {
+                    Some((left, right)) => (gain * if c == 0 { left } else { right }) as f32,
+                    None => gain as f32,
+                };
+                output.channel_mut(c)[k] = f * input.channel(c)[k];
             }
         }
     }

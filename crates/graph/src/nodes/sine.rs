@@ -1,8 +1,7 @@
 //! `sine`: a sine oscillator.
 
-use std::f64::consts::TAU;
-
 use crate::buffer::{AudioMut, AudioRef};
+use crate::dsp::{hz_to_phase_inc, phase_to_turns, sin_turn, turns_to_phase, SineFill};
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{curve_accepts, float_param_accepts, invalid, CHANNELS};
 use crate::param::{ParamError, ParamKind, ParamSpec, Params};
@@ -11,8 +10,10 @@ use crate::smooth::ParamCurve;
 
 /// A sine oscillator: `amp * sin(2π (freq t + phase))`, the same signal on every channel.
 ///
-/// The phase is accumulated in `f64` (in cycles, wrapped to `0..1`), so the frequency does
-/// not drift over hours of rendering. Changing `freq` while running keeps the phase
+/// The phase is a 32-bit fraction of a cycle advanced by an integer increment, so the
+/// frequency (exact to `sample_rate / 2^32`) does not drift over hours of rendering, and the
+/// sine is a polynomial evaluated a whole block at a time ([`crate::dsp::sine`]), every spur
+/// more than 120 dB under the tone. Changing `freq` while running keeps the phase
 /// continuous; a moving `freq` or `amp` is followed sample by sample.
 ///
 /// ```
@@ -31,10 +32,8 @@ use crate::smooth::ParamCurve;
 pub struct Sine {
     channels: usize,
     sample_rate: f64,
-    /// Phase in cycles, in `0..1`.
-    phase: f64,
-    /// Phase increment per sample, in cycles.
-    increment: f64,
+    /// Phase and increment, in 2^-32 cycles.
+    osc: SineFill,
     amp: f32,
     /// Curves over the next block of the parameters that move.
     freq_curve: Option<ParamCurve>,
@@ -50,8 +49,10 @@ impl Sine {
         Self {
             channels,
             sample_rate,
-            phase: phase.rem_euclid(1.0),
-            increment: (freq / sample_rate).rem_euclid(1.0),
+            osc: SineFill {
+                phase: turns_to_phase(phase),
+                inc: hz_to_phase_inc(freq, sample_rate),
+            },
             amp,
             freq_curve: None,
             amp_curve: None,
@@ -60,7 +61,7 @@ impl Sine {
 
     /// The current frequency in Hz (folded into `0..sample_rate`).
     pub fn freq(&self) -> f64 {
-        self.increment * self.sample_rate
+        phase_to_turns(self.osc.inc) * self.sample_rate
     }
 }
 
@@ -140,30 +141,20 @@ impl Node for Sine {
         let Some(first) = channels.next() else {
             return;
         };
-        let mut phase = self.phase;
         if self.freq_curve.is_none() && self.amp_curve.is_none() {
-            for o in first.iter_mut() {
-                *o = self.amp * (TAU * phase).sin() as f32;
-                phase += self.increment;
-                if phase >= 1.0 {
-                    phase -= 1.0;
-                }
-            }
+            self.osc.fill(first, self.amp);
         } else {
-            let per_hz = 1.0 / self.sample_rate;
+            let mut phase = self.osc.phase;
             for (k, o) in first.iter_mut().enumerate() {
                 let amp = self.amp_curve.map_or(self.amp, |c| c.at(k));
-                let increment = self
-                    .freq_curve
-                    .map_or(self.increment, |c| f64::from(c.at(k)) * per_hz);
-                *o = amp * (TAU * phase).sin() as f32;
-                phase += increment;
-                if phase >= 1.0 {
-                    phase -= 1.0;
-                }
+                let inc = self.freq_curve.map_or(self.osc.inc, |c| {
+                    hz_to_phase_inc(f64::from(c.at(k)), self.sample_rate)
+                });
+                *o = amp * sin_turn(phase);
+                phase = phase.wrapping_add(inc);
             }
+            self.osc.phase = phase;
         }
-        self.phase = phase;
         for ch in channels {
             ch.copy_from_slice(first);
         }
@@ -175,7 +166,7 @@ impl Node for Sine {
         }
         match index {
             P_FREQ if f64::from(value) < self.sample_rate / 2.0 => {
-                self.increment = f64::from(value) / self.sample_rate;
+                self.osc.inc = hz_to_phase_inc(f64::from(value), self.sample_rate);
                 self.freq_curve = None;
                 true
             }

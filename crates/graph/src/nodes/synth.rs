@@ -14,7 +14,7 @@ use crate::registry::{NodeConfig, NodeType};
 
 use envelope::Adsr;
 use filter::LowpassCoefs;
-use voice::{Fade, Shared, Voice};
+use voice::{render_lanes, Fade, Shared, Voice, LANES};
 pub use wavetable::Wave;
 use wavetable::Wavetables;
 
@@ -495,10 +495,29 @@ impl Synth {
             wave: self.settings.wave,
             adsr: &self.adsr,
         };
-        for v in self.voices.iter_mut() {
-            if !v.is_idle() {
-                v.render(out, &shared, 1.0, 0.0);
+        // Playing voices go four at a time, in voice order (which keeps the order of the
+        // additions into each sample, hence the bits, of one voice after another).
+        let mut group = [0usize; LANES];
+        let mut count = 0;
+        for i in 0..self.voices.len() {
+            let v = &mut self.voices[i];
+            if v.is_idle() {
+                continue;
             }
+            if !v.audible() {
+                // Silent: only its envelope keeps time.
+                v.render(out, &shared, 1.0, 0.0);
+                continue;
+            }
+            group[count] = i;
+            count += 1;
+            if count == LANES {
+                render_lanes(&mut self.voices, &group, out, &shared);
+                count = 0;
+            }
+        }
+        if count > 0 {
+            render_lanes(&mut self.voices, &group[..count], out, &shared);
         }
         for f in self.fades.iter_mut() {
             f.render(out, &shared);

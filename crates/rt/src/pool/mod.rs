@@ -195,6 +195,8 @@ impl Pool {
                     }
                     let _ = tx.send(notes);
                     drop(tx);
+                    // A worker runs audio work and nothing else, for its whole life.
+                    let _flush = crate::denormals::FlushDenormals::new();
                     worker::main(&shared, &flag, k + 1, realtime);
                 })
                 .expect("spawning a worker thread");

@@ -169,7 +169,7 @@ impl Envelope {
     }
 
     /// The next sample's level.
-    #[inline]
+    #[inline(always)]
     pub(super) fn next(&mut self, adsr: &Adsr) -> f32 {
         match self.stage {
             Stage::Idle => {}

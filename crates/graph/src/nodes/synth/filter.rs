@@ -8,6 +8,8 @@
 
 use std::f64::consts::PI;
 
+use super::voice::LANES;
+
 /// The highest cutoff used, as a fraction of the sample rate: `tan` grows without bound
 /// towards half the sample rate.
 const MAX_CUTOFF: f64 = 0.45;
@@ -68,6 +70,66 @@ impl Lowpass {
         self.ic1 = 2.0 * v1 - self.ic1;
         self.ic2 = 2.0 * v2 - self.ic2;
         v2
+    }
+}
+
+/// The coefficients of [`LANES`] voices, one per lane.
+pub(super) struct LaneCoefs {
+    a1: [f32; LANES],
+    a2: [f32; LANES],
+    a3: [f32; LANES],
+}
+
+impl LowpassCoefs {
+    /// Each lane's coefficients.
+    pub(super) fn lanes(c: [LowpassCoefs; LANES]) -> LaneCoefs {
+        LaneCoefs {
+            a1: c.map(|c| c.a1),
+            a2: c.map(|c| c.a2),
+            a3: c.map(|c| c.a3),
+        }
+    }
+}
+
+/// The filters of [`LANES`] voices, stepped together: each lane does exactly what
+/// [`Lowpass::tick`] does, in the same order, so its bits are the same.
+pub(super) struct LaneLowpass {
+    ic1: [f32; LANES],
+    ic2: [f32; LANES],
+}
+
+impl Lowpass {
+    /// The filters `f`, one per lane.
+    pub(super) fn lanes(f: [Lowpass; LANES]) -> LaneLowpass {
+        LaneLowpass {
+            ic1: f.map(|f| f.ic1),
+            ic2: f.map(|f| f.ic2),
+        }
+    }
+}
+
+impl LaneLowpass {
+    /// Filters one sample of each lane.
+    #[inline(always)]
+    pub(super) fn tick(&mut self, x: &[f32; LANES], c: &LaneCoefs) -> [f32; LANES] {
+        let mut y = [0.0f32; LANES];
+        for l in 0..LANES {
+            let v3 = x[l] - self.ic2[l];
+            let v1 = c.a1[l] * self.ic1[l] + c.a2[l] * v3;
+            let v2 = self.ic2[l] + c.a2[l] * self.ic1[l] + c.a3[l] * v3;
+            self.ic1[l] = 2.0 * v1 - self.ic1[l];
+            self.ic2[l] = 2.0 * v2 - self.ic2[l];
+            y[l] = v2;
+        }
+        y
+    }
+
+    /// Each lane's filter state.
+    pub(super) fn split(&self) -> [Lowpass; LANES] {
+        std::array::from_fn(|l| Lowpass {
+            ic1: self.ic1[l],
+            ic2: self.ic2[l],
+        })
     }
 }
 
