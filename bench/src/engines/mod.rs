@@ -185,6 +185,8 @@ fn setup(args: &EnginesArgs) -> Result<Setup, EnginesError> {
         let ok = Command::new("npm")
             .args(["ci", "--no-audit", "--no-fund"])
             .current_dir(&node_dir)
+            // npm's progress would land in the middle of `--json` on our stdout.
+            .stdout(std::process::Stdio::from(std::io::stderr()))
             .status()
             .map(|s| s.success())
             .unwrap_or(false);
