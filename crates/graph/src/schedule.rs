@@ -1,6 +1,7 @@
 //! [`Schedule`]: a compiled graph the audio thread runs block by block, serially or on a
 //! [`Pool`].
 
+use downbeat_rt::denormals::FlushDenormals;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -520,11 +521,13 @@ impl Schedule {
     }
 
     /// Runs every node once for a block of `frames` frames, in topological order, on the
-    /// calling thread.
+    /// calling thread, with subnormal numbers flushed to zero (as on the pool's workers, so
+    /// that this and [`process_parallel`](Schedule::process_parallel) agree bit for bit).
     ///
     /// # Panics
     /// If `frames` is 0 or exceeds the `max_block` the schedule was compiled for.
     pub fn process(&mut self, frames: usize) {
+        let _flush = FlushDenormals::new();
         let ctx = self.begin(frames);
         for i in 0..self.slots.len() {
             // SAFETY: `&mut self` excludes every other access, and slots run in
@@ -541,7 +544,9 @@ impl Schedule {
     /// the thread that ran it last unless another runs out of work (critical path first,
     /// cache affinity; the ranks come from the nodes' measured times, see
     /// [`set_profiling`](Schedule::set_profiling)). The output is bit-identical to
-    /// [`process`](Schedule::process).
+    /// [`process`](Schedule::process): every thread flushes subnormals to zero, the calling
+    /// one while this runs, the pool's workers for their whole life; a node's result must not
+    /// depend on the thread that ran it.
     ///
     /// Real-time safe: every structure it uses was allocated by `compile`; the only system
     /// call is the pool's counted wake of parked workers.
@@ -549,6 +554,7 @@ impl Schedule {
     /// # Panics
     /// If `frames` is 0 or exceeds the `max_block` the schedule was compiled for.
     pub fn process_parallel(&mut self, frames: usize, pool: &Pool) {
+        let _flush = FlushDenormals::new();
         let ctx = self.begin(frames);
         self.parallel.start(&self.preds, &self.profile);
         pool.run(&Kahn {
