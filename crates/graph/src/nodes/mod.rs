@@ -24,6 +24,7 @@ mod input;
 mod karplus;
 mod mix;
 mod noise;
+mod note_queue;
 mod output;
 mod sampler;
 mod sine;

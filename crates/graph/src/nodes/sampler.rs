@@ -10,6 +10,7 @@ mod interp;
 mod samples;
 mod voice;
 
+use super::note_queue::NoteQueue;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -84,13 +85,6 @@ impl Default for SamplerSettings {
             gain: 1.0,
         }
     }
-}
-
-/// A note event waiting for its frame.
-#[derive(Clone, Copy, Debug)]
-struct Pending {
-    frame: usize,
-    event: NoteEvent,
 }
 
 /// What a sampler tells a host while it plays; see [`Sampler::monitor`](Node::monitor).
@@ -169,8 +163,7 @@ pub struct Sampler {
     fade_samples: u32,
     voices: Box<[Voice]>,
     fades: Box<[Voice]>,
-    pending: Box<[Pending]>,
-    pending_len: usize,
+    pending: NoteQueue,
     order: u64,
     cut_fades: u64,
     amp: f32,
@@ -316,18 +309,11 @@ impl Sampler {
         let sr = f64::from(sample_rate);
         let voices = vec![Voice::IDLE; settings.voices].into_boxed_slice();
         let fades = vec![Voice::IDLE; settings.voices].into_boxed_slice();
-        let pending = vec![
-            Pending {
-                frame: 0,
-                event: NoteEvent::AllNotesOff { channel: None },
-            };
-            SAMPLER_PENDING
-        ]
-        .into_boxed_slice();
+        let pending = NoteQueue::new(SAMPLER_PENDING);
         let memory = set.bytes()
             + std::mem::size_of_val(&*voices)
             + std::mem::size_of_val(&*fades)
-            + std::mem::size_of_val(&*pending);
+            + pending.bytes();
         Ok(Self {
             channels,
             sample_rate: sr,
@@ -337,7 +323,6 @@ impl Sampler {
             voices,
             fades,
             pending,
-            pending_len: 0,
             order: 0,
             cut_fades: 0,
             amp: settings.gain,
@@ -391,17 +376,7 @@ impl Sampler {
     /// already waiting; the event is then not taken.
     pub fn note(&mut self, frame: usize, event: NoteEvent) -> Result<(), NoteError> {
         event.validate()?;
-        if self.pending_len == self.pending.len() {
-            return Err(NoteError::Full {
-                capacity: self.pending.len(),
-            });
-        }
-        let len = self.pending_len;
-        let at = self.pending[..len].partition_point(|p| p.frame <= frame);
-        self.pending.copy_within(at..len, at + 1);
-        self.pending[at] = Pending { frame, event };
-        self.pending_len += 1;
-        Ok(())
+        self.pending.push(frame, event)
     }
 
     /// Note on, MIDI channel 1, at `frame` of the next block. See [`Sampler::note`].
@@ -547,25 +522,17 @@ impl Node for Sampler {
         let frames = output.frames();
         output.fill_zero();
         let mut pos = 0;
-        let mut taken = 0;
-        while taken < self.pending_len && self.pending[taken].frame < frames {
-            let frame = self.pending[taken].frame;
-            render(&mut self.voices, &self.set, &mut output, pos, frame);
-            render(&mut self.fades, &self.set, &mut output, pos, frame);
-            pos = frame;
-            while taken < self.pending_len && self.pending[taken].frame == frame {
-                let event = self.pending[taken].event;
-                self.apply(event);
-                taken += 1;
+        while let Some((frame, event)) = self.pending.next_before(frames) {
+            if frame > pos {
+                render(&mut self.voices, &self.set, &mut output, pos, frame);
+                render(&mut self.fades, &self.set, &mut output, pos, frame);
+                pos = frame;
             }
+            self.apply(event);
         }
         render(&mut self.voices, &self.set, &mut output, pos, frames);
         render(&mut self.fades, &self.set, &mut output, pos, frames);
-        self.pending.copy_within(taken..self.pending_len, 0);
-        self.pending_len -= taken;
-        for p in &mut self.pending[..self.pending_len] {
-            p.frame -= frames;
-        }
+        self.pending.end_block(frames);
         // The gain glides over the block so that a live change does not click; unchanged,
         // it multiplies by the same value throughout.
         let step = if frames > 0 {

@@ -5,6 +5,7 @@ mod filter;
 mod voice;
 mod wavetable;
 
+use super::note_queue::NoteQueue;
 use crate::buffer::{AudioMut, AudioRef};
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{check_channels, float_param_accepts, invalid, CHANNELS};
@@ -83,13 +84,6 @@ impl Default for SynthSettings {
     }
 }
 
-/// A note event waiting for its frame.
-#[derive(Clone, Copy, Debug)]
-struct Pending {
-    frame: usize,
-    event: NoteEvent,
-}
-
 /// A polyphonic synthesizer: per voice a band-limited wavetable oscillator, an ADSR
 /// envelope and a resonant low-pass filter with key and velocity tracking; the mix on
 /// every output channel.
@@ -126,8 +120,7 @@ pub struct Synth {
     tables: &'static Wavetables,
     voices: Box<[Voice]>,
     fades: Box<[Fade]>,
-    pending: Box<[Pending]>,
-    pending_len: usize,
+    pending: NoteQueue,
     /// Pitch bend per MIDI channel, `-1..=1`.
     bend: [f32; 16],
     /// Sustain pedal per MIDI channel.
@@ -230,15 +223,7 @@ impl Synth {
             tables: wavetable::wavetables(),
             voices: vec![Voice::IDLE; s.voices].into_boxed_slice(),
             fades: vec![Fade::FREE; s.voices].into_boxed_slice(),
-            pending: vec![
-                Pending {
-                    frame: 0,
-                    event: NoteEvent::AllNotesOff { channel: None },
-                };
-                PENDING_EVENTS
-            ]
-            .into_boxed_slice(),
-            pending_len: 0,
+            pending: NoteQueue::new(PENDING_EVENTS),
             bend: [0.0; 16],
             pedal: [false; 16],
             order: 0,
@@ -272,18 +257,7 @@ impl Synth {
                 return Ok(());
             }
         }
-        if self.pending_len == self.pending.len() {
-            return Err(NoteError::Full {
-                capacity: self.pending.len(),
-            });
-        }
-        // Keep the list sorted by frame, stable: after every event at the same frame.
-        let len = self.pending_len;
-        let at = self.pending[..len].partition_point(|p| p.frame <= frame);
-        self.pending.copy_within(at..len, at + 1);
-        self.pending[at] = Pending { frame, event };
-        self.pending_len += 1;
-        Ok(())
+        self.pending.push(frame, event)
     }
 
     /// Note on, MIDI channel 1: `note` (fractional allowed) at `velocity` (`0..=1`; 0 is a
@@ -342,7 +316,7 @@ impl Synth {
 
     /// Events waiting for a later frame.
     pub fn pending_events(&self) -> usize {
-        self.pending_len
+        self.pending.len()
     }
 
     fn bend_semitones(&self, channel: u8) -> f64 {
@@ -729,24 +703,15 @@ impl Node for Synth {
         first.fill(0.0);
         // Render up to each event's frame, apply the events there, carry on.
         let mut pos = 0;
-        let mut taken = 0;
-        while taken < self.pending_len && self.pending[taken].frame < frames {
-            let frame = self.pending[taken].frame;
-            self.render(&mut first[pos..frame]);
-            pos = frame;
-            while taken < self.pending_len && self.pending[taken].frame == frame {
-                let event = self.pending[taken].event;
-                self.apply(event);
-                taken += 1;
+        while let Some((frame, event)) = self.pending.next_before(frames) {
+            if frame > pos {
+                self.render(&mut first[pos..frame]);
+                pos = frame;
             }
+            self.apply(event);
         }
         self.render(&mut first[pos..]);
-        // Later events move to the front, their frames now counted from the next block.
-        self.pending.copy_within(taken..self.pending_len, 0);
-        self.pending_len -= taken;
-        for p in &mut self.pending[..self.pending_len] {
-            p.frame -= frames;
-        }
+        self.pending.end_block(frames);
         // The output gain glides over the block so a live change does not click.
         let mut amp = self.amp;
         let step = if frames > 0 {
