@@ -14,8 +14,7 @@ use downbeat::device::{Device, RunLength, Virtual};
 use downbeat::Engine;
 use downbeat_file::stream::{Reader, Source, SourceError};
 use downbeat_file::{Player, PlayerSettings};
-use downbeat_graph::nodes::Output;
-use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, Node, NodeConfig, ProcessContext};
+use downbeat_graph::{AudioMut, AudioRef, Node, NodeConfig, ProcessContext};
 
 const RATE: u32 = 48_000;
 const BLOCK: usize = 256;
@@ -37,18 +36,7 @@ fn cut_wav(keep_frames: u64) -> (PathBuf, u64) {
 }
 
 fn engine(node: Player) -> Engine {
-    let mut g = Graph::new();
-    let p = g.add("p", node);
-    let out = g.add("out", Output::new(2));
-    g.connect(p, out);
-    g.set_output(out);
-    Engine::new(
-        g.compile(CompileConfig {
-            sample_rate: RATE as f32,
-            max_block: BLOCK,
-        })
-        .unwrap(),
-    )
+    common::player_engine(node, RATE, BLOCK)
 }
 
 #[test]

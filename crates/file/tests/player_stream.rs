@@ -3,6 +3,8 @@
 //! virtual device when the reader is made slow on purpose, and an offline render that is
 //! bit-identical however slow the reader is.
 
+mod common;
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -10,8 +12,7 @@ use downbeat::device::{Device, Offline, RunLength, Virtual};
 use downbeat::Engine;
 use downbeat_file::stream::{Reader, Source, SourceError};
 use downbeat_file::{Player, PlayerSettings};
-use downbeat_graph::nodes::Output;
-use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, Node, NodeConfig, ProcessContext};
+use downbeat_graph::{AudioMut, AudioRef, Node, NodeConfig, ProcessContext};
 use downbeat_rt::guard;
 
 downbeat_rt::install_guard_allocator!();
@@ -165,18 +166,7 @@ fn read_seek_loop_and_underrun_are_real_time_safe() {
 }
 
 fn engine(node: Player) -> Engine {
-    let mut g = Graph::new();
-    let p = g.add("p", node);
-    let out = g.add("out", Output::new(2));
-    g.connect(p, out);
-    g.set_output(out);
-    Engine::new(
-        g.compile(CompileConfig {
-            sample_rate: RATE as f32,
-            max_block: BLOCK,
-        })
-        .unwrap(),
-    )
+    common::player_engine(node, RATE, BLOCK)
 }
 
 #[test]

@@ -269,3 +269,20 @@ pub fn residual_db(a: &[f32], b: &[f32]) -> f64 {
     let diff: Vec<f32> = a.iter().zip(b).map(|(x, y)| x - y).collect();
     20.0 * (rms(&diff) / rms(b)).log10()
 }
+
+/// An engine playing `node` (two channels) straight into its output.
+pub fn player_engine(node: downbeat_file::Player, rate: u32, block: usize) -> downbeat::Engine {
+    use downbeat_graph::{nodes::Output, CompileConfig, Graph};
+    let mut g = Graph::new();
+    let p = g.add("p", node);
+    let out = g.add("out", Output::new(2));
+    g.connect(p, out);
+    g.set_output(out);
+    downbeat::Engine::new(
+        g.compile(CompileConfig {
+            sample_rate: rate as f32,
+            max_block: block,
+        })
+        .unwrap(),
+    )
+}
