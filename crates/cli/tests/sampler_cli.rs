@@ -5,23 +5,18 @@
 
 #[path = "../../engine/tests/midi_corpus/mod.rs"]
 mod midi_corpus;
+mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use midi_corpus::{smf, Track};
+use support::downbeat;
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("downbeat-sampler-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn downbeat(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_downbeat"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 /// Runs `sox` with `args` in `dir`; panics (fails the test) when sox is missing.
