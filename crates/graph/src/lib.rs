@@ -24,6 +24,7 @@ mod profile;
 mod registry;
 mod schedule;
 mod smooth;
+mod state;
 
 pub use buffer::{prefaulted, AudioMut, AudioRef};
 pub use compile::CompileConfig;
@@ -46,3 +47,4 @@ pub use schedule::{
     NodeLevel, NodeRunner, Schedule, CONTROL_FRAMES, DEFAULT_EVENT_CAPACITY, DEFAULT_SMOOTHING,
 };
 pub use smooth::{ParamCurve, Shape};
+pub use state::{NodeState, StateError};

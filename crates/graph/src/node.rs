@@ -5,6 +5,7 @@ use crate::monitor::SharedMonitor;
 use crate::note::{NoteError, NoteEvent};
 use crate::param::ParamSpec;
 use crate::smooth::ParamCurve;
+use crate::state::{NodeState, StateError};
 
 /// What a node knows about the block it is processing.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -217,5 +218,35 @@ pub trait Node: Send + 'static {
     /// ```
     fn monitor(&self) -> Option<SharedMonitor> {
         None
+    }
+
+    /// The node's state, for a later run to start from (a plugin's parameters and
+    /// internal settings, in the plugin format's own state format), or `None` for a node
+    /// with nothing to save (the default). Called on the main thread, after the run, on
+    /// the node the schedule gave back (see
+    /// [`Schedule::save_states`](crate::Schedule::save_states)), so it may allocate and
+    /// block.
+    ///
+    /// ```
+    /// use downbeat_graph::{AudioMut, AudioRef, Node, NodeState, ProcessContext, StateError};
+    ///
+    /// /// A constant whose level is its state.
+    /// struct Level(f32);
+    /// impl Node for Level {
+    ///     fn input_channels(&self) -> usize { 0 }
+    ///     fn output_channels(&self) -> usize { 1 }
+    ///     fn process(&mut self, _: &ProcessContext, _: AudioRef<'_>, mut out: AudioMut<'_>) {
+    ///         out.channel_mut(0).fill(self.0);
+    ///     }
+    ///     fn save_state(&mut self) -> Result<Option<NodeState>, StateError> {
+    ///         Ok(Some(NodeState { bytes: self.0.to_le_bytes().to_vec(), extension: "level" }))
+    ///     }
+    /// }
+    ///
+    /// let state = Level(0.5).save_state().unwrap().unwrap();
+    /// assert_eq!(state.bytes, 0.5f32.to_le_bytes());
+    /// ```
+    fn save_state(&mut self) -> Result<Option<NodeState>, StateError> {
+        Ok(None)
     }
 }

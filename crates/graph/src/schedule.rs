@@ -20,6 +20,7 @@ use crate::parallel::{Kahn, Parallel};
 use crate::param::ParamKind;
 use crate::profile::{NodeSample, Profile};
 use crate::smooth::{ParamCurve, Segment, Shape};
+use crate::state::{NodeState, StateError};
 
 /// Events a schedule holds by default: waiting for their frame, and due in one block.
 /// [`Schedule::set_event_capacity`] changes it.
@@ -821,6 +822,34 @@ impl Schedule {
             .zip(self.monitors.iter())
             .filter_map(|(name, m)| Some((name.clone(), m.clone()?)))
             .collect()
+    }
+
+    /// Asks every node for its state ([`Node::save_state`]) and returns those that have
+    /// one, with the node's name, in processing order; a node that fails says why. Call it
+    /// on the main thread once the schedule is no longer processing (a device hands the
+    /// engine back when a run ends).
+    ///
+    /// ```
+    /// use downbeat_graph::{nodes::{Output, Sine}, CompileConfig, Graph};
+    ///
+    /// let mut g = Graph::new();
+    /// let sine = g.add("sine", Sine::new(1, 48_000.0, 440.0, 0.5, 0.0));
+    /// let out = g.add("out", Output::new(1));
+    /// g.connect(sine, out);
+    /// g.set_output(out);
+    /// let mut schedule = g.compile(CompileConfig { sample_rate: 48_000.0, max_block: 64 }).unwrap();
+    /// assert!(schedule.save_states().is_empty()); // built-in nodes have no state to save
+    /// ```
+    pub fn save_states(&mut self) -> Vec<(String, Result<NodeState, StateError>)> {
+        let mut states = Vec::new();
+        for (name, cell) in self.names.iter().zip(self.slots.iter_mut()) {
+            match cell.get_mut().node.save_state() {
+                Ok(None) => {}
+                Ok(Some(state)) => states.push((name.clone(), Ok(state))),
+                Err(e) => states.push((name.clone(), Err(e))),
+            }
+        }
+        states
     }
 
     /// For each position in processing order, the node's index in the original graph.

@@ -21,7 +21,7 @@ use crate::values::parse_seconds;
 pub(crate) use device::{check_dir, DeviceArgs};
 use device::{DeviceFlag, FallbackKind};
 use progress::Progress;
-use summary::{NodeCountsLine, NodeLevelLine, RecordingLine, Summary};
+use summary::{NodeCountsLine, NodeLevelLine, RecordingLine, SavedStatesLine, Summary};
 
 /// `downbeat run` arguments.
 #[derive(clap::Args)]
@@ -103,6 +103,12 @@ pub(crate) struct Args {
     /// levels to the summary (`node_levels` in `--json`).
     #[arg(long)]
     meters: bool,
+    /// When the run ends, write the state of every node that has one (CLAP and LV2
+    /// plugins) to this folder, one file per node named after it (`DIR/<node>.clapstate`,
+    /// `DIR/<node>.ttl`), for a plugin node's `state = "FILE"` to start a later run from.
+    /// The folder is made when missing.
+    #[arg(long, value_name = "DIR")]
+    save_state: Option<PathBuf>,
     /// Test hook: the recording's writer thread sleeps this long before each write (a
     /// disk made slow on purpose).
     #[arg(long, hide = true, value_name = "MS")]
@@ -271,7 +277,7 @@ fn play(mut engine: Engine, setup: &Setup, args: &DeviceArgs, quiet: bool) -> Re
 
 /// Stops what ran beside the engine, writes the recorded events, and prints the summary
 /// (and writes the report).
-fn finish(ran: Ran, mut setup: Setup, args: &Args) -> Result<(), Failure> {
+fn finish(mut ran: Ran, mut setup: Setup, args: &Args) -> Result<(), Failure> {
     let osc = setup.osc.take().map(OscServer::stop);
     let node_levels = setup.watcher.as_mut().map(run_levels);
     if let (Some(path), Some(recorder)) = (&args.record_events, setup.recorder.take()) {
@@ -285,7 +291,15 @@ fn finish(ran: Ran, mut setup: Setup, args: &Args) -> Result<(), Failure> {
             f.at_frame as f64 / f64::from(ran.engine.sample_rate())
         );
     }
+    let saved = match &args.save_state {
+        Some(dir) => Some(SavedStatesLine {
+            dir: dir.clone(),
+            nodes: save_states(&mut ran.engine, dir)?,
+        }),
+        None => None,
+    };
     let mut summary = summarize(&ran, setup);
+    summary.saved_states = saved;
     summary.osc_applied = osc.map(|c| c.applied);
     summary.osc_rejected = osc.map(|c| c.rejected);
     summary.node_levels = node_levels;
@@ -311,6 +325,41 @@ fn run_levels(watcher: &mut Watcher) -> Vec<NodeLevelLine> {
             rms: l.rms,
         })
         .collect()
+}
+
+/// Writes every node's state into `dir` (see `--save-state`), and how many nodes had one.
+/// A node that cannot save its state fails the run (exit 1) after the others are written,
+/// so that a missing file is never mistaken for a saved one.
+fn save_states(engine: &mut Engine, dir: &std::path::Path) -> Result<usize, Failure> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        Failure::Input(format!(
+            "--save-state {}: cannot make the folder: {e}",
+            dir.display()
+        ))
+    })?;
+    let mut failed = Vec::new();
+    let mut saved = 0;
+    for (name, state) in engine.schedule_mut().save_states() {
+        match state {
+            Ok(state) => {
+                let path = dir.join(format!("{name}.{}", state.extension));
+                std::fs::write(&path, &state.bytes).map_err(|e| {
+                    Failure::Runtime(format!("cannot write {}: {e}", path.display()))
+                })?;
+                saved += 1;
+            }
+            Err(e) => failed.push(format!("node `{name}`: {e}")),
+        }
+    }
+    if failed.is_empty() {
+        Ok(saved)
+    } else {
+        Err(Failure::Runtime(format!(
+            "--save-state {}: {}",
+            dir.display(),
+            failed.join("; ")
+        )))
+    }
 }
 
 /// The summary of the engine and the device's report (without OSC counts and levels).
@@ -352,6 +401,7 @@ fn summarize(ran: &Ran, setup: Setup) -> Summary {
             .into_iter()
             .map(|(node, m)| NodeCountsLine::read(node, &m))
             .collect(),
+        saved_states: None,
         load: engine.summary(),
     }
 }

@@ -106,8 +106,18 @@ pub(crate) struct Summary {
     /// The counters of the nodes that keep some (an `echoes` node's taps and drops).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) node_counts: Vec<NodeCountsLine>,
+    /// With `--save-state`: where the nodes' states went, and how many.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) saved_states: Option<SavedStatesLine>,
     #[serde(flatten)]
     pub(crate) load: LoadSummary,
+}
+
+/// The states `--save-state` wrote.
+#[derive(Serialize)]
+pub(crate) struct SavedStatesLine {
+    pub(crate) dir: PathBuf,
+    pub(crate) nodes: usize,
 }
 
 /// Says on stderr, whatever the format, what any node dropped: nothing goes unmentioned.
@@ -211,6 +221,13 @@ fn print_text(s: &Summary) {
             n => format!(", {n} frame(s) lost to a slow disk"),
         };
         println!("wrote {} ({:.2} s{lost})", r.path.display(), r.seconds);
+    }
+    if let Some(saved) = &s.saved_states {
+        println!(
+            "saved the state of {} node(s) to {}",
+            saved.nodes,
+            saved.dir.display()
+        );
     }
 }
 
