@@ -2,7 +2,8 @@
 //! here with `cc` into a bundle of its own, which `LV2_PATH` points lilv at; a missing `cc`
 //! fails the test): a request made in `instantiate` and the ones made in `run()` are worked
 //! on the worker thread and answered at the start of a later run, offline at the very next
-//! one; a full ring refuses and is counted; and the whole audio-thread path (scheduling,
+//! one; a full ring refuses and is counted; a feature nobody provides is refused by name;
+//! and the whole audio-thread path (scheduling,
 //! delivering, `end_run`, a refusal) runs under the guard.
 
 // Built with the `lv2` feature only (crates/plugin/ci.sh turns it on).
@@ -14,7 +15,7 @@ use std::sync::Once;
 use std::time::Duration;
 
 use downbeat_graph::{AudioMut, AudioRef, Node, NodeConfig, ProcessContext};
-use downbeat_plugin::lv2::{ControlValue, Lv2Node};
+use downbeat_plugin::lv2::{ControlValue, Lv2Error, Lv2Node};
 
 downbeat_rt::install_guard_allocator!();
 
@@ -153,4 +154,20 @@ fn a_full_ring_refuses_and_counts_under_the_guard() {
     let lost = monitor.counts();
     let no_space = lost.iter().find(|c| c.name == "worker_no_space").unwrap();
     assert!(no_space.loss, "a refusal is a loss the run's summary warns about");
+}
+
+#[test]
+fn unprovided_required_features_are_listed_at_load_time() {
+    setup();
+    let err = Lv2Node::load("urn:downbeat:test:needs-nothing-known", &[], &CFG)
+        .err()
+        .unwrap();
+    match &err {
+        Lv2Error::MissingFeatures { missing, .. } => {
+            // The worker is provided: only the unknown feature is missing.
+            assert_eq!(missing, &["urn:downbeat:test:no-such-feature"]);
+        }
+        other => panic!("expected missing features, got {other}"),
+    }
+    assert!(err.to_string().contains("no-such-feature"), "{err}");
 }
