@@ -65,14 +65,23 @@ fn write_input(path: &Path) {
     w.finalize().unwrap();
 }
 
-#[test]
-fn a_saved_state_renders_what_the_run_rendered_after_its_changes() {
+/// Whether mda Overdrive is installed (`lv2info` knows it); under CI a missing one panics.
+fn have_overdrive() -> bool {
     let lv2info = Command::new("lv2info").arg(OVERDRIVE).output();
-    if !lv2info.is_ok_and(|o| o.status.success() && !o.stdout.is_empty()) {
+    let ok = lv2info.is_ok_and(|o| o.status.success() && !o.stdout.is_empty());
+    if !ok {
         assert!(
             !std::env::var("CI").is_ok_and(|v| v == "true"),
             "mda Overdrive (mda-lv2) or lv2info is missing; crates/plugin/ci.sh installs them"
         );
+        eprintln!("skipped: mda Overdrive is not installed");
+    }
+    ok
+}
+
+#[test]
+fn a_saved_state_renders_what_the_run_rendered_after_its_changes() {
+    if !have_overdrive() {
         return;
     }
     let dir = support::tmp("lv2-state-cli", "run");
@@ -120,6 +129,9 @@ fn a_saved_state_renders_what_the_run_rendered_after_its_changes() {
 
 #[test]
 fn a_bad_state_file_is_bad_input_naming_it() {
+    if !have_overdrive() {
+        return;
+    }
     let dir = support::tmp("lv2-state-cli", "bad");
     std::fs::create_dir_all(&dir).unwrap();
     let input = dir.join("in.wav");
