@@ -150,7 +150,10 @@ fn synthv1_plays_a_midi_file_at_the_notes_pitch() {
     let held = &out[RATE / 2..RATE];
     assert!(rms(held) > 0.01, "the note sounds: rms {}", rms(held));
     let f = peak_frequency(held);
-    assert!((f - 440.0).abs() <= 2.0, "spectral peak at {f} Hz, expected 440");
+    assert!(
+        (f - 440.0).abs() <= 2.0,
+        "spectral peak at {f} Hz, expected 440"
+    );
 }
 
 #[test]
@@ -160,8 +163,7 @@ fn avldrums_plays_a_drum_pattern_at_its_times() {
     }
     // Kick, snare, kick, snare every half second from 0.25 s (ticks of 1/960 s).
     let hits = [(36, 240), (38, 720), (36, 1200), (38, 1680)];
-    let notes: Vec<(u8, u8, u32, u32)> =
-        hits.iter().map(|&(k, t)| (9, k, t, t + 96)).collect();
+    let notes: Vec<(u8, u8, u32, u32)> = hits.iter().map(|&(k, t)| (9, k, t, t + 96)).collect();
     let out = play("avldrums", DRUMS, "", &midi_file(&notes));
     assert!(
         out[..RATE / 4].iter().all(|s| s.abs() < 1e-4),

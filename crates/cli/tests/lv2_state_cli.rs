@@ -104,17 +104,33 @@ fn a_saved_state_renders_what_the_run_rendered_after_its_changes() {
         &plain,
         &input,
         &changed,
-        &["--replay", events.to_str().unwrap(), "--save-state", states.to_str().unwrap()],
+        &[
+            "--replay",
+            events.to_str().unwrap(),
+            "--save-state",
+            states.to_str().unwrap(),
+        ],
     );
-    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
     let saved = std::fs::read_to_string(states.join("drive.ttl")).unwrap();
-    assert!(saved.contains("\"muffle\"") && saved.contains("0.6"), "{saved}");
+    assert!(
+        saved.contains("\"muffle\"") && saved.contains("0.6"),
+        "{saved}"
+    );
 
     // Relative to the project's folder.
     let loaded = project(&dir, "loaded.toml", "state = \"states/drive.ttl\"");
     let restored = dir.join("restored.wav");
     let second = run(&loaded, &input, &restored, &[]);
-    assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
     let defaults = dir.join("defaults.wav");
     assert!(run(&plain, &input, &defaults, &[]).status.success());
 
@@ -123,7 +139,10 @@ fn a_saved_state_renders_what_the_run_rendered_after_its_changes() {
     let (c, _) = support::read_wav(&defaults);
     assert_eq!(a.len(), 96000);
     assert!(a.iter().any(|&s| s != 0.0), "the run made sound");
-    assert!(a == b, "the restored run renders what the changed run did, bit for bit");
+    assert!(
+        a == b,
+        "the restored run renders what the changed run did, bit for bit"
+    );
     assert!(a != c, "and not what the plugin's defaults render");
 }
 
@@ -141,10 +160,16 @@ fn a_bad_state_file_is_bad_input_naming_it() {
     let out = run(&p, &input, &dir.join("x.wav"), &[]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("junk.ttl") && err.contains("not an LV2 state"), "{err}");
+    assert!(
+        err.contains("junk.ttl") && err.contains("not an LV2 state"),
+        "{err}"
+    );
     let p = project(&dir, "preset.toml", "preset = \"Nope\"");
     let out = run(&p, &input, &dir.join("x.wav"), &[]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("unknown preset `Nope`") && err.contains("has no presets"), "{err}");
+    assert!(
+        err.contains("unknown preset `Nope`") && err.contains("has no presets"),
+        "{err}"
+    );
 }

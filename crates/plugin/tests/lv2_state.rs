@@ -69,12 +69,18 @@ fn a_preset_sets_the_ports_it_names() {
     let given = Lv2Node::load(COMP, &values(&POPPY), &CFG).unwrap();
     let plain = Lv2Node::load(COMP, &[], &CFG).unwrap();
     let (preset, given, plain) = (comp_render(preset), comp_render(given), comp_render(plain));
-    assert_eq!(preset, given, "the preset renders as its values do, bit for bit");
+    assert_eq!(
+        preset, given,
+        "the preset renders as its values do, bit for bit"
+    );
     assert_ne!(preset, plain, "and not as the defaults");
     // A value in the project overrides the preset's.
     let over = start(Some("PoppySnare"), None);
     let over = Lv2Node::load_with(COMP, &values(&[("thr", -6.0)]), &over, &CFG).unwrap();
-    assert_eq!((over.control("thr"), over.control("rat")), (Some(-6.0), Some(5.0)));
+    assert_eq!(
+        (over.control("thr"), over.control("rat")),
+        (Some(-6.0), Some(5.0))
+    );
 }
 
 #[test]
@@ -159,14 +165,20 @@ fn a_state_of_another_plugin_or_no_file_is_an_error_naming_it() {
         .err()
         .unwrap()
         .to_string();
-    assert!(err.contains("cannot read the state file") && err.contains("nothing.ttl"), "{err}");
+    assert!(
+        err.contains("cannot read the state file") && err.contains("nothing.ttl"),
+        "{err}"
+    );
     let junk = dir.join("junk.ttl");
     std::fs::write(&junk, "this is not turtle {").unwrap();
     let err = Lv2Node::load_with(COMP, &[], &start(None, Some(&junk)), &CFG)
         .err()
         .unwrap()
         .to_string();
-    assert!(err.contains("junk.ttl") && err.contains("not an LV2 state"), "{err}");
+    assert!(
+        err.contains("junk.ttl") && err.contains("not an LV2 state"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -68,15 +68,23 @@ fn a_delay_synced_to_the_tempo_takes_the_host_bpm() {
     let outputs = node.outputs();
     let at = echo_frame(node, 1.0);
     assert_eq!(outputs.get("delaytime"), Some(500.0));
-    assert!((23990..24010).contains(&at), "echo at frame {at}, expected 24000");
+    assert!(
+        (23990..24010).contains(&at),
+        "echo at frame {at}, expected 24000"
+    );
 
     // The project's tempo: 150 bpm, 400 ms.
     let node = synced(&[("host_bpm", 150.0)]);
     let outputs = node.outputs();
     let at = echo_frame(node, 1.0);
     assert_eq!(outputs.get("delaytime"), Some(400.0));
-    assert!((19190..19210).contains(&at), "echo at frame {at}, expected 19200");
-    let monitor = synced(&[]).monitor().expect("a plugin with control outputs has a monitor");
+    assert!(
+        (19190..19210).contains(&at),
+        "echo at frame {at}, expected 19200"
+    );
+    let monitor = synced(&[])
+        .monitor()
+        .expect("a plugin with control outputs has a monitor");
     assert_eq!(monitor.counts()[0].name, "delaytime_milli");
 }
 
@@ -110,7 +118,10 @@ fn unsynced_the_plugin_ignores_the_host_tempo() {
     let outputs = node.outputs();
     let at = echo_frame(node, 0.5);
     assert_eq!(outputs.get("delaytime"), Some(250.0));
-    assert!((11990..12010).contains(&at), "echo at frame {at}, expected 12000");
+    assert!(
+        (11990..12010).contains(&at),
+        "echo at frame {at}, expected 12000"
+    );
 }
 
 #[test]
@@ -159,5 +170,8 @@ fn the_transport_reaches_the_plugin_without_allocating_or_locking() {
     // The last tempo sent was 60 + 35 = 95 bpm.
     let want = 60_000.0 / 95.0;
     let got = outputs.get("delaytime").unwrap();
-    assert!((got - want).abs() < 1e-2, "delay time {got}, expected {want}");
+    assert!(
+        (got - want).abs() < 1e-2,
+        "delay time {got}, expected {want}"
+    );
 }

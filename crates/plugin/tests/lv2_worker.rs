@@ -107,7 +107,11 @@ fn offline_every_answer_arrives_at_the_next_run_however_slow_the_worker() {
     assert_eq!(seen, want);
     assert_eq!(node.control("responses"), Some(12.0));
     assert_eq!(node.control("ended"), Some(11.0), "end_run after every run");
-    assert_eq!(count(&node, "worker_requests"), 13, "instantiate's and 12 runs'");
+    assert_eq!(
+        count(&node, "worker_requests"),
+        13,
+        "instantiate's and 12 runs'"
+    );
     assert_eq!(count(&node, "worker_no_space"), 0);
     assert_eq!(count(&node, "worker_late"), 0);
 }
@@ -131,8 +135,15 @@ fn the_worker_path_on_the_audio_thread_is_real_time_safe() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let responses = node.control("responses").unwrap();
-    assert!(responses > 1.0, "answers were delivered under the guard: {responses}");
-    assert_eq!(node.control("ended"), Some(200.0), "end_run after every run");
+    assert!(
+        responses > 1.0,
+        "answers were delivered under the guard: {responses}"
+    );
+    assert_eq!(
+        node.control("ended"),
+        Some(200.0),
+        "end_run after every run"
+    );
 }
 
 #[test]
@@ -153,7 +164,10 @@ fn a_full_ring_refuses_and_counts_under_the_guard() {
     let monitor = node.monitor().unwrap();
     let lost = monitor.counts();
     let no_space = lost.iter().find(|c| c.name == "worker_no_space").unwrap();
-    assert!(no_space.loss, "a refusal is a loss the run's summary warns about");
+    assert!(
+        no_space.loss,
+        "a refusal is a loss the run's summary warns about"
+    );
 }
 
 #[test]

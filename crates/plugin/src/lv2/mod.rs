@@ -36,7 +36,7 @@ pub mod features;
 mod node;
 pub mod outputs;
 pub mod port;
-mod state;
+pub mod state;
 pub mod time;
 mod urid_table;
 pub mod worker;

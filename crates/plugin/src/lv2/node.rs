@@ -249,7 +249,10 @@ pub const HOST_PARAMS: [ParamSpec; 3] = [
     },
 ];
 
-pub(crate) fn find_plugin(world: &lilv::World, uri: &str) -> Result<lilv::plugin::Plugin, Lv2Error> {
+pub(crate) fn find_plugin(
+    world: &lilv::World,
+    uri: &str,
+) -> Result<lilv::plugin::Plugin, Lv2Error> {
     world
         .plugins()
         .plugin(&world.new_uri(uri))

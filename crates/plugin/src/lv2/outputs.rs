@@ -47,10 +47,7 @@ impl ControlOutputs {
     /// For outputs with these symbols, and a worker's counters if the plugin has one.
     pub(crate) fn new(symbols: &[String], worker: Option<Arc<WorkerCounts>>) -> Self {
         ControlOutputs {
-            names: symbols
-                .iter()
-                .map(|s| (s.clone(), count_name(s)))
-                .collect(),
+            names: symbols.iter().map(|s| (s.clone(), count_name(s))).collect(),
             values: symbols.iter().map(|_| AtomicU32::new(0)).collect(),
             worker,
         }

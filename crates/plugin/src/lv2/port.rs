@@ -406,7 +406,15 @@ mod tests {
             Err(Lv2Error::UnsupportedPort { .. })
         ));
         assert_eq!(
-            connection(PortKind::AtomIn { midi: false, time: false }, true, "a", &[]),
+            connection(
+                PortKind::AtomIn {
+                    midi: false,
+                    time: false
+                },
+                true,
+                "a",
+                &[]
+            ),
             Ok(Connection::Buffer)
         );
     }

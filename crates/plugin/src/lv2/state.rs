@@ -171,7 +171,9 @@ pub(crate) fn restore(
             let of = state.plugin_uri();
             let of = of.as_uri().unwrap_or("");
             if of != info.uri {
-                return Err(fail(format!("it is the state of <{of}>, not of this plugin")));
+                return Err(fail(format!(
+                    "it is the state of <{of}>, not of this plugin"
+                )));
             }
             state
         }

@@ -180,8 +180,18 @@ impl Transport {
             (urids.speed, 4, urids.float, float(self.speed)),
             (urids.bar, 8, urids.long, bar as i64 as u64),
             (urids.bar_beat, 4, urids.float, float(bar_beat)),
-            (urids.beat_unit, 4, urids.int, pair(self.beat_unit as u32, 0)),
-            (urids.beats_per_bar, 4, urids.float, float(self.beats_per_bar)),
+            (
+                urids.beat_unit,
+                4,
+                urids.int,
+                pair(self.beat_unit as u32, 0),
+            ),
+            (
+                urids.beats_per_bar,
+                4,
+                urids.float,
+                float(self.beats_per_bar),
+            ),
             (urids.bpm, 4, urids.float, float(self.bpm)),
         ];
         for (k, (key, size, type_, value)) in props.into_iter().enumerate() {
@@ -204,8 +214,18 @@ mod tests {
         t.set_bpm(90.0);
         t.advance(0, 48000 * 4); // four seconds at 90 bpm: six beats, bar 1 beat 2
         let w = t.position(&urids, 192000);
-        let lo = |x: u64| x.to_ne_bytes()[..4].try_into().map(u32::from_ne_bytes).unwrap();
-        let hi = |x: u64| x.to_ne_bytes()[4..].try_into().map(u32::from_ne_bytes).unwrap();
+        let lo = |x: u64| {
+            x.to_ne_bytes()[..4]
+                .try_into()
+                .map(u32::from_ne_bytes)
+                .unwrap()
+        };
+        let hi = |x: u64| {
+            x.to_ne_bytes()[4..]
+                .try_into()
+                .map(u32::from_ne_bytes)
+                .unwrap()
+        };
         assert_eq!(lo(w[1]), 176, "object body: 8 + 7 properties of 24 bytes");
         assert_eq!(hi(w[2]), urids.position);
         assert_eq!(w[5], 192000, "time:frame");

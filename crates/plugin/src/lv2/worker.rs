@@ -325,10 +325,7 @@ fn pop_message(ring: &mut Consumer<u8>, out: &mut [u8]) -> Option<usize> {
     // The writer commits header and body together, so the body is there.
     let chunk = ring.read_chunk(HEADER + len).ok()?;
     let (a, b) = chunk.as_slices();
-    for (d, s) in out[..len]
-        .iter_mut()
-        .zip(a.iter().chain(b).skip(HEADER))
-    {
+    for (d, s) in out[..len].iter_mut().zip(a.iter().chain(b).skip(HEADER)) {
         *d = *s;
     }
     chunk.commit_all();
@@ -401,7 +398,11 @@ unsafe extern "C" fn schedule_work(
 }
 
 /// `LV2_Worker_Respond_Function`, handed to `work()`.
-unsafe extern "C" fn respond(handle: *mut c_void, size: u32, data: *const c_void) -> LV2_Worker_Status {
+unsafe extern "C" fn respond(
+    handle: *mut c_void,
+    size: u32,
+    data: *const c_void,
+) -> LV2_Worker_Status {
     if handle.is_null() || (data.is_null() && size > 0) {
         return lv2_sys::LV2_Worker_Status_LV2_WORKER_ERR_UNKNOWN;
     }
