@@ -2,7 +2,8 @@
 //! here with `cc` into a bundle of its own, which `LV2_PATH` points lilv at; a missing `cc`
 //! fails the test): a request made in `instantiate` and the ones made in `run()` are worked
 //! on the worker thread and answered at the start of a later run, offline at the very next
-//! one; a full ring refuses and is counted; a feature nobody provides is refused by name;
+//! one; a request made on the main thread (while a state is restored) is worked there at
+//! once and answered at the first run; a full ring refuses and is counted; a feature nobody provides is refused by name;
 //! and the whole audio-thread path (scheduling,
 //! delivering, `end_run`, a refusal) runs under the guard.
 
@@ -15,7 +16,7 @@ use std::sync::Once;
 use std::time::Duration;
 
 use downbeat_graph::{AudioMut, AudioRef, Node, NodeConfig, ProcessContext};
-use downbeat_plugin::lv2::{ControlValue, Lv2Error, Lv2Node};
+use downbeat_plugin::lv2::{ControlValue, Lv2Error, Lv2Node, Start};
 
 downbeat_rt::install_guard_allocator!();
 
@@ -184,4 +185,41 @@ fn unprovided_required_features_are_listed_at_load_time() {
         other => panic!("expected missing features, got {other}"),
     }
     assert!(err.to_string().contains("no-such-feature"), "{err}");
+}
+
+#[test]
+fn a_request_from_the_main_thread_is_worked_at_once_and_answered_at_the_first_run() {
+    let mut saved = load(&[]);
+    let state = saved.save_state().unwrap().unwrap();
+    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("worker-echo-state.ttl");
+    std::fs::write(&file, &state.bytes).unwrap();
+    // Restoring the state makes the plugin schedule work (5000) outside run(), on this
+    // thread: done before the node is even returned.
+    let start = Start {
+        preset: None,
+        state: Some(file),
+    };
+    let mut node = Lv2Node::load_with(URI, &[], &start, &CFG).unwrap();
+    let counts = node.outputs();
+    let worker = counts.worker().unwrap();
+    assert_eq!(
+        worker.requests.load(std::sync::atomic::Ordering::Relaxed),
+        2,
+        "instantiate's (through the ring) and restore's (at once)"
+    );
+    node.set_offline(true);
+    let mut out = vec![0.0f32; BLOCK];
+    block(&mut node, 0, &mut out);
+    assert_eq!(
+        node.control("responses"),
+        Some(2.0),
+        "both answered at the first run"
+    );
+    assert_eq!(
+        node.control("inline"),
+        Some(1.0),
+        "the restore's request was worked on the restoring thread"
+    );
+    let restored_answer = block(&mut node, 1, &mut out);
+    assert_eq!(restored_answer, 1.0, "then run 0's answer");
 }
