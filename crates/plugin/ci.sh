@@ -8,8 +8,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 # --- LV2 (feature `lv2`): lilv to host, lv2apply as the reference host, mda and x42 plugins,
-# and dragonfly (whose early reflections the audit must catch misbehaving).
-lv2_packages=(liblilv-dev lilv-utils mda-lv2 x42-plugins dragonfly-reverb-lv2 pkg-config)
+# and dragonfly (whose early reflections the audit must catch misbehaving); the LV2 worker,
+# state, presets and transport (issue 29): synthv1 and avldrums (instruments that need the
+# worker), Ardour's plugins (a-delay takes the time position, a-comp has presets), and a C
+# compiler with the LV2 headers for the test plugin that observes the worker.
+lv2_packages=(liblilv-dev lilv-utils mda-lv2 x42-plugins dragonfly-reverb-lv2 pkg-config
+    synthv1-lv2 avldrums.lv2 ardour-lv2-plugins gcc lv2-dev)
 missing=()
 for p in "${lv2_packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -26,6 +30,9 @@ downbeat="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/downbeat"
 CI="${CI:-true}" DOWNBEAT_BIN="$downbeat" cargo test -p downbeat-plugin --features lv2
 # An instrument plugin playing a MIDI file read by the engine (in the CLI crate, which has both).
 CI="${CI:-true}" cargo test -p downbeat-cli --features lv2 --test lv2_midi_file
+# Through the binary: synthv1 and avldrums (the worker) play MIDI files; a state saved after
+# replayed changes renders bit for bit when loaded (issue 29).
+CI="${CI:-true}" cargo test -p downbeat-cli --features lv2 --test lv2_instruments_cli --test lv2_state_cli
 cargo clippy -q -p downbeat-plugin --all-features --all-targets -- -D warnings
 # The URID table's loom model, in a target dir of its own so it does not invalidate the main cache.
 RUSTFLAGS="--cfg loom" cargo test -q -p downbeat-plugin --test loom_urid --release --target-dir target/loom

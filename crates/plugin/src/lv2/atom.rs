@@ -43,7 +43,7 @@ impl Default for AtomUrids {
 }
 
 /// Two 32-bit fields in one word, in the machine's byte order (as a C struct lays them).
-fn pair(a: u32, b: u32) -> u64 {
+pub(crate) fn pair(a: u32, b: u32) -> u64 {
     let mut bytes = [0; 8];
     bytes[..4].copy_from_slice(&a.to_ne_bytes());
     bytes[4..].copy_from_slice(&b.to_ne_bytes());
@@ -75,9 +75,25 @@ impl AtomBuffer {
         urids: &AtomUrids,
         events: impl Iterator<Item = &'a Midi>,
     ) -> usize {
+        self.write_sequence_after(urids, &[], events)
+    }
+
+    /// Like [`write_sequence`](AtomBuffer::write_sequence), with `first` (the words of whole
+    /// events at frame 0, such as a `time:Position` object) before the MIDI events.
+    /// Real-time safe.
+    pub fn write_sequence_after<'a>(
+        &mut self,
+        urids: &AtomUrids,
+        first: &[u64],
+        events: impl Iterator<Item = &'a Midi>,
+    ) -> usize {
         // Header (atom size and type; sequence unit 0 = frames, pad), then 3 words per
         // event: time, body atom header, up to 8 bytes of MIDI.
         let mut w = 2;
+        if w + first.len() <= self.words.len() {
+            self.words[w..w + first.len()].copy_from_slice(first);
+            w += first.len();
+        }
         let mut n = 0;
         for e in events {
             if w + 3 > self.words.len() {

@@ -40,6 +40,23 @@ pub enum Lv2Error {
         /// The symbols the plugin has.
         valid: Vec<String>,
     },
+    /// A state could not be saved or restored (an unreadable file, a state of another
+    /// plugin, a plugin that refused).
+    State {
+        /// The plugin.
+        uri: String,
+        /// What went wrong, naming the file when there is one.
+        message: String,
+    },
+    /// `preset = "NAME"` names no preset of the plugin.
+    UnknownPreset {
+        /// The plugin.
+        uri: String,
+        /// The name given.
+        name: String,
+        /// The labels of the plugin's presets.
+        presets: Vec<String>,
+    },
     /// A value a control port does not accept.
     BadValue {
         /// The port's symbol.
@@ -83,6 +100,20 @@ impl fmt::Display for Lv2Error {
                 f,
                 "unknown parameter `{symbol}`: the plugin's control inputs are {}",
                 valid.join(", ")
+            ),
+            Lv2Error::State { uri, message } => write!(f, "LV2 plugin <{uri}>: {message}"),
+            Lv2Error::UnknownPreset { uri, name, presets } if presets.is_empty() => write!(
+                f,
+                "unknown preset `{name}`: LV2 plugin <{uri}> has no presets"
+            ),
+            Lv2Error::UnknownPreset { uri, name, presets } => write!(
+                f,
+                "unknown preset `{name}`: the presets of LV2 plugin <{uri}> are {}",
+                presets
+                    .iter()
+                    .map(|p| format!("\"{p}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             Lv2Error::BadValue { symbol, message } => {
                 write!(f, "parameter `{symbol}`: {message}")

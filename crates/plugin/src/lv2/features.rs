@@ -1,5 +1,6 @@
 //! The features Downbeat hands to LV2 plugins: URID map and unmap, options (block lengths
-//! and sample rate) and the promise of bounded block lengths.
+//! and sample rate), the promise of bounded block lengths, and the worker
+//! ([`worker`](super::worker), added per instance).
 
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::OnceLock;
@@ -27,6 +28,7 @@ pub const SUPPORTED: &[&str] = &[
     "http://lv2plug.in/ns/ext/urid#unmap",
     "http://lv2plug.in/ns/ext/options#options",
     "http://lv2plug.in/ns/ext/buf-size#boundedBlockLength",
+    "http://lv2plug.in/ns/ext/worker#schedule",
     "http://lv2plug.in/ns/lv2core#hardRTCapable",
     "http://lv2plug.in/ns/lv2core#inPlaceBroken",
     "http://lv2plug.in/ns/lv2core#isLive",
@@ -76,6 +78,23 @@ extern "C" fn map(_handle: LV2UridMapHandle, uri: *const c_char) -> u32 {
     }
     // SAFETY: the URID map contract: `uri` is a nul-terminated string valid for this call.
     urid(unsafe { CStr::from_ptr(uri) })
+}
+
+/// A URID map (`urid:map`) for lilv's state functions, which map URIs while saving and
+/// restoring; the same process-wide table the plugins see.
+pub(crate) fn urid_map() -> LV2UridMap {
+    LV2UridMap {
+        handle: std::ptr::null_mut(),
+        map,
+    }
+}
+
+/// A URID unmap for lilv's state functions.
+pub(crate) fn urid_unmap() -> lv2_sys::LV2_URID_Unmap {
+    lv2_sys::LV2_URID_Unmap {
+        handle: std::ptr::null_mut(),
+        unmap: Some(unmap),
+    }
 }
 
 extern "C" fn unmap(_handle: *mut c_void, urid: u32) -> *const c_char {
@@ -207,6 +226,11 @@ impl HostFeatures {
             _options: options,
             features,
         })
+    }
+
+    /// Adds a feature (the instance's worker). Its data must outlive the instance.
+    pub fn push(&mut self, feature: LV2Feature) {
+        self.features.push(feature);
     }
 
     /// The features, for `lilv_plugin_instantiate`.

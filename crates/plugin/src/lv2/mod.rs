@@ -7,6 +7,15 @@
 //! drive = 0.6      # a control input, by its symbol
 //! ```
 //!
+//! Besides its control inputs a node takes `preset = "NAME"` (one of the plugin's presets,
+//! by label or URI; an unknown name is an error listing them) and `state = "FILE"` (a state
+//! `downbeat run --save-state DIR` wrote, `DIR/<node>.ttl`, relative to the project), applied
+//! in that order before the first run, the control values given in the project overriding
+//! both ([`state`] through lilv). A plugin that follows the host's transport
+//! (`time:Position`, see [`time`]) also takes `host_bpm`, `host_beats_per_bar` and
+//! `host_speed`, live like its controls. A plugin asking for the LV2 worker gets one
+//! ([`worker`]); its control outputs are published after every run ([`outputs`]).
+//!
 //! A plugin's audio inputs and outputs become the node's input and output channels in port
 //! order (a mono plugin makes a one-channel node; there is no `channels` key), its control
 //! inputs become live parameters named by their symbols with the plugin's ranges and
@@ -25,8 +34,12 @@ pub mod atom;
 mod error;
 pub mod features;
 mod node;
+pub mod outputs;
 pub mod port;
+pub mod state;
+pub mod time;
 mod urid_table;
+pub mod worker;
 
 /// The atomics `urid_table` uses: std's here, loom's in its model (`tests/loom_urid.rs`).
 mod sync {
@@ -39,9 +52,21 @@ use downbeat_graph::{
 };
 
 pub use error::Lv2Error;
-pub use node::{ControlValue, Lv2Node, PluginInfo, PortInfo};
+pub use node::{ControlValue, Lv2Node, PluginInfo, PortInfo, Start, HOST_PARAMS};
+pub use outputs::ControlOutputs;
+pub use state::presets;
 
-/// The `lv2` node type: `uri = "…"` names the plugin, every other key a control input.
+/// The parameters every `lv2` node declares (the others are the plugin's): `state`, a path
+/// the project resolves relative to itself.
+static FACTORY_PARAMS: [ParamSpec; 1] = [ParamSpec {
+    name: "state",
+    doc: "a state file to start from (`downbeat run --save-state DIR` writes DIR/<node>.ttl)",
+    kind: downbeat_graph::ParamKind::Path { default: "" },
+    live: false,
+}];
+
+/// The `lv2` node type: `uri = "…"` names the plugin, `preset` and `state` where it starts,
+/// every other key a control input.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Lv2Factory;
 
@@ -55,14 +80,16 @@ impl NodeFactory for Lv2Factory {
     }
 
     fn params(&self) -> &[ParamSpec] {
-        &[]
+        &FACTORY_PARAMS
     }
 
     fn open_params(&self) -> Option<&str> {
         Some(
             "`uri = \"…\"` names the plugin (required; `lv2ls` lists them); every control \
              input port is a live parameter named by its symbol, with the plugin's range and \
-             default (`lv2info URI` shows them)",
+             default (`lv2info URI` shows them); `preset = \"NAME\"` starts from one of the \
+             plugin's presets; a plugin following the transport takes `host_bpm`, \
+             `host_beats_per_bar` and `host_speed`",
         )
     }
 
@@ -72,12 +99,27 @@ impl NodeFactory for Lv2Factory {
         cfg: &NodeConfig,
     ) -> Result<Box<dyn Node>, ParamError> {
         let mut uri = None;
+        let mut start = Start::default();
         let mut values = Vec::new();
         for (name, value) in params {
             let value = match value {
                 ParamValue::Text(t) if name == "uri" => {
                     uri = Some(t);
                     continue;
+                }
+                ParamValue::Text(t) if name == "preset" => {
+                    start.preset = Some(t);
+                    continue;
+                }
+                ParamValue::Text(t) if name == "state" => {
+                    start.state = Some(t.into());
+                    continue;
+                }
+                _ if name == "preset" || name == "state" => {
+                    return Err(ParamError::Invalid {
+                        name,
+                        message: "expected a string".into(),
+                    })
                 }
                 _ if name == "uri" => {
                     return Err(ParamError::Invalid {
@@ -106,7 +148,7 @@ impl NodeFactory for Lv2Factory {
                     .into(),
             });
         };
-        match Lv2Node::load(&uri, &values, cfg) {
+        match Lv2Node::load_with(&uri, &values, &start, cfg) {
             Ok(node) => Ok(Box::new(node)),
             Err(Lv2Error::UnknownControl { symbol, valid }) => Err(ParamError::Invalid {
                 message: Lv2Error::UnknownControl {
@@ -119,6 +161,14 @@ impl NodeFactory for Lv2Factory {
             Err(Lv2Error::BadValue { symbol, message }) => Err(ParamError::Invalid {
                 name: symbol,
                 message,
+            }),
+            Err(e @ Lv2Error::UnknownPreset { .. }) => Err(ParamError::Invalid {
+                name: "preset".into(),
+                message: e.to_string(),
+            }),
+            Err(e @ Lv2Error::State { .. }) if start.state.is_some() => Err(ParamError::Invalid {
+                name: "state".into(),
+                message: e.to_string(),
             }),
             Err(e) => Err(ParamError::Invalid {
                 name: "uri".into(),

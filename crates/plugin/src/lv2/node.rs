@@ -3,17 +3,23 @@
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::mem::ManuallyDrop;
-use std::sync::{Mutex, OnceLock};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use downbeat_graph::{
-    AudioMut, AudioRef, Node, NoteError, NoteEvent, ParamKind, ParamSpec, ProcessContext,
+    AudioMut, AudioRef, Node, NodeState, NoteError, NoteEvent, ParamKind, ParamSpec,
+    ProcessContext, SharedMonitor, StateError,
 };
 use lilv::instance::ActiveInstance;
 
 use super::atom::{to_midi, AtomBuffer, AtomUrids, Midi, NOTE_CAPACITY};
 use super::error::Lv2Error;
 use super::features::{HostFeatures, SUPPORTED};
+use super::outputs::ControlOutputs;
 use super::port::{connection, ControlProps, ControlSpec, PortKind};
+use super::state::{self, Source};
+use super::time::{TimeUrids, Transport, DEFAULT_BEATS_PER_BAR, DEFAULT_BPM, POSITION_WORDS};
+use super::worker::{self, Worker};
 
 /// Silent blocks run at most while waiting for a plugin's latency report to settle.
 const MAX_LATENCY_BLOCKS: usize = 64;
@@ -22,7 +28,7 @@ const LV2_CORE: &str = "http://lv2plug.in/ns/lv2core#";
 
 /// The process' lilv world, loaded once with every installed bundle. Plugins' shared
 /// libraries stay loaded as long as it lives, which is the whole process.
-fn world() -> &'static Mutex<lilv::World> {
+pub(crate) fn world() -> &'static Mutex<lilv::World> {
     static WORLD: OnceLock<Mutex<lilv::World>> = OnceLock::new();
     WORLD.get_or_init(|| Mutex::new(lilv::World::with_load_all()))
 }
@@ -63,6 +69,8 @@ pub struct PluginInfo {
     pub required_features: Vec<String>,
     /// The index of the port reporting latency, if any.
     pub latency_port: Option<usize>,
+    /// Whether the plugin asks for the worker (`worker:schedule`, required or optional).
+    pub wants_worker: bool,
 }
 
 impl PluginInfo {
@@ -84,6 +92,7 @@ impl PluginInfo {
         );
         let atom = world.new_uri("http://lv2plug.in/ns/ext/atom#AtomPort");
         let midi = world.new_uri("http://lv2plug.in/ns/ext/midi#MidiEvent");
+        let position = world.new_uri("http://lv2plug.in/ns/ext/time#Position");
         let prop = |name: &str| world.new_uri(&format!("{LV2_CORE}{name}"));
         let (p_rate, p_int, p_toggle, p_enum, p_optional) = (
             prop("sampleRate"),
@@ -114,6 +123,7 @@ impl PluginInfo {
                 _ if port.is_a(&cv) && is_out => PortKind::CvOut,
                 _ if port.is_a(&atom) && is_in => PortKind::AtomIn {
                     midi: port.supports_event(&midi),
+                    time: port.supports_event(&position),
                 },
                 _ if port.is_a(&atom) && is_out => PortKind::AtomOut,
                 _ => PortKind::Other,
@@ -168,6 +178,11 @@ impl PluginInfo {
                 .filter_map(|f| f.as_uri().map(str::to_string))
                 .collect(),
             latency_port: plugin.latency_port_index(),
+            wants_worker: plugin
+                .required_features()
+                .iter()
+                .chain(plugin.optional_features().iter())
+                .any(|f| f.as_uri() == worker::SCHEDULE.to_str().ok()),
             ports,
         })
     }
@@ -189,9 +204,55 @@ impl PluginInfo {
     fn count(&self, kind: PortKind) -> usize {
         self.ports.iter().filter(|p| p.kind == kind).count()
     }
+
+    /// Whether an atom input takes the host's transport (`time:Position`).
+    pub fn follows_time(&self) -> bool {
+        self.ports
+            .iter()
+            .any(|p| matches!(p.kind, PortKind::AtomIn { time: true, .. }))
+    }
 }
 
-fn find_plugin(world: &lilv::World, uri: &str) -> Result<lilv::plugin::Plugin, Lv2Error> {
+/// The parameters the node adds to the plugin's own for a plugin that follows the host's
+/// transport ([`PluginInfo::follows_time`]): the tempo, metre and speed sent to it in the
+/// `time:Position` atom (see [`time`](super::time)).
+pub const HOST_PARAMS: [ParamSpec; 3] = [
+    ParamSpec {
+        name: "host_bpm",
+        doc: "the host's tempo sent to the plugin (time:Position), beats per minute",
+        kind: ParamKind::Float {
+            min: 1.0,
+            max: 999.0,
+            default: DEFAULT_BPM as f64,
+        },
+        live: true,
+    },
+    ParamSpec {
+        name: "host_beats_per_bar",
+        doc: "the host's beats per bar sent to the plugin (time:Position)",
+        kind: ParamKind::Float {
+            min: 1.0,
+            max: 64.0,
+            default: DEFAULT_BEATS_PER_BAR as f64,
+        },
+        live: true,
+    },
+    ParamSpec {
+        name: "host_speed",
+        doc: "the host's transport speed sent to the plugin (time:Position): 1 rolling, 0 stopped",
+        kind: ParamKind::Float {
+            min: 0.0,
+            max: 16.0,
+            default: 1.0,
+        },
+        live: true,
+    },
+];
+
+pub(crate) fn find_plugin(
+    world: &lilv::World,
+    uri: &str,
+) -> Result<lilv::plugin::Plugin, Lv2Error> {
     world
         .plugins()
         .plugin(&world.new_uri(uri))
@@ -212,7 +273,7 @@ fn param_specs(info: &PluginInfo, sample_rate: f32) -> &'static [ParamSpec] {
     specs
         .entry((info.uri.clone(), sample_rate.to_bits()))
         .or_insert_with(|| {
-            let list: Vec<ParamSpec> = info
+            let mut list: Vec<ParamSpec> = info
                 .controls()
                 .map(|c| ParamSpec {
                     name: Box::leak(c.symbol.clone().into_boxed_str()),
@@ -225,6 +286,9 @@ fn param_specs(info: &PluginInfo, sample_rate: f32) -> &'static [ParamSpec] {
                     live: true,
                 })
                 .collect();
+            if info.follows_time() {
+                list.extend(HOST_PARAMS);
+            }
             Box::leak(list.into_boxed_slice())
         })
 }
@@ -255,10 +319,14 @@ pub enum ControlValue {
 /// # Ok::<(), downbeat_plugin::lv2::Lv2Error>(())
 /// ```
 pub struct Lv2Node {
-    // Dropped first, in `Drop`: the plugin's `deactivate` and `cleanup` may still read its
-    // features and buffers, which are the fields after it.
+    // Dropped first, in `Drop` (after the worker thread is stopped): the plugin's
+    // `deactivate` and `cleanup` may still read its features and buffers, which are the
+    // fields after it.
     instance: ManuallyDrop<ActiveInstance>,
-    _features: Box<HostFeatures>,
+    /// The worker, for a plugin that asks for one; its thread is joined before the instance
+    /// is freed.
+    worker: Option<Worker>,
+    features: Box<HostFeatures>,
     info: PluginInfo,
     audio_in: Vec<usize>,
     audio_out: Vec<usize>,
@@ -268,13 +336,43 @@ pub struct Lv2Node {
     params: Vec<(usize, ControlSpec)>,
     specs: &'static [ParamSpec],
     midi_in: Option<(usize, AtomBuffer)>,
-    atom_in: Vec<(usize, AtomBuffer)>,
+    /// Whether the MIDI input also takes the transport.
+    midi_time: bool,
+    /// (port index, buffer, takes the transport) per other atom input.
+    atom_in: Vec<(usize, AtomBuffer, bool)>,
     atom_out: Vec<(usize, AtomBuffer)>,
     _cv: Vec<Box<[f32]>>,
     urids: AtomUrids,
+    /// The transport, for a plugin that follows it.
+    transport: Option<(Transport, TimeUrids)>,
+    /// Control output port indices, in the order of `outputs`.
+    out_ports: Vec<usize>,
+    outputs: Arc<ControlOutputs>,
     pending: Vec<Midi>,
     latency: usize,
     max_block: usize,
+}
+
+/// How a plugin node starts, besides its control values: a preset and a saved state,
+/// applied in that order before the first run (the control values given to
+/// [`Lv2Node::load_with`] then override both).
+///
+/// ```no_run
+/// use downbeat_graph::NodeConfig;
+/// use downbeat_plugin::lv2::{Lv2Node, Start};
+///
+/// let cfg = NodeConfig { sample_rate: 48000.0, max_block: 256 };
+/// let start = Start { preset: Some("PoppySnare".into()), state: None };
+/// let comp = Lv2Node::load_with("urn:ardour:a-comp", &[], &start, &cfg)?;
+/// assert_eq!(comp.control("rel"), Some(10.0));
+/// # Ok::<(), downbeat_plugin::lv2::Lv2Error>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Start {
+    /// A preset of the plugin, by label or URI (`lv2info URI` lists them).
+    pub preset: Option<String>,
+    /// A state file, as [`Node::save_state`] wrote it (`downbeat run --save-state`).
+    pub state: Option<PathBuf>,
 }
 
 impl Lv2Node {
@@ -290,7 +388,43 @@ impl Lv2Node {
         values: &[(String, ControlValue)],
         cfg: &downbeat_graph::NodeConfig,
     ) -> Result<Lv2Node, Lv2Error> {
+        Self::load_with(uri, values, &Start::default(), cfg)
+    }
+
+    /// [`load`](Lv2Node::load), starting from a preset or a saved state (see [`Start`]).
+    ///
+    /// # Errors
+    /// As [`load`](Lv2Node::load), and [`Lv2Error::UnknownPreset`] (listing the presets) or
+    /// [`Lv2Error::State`] (a state file that cannot be read, or is another plugin's).
+    pub fn load_with(
+        uri: &str,
+        values: &[(String, ControlValue)],
+        start: &Start,
+        cfg: &downbeat_graph::NodeConfig,
+    ) -> Result<Lv2Node, Lv2Error> {
+        let text = match &start.state {
+            Some(path) => Some(std::fs::read_to_string(path).map_err(|e| Lv2Error::State {
+                uri: uri.to_string(),
+                message: format!("cannot read the state file `{}`: {e}", path.display()),
+            })?),
+            None => None,
+        };
+        let file = start
+            .state
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let restore = |node: &mut Lv2Node| -> Result<(), Lv2Error> {
+            if let Some(name) = &start.preset {
+                node.restore(Source::Preset(name))?;
+            }
+            if let Some(text) = &text {
+                node.restore(Source::Text { text, file: &file })?;
+            }
+            node.apply_values(values)
+        };
         let mut node = Self::instantiate(uri, values, cfg)?;
+        restore(&mut node)?;
         if node.info.latency_port.is_some() {
             // Asking for the latency means running the plugin; the node starts from a
             // fresh instance so that its first block is the plugin's first, as in any
@@ -298,9 +432,69 @@ impl Lv2Node {
             let latency = node.query_latency();
             drop(node);
             node = Self::instantiate(uri, values, cfg)?;
+            restore(&mut node)?;
             node.latency = latency;
         }
         Ok(node)
+    }
+
+    /// Restores a preset or a state into the instance and the control inputs.
+    fn restore(&mut self, source: Source<'_>) -> Result<(), Lv2Error> {
+        state::restore(
+            source,
+            &self.info,
+            self.instance.instance(),
+            &mut self.controls,
+            self.features.features(),
+        )
+        .map(|_| ())
+    }
+
+    /// Gives the control inputs (and the transport's parameters) the project's values.
+    fn apply_values(&mut self, values: &[(String, ControlValue)]) -> Result<(), Lv2Error> {
+        for (symbol, value) in values {
+            if let Some(h) = HOST_PARAMS.iter().position(|p| p.name == symbol) {
+                if self.transport.is_some() {
+                    let ParamKind::Float { min, max, .. } = HOST_PARAMS[h].kind else {
+                        unreachable!("host parameters are floats")
+                    };
+                    let v = match value {
+                        ControlValue::Number(v) if (min..=max).contains(v) => *v as f32,
+                        _ => {
+                            return Err(Lv2Error::BadValue {
+                                symbol: symbol.clone(),
+                                message: format!("expected a number from {min} to {max}"),
+                            })
+                        }
+                    };
+                    self.set_param(self.params.len() + h, v);
+                    continue;
+                }
+            }
+            let Some((port, spec)) = self.params.iter().find(|(_, s)| &s.symbol == symbol) else {
+                let mut valid: Vec<String> =
+                    self.params.iter().map(|(_, s)| s.symbol.clone()).collect();
+                if self.transport.is_some() {
+                    valid.extend(HOST_PARAMS.iter().map(|p| p.name.to_string()));
+                }
+                return Err(Lv2Error::UnknownControl {
+                    symbol: symbol.clone(),
+                    valid,
+                });
+            };
+            self.controls[*port] = match value {
+                ControlValue::Number(v) => spec.accept(*v)?,
+                ControlValue::Bool(b) if spec.props.toggled => f32::from(u8::from(*b)),
+                ControlValue::Bool(_) => {
+                    return Err(Lv2Error::BadValue {
+                        symbol: symbol.clone(),
+                        message: format!("not a toggle: expected {}", spec.describe()),
+                    })
+                }
+                ControlValue::Label(l) => spec.accept_label(l)?,
+            };
+        }
+        Ok(())
     }
 
     fn instantiate(
@@ -337,33 +531,18 @@ impl Lv2Node {
         for (port, spec) in &params {
             controls[*port] = spec.default;
         }
-        for (symbol, value) in values {
-            let Some((port, spec)) = params.iter().find(|(_, s)| &s.symbol == symbol) else {
-                return Err(Lv2Error::UnknownControl {
-                    symbol: symbol.clone(),
-                    valid: params.iter().map(|(_, s)| s.symbol.clone()).collect(),
-                });
-            };
-            controls[*port] = match value {
-                ControlValue::Number(v) => spec.accept(*v)?,
-                ControlValue::Bool(b) if spec.props.toggled => f32::from(u8::from(*b)),
-                ControlValue::Bool(_) => {
-                    return Err(Lv2Error::BadValue {
-                        symbol: symbol.clone(),
-                        message: format!("not a toggle: expected {}", spec.describe()),
-                    })
-                }
-                ControlValue::Label(l) => spec.accept_label(l)?,
-            };
-        }
 
-        let features = HostFeatures::new(cfg.sample_rate, cfg.max_block);
+        let mut features = HostFeatures::new(cfg.sample_rate, cfg.max_block);
+        let mut worker = info.wants_worker.then(Worker::new);
+        if let Some(w) = &mut worker {
+            features.push(w.feature());
+        }
         let instance = {
             let world = world().lock().unwrap_or_else(|p| p.into_inner());
             let plugin = find_plugin(&world, uri)?;
-            // SAFETY: the features and everything they point at live in `features`, which
-            // the node keeps until after the instance is dropped; the sample rate is the
-            // one every port range was read for.
+            // SAFETY: the features and everything they point at live in `features` and
+            // `worker`, which the node keeps until after the instance is dropped; the
+            // sample rate is the one every port range was read for.
             unsafe { plugin.instantiate(f64::from(cfg.sample_rate), features.features()) }
         }
         .ok_or_else(|| Lv2Error::Instantiate {
@@ -373,6 +552,7 @@ impl Lv2Node {
         let max_block = cfg.max_block.max(1);
         let mut node_cv = Vec::new();
         let mut midi_in = None;
+        let mut midi_time = false;
         let mut atom_in = Vec::new();
         let mut atom_out = Vec::new();
         let mut instance = instance;
@@ -391,15 +571,16 @@ impl Lv2Node {
                     unsafe { instance.connect_port_mut(i, buf.as_mut_ptr()) };
                     node_cv.push(buf);
                 }
-                PortKind::AtomIn { midi } => {
+                PortKind::AtomIn { midi, time } => {
                     let mut buf = AtomBuffer::new();
                     buf.write_sequence(&AtomUrids::new(), [].iter());
                     // SAFETY: the atom buffer is kept by the node; its heap address is stable.
                     unsafe { instance.connect_port_mut(i, buf.as_mut_ptr()) };
                     if midi && midi_in.is_none() {
                         midi_in = Some((i, buf));
+                        midi_time = time;
                     } else {
-                        atom_in.push((i, buf));
+                        atom_in.push((i, buf, time));
                     }
                 }
                 PortKind::AtomOut => {
@@ -419,38 +600,65 @@ impl Lv2Node {
         // SAFETY: every port the plugin requires is connected (audio ports are connected
         // again before each run, and below to scratch buffers before the latency query).
         let instance = unsafe { instance.activate() };
-        let audio_in: Vec<usize> = info
-            .ports
+        if let Some(w) = &mut worker {
+            let inner = instance.instance();
+            // SAFETY: the interface, if the plugin has one, is static data of its library,
+            // and the handle is the instance's; both stay valid until the node stops the
+            // worker, before it frees the instance.
+            unsafe {
+                let iface = inner
+                    .extension_data::<lv2_sys::LV2_Worker_Interface>(worker::INTERFACE)
+                    .map_or(std::ptr::null(), |p| p.as_ptr().cast_const());
+                w.start(inner.handle(), iface);
+            }
+        }
+        let of_kind = |kind: PortKind| -> Vec<usize> {
+            info.ports
+                .iter()
+                .filter(|p| p.kind == kind)
+                .map(|p| p.index)
+                .collect()
+        };
+        let audio_in = of_kind(PortKind::AudioIn);
+        let audio_out = of_kind(PortKind::AudioOut);
+        let out_ports = of_kind(PortKind::ControlOut);
+        let out_symbols: Vec<String> = out_ports
             .iter()
-            .filter(|p| p.kind == PortKind::AudioIn)
-            .map(|p| p.index)
+            .map(|&i| info.ports[i].symbol.clone())
             .collect();
-        let audio_out: Vec<usize> = info
-            .ports
-            .iter()
-            .filter(|p| p.kind == PortKind::AudioOut)
-            .map(|p| p.index)
-            .collect();
+        let outputs = Arc::new(ControlOutputs::new(
+            &out_symbols,
+            worker.as_ref().map(Worker::counts),
+        ));
         let specs = param_specs(&info, cfg.sample_rate);
-        let node = Lv2Node {
+        let transport = info
+            .follows_time()
+            .then(|| (Transport::new(cfg.sample_rate), TimeUrids::new()));
+        let mut node = Lv2Node {
             instance: ManuallyDrop::new(instance),
-            _features: features,
+            worker,
+            features,
             audio_in,
             audio_out,
             controls,
             params,
             specs,
             midi_in,
+            midi_time,
             atom_in,
             atom_out,
             _cv: node_cv,
             urids: AtomUrids::new(),
+            transport,
+            out_ports,
+            outputs,
             pending: Vec::with_capacity(NOTE_CAPACITY),
             latency: 0,
             max_block,
             info,
         };
         debug_assert_eq!(node.audio_in.len(), node.info.count(PortKind::AudioIn));
+        node.apply_values(values)?;
         Ok(node)
     }
 
@@ -479,10 +687,8 @@ impl Lv2Node {
         // Some plugins glide to a new setting (nodelay fades to its delay) and report the
         // latency once there: run silent blocks until the report holds still.
         let mut value = f32::NAN;
-        for _ in 0..MAX_LATENCY_BLOCKS {
-            self.prepare_atoms(frames);
-            // SAFETY: every port is connected to a buffer of at least `frames`.
-            unsafe { self.instance.run(frames) };
+        for block in 0..MAX_LATENCY_BLOCKS {
+            self.run_plugin(frames, (block * frames) as u64);
             let now = self.controls.get(port).copied().unwrap_or(0.0);
             if now == value {
                 break;
@@ -513,20 +719,67 @@ impl Lv2Node {
             .then(|| self.controls[port.index])
     }
 
-    /// Writes the atom inputs for a block of `frames`: the notes due in it on the MIDI
-    /// input, empty sequences elsewhere; and empty chunks on the outputs.
-    fn prepare_atoms(&mut self, frames: usize) {
+    /// The plugin's control outputs and worker counters, readable from any thread while
+    /// the node plays (see [`ControlOutputs`]); take it before the node moves to the audio
+    /// thread. The node's [`monitor`](Node::monitor) is the same object.
+    pub fn outputs(&self) -> Arc<ControlOutputs> {
+        Arc::clone(&self.outputs)
+    }
+
+    /// The tempo the node sends the plugin, for a plugin that follows the transport.
+    pub fn bpm(&self) -> Option<f32> {
+        self.transport.as_ref().map(|(t, _)| t.bpm())
+    }
+
+    /// One block of the plugin, its ports already connected: the atom inputs written, the
+    /// worker's responses delivered, `run()`, `end_run()`, the outputs published. Real-time
+    /// safe on the host's side (offline, the worker wait yields).
+    fn run_plugin(&mut self, frames: usize, position: u64) {
+        self.prepare_atoms(frames, position);
+        if let Some(w) = &mut self.worker {
+            w.begin_run();
+        }
+        // SAFETY: every port is connected to a buffer of at least `frames` samples (or
+        // bytes of a valid atom), `frames` is within the block lengths given in the
+        // options, and no other thread runs the instance (the worker thread only calls
+        // `work()`, which the worker extension allows alongside `run()`).
+        unsafe { self.instance.run(frames) };
+        if let Some(w) = &mut self.worker {
+            w.end_run();
+        }
+        for (k, &port) in self.out_ports.iter().enumerate() {
+            self.outputs.store(k, self.controls[port]);
+        }
+        if let Some((t, _)) = &mut self.transport {
+            t.advance(position, frames);
+        }
+    }
+
+    /// Writes the atom inputs for a block of `frames` starting at `position`: the transport
+    /// (when due) and the notes due in the block on the MIDI input, the transport or empty
+    /// sequences elsewhere; and empty chunks on the outputs.
+    fn prepare_atoms(&mut self, frames: usize, position: u64) {
         let urids = self.urids;
+        let words: [u64; POSITION_WORDS];
+        let time: &[u64] = match &self.transport {
+            Some((t, time_urids)) if t.due(position) => {
+                words = t.position(time_urids, position);
+                &words
+            }
+            _ => &[],
+        };
         if let Some((_, buf)) = &mut self.midi_in {
             let due = self.pending.iter().take_while(|m| m.frame < frames).count();
-            buf.write_sequence(&urids, self.pending[..due].iter());
+            let first = if self.midi_time { time } else { &[] };
+            buf.write_sequence_after(&urids, first, self.pending[..due].iter());
             self.pending.drain(..due);
             for m in &mut self.pending {
                 m.frame -= frames;
             }
         }
-        for (_, buf) in &mut self.atom_in {
-            buf.write_sequence(&urids, [].iter());
+        for (_, buf, takes_time) in &mut self.atom_in {
+            let first = if *takes_time { time } else { &[] };
+            buf.write_sequence_after(&urids, first, [].iter());
         }
         for (_, buf) in &mut self.atom_out {
             buf.prepare_output(&urids);
@@ -540,6 +793,10 @@ impl Drop for Lv2Node {
     /// takes the world's lock, as loading does, and lilv's library list is never changed
     /// by two threads at once.
     fn drop(&mut self) {
+        // The worker thread calls into the instance: it stops first.
+        if let Some(w) = &mut self.worker {
+            w.stop();
+        }
         let _world = world().lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: `instance` is not used after this; the features and buffers it may read
         // while deactivating are fields dropped after this function returns.
@@ -576,11 +833,7 @@ impl Node for Lv2Node {
                     .connect_port_mut(port, output.channel_mut(c).as_mut_ptr())
             };
         }
-        self.prepare_atoms(frames);
-        // SAFETY: every port is connected to a buffer of at least `frames` samples (or
-        // bytes of a valid atom), `frames` is within the block lengths given in the
-        // options, and no other thread touches the instance.
-        unsafe { self.instance.run(frames) };
+        self.run_plugin(frames, ctx.position);
     }
 
     fn set_param(&mut self, index: usize, value: f32) -> bool {
@@ -589,7 +842,18 @@ impl Node for Lv2Node {
                 self.controls[*port] = spec.coerce(value);
                 true
             }
-            None => false,
+            None => {
+                let Some((t, _)) = &mut self.transport else {
+                    return false;
+                };
+                match index - self.params.len() {
+                    0 => t.set_bpm(value),
+                    1 => t.set_beats_per_bar(value),
+                    2 => t.set_speed(value.max(0.0)),
+                    _ => return false,
+                }
+                true
+            }
         }
     }
 
@@ -598,7 +862,44 @@ impl Node for Lv2Node {
     }
 
     fn get_param(&self, index: usize) -> Option<f32> {
-        self.params.get(index).map(|(port, _)| self.controls[*port])
+        if let Some((port, _)) = self.params.get(index) {
+            return Some(self.controls[*port]);
+        }
+        let (t, _) = self.transport.as_ref()?;
+        match index - self.params.len() {
+            0 => Some(t.bpm()),
+            1 => Some(t.beats_per_bar()),
+            2 => Some(t.speed()),
+            _ => None,
+        }
+    }
+
+    fn set_offline(&mut self, offline: bool) {
+        if let Some(w) = &mut self.worker {
+            w.set_offline(offline);
+        }
+    }
+
+    fn monitor(&self) -> Option<SharedMonitor> {
+        let has = !self.out_ports.is_empty() || self.worker.is_some();
+        has.then(|| Arc::clone(&self.outputs) as SharedMonitor)
+    }
+
+    /// The plugin's state as Turtle (extension `ttl`), through lilv: the control inputs
+    /// and, for a plugin with `state:interface`, its own properties. A later run restores it
+    /// with `state = "FILE"`.
+    fn save_state(&mut self) -> Result<Option<NodeState>, StateError> {
+        let text = state::save(
+            &self.info,
+            self.instance.instance(),
+            &self.controls,
+            self.features.features(),
+        )
+        .map_err(|e| StateError::new(e.to_string()))?;
+        Ok(Some(NodeState {
+            bytes: text.into_bytes(),
+            extension: "ttl",
+        }))
     }
 
     fn latency(&self) -> usize {

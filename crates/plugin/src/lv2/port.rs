@@ -24,14 +24,18 @@ pub enum PortKind {
     AudioOut,
     /// A control input: a live parameter named by the port's symbol.
     ControlIn,
-    /// A control output (a meter, the latency port): written by the plugin, read by nobody
-    /// but the latency query.
+    /// A control output (a meter, the latency port, a delay time): written by the plugin,
+    /// published after every run through the node's monitor (see
+    /// [`Lv2Node::outputs`](super::Lv2Node::outputs)).
     ControlOut,
     /// An atom sequence input; `midi` when it accepts MIDI events, and then it receives the
-    /// node's notes.
+    /// node's notes; `time` when it accepts `time:Position`, and then it receives the host's
+    /// transport (see [`time`](super::time)).
     AtomIn {
         /// Whether the port supports `midi:MidiEvent`.
         midi: bool,
+        /// Whether the port supports `time:Position`.
+        time: bool,
     },
     /// An atom sequence output, given an empty chunk to write into on every call.
     AtomOut,
@@ -402,7 +406,15 @@ mod tests {
             Err(Lv2Error::UnsupportedPort { .. })
         ));
         assert_eq!(
-            connection(PortKind::AtomIn { midi: false }, true, "a", &[]),
+            connection(
+                PortKind::AtomIn {
+                    midi: false,
+                    time: false
+                },
+                true,
+                "a",
+                &[]
+            ),
             Ok(Connection::Buffer)
         );
     }
