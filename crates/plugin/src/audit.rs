@@ -59,6 +59,8 @@
 //! # }
 //! ```
 
+pub mod list;
+
 use std::fmt::Write as _;
 
 use downbeat_graph::{AudioMut, AudioRef, Node, NoteEvent, ParamKind, ProcessContext};
