@@ -87,9 +87,80 @@ fn a_probe_killed_by_a_signal_is_reported_as_a_crash_with_exit_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("some.clap: the plugin crashed (signal 11)"),
+        err.contains("some.clap: the plugin crashed before loading it began with SIGSEGV (signal 11)"),
         "{err}"
     );
+}
+
+#[test]
+fn a_crash_names_the_last_phase_the_probe_announced_and_the_announcements_are_not_relayed() {
+    let downbeat = with_probe(
+        "phases",
+        Some(
+            "echo 'downbeat-audit-phase: load' >&2; echo 'loading' >&2; \
+             echo 'downbeat-audit-phase: activate' >&2; echo 'downbeat-audit-phase: process' >&2; \
+             kill -ABRT $$",
+        ),
+    );
+    let out = audit(&downbeat, &["some.clap"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err,
+        "loading\nerror: some.clap: the plugin crashed in process with SIGABRT (signal 6)\n"
+    );
+}
+
+/// A stand-in probe for `downbeat audit DIR`: `--list` names two plugins, `one` and `two`;
+/// auditing `FILE#one` prints a JSON report of `$1` violations and exits `$2`, `FILE#two`
+/// of `$3` violations, exiting `$4`.
+fn dir_probe(name: &str, one: (u32, u32), two: (u32, u32)) -> PathBuf {
+    with_probe(
+        name,
+        Some(&format!(
+            "if [ \"$1\" = --list ]; then echo one; echo two; exit 0; fi
+for last; do :; done
+case \"$last\" in
+  *#one) echo '{{\"violations\": {}}}'; exit {};;
+  *#two) echo '{{\"violations\": {}}}'; exit {};;
+esac
+exit 1",
+            one.0, one.1, two.0, two.1
+        )),
+    )
+}
+
+/// A folder with one file named like a CLAP plugin.
+fn plugin_folder(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("downbeat-probe-dir-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("x.clap"), "").unwrap();
+    dir
+}
+
+#[test]
+fn a_folder_exits_0_when_every_plugin_is_clean_and_3_with_violations_alone() {
+    let dir = plugin_folder("codes");
+    let d = dir.to_str().unwrap();
+    let clean = dir_probe("all-clean", (0, 0), (0, 0));
+    let out = audit(&clean, &[d, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["id"], "one");
+    assert_eq!(v[1]["result"], "clean");
+
+    let some = dir_probe("some-violations", (0, 0), (7, 3));
+    let out = audit(&some, &[d, "--json"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[1]["result"], "violations");
+    assert_eq!(v[1]["violations"], 7);
+
+    // One refused (exit 2 from its probe) among violations: exit 2.
+    let refused = dir_probe("one-refused", (0, 2), (7, 3));
+    let out = audit(&refused, &[d]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
