@@ -68,7 +68,11 @@ impl Outcome {
     /// The probe's own explanation of a failure: its last `error: ` line, else its last
     /// line, else its exit status.
     pub(crate) fn reason(&self) -> String {
-        let lines: Vec<&str> = self.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        let lines: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect();
         if let Some(e) = lines.iter().rev().find_map(|l| l.strip_prefix("error: ")) {
             e.to_string()
         } else if let Some(l) = lines.last() {

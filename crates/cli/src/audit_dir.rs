@@ -338,7 +338,10 @@ fn table(rows: &[Row]) -> String {
     };
     line(&mut out, &head);
     for row in &cells {
-        line(&mut out, &row.iter().map(String::as_str).collect::<Vec<_>>());
+        line(
+            &mut out,
+            &row.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
     }
     for r in rows.iter().filter(|r| r.reason.is_some()) {
         let id = r.id.as_deref().map_or(String::new(), |id| format!(" {id}"));

@@ -1,6 +1,7 @@
 //! What the `downbeat` binary and its audit probe (`downbeat-audit-probe`, the child process
 //! `downbeat audit` runs) share: how a failure becomes an exit code, the audit's arguments,
-//! and the phases the probe announces. The commands themselves live in the binary, one module each.
+//! and the phases the probe announces. The commands themselves live in the binary, one
+//! module each.
 
 pub mod audit_args;
 pub mod audit_phase;

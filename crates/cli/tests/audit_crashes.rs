@@ -212,7 +212,10 @@ fn a_plugin_crashing_mid_run_leaves_a_valid_recording_of_the_frames_before() {
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let (want, _) = read_wav(&reference);
-    assert!(want.iter().any(|s| s.abs() > 0.1), "the reference is silent");
+    assert!(
+        want.iter().any(|s| s.abs() > 0.1),
+        "the reference is silent"
+    );
     assert_eq!(samples[..], want[..samples.len()]);
     std::fs::remove_dir_all(&dir).unwrap();
 }

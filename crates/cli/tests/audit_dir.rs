@@ -33,7 +33,8 @@ fn text(bytes: &[u8]) -> String {
 /// A folder holding the test plugins (`plugins/test.clap`, one level down), a file named
 /// like a plugin that is not one (`broken.clap`), and a file that is not named like one.
 fn folder(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("downbeat-audit-dir-{name}-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("downbeat-audit-dir-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("plugins")).unwrap();
     std::fs::copy(test_plugins(), dir.join("plugins/test.clap")).unwrap();
@@ -72,8 +73,20 @@ fn a_folder_gets_a_row_per_plugin_and_a_crash_does_not_stop_the_rest() {
         (&test, DELAY_ID, "clean", "-", "-"),
         (&test, ALLOC_ID, "violations", "-", "-"),
         (&test, CLICK_ID, "clean", "-", "-"),
-        (&test, CRASH_ACTIVATE, "crashed", "activate", "SIGSEGV(signal_11)"),
-        (&test, CRASH_PROCESS, "crashed", "process", "SIGSEGV(signal_11)"),
+        (
+            &test,
+            CRASH_ACTIVATE,
+            "crashed",
+            "activate",
+            "SIGSEGV(signal_11)",
+        ),
+        (
+            &test,
+            CRASH_PROCESS,
+            "crashed",
+            "process",
+            "SIGSEGV(signal_11)",
+        ),
         (
             &test,
             CRASH_DEACTIVATE,
@@ -157,7 +170,10 @@ fn json_is_one_array_with_an_object_per_plugin() {
         .expect("a row for broken.clap");
     assert_eq!(broken["result"], "refused");
     assert!(broken["path"].as_str().unwrap().ends_with("broken.clap"));
-    assert!(broken["reason"].as_str().unwrap().contains("cannot be loaded"));
+    assert!(broken["reason"]
+        .as_str()
+        .unwrap()
+        .contains("cannot be loaded"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -87,7 +87,9 @@ fn a_probe_killed_by_a_signal_is_reported_as_a_crash_with_exit_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("some.clap: the plugin crashed before loading it began with SIGSEGV (signal 11)"),
+        err.contains(
+            "some.clap: the plugin crashed before loading it began with SIGSEGV (signal 11)"
+        ),
         "{err}"
     );
 }
@@ -132,7 +134,8 @@ exit 1",
 
 /// A folder with one file named like a CLAP plugin.
 fn plugin_folder(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("downbeat-probe-dir-{name}-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("downbeat-probe-dir-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("x.clap"), "").unwrap();
     dir
