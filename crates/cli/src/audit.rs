@@ -20,7 +20,21 @@ pub(crate) fn run(args: &Args) -> Result<(), Failure> {
     if Path::new(&args.plugin).is_dir() {
         return crate::audit_dir::run(args, &probe);
     }
-    let outcome = audit_child::run(&probe, &args.to_argv(), &[], Output::Relay)?;
+    let outcome = audit_child::run(
+        &probe,
+        &args.to_argv(),
+        &[],
+        Output::Relay,
+        time_limit(args),
+    )?;
+    if let Some(limit) = outcome.timed_out {
+        let during = outcome.phase.map_or(String::new(), |p| format!(" in {p}"));
+        return Err(Failure::Input(format!(
+            "{}: the plugin did not finish{during} within {} s; killed",
+            args.plugin,
+            limit.as_secs_f64()
+        )));
+    }
     match (outcome.status.code(), outcome.signal()) {
         (Some(0), _) => Ok(()),
         (Some(code), _) => Err(Failure::Relayed(u8::try_from(code).unwrap_or(1))),
@@ -30,6 +44,11 @@ pub(crate) fn run(args: &Args) -> Result<(), Failure> {
             args.plugin, outcome.status
         ))),
     }
+}
+
+/// `--timeout` as a limit for each child (`None` for 0, no limit).
+pub(crate) fn time_limit(args: &Args) -> Option<std::time::Duration> {
+    (args.timeout > 0).then(|| std::time::Duration::from_secs(u64::from(args.timeout)))
 }
 
 /// The message for a plugin that killed the probe with `signal` in `phase` (exit 2).

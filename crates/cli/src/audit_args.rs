@@ -22,10 +22,16 @@ pub struct Args {
     /// folder, one JSON array with an object per plugin.
     #[arg(long)]
     pub json: bool,
+    /// Seconds each plugin's child process may take (listing, loading, the audit and the
+    /// teardown) before it is killed and the plugin reported as crashed where it hung
+    /// (0: no limit). `downbeat audit` applies it; the probe ignores it.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u32,
 }
 
 impl Args {
-    /// The command line that gives these arguments back when parsed.
+    /// The command line that gives these arguments back when parsed (but `timeout`, which
+    /// stays with `downbeat audit`: the probe gets the default).
     ///
     /// ```
     /// use clap::Parser;

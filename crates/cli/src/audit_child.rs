@@ -5,6 +5,8 @@ use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use downbeat_cli::audit_phase::{Phase, ANNOUNCE_ENV};
 use downbeat_cli::Failure;
@@ -51,6 +53,8 @@ pub(crate) struct Outcome {
     pub(crate) stdout: Vec<u8>,
     /// Its stderr without the announcements ([`Output::Capture`] only).
     pub(crate) stderr: String,
+    /// The time limit it ran over, when it was killed for that.
+    pub(crate) timed_out: Option<Duration>,
 }
 
 impl Outcome {
@@ -66,8 +70,11 @@ impl Outcome {
     }
 
     /// The probe's own explanation of a failure: its last `error: ` line, else its last
-    /// line, else its exit status.
+    /// line, else its exit status; for a probe killed for running over its time, that.
     pub(crate) fn reason(&self) -> String {
+        if let Some(limit) = self.timed_out {
+            return format!("did not finish within {} s: killed", limit.as_secs_f64());
+        }
         let lines: Vec<&str> = self
             .stderr
             .lines()
@@ -83,13 +90,17 @@ impl Outcome {
     }
 }
 
+/// How often a child with a time limit is looked at.
+const POLL: Duration = Duration::from_millis(20);
+
 /// Runs `probe` with `argv` (and `env` added to its environment) to its end, with phase
-/// announcements on.
+/// announcements on; kills it (`SIGKILL`) once it has run for `limit`, when given.
 pub(crate) fn run(
     probe: &Path,
     argv: &[OsString],
     env: &[(&str, OsString)],
     output: Output,
+    limit: Option<Duration>,
 ) -> Result<Outcome, Failure> {
     let mut command = Command::new(probe);
     command
@@ -107,46 +118,100 @@ pub(crate) fn run(
     let mut child = command
         .spawn()
         .map_err(|e| Failure::Runtime(format!("cannot start `{}`: {e}", probe.display())))?;
-    let stderr = child.stderr.take().expect("stderr is piped");
-    // Read on a thread of its own, so that neither pipe can fill while the other is read.
-    let reader = std::thread::spawn(move || read_stderr(stderr, output));
-    let mut stdout = Vec::new();
-    if let Some(mut out) = child.stdout.take() {
-        out.read_to_end(&mut stdout)
-            .map_err(|e| Failure::Runtime(format!("reading the audit probe's output: {e}")))?;
+    let started = Instant::now();
+    // Each pipe is read on a thread of its own, so that neither can fill while this one
+    // waits for the child or its time limit. What they read is in `heard` as it comes: a
+    // process the plugin started may keep the pipes open after the probe has ended, and
+    // then the readers are given up on (`LINGER`) with what they have.
+    let heard = Arc::new(Mutex::new(Heard::default()));
+    let (done, finished) = mpsc::channel();
+    let mut readers = 0;
+    if let Some(err) = child.stderr.take() {
+        let (heard, done) = (Arc::clone(&heard), done.clone());
+        std::thread::spawn(move || {
+            read_stderr(err, output, &heard);
+            let _ = done.send(());
+        });
+        readers += 1;
     }
-    let status = child
-        .wait()
-        .map_err(|e| Failure::Runtime(format!("waiting for the audit probe: {e}")))?;
-    let (phase, stderr) = reader
-        .join()
-        .map_err(|_| Failure::Runtime("reading the audit probe's errors failed".into()))?;
+    if let Some(out) = child.stdout.take() {
+        let heard = Arc::clone(&heard);
+        std::thread::spawn(move || {
+            read_stdout(out, &heard);
+            let _ = done.send(());
+        });
+        readers += 1;
+    }
+    let waited = |e: std::io::Error| Failure::Runtime(format!("waiting for the audit probe: {e}"));
+    let mut timed_out = None;
+    let status = match limit {
+        None => child.wait().map_err(waited)?,
+        Some(limit) => loop {
+            if let Some(status) = child.try_wait().map_err(waited)? {
+                break status;
+            }
+            if started.elapsed() >= limit {
+                // Killing a child that has just ended fails harmlessly; `wait` reaps it.
+                let _ = child.kill();
+                timed_out = Some(limit);
+                break child.wait().map_err(waited)?;
+            }
+            std::thread::sleep(POLL);
+        },
+    };
+    let deadline = Instant::now() + LINGER;
+    for _ in 0..readers {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if finished.recv_timeout(left).is_err() {
+            break;
+        }
+    }
+    let heard = std::mem::take(&mut *heard.lock().unwrap_or_else(|e| e.into_inner()));
     Ok(Outcome {
         status,
-        phase,
-        stdout,
-        stderr,
+        phase: heard.phase,
+        stdout: heard.stdout,
+        stderr: heard.stderr,
+        timed_out,
     })
+}
+
+/// How long the pipes' readers are waited for once the probe has ended.
+const LINGER: Duration = Duration::from_secs(2);
+
+/// What the readers of a child's pipes have heard so far.
+#[derive(Default)]
+struct Heard {
+    phase: Option<Phase>,
+    stderr: String,
+    stdout: Vec<u8>,
 }
 
 /// Reads the child's stderr to its end: the last phase announced, and the other lines
 /// (copied to our stderr as they come with [`Output::Relay`], kept with `Capture`).
-fn read_stderr(stderr: impl Read, output: Output) -> (Option<Phase>, String) {
-    let mut phase = None;
-    let mut kept = String::new();
+fn read_stderr(stderr: impl Read, output: Output, heard: &Mutex<Heard>) {
     for line in BufReader::new(stderr).split(b'\n') {
         let Ok(mut line) = line else { break };
         line.push(b'\n');
         let text = String::from_utf8_lossy(&line);
+        let mut heard = heard.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(p) = Phase::parse_line(&text) {
-            phase = Some(p);
+            heard.phase = Some(p);
         } else if output == Output::Relay {
             let _ = std::io::stderr().write_all(&line);
         } else {
-            kept.push_str(&text);
+            heard.stderr.push_str(&text);
         }
     }
-    (phase, kept)
+}
+
+/// Reads the child's stdout to its end.
+fn read_stdout(mut stdout: impl Read, heard: &Mutex<Heard>) {
+    let mut chunk = [0u8; 8192];
+    while let Ok(n @ 1..) = stdout.read(&mut chunk) {
+        let mut heard = heard.lock().unwrap_or_else(|e| e.into_inner());
+        heard.stdout.extend_from_slice(&chunk[..n]);
+    }
 }
 
 /// The usual name of a Linux signal number, for the reports.

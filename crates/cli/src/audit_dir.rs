@@ -34,7 +34,8 @@ enum Verdict {
     Clean,
     /// At least one callback did.
     Violations,
-    /// The plugin killed its probe with a signal.
+    /// The plugin killed its probe with a signal, or hung in it past `--timeout` and was
+    /// killed (`SIGKILL`; the row's `reason` says so).
     Crashed,
     /// Not audited: the plugin cannot be loaded (or the audit could not watch it); the row's
     /// `reason` says why.
@@ -69,7 +70,7 @@ struct Row {
     /// Violating events over the audited callbacks, when they were audited (a plugin that
     /// crashes in `deactivate` was).
     violations: Option<u64>,
-    /// Why a plugin was refused.
+    /// Why a plugin was refused, or that a crashed one was killed for hanging.
     reason: Option<String>,
 }
 
@@ -93,6 +94,8 @@ impl Row {
             Some(signal) => Self {
                 phase: out.phase,
                 signal: Some(signal),
+                // A crash is its own reason; a child killed for hanging says so.
+                reason: out.timed_out.map(|_| out.reason()),
                 ..Self::new(path, id, format, Verdict::Crashed)
             },
             None => Self {
@@ -234,7 +237,8 @@ fn audit_found(args: &Args, probe: &Path, found: &Found) -> Result<Vec<Row>, Fai
     }
     let env = env_for(found);
     let list_argv: Vec<OsString> = vec!["--list".into(), "--".into(), found.path.clone().into()];
-    let listed = audit_child::run(probe, &list_argv, &env, Output::Capture)?;
+    let limit = crate::audit::time_limit(args);
+    let listed = audit_child::run(probe, &list_argv, &env, Output::Capture, limit)?;
     if !listed.status.success() {
         return Ok(vec![Row::failed(&found.path, None, found.format, &listed)]);
     }
@@ -254,7 +258,7 @@ fn audit_found(args: &Args, probe: &Path, found: &Found) -> Result<Vec<Row>, Fai
             json: true,
             ..args.clone()
         };
-        let out = audit_child::run(probe, &child_args.to_argv(), &env, Output::Capture)?;
+        let out = audit_child::run(probe, &child_args.to_argv(), &env, Output::Capture, limit)?;
         rows.push(row(found, id, &out));
     }
     Ok(rows)
@@ -292,7 +296,8 @@ fn row(found: &Found, id: &str, out: &Outcome) -> Row {
     }
 }
 
-/// The table: a row per plugin, then the reasons of the refused ones.
+/// The table: a row per plugin, then the reasons of the refused ones (and of those killed
+/// for hanging).
 fn table(rows: &[Row]) -> String {
     let head = [
         "path",
@@ -347,7 +352,8 @@ fn table(rows: &[Row]) -> String {
         let id = r.id.as_deref().map_or(String::new(), |id| format!(" {id}"));
         let _ = writeln!(
             out,
-            "refused: {}{id}: {}",
+            "{}: {}{id}: {}",
+            r.result.name(),
             r.path.display(),
             r.reason.as_deref().unwrap_or_default()
         );

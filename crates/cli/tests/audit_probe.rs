@@ -198,3 +198,52 @@ fn a_missing_probe_is_named() {
         "{err}"
     );
 }
+
+#[test]
+fn a_probe_that_hangs_is_killed_at_the_time_limit_and_reported_where_it_hung() {
+    let downbeat = with_probe(
+        "hang",
+        Some("if [ \"$1\" = --list ]; then echo one; exit 0; fi\necho 'downbeat-audit-phase: process' >&2; exec sleep 60"),
+    );
+    let started = std::time::Instant::now();
+    let out = audit(&downbeat, &["some.clap", "--timeout", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err,
+        "error: some.clap: the plugin did not finish in process within 1 s; killed\n"
+    );
+    // In a folder, the hanging plugin is a crashed row, killed where it hung.
+    let dir = plugin_folder("hang");
+    let out = audit(
+        &downbeat,
+        &[dir.to_str().unwrap(), "--timeout", "1", "--json"],
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["result"], "crashed", "{v:#}");
+    assert_eq!(v[0]["phase"], "process");
+    assert_eq!(v[0]["signal"], 9);
+    assert_eq!(v[0]["reason"], "did not finish within 1 s: killed");
+    // Two children of one second each, not the stand-in's minute.
+    assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+}
+
+#[test]
+fn a_process_left_behind_holding_the_pipes_does_not_hold_the_audit() {
+    // The stand-in starts a process that inherits its stdout and stderr and outlives it, as
+    // a plugin's helper process could, then reports a clean audit and exits.
+    let downbeat = with_probe(
+        "linger",
+        Some("if [ \"$1\" = --list ]; then echo one; exit 0; fi\nsleep 60 &\necho '{\"violations\": 0}'; exit 0"),
+    );
+    let dir = plugin_folder("linger");
+    let started = std::time::Instant::now();
+    let out = audit(&downbeat, &[dir.to_str().unwrap(), "--json"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["result"], "clean", "{v:#}");
+    assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+}
