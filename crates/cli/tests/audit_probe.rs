@@ -76,6 +76,12 @@ fn with_probe(name: &str, script: Option<&str>) -> PathBuf {
     downbeat
 }
 
+/// Removes the folder [`with_probe`] made (a 40 MB copy of `downbeat`, in a debug build).
+fn remove(downbeat: &Path) {
+    let _files = FILES.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = std::fs::remove_dir_all(downbeat.parent().expect("a folder of its own"));
+}
+
 fn audit(downbeat: &Path, args: &[&str]) -> Output {
     output(Command::new(downbeat).arg("audit").args(args))
 }
@@ -84,6 +90,7 @@ fn audit(downbeat: &Path, args: &[&str]) -> Output {
 fn a_probe_killed_by_a_signal_is_reported_as_a_crash_with_exit_2() {
     let downbeat = with_probe("crash", Some("kill -SEGV $$"));
     let out = audit(&downbeat, &["some.clap"]);
+    remove(&downbeat);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -105,6 +112,7 @@ fn a_crash_names_the_last_phase_the_probe_announced_and_the_announcements_are_no
         ),
     );
     let out = audit(&downbeat, &["some.clap"]);
+    remove(&downbeat);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(
@@ -147,6 +155,7 @@ fn a_folder_exits_0_when_every_plugin_is_clean_and_3_with_violations_alone() {
     let d = dir.to_str().unwrap();
     let clean = dir_probe("all-clean", (0, 0), (0, 0));
     let out = audit(&clean, &[d, "--json"]);
+    remove(&clean);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v[0]["id"], "one");
@@ -154,6 +163,7 @@ fn a_folder_exits_0_when_every_plugin_is_clean_and_3_with_violations_alone() {
 
     let some = dir_probe("some-violations", (0, 0), (7, 3));
     let out = audit(&some, &[d, "--json"]);
+    remove(&some);
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v[1]["result"], "violations");
@@ -162,6 +172,7 @@ fn a_folder_exits_0_when_every_plugin_is_clean_and_3_with_violations_alone() {
     // One refused (exit 2 from its probe) among violations: exit 2.
     let refused = dir_probe("one-refused", (0, 2), (7, 3));
     let out = audit(&refused, &[d]);
+    remove(&refused);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -174,6 +185,7 @@ fn the_probes_output_arguments_and_exit_code_are_relayed() {
         Some("echo \"args: $*\"; echo 'on stderr' >&2; exit 3"),
     );
     let out = audit(&downbeat, &["gain.clap", "--blocks", "7", "--json"]);
+    remove(&downbeat);
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
@@ -191,6 +203,7 @@ fn the_probes_output_arguments_and_exit_code_are_relayed() {
 fn a_missing_probe_is_named() {
     let downbeat = with_probe("missing", None);
     let out = audit(&downbeat, &["gain.clap"]);
+    remove(&downbeat);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
@@ -219,6 +232,7 @@ fn a_probe_that_hangs_is_killed_at_the_time_limit_and_reported_where_it_hung() {
         &downbeat,
         &[dir.to_str().unwrap(), "--timeout", "1", "--json"],
     );
+    remove(&downbeat);
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(out.status.code(), Some(2));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -241,6 +255,7 @@ fn a_process_left_behind_holding_the_pipes_does_not_hold_the_audit() {
     let dir = plugin_folder("linger");
     let started = std::time::Instant::now();
     let out = audit(&downbeat, &[dir.to_str().unwrap(), "--json"]);
+    remove(&downbeat);
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
