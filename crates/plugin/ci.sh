@@ -61,3 +61,38 @@ if ! grep -Eq '"allocations": [1-9]' <<<"$json"; then
     exit 1
 fi
 echo "audit: Overdrive clean, dragonfly early reflections caught allocating through malloc"
+
+# `downbeat audit DIR` over real plugins (issue 29): every CLAP and LV2 plugin of Debian's
+# zam-plugins, synthv1-lv2 and avldrums.lv2 gets a row, each audited in a child of its own
+# (a crash in one stops nothing); the CLI's audit tests with `--features lv2` (an LV2 bundle
+# audited through lilv, the crashing test plugins, a run crashing mid-recording).
+audit_packages=(zam-plugins synthv1-lv2 avldrums.lv2 sox)
+missing=()
+for p in "${audit_packages[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing ${missing[*]} (Debian packages) for the audit of real plugins"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+echo "--- downbeat audit DIR"
+cargo test -p downbeat-cli --features lv2 --test audit_dir --test audit_crashes --test audit_probe
+plugins=$(mktemp -d)
+for p in zam-plugins synthv1-lv2 avldrums.lv2; do
+    dpkg -L "$p" | grep -E '^/usr/lib/(lv2/[^/]+\.lv2|clap/[^/]+\.clap)$'
+done | xargs -I{} ln -s {} "$plugins/"
+status=0
+json=$("$downbeat" audit "$plugins" --blocks 20 --json) || status=$?
+rm -rf "$plugins"
+case "$status" in 0 | 2 | 3) ;; *)
+    echo "downbeat audit over the zam, synthv1 and avldrums plugins exited $status" >&2
+    exit 1 ;;
+esac
+# 17 CLAP and 17 LV2 zam effects, synthv1, avldrums' four kits.
+rows=$(grep -c '"result":' <<<"$json" || true)
+if [ "$rows" -ne 39 ]; then
+    echo "downbeat audit over the zam, synthv1 and avldrums plugins: $rows rows, expected 39" >&2
+    exit 1
+fi
+echo "audit DIR: 39 rows (exit $status)"

@@ -10,12 +10,17 @@
 //! * [`CLICK_ID`]: an instrument (one note input port, a stereo output) that writes one
 //!   sample per note on, at the event's frame: `velocity + key / 1000`, silence elsewhere, so a
 //!   test can read where and which notes arrived.
+//! * [`CRASH_ACTIVATE_ID`], [`CRASH_PROCESS_ID`], [`CRASH_DEACTIVATE_ID`]: plugins that crash
+//!   the host with `SIGSEGV` in that phase, on purpose (`crashing.rs`).
 //!
 //! The crate builds as a `cdylib`; on Linux a `.clap` file is that shared library renamed
 //! (`libdownbeat_clap_test_plugins.so` → `downbeat-test.clap`).
 //!
 //! Everything the processors need is allocated in `activate`, off the audio thread; only the
 //! allocating plugin allocates in `process`, on purpose.
+
+mod crashing;
+pub use crashing::{CRASH_ACTIVATE_ID, CRASH_DEACTIVATE_ID, CRASH_PROCESS_ID};
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -360,15 +365,18 @@ impl PluginMainThreadParams for MainThread<'_> {
 /// The factory listing the plugins.
 struct Factory {
     descriptors: [(Kind, PluginDescriptor); 4],
+    /// The plugins that crash on purpose (`crashing.rs`), listed after the others.
+    crashing: crashing::Crashing,
 }
 
 impl PluginFactoryImpl for Factory {
     fn plugin_count(&self) -> u32 {
-        self.descriptors.len() as u32
+        (self.descriptors.len() + self.crashing.descriptors().count()) as u32
     }
 
     fn plugin_descriptor(&self, index: u32) -> Option<&PluginDescriptor> {
-        self.descriptors.get(index as usize).map(|(_, d)| d)
+        let all = self.descriptors.iter().map(|(_, d)| d);
+        all.chain(self.crashing.descriptors()).nth(index as usize)
     }
 
     fn create_plugin<'a>(
@@ -376,6 +384,9 @@ impl PluginFactoryImpl for Factory {
         host_info: HostInfo<'a>,
         plugin_id: &CStr,
     ) -> Option<PluginInstance<'a>> {
+        if let Some(instance) = self.crashing.create(host_info, plugin_id) {
+            return Some(instance);
+        }
         let (kind, descriptor) = self
             .descriptors
             .iter()
@@ -417,6 +428,7 @@ impl Entry for TestEntry {
                         descriptor(CLICK_ID, "Downbeat test click instrument"),
                     ),
                 ],
+                crashing: crashing::Crashing::new(),
             }),
         })
     }

@@ -1,60 +1,64 @@
 //! `downbeat audit PLUGIN`: runs the audit in the probe executable next to this one
 //! (`downbeat-audit-probe`, whose `malloc` counts the plugin's allocations), relays its output
-//! and exit code, and survives the plugin crashing it.
+//! and exit code, and survives the plugin crashing it, naming the phase it crashed in.
+//! `downbeat audit DIR` audits every plugin under a folder ([`crate::audit_dir`]).
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::Path;
 
 use downbeat_cli::audit_args::Args;
+use downbeat_cli::audit_phase::Phase;
 use downbeat_cli::Failure;
 
-/// The probe's file name (with the platform's executable suffix).
-fn probe_name() -> String {
-    format!("downbeat-audit-probe{}", std::env::consts::EXE_SUFFIX)
-}
+use crate::audit_child::{self, describe_signal, Output};
 
-/// The probe next to the running executable, as cargo builds and installs them.
-fn probe() -> Result<PathBuf, Failure> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Failure::Runtime(format!("cannot find this executable's path: {e}")))?;
-    let probe = exe.with_file_name(probe_name());
-    if probe.is_file() {
-        Ok(probe)
-    } else {
-        Err(Failure::Runtime(format!(
-            "the audit probe `{}` is missing: build it with `cargo build -p downbeat-cli` (it \
-             is installed next to `downbeat`)",
-            probe.display()
-        )))
-    }
-}
-
-/// Runs the audit in a child process, whose stdout and stderr are this process's: exit 0
-/// clean, 3 with violations, 2 when the plugin cannot be loaded or crashes the probe, 1 when
-/// a tracker could not run.
+/// Runs the audit of one plugin in a child process, whose stdout is this process's and
+/// whose stderr is relayed without its phase announcements: exit 0 clean, 3 with
+/// violations, 2 when the plugin cannot be loaded or crashes the probe, 1 when a tracker
+/// could not run. A folder is audited plugin by plugin instead.
 pub(crate) fn run(args: &Args) -> Result<(), Failure> {
-    let probe = probe()?;
-    let status = Command::new(&probe)
-        .args(args.to_argv())
-        .status()
-        .map_err(|e| Failure::Runtime(format!("cannot start `{}`: {e}", probe.display())))?;
-    match status.code() {
-        Some(0) => Ok(()),
-        Some(code) => Err(Failure::Relayed(u8::try_from(code).unwrap_or(1))),
-        None => Err(crashed(&args.plugin, status)),
+    let probe = audit_child::probe()?;
+    if Path::new(&args.plugin).is_dir() {
+        return crate::audit_dir::run(args, &probe);
+    }
+    let outcome = audit_child::run(
+        &probe,
+        &args.to_argv(),
+        &[],
+        Output::Relay,
+        time_limit(args),
+    )?;
+    if let Some(limit) = outcome.timed_out {
+        let during = outcome.phase.map_or(String::new(), |p| format!(" in {p}"));
+        return Err(Failure::Input(format!(
+            "{}: the plugin did not finish{during} within {} s; killed",
+            args.plugin,
+            limit.as_secs_f64()
+        )));
+    }
+    match (outcome.status.code(), outcome.signal()) {
+        (Some(0), _) => Ok(()),
+        (Some(code), _) => Err(Failure::Relayed(u8::try_from(code).unwrap_or(1))),
+        (None, Some(signal)) => Err(crashed(&args.plugin, signal, outcome.phase)),
+        (None, None) => Err(Failure::Runtime(format!(
+            "{}: the audit probe ended with {}",
+            args.plugin, outcome.status
+        ))),
     }
 }
 
-#[cfg(unix)]
-fn crashed(plugin: &str, status: std::process::ExitStatus) -> Failure {
-    use std::os::unix::process::ExitStatusExt;
-    match status.signal() {
-        Some(signal) => Failure::Input(format!("{plugin}: the plugin crashed (signal {signal})")),
-        None => Failure::Runtime(format!("{plugin}: the audit probe ended with {status}")),
-    }
+/// `--timeout` as a limit for each child (`None` for 0, no limit).
+pub(crate) fn time_limit(args: &Args) -> Option<std::time::Duration> {
+    (args.timeout > 0).then(|| std::time::Duration::from_secs(u64::from(args.timeout)))
 }
 
-#[cfg(not(unix))]
-fn crashed(plugin: &str, status: std::process::ExitStatus) -> Failure {
-    Failure::Input(format!("{plugin}: the plugin crashed ({status})"))
+/// The message for a plugin that killed the probe with `signal` in `phase` (exit 2).
+fn crashed(plugin: &str, signal: i32, phase: Option<Phase>) -> Failure {
+    let when = match phase {
+        Some(phase) => format!("in {phase}"),
+        None => "before loading it began".to_string(),
+    };
+    Failure::Input(format!(
+        "{plugin}: the plugin crashed {when} with {}",
+        describe_signal(signal)
+    ))
 }

@@ -5,8 +5,9 @@ use std::ffi::OsString;
 /// `downbeat audit` arguments.
 #[derive(clap::Args, Clone, Debug, PartialEq, Eq)]
 pub struct Args {
-    /// A CLAP file (`FILE.clap`, or `FILE.clap#PLUGIN_ID` when it holds several plugins) or
-    /// an LV2 plugin URI (with the `lv2` feature).
+    /// A CLAP file (`FILE.clap`, or `FILE.clap#PLUGIN_ID` when it holds several plugins),
+    /// an LV2 plugin URI (with the `lv2` feature), or a folder: every plugin of every CLAP
+    /// file and LV2 bundle under it.
     pub plugin: String,
     /// Process calls to audit.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -17,13 +18,20 @@ pub struct Args {
     /// Sample rate the plugin is activated at.
     #[arg(long, default_value_t = 48000, value_parser = clap::value_parser!(u32).range(1000..=768_000))]
     pub sample_rate: u32,
-    /// Print the report as one JSON object on stdout (and nothing else there).
+    /// Print the report as one JSON object on stdout (and nothing else there); for a
+    /// folder, one JSON array with an object per plugin.
     #[arg(long)]
     pub json: bool,
+    /// Seconds each plugin's child process may take (listing, loading, the audit and the
+    /// teardown) before it is killed and the plugin reported as crashed where it hung
+    /// (0: no limit). `downbeat audit` applies it; the probe ignores it.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u32,
 }
 
 impl Args {
-    /// The command line that gives these arguments back when parsed.
+    /// The command line that gives these arguments back when parsed (but `timeout`, which
+    /// stays with `downbeat audit`: the probe gets the default).
     ///
     /// ```
     /// use clap::Parser;

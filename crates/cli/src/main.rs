@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand};
 use downbeat_cli::{audit_args, Failure};
 
 mod audit;
+mod audit_child;
+mod audit_dir;
 mod check;
 mod devices;
 mod jitter;
@@ -34,7 +36,10 @@ enum Command {
     Nodes,
     /// Runs a plugin's process call under the real-time guard while moving its parameters
     /// and sending notes; reports allocations, frees, locks, system calls and page faults
-    /// per callback. Exit 0 clean, 3 violations, 2 cannot load the plugin (or it crashed).
+    /// per callback. Exit 0 clean, 3 violations, 2 cannot load the plugin (or it crashed:
+    /// the phase and the signal are named). Given a folder, audits every CLAP file and LV2
+    /// bundle under it, each plugin in a process of its own, and prints a row per plugin:
+    /// exit 0 all clean, 3 some with violations (none crashed or refused), 2 otherwise.
     Audit(audit_args::Args),
     /// Lists the computer's sound devices with their channels and sample rates (build with
     /// `--features system`).

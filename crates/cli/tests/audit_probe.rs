@@ -76,6 +76,12 @@ fn with_probe(name: &str, script: Option<&str>) -> PathBuf {
     downbeat
 }
 
+/// Removes the folder [`with_probe`] made (a 40 MB copy of `downbeat`, in a debug build).
+fn remove(downbeat: &Path) {
+    let _files = FILES.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = std::fs::remove_dir_all(downbeat.parent().expect("a folder of its own"));
+}
+
 fn audit(downbeat: &Path, args: &[&str]) -> Output {
     output(Command::new(downbeat).arg("audit").args(args))
 }
@@ -84,12 +90,91 @@ fn audit(downbeat: &Path, args: &[&str]) -> Output {
 fn a_probe_killed_by_a_signal_is_reported_as_a_crash_with_exit_2() {
     let downbeat = with_probe("crash", Some("kill -SEGV $$"));
     let out = audit(&downbeat, &["some.clap"]);
+    remove(&downbeat);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("some.clap: the plugin crashed (signal 11)"),
+        err.contains(
+            "some.clap: the plugin crashed before loading it began with SIGSEGV (signal 11)"
+        ),
         "{err}"
     );
+}
+
+#[test]
+fn a_crash_names_the_last_phase_the_probe_announced_and_the_announcements_are_not_relayed() {
+    let downbeat = with_probe(
+        "phases",
+        Some(
+            "echo 'downbeat-audit-phase: load' >&2; echo 'loading' >&2; \
+             echo 'downbeat-audit-phase: activate' >&2; echo 'downbeat-audit-phase: process' >&2; \
+             kill -ABRT $$",
+        ),
+    );
+    let out = audit(&downbeat, &["some.clap"]);
+    remove(&downbeat);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err,
+        "loading\nerror: some.clap: the plugin crashed in process with SIGABRT (signal 6)\n"
+    );
+}
+
+/// A stand-in probe for `downbeat audit DIR`: `--list` names two plugins, `one` and `two`;
+/// auditing `FILE#one` prints a JSON report of `$1` violations and exits `$2`, `FILE#two`
+/// of `$3` violations, exiting `$4`.
+fn dir_probe(name: &str, one: (u32, u32), two: (u32, u32)) -> PathBuf {
+    with_probe(
+        name,
+        Some(&format!(
+            "if [ \"$1\" = --list ]; then echo one; echo two; exit 0; fi
+for last; do :; done
+case \"$last\" in
+  *#one) echo '{{\"violations\": {}}}'; exit {};;
+  *#two) echo '{{\"violations\": {}}}'; exit {};;
+esac
+exit 1",
+            one.0, one.1, two.0, two.1
+        )),
+    )
+}
+
+/// A folder with one file named like a CLAP plugin.
+fn plugin_folder(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("downbeat-probe-dir-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("x.clap"), "").unwrap();
+    dir
+}
+
+#[test]
+fn a_folder_exits_0_when_every_plugin_is_clean_and_3_with_violations_alone() {
+    let dir = plugin_folder("codes");
+    let d = dir.to_str().unwrap();
+    let clean = dir_probe("all-clean", (0, 0), (0, 0));
+    let out = audit(&clean, &[d, "--json"]);
+    remove(&clean);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["id"], "one");
+    assert_eq!(v[1]["result"], "clean");
+
+    let some = dir_probe("some-violations", (0, 0), (7, 3));
+    let out = audit(&some, &[d, "--json"]);
+    remove(&some);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[1]["result"], "violations");
+    assert_eq!(v[1]["violations"], 7);
+
+    // One refused (exit 2 from its probe) among violations: exit 2.
+    let refused = dir_probe("one-refused", (0, 2), (7, 3));
+    let out = audit(&refused, &[d]);
+    remove(&refused);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -100,6 +185,7 @@ fn the_probes_output_arguments_and_exit_code_are_relayed() {
         Some("echo \"args: $*\"; echo 'on stderr' >&2; exit 3"),
     );
     let out = audit(&downbeat, &["gain.clap", "--blocks", "7", "--json"]);
+    remove(&downbeat);
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
@@ -117,10 +203,62 @@ fn the_probes_output_arguments_and_exit_code_are_relayed() {
 fn a_missing_probe_is_named() {
     let downbeat = with_probe("missing", None);
     let out = audit(&downbeat, &["gain.clap"]);
+    remove(&downbeat);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
         err.contains("downbeat-audit-probe") && err.contains("is missing"),
         "{err}"
     );
+}
+
+#[test]
+fn a_probe_that_hangs_is_killed_at_the_time_limit_and_reported_where_it_hung() {
+    let downbeat = with_probe(
+        "hang",
+        Some("if [ \"$1\" = --list ]; then echo one; exit 0; fi\necho 'downbeat-audit-phase: process' >&2; exec sleep 60"),
+    );
+    let started = std::time::Instant::now();
+    let out = audit(&downbeat, &["some.clap", "--timeout", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err,
+        "error: some.clap: the plugin did not finish in process within 1 s; killed\n"
+    );
+    // In a folder, the hanging plugin is a crashed row, killed where it hung.
+    let dir = plugin_folder("hang");
+    let out = audit(
+        &downbeat,
+        &[dir.to_str().unwrap(), "--timeout", "1", "--json"],
+    );
+    remove(&downbeat);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["result"], "crashed", "{v:#}");
+    assert_eq!(v[0]["phase"], "process");
+    assert_eq!(v[0]["signal"], 9);
+    assert_eq!(v[0]["reason"], "did not finish within 1 s: killed");
+    // Two children of one second each, not the stand-in's minute.
+    assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+}
+
+#[test]
+fn a_process_left_behind_holding_the_pipes_does_not_hold_the_audit() {
+    // The stand-in starts a process that inherits its stdout and stderr and outlives it, as
+    // a plugin's helper process could, then reports a clean audit and exits.
+    let downbeat = with_probe(
+        "linger",
+        Some("if [ \"$1\" = --list ]; then echo one; exit 0; fi\nsleep 60 &\necho '{\"violations\": 0}'; exit 0"),
+    );
+    let dir = plugin_folder("linger");
+    let started = std::time::Instant::now();
+    let out = audit(&downbeat, &[dir.to_str().unwrap(), "--json"]);
+    remove(&downbeat);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["result"], "clean", "{v:#}");
+    assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
 }

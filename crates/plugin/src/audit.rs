@@ -40,6 +40,9 @@
 //! The first callback of a CLAP plugin includes its `start_processing`, which CLAP makes an
 //! audio-thread call: what a plugin does there is what it would do on a real audio thread.
 //!
+//! [`list`] names the plugins a CLAP file or an LV2 bundle holds, without creating them, for
+//! the audit of a whole folder (`downbeat audit DIR`).
+//!
 //! ```
 //! use downbeat_graph::nodes::Gain;
 //! use downbeat_plugin::audit::{audit, AuditOptions};
@@ -58,6 +61,8 @@
 //! assert!(report.clean, "{}", report.table());
 //! # }
 //! ```
+
+pub mod list;
 
 use std::fmt::Write as _;
 

@@ -362,7 +362,8 @@ fn a_missing_file_a_wrong_id_and_a_non_clap_file_are_typed_errors() {
         panic!("{err:?}");
     };
     assert_eq!(id, "org.nope");
-    assert_eq!(available, &[GAIN_ID, DELAY_ID, ALLOC_ID, CLICK_ID]);
+    // The file holds more test plugins than these (the crashing ones, for the audit).
+    assert_eq!(available[..4], [GAIN_ID, DELAY_ID, ALLOC_ID, CLICK_ID]);
     assert_eq!(err.key(), "id");
 
     let err = ClapNode::load(&bundle, None, 48000.0, 64).err().unwrap();

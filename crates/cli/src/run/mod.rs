@@ -72,7 +72,11 @@ pub(crate) struct Args {
     /// names start with this (e.g. `system:playback`).
     #[arg(long, value_name = "PORT")]
     connect: Option<String>,
-    /// Also write the audio to this WAV file (32-bit float).
+    /// Also write the audio to this WAV file (32-bit float). Its header is updated at
+    /// least every 0.5 s, so if the run dies (a plugin crashing takes the process down with
+    /// it) the file is a valid WAV of what was played but the last half second or so
+    /// (offline, which runs faster, possibly nothing); `downbeat audit` tries a plugin in a
+    /// process of its own first.
     #[arg(long, value_name = "FILE.wav")]
     out: Option<PathBuf>,
     /// Threads processing the graph, the audio thread included (1 = serial).

@@ -3,6 +3,11 @@
 //! the heap probe of [`malloc`] below Rust's allocator; `downbeat audit` relays its output
 //! and exit code. The probe lives in this executable of its own so that the `malloc` it
 //! defines is never under the `downbeat` binary's other commands.
+//!
+//! Before each phase of the plugin's life it announces the phase (see
+//! `downbeat_cli::audit_phase`), so that `downbeat audit` can say where a crash happened.
+//! With `--list` it only lists the plugins a CLAP file or an LV2 bundle holds, one a line,
+//! for `downbeat audit DIR` (reading a CLAP file runs plugin code, so that happens here too).
 
 mod malloc;
 
@@ -10,6 +15,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use downbeat_cli::audit_args::Args;
+use downbeat_cli::audit_phase::Phase;
 use downbeat_cli::Failure;
 use downbeat_plugin::audit::{audit, AuditOptions};
 
@@ -21,10 +27,20 @@ use malloc::LibcProbe;
 struct Probe {
     #[command(flatten)]
     args: Args,
+    /// List the plugins of the CLAP file or LV2 bundle PLUGIN names, one a line, instead
+    /// of auditing (what `downbeat audit DIR` asks first).
+    #[arg(long, hide = true)]
+    list: bool,
 }
 
 fn main() -> ExitCode {
-    match run(&Probe::parse().args) {
+    let probe = Probe::parse();
+    let result = if probe.list {
+        list(&probe.args.plugin)
+    } else {
+        run(&probe.args)
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => failure.report(),
     }
@@ -51,6 +67,10 @@ fn load(args: &Args, opts: &AuditOptions) -> Result<Box<dyn downbeat_graph::Node
                 sample_rate: opts.sample_rate,
                 max_block: opts.block,
             };
+            Phase::Load.announce();
+            downbeat_plugin::lv2::PluginInfo::find(&args.plugin, opts.sample_rate)
+                .map_err(|e| Failure::Input(e.to_string()))?;
+            Phase::Activate.announce();
             return downbeat_plugin::lv2::Lv2Node::load(&args.plugin, &[], &cfg)
                 .map(|n| Box::new(n) as Box<dyn downbeat_graph::Node>)
                 .map_err(|e| Failure::Input(e.to_string()));
@@ -67,6 +87,12 @@ fn load(args: &Args, opts: &AuditOptions) -> Result<Box<dyn downbeat_graph::Node
             Some((path, id)) if !std::path::Path::new(&args.plugin).exists() => (path, Some(id)),
             _ => (args.plugin.as_str(), None),
         };
+        // Loading the library and reading its factory first, so that a crash there is
+        // told from one in the plugin's creation or activation.
+        Phase::Load.announce();
+        downbeat_plugin::audit::list::clap_ids(path.as_ref())
+            .map_err(|e| Failure::Input(e.to_string()))?;
+        Phase::Activate.announce();
         downbeat_plugin::clap::ClapNode::load(path.as_ref(), id, opts.sample_rate, opts.block)
             .map(|n| Box::new(n) as Box<dyn downbeat_graph::Node>)
             .map_err(|e| Failure::Input(e.to_string()))
@@ -75,6 +101,45 @@ fn load(args: &Args, opts: &AuditOptions) -> Result<Box<dyn downbeat_graph::Node
     Err(Failure::Input(format!(
         "cannot audit {}: this downbeat was built without the `clap` feature",
         args.plugin
+    )))
+}
+
+/// Prints the ids of the plugins in a CLAP file, or the URIs of those in an LV2 bundle
+/// (a folder), one a line.
+fn list(plugin: &str) -> Result<(), Failure> {
+    let path = std::path::Path::new(plugin);
+    let names = if path.is_dir() {
+        list_lv2(path)?
+    } else {
+        Phase::Load.announce();
+        list_clap(path)?
+    };
+    emit(&names.iter().map(|n| format!("{n}\n")).collect::<String>())
+}
+
+#[cfg(feature = "clap")]
+fn list_clap(path: &std::path::Path) -> Result<Vec<String>, Failure> {
+    downbeat_plugin::audit::list::clap_ids(path).map_err(|e| Failure::Input(e.to_string()))
+}
+
+#[cfg(not(feature = "clap"))]
+fn list_clap(path: &std::path::Path) -> Result<Vec<String>, Failure> {
+    Err(Failure::Input(format!(
+        "{}: a CLAP file, but this downbeat was built without the `clap` feature",
+        path.display()
+    )))
+}
+
+#[cfg(feature = "lv2")]
+fn list_lv2(path: &std::path::Path) -> Result<Vec<String>, Failure> {
+    downbeat_plugin::audit::list::lv2_uris(path).map_err(|e| Failure::Input(e.to_string()))
+}
+
+#[cfg(not(feature = "lv2"))]
+fn list_lv2(path: &std::path::Path) -> Result<Vec<String>, Failure> {
+    Err(Failure::Input(format!(
+        "{}: an LV2 bundle, but this downbeat was built without the `lv2` feature",
+        path.display()
     )))
 }
 
@@ -96,8 +161,10 @@ fn run(args: &Args) -> Result<(), Failure> {
         sample_rate: args.sample_rate as f32,
     };
     let mut node = load(args, &opts)?;
+    Phase::Process.announce();
     let report = audit(&args.plugin, node.as_mut(), &opts, Some(&LibcProbe));
-    drop(node);
+    // The report goes out before the teardown: a plugin that crashes there has had its
+    // process calls audited, and `downbeat audit` keeps what they did.
     if args.json {
         let json = serde_json::to_string_pretty(&report)
             .map_err(|e| Failure::Runtime(format!("writing the report: {e}")))?;
@@ -105,6 +172,8 @@ fn run(args: &Args) -> Result<(), Failure> {
     } else {
         emit(&report.table())?;
     }
+    Phase::Deactivate.announce();
+    drop(node);
     if report.violations > 0 {
         Err(Failure::Violations(format!(
             "{}: {} real-time violations in {} callbacks",
