@@ -42,20 +42,33 @@
 //! [`Node::latency`]: downbeat_graph::Node::latency
 
 mod error;
+mod host;
+mod log;
 mod node;
+mod thread;
 
 use std::path::Path;
 
 use downbeat_graph::{
-    register_node_type, Node, NodeConfig, NodeFactory, ParamError, ParamSpec, ParamValue,
-    RegistryError,
+    register_node_type, Node, NodeConfig, NodeFactory, ParamError, ParamKind, ParamSpec,
+    ParamValue, RegistryError,
 };
 
 pub use error::ClapError;
-pub use node::{param_name, ClapInfo, ClapNode, EVENT_CAPACITY};
+pub use node::{param_name, ClapInfo, ClapNode, EVENT_CAPACITY, STATE_EXTENSION};
 
-/// The `clap` node type: `path = "….clap"` and `id = "…"` name the plugin, every other key
-/// one of its parameters.
+/// The keys every `clap` node takes besides the plugin's parameters: declared so that the
+/// project resolves `state`'s relative path against the project's folder.
+static FACTORY_PARAMS: [ParamSpec; 1] = [ParamSpec {
+    name: "state",
+    doc: "a state file saved by `downbeat run --save-state` (`<node>.clapstate`), loaded into \
+          the plugin before activation; parameters given in the project still win",
+    kind: ParamKind::Path { default: "" },
+    live: false,
+}];
+
+/// The `clap` node type: `path = "….clap"` and `id = "…"` name the plugin, `state = "FILE"`
+/// a saved state to start from, every other key one of its parameters.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ClapFactory;
 
@@ -79,7 +92,7 @@ impl NodeFactory for ClapFactory {
     }
 
     fn params(&self) -> &[ParamSpec] {
-        &[]
+        &FACTORY_PARAMS
     }
 
     fn open_params(&self) -> Option<&str> {
@@ -98,11 +111,23 @@ impl NodeFactory for ClapFactory {
     ) -> Result<Box<dyn Node>, ParamError> {
         let mut path = None;
         let mut id = None;
+        let mut state = None;
         let mut values = Vec::new();
         for (name, value) in params {
             match name.as_str() {
                 "path" => path = Some(text(&name, value, "the .clap file's path")?),
                 "id" => id = Some(text(&name, value, "the plugin's id")?),
+                "state" => state = Some(text(&name, value, "the state file's path")?),
+                "preset" => {
+                    return Err(ParamError::Invalid {
+                        name,
+                        message: "CLAP nodes take no `preset`: Downbeat does not load CLAP \
+                                  preset files (no CLAP plugin packaged in Debian offers the \
+                                  preset-load extension); save a state with `downbeat run \
+                                  --save-state DIR` and give it as `state = \"FILE\"`"
+                            .into(),
+                    })
+                }
                 _ => values.push((name, value)),
             }
         }
@@ -112,11 +137,12 @@ impl NodeFactory for ClapFactory {
                 message: "a clap node needs `path = \"….clap\"` naming the plugin file".into(),
             });
         };
-        let mut node = ClapNode::load(
+        let mut node = ClapNode::load_with_state(
             Path::new(&path),
             id.as_deref(),
             cfg.sample_rate,
             cfg.max_block,
+            state.as_deref().map(Path::new),
         )
         .map_err(|e| ParamError::Invalid {
             name: e.key().into(),
@@ -142,7 +168,7 @@ impl NodeFactory for ClapFactory {
             };
             // Every CLAP parameter is declared as a Float with the plugin's range.
             let (min, max) = match specs[index].kind {
-                downbeat_graph::ParamKind::Float { min, max, .. } => (min, max),
+                ParamKind::Float { min, max, .. } => (min, max),
                 _ => (f64::NEG_INFINITY, f64::INFINITY),
             };
             if !(min..=max).contains(&v) {
