@@ -1,4 +1,4 @@
-//! Four small CLAP plugins for Downbeat's plugin-hosting tests, all in one `.clap` file:
+//! Five small CLAP plugins for Downbeat's plugin-hosting tests, all in one `.clap` file:
 //!
 //! * [`GAIN_ID`]: a stereo gain with one parameter, `gain` (0 to 2, default 1). Parameter
 //!   events are applied at their sample offset inside the block, so a host that sends an
@@ -10,6 +10,9 @@
 //! * [`CLICK_ID`]: an instrument (one note input port, a stereo output) that writes one
 //!   sample per note on, at the event's frame: `velocity + key / 1000`, silence elsewhere, so a
 //!   test can read where and which notes arrived.
+//! * [`HOST_PROBE_ID`]: a stereo gain that uses the host's extensions as real plugins do
+//!   (latency from `deactivate` without a check, as DPF does; log and thread-check from
+//!   `process`; state; a sidechain input): see `host_probe.rs`.
 //!
 //! The crate builds as a `cdylib`; on Linux a `.clap` file is that shared library renamed
 //! (`libdownbeat_clap_test_plugins.so` → `downbeat-test.clap`).
@@ -19,6 +22,9 @@
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU32, Ordering};
+
+mod host_probe;
+pub use host_probe::{HOST_PROBE_ID, PROBE_LATENCY, STATE_MAGIC};
 
 use clack_extensions::audio_ports::{
     AudioPortFlags, AudioPortInfo, AudioPortInfoWriter, AudioPortType, PluginAudioPorts,
@@ -360,15 +366,20 @@ impl PluginMainThreadParams for MainThread<'_> {
 /// The factory listing the plugins.
 struct Factory {
     descriptors: [(Kind, PluginDescriptor); 4],
+    /// The host-extension probe (`host_probe.rs`), a plugin type of its own.
+    probe: PluginDescriptor,
 }
 
 impl PluginFactoryImpl for Factory {
     fn plugin_count(&self) -> u32 {
-        self.descriptors.len() as u32
+        self.descriptors.len() as u32 + 1
     }
 
     fn plugin_descriptor(&self, index: u32) -> Option<&PluginDescriptor> {
-        self.descriptors.get(index as usize).map(|(_, d)| d)
+        match self.descriptors.get(index as usize) {
+            Some((_, d)) => Some(d),
+            None => (index as usize == self.descriptors.len()).then_some(&self.probe),
+        }
     }
 
     fn create_plugin<'a>(
@@ -376,6 +387,9 @@ impl PluginFactoryImpl for Factory {
         host_info: HostInfo<'a>,
         plugin_id: &CStr,
     ) -> Option<PluginInstance<'a>> {
+        if self.probe.id() == Some(plugin_id) {
+            return Some(host_probe::create(host_info, &self.probe));
+        }
         let (kind, descriptor) = self
             .descriptors
             .iter()
@@ -417,6 +431,7 @@ impl Entry for TestEntry {
                         descriptor(CLICK_ID, "Downbeat test click instrument"),
                     ),
                 ],
+                probe: descriptor(HOST_PROBE_ID, "Downbeat host probe"),
             }),
         })
     }

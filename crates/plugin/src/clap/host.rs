@@ -32,6 +32,11 @@ use clack_host::prelude::*;
 use super::log::LogRing;
 use super::thread::{in_audio_thread, ThreadMark};
 
+/// How a plugin's log message is printed.
+fn log_line(plugin: &str, severity: &str, message: &str) -> String {
+    format!("[downbeat] clap {plugin}: {severity}: {message}")
+}
+
 /// The host handlers' type.
 pub(crate) struct Host;
 
@@ -71,12 +76,24 @@ impl HostShared {
         }
     }
 
-    /// Prints the messages logged from the audio thread. Main thread.
+    /// Takes the messages logged from the audio thread, as the lines the host prints.
+    /// Main thread.
+    pub(crate) fn take_log(&self) -> Vec<String> {
+        self.log
+            .drain()
+            .into_iter()
+            .map(|m| {
+                let severity = LogSeverity::from_raw(i32::from(m.severity))
+                    .map_or_else(|| m.severity.to_string(), |s| s.to_string());
+                log_line(&self.name, &severity, &m.text)
+            })
+            .collect()
+    }
+
+    /// Prints the messages logged from the audio thread to stderr. Main thread.
     pub(crate) fn drain_log(&self) {
-        for m in self.log.drain() {
-            let severity = LogSeverity::from_raw(i32::from(m.severity))
-                .map_or_else(|| m.severity.to_string(), |s| s.to_string());
-            eprintln!("[downbeat] clap {}: {severity}: {}", self.name, m.text);
+        for line in self.take_log() {
+            eprintln!("{line}");
         }
     }
 
@@ -99,7 +116,7 @@ impl HostLogImpl for HostShared {
             // No formatting, no write(2) here: the main thread prints it later.
             self.log.push(severity.to_raw() as u8, message);
         } else {
-            eprintln!("[downbeat] clap {}: {severity}: {message}", self.name);
+            eprintln!("{}", log_line(&self.name, &severity.to_string(), message));
         }
     }
 }

@@ -534,6 +534,23 @@ impl ClapNode {
         }
     }
 
+    /// Takes the messages the plugin logged from the audio thread since the last drain, as
+    /// the lines the host would print (`[downbeat] clap <name>: <SEVERITY>: <message>`),
+    /// instead of printing them. Main thread.
+    ///
+    /// ```no_run
+    /// use downbeat_plugin::clap::ClapNode;
+    ///
+    /// let mut node = ClapNode::load("verb.clap".as_ref(), None, 48000.0, 256)?;
+    /// for line in node.take_log() {
+    ///     println!("{line}");
+    /// }
+    /// # Ok::<(), downbeat_plugin::clap::ClapError>(())
+    /// ```
+    pub fn take_log(&mut self) -> Vec<String> {
+        self.instance.access_shared_handler(HostShared::take_log)
+    }
+
     /// True when the plugin said its state changed (`state.mark_dirty()`) since it was
     /// loaded or last saved.
     pub fn state_dirty(&self) -> bool {
