@@ -7,7 +7,9 @@
 //!   the process down (here an abort, in DPF a null call).
 //! * **thread-check**: `activate` fails unless the host says it runs on the main thread and
 //!   not the audio thread; `process` outputs silence unless the host says the calling thread
-//!   is the audio thread and not the main thread. So correct output means truthful answers.
+//!   is the audio thread, and the main thread exactly when it is the thread that ran
+//!   `activate` (an offline render may process on the main thread). So correct output means
+//!   truthful answers.
 //! * **log**: `process` logs `process call N` (N = 1, 2, 3) for its first three calls, from
 //!   the audio thread.
 //! * **params**: one parameter, `gain` (0 to 2, default 1), applied at its sample offset;
@@ -133,6 +135,18 @@ pub(crate) struct MainThread<'a> {
 
 impl<'a> PluginMainThread<'a, Shared> for MainThread<'a> {}
 
+extern "C" {
+    fn pthread_self() -> usize;
+}
+
+/// The calling thread, without touching this library's own `std` thread data (a thread the
+/// host spawned has none here, and making it would allocate on the audio thread).
+fn thread_id() -> usize {
+    // SAFETY: `pthread_self` has no preconditions, always succeeds, and only reads the
+    // thread pointer; `pthread_t` is an unsigned long on Linux, which `usize` matches.
+    unsafe { pthread_self() }
+}
+
 /// The host's answers, or `None` when it does not offer thread-check.
 fn threads(host: &HostSharedHandle) -> Option<(bool, bool)> {
     let check = host.get_extension::<HostThreadCheck>()?;
@@ -147,6 +161,8 @@ pub(crate) struct Processor<'a> {
     shared: &'a Shared,
     gain: f32,
     calls: u32,
+    /// The thread `activate` ran on.
+    main_thread: usize,
     log: Option<HostLog>,
     params: Option<HostParams>,
 }
@@ -174,6 +190,7 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Processor<'a> {
             shared,
             gain: shared.gain(),
             calls: 0,
+            main_thread: thread_id(),
         })
     }
 
@@ -204,7 +221,10 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Processor<'a> {
         if let Some(params) = &self.params {
             params.request_flush(&self.host);
         }
-        let truthful = threads(&self.host) == Some((false, true));
+        // The main thread is the one that activated the probe: it may also be the audio
+        // thread (an offline render on the main thread), and then the host must say both.
+        let here_is_main = thread_id() == self.main_thread;
+        let truthful = threads(&self.host) == Some((here_is_main, true));
         // The sidechain's first samples, added to the output below (at most a block's).
         let mut side = [0.0f32; 4096];
         if let Some(port) = audio.input_port(1) {
