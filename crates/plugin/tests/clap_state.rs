@@ -140,8 +140,8 @@ fn a_saved_state_reloads_into_the_same_render_and_project_parameters_win() {
 }
 
 #[test]
-fn a_missing_state_file_and_a_preset_are_refused_with_exit_2_naming_the_key() {
-    let d = dir("clap-state-bad");
+fn a_missing_state_file_is_refused_with_exit_2_naming_the_key_and_the_file() {
+    let d = dir("clap-state-missing");
     std::fs::write(d.join("p.toml"), project("state = \"nope.clapstate\"")).unwrap();
     let out = Command::new(downbeat())
         .arg("run")
@@ -152,7 +152,11 @@ fn a_missing_state_file_and_a_preset_are_refused_with_exit_2_naming_the_key() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("nope.clapstate") && err.contains("state"), "{err}");
+}
 
+#[test]
+fn a_preset_is_refused_for_clap_with_exit_2_and_what_to_do_instead() {
+    let d = dir("clap-preset");
     std::fs::write(d.join("q.toml"), project("preset = \"Warm\"")).unwrap();
     let out = Command::new(downbeat())
         .arg("run")
