@@ -143,11 +143,12 @@ mod tests {
     fn messages_come_out_in_order_cut_at_a_character_boundary_and_overflow_is_counted() {
         let ring = LogRing::new();
         assert!(ring.push(2, "first"));
-        let long = "é".repeat(MESSAGE_BYTES); // two bytes each: the cut falls inside one
+        // One byte, then two-byte characters: byte MESSAGE_BYTES falls inside one.
+        let long = format!("a{}", "é".repeat(MESSAGE_BYTES));
         assert!(ring.push(3, &long));
         let got = ring.drain();
         assert_eq!(got[0], Logged { severity: 2, text: "first".into() });
-        assert_eq!(got[1].text, "é".repeat(MESSAGE_BYTES / 2));
+        assert_eq!(got[1].text, format!("a{}", "é".repeat(MESSAGE_BYTES / 2 - 1)));
         assert!(ring.drain().is_empty());
         for i in 0..SLOTS {
             assert!(ring.push(1, &i.to_string()));
