@@ -150,10 +150,7 @@ fn thread_id() -> usize {
 /// The host's answers, or `None` when it does not offer thread-check.
 fn threads(host: &HostSharedHandle) -> Option<(bool, bool)> {
     let check = host.get_extension::<HostThreadCheck>()?;
-    Some((
-        check.is_main_thread(host)?,
-        check.is_audio_thread(host)?,
-    ))
+    Some((check.is_main_thread(host)?, check.is_audio_thread(host)?))
 }
 
 pub(crate) struct Processor<'a> {
@@ -210,11 +207,7 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Processor<'a> {
     ) -> Result<ProcessStatus, PluginError> {
         if self.calls < LOGGED_CALLS {
             if let Some(log) = &self.log {
-                log.log(
-                    &self.host,
-                    LogSeverity::Info,
-                    MESSAGES[self.calls as usize],
-                );
+                log.log(&self.host, LogSeverity::Info, MESSAGES[self.calls as usize]);
             }
         }
         self.calls = self.calls.saturating_add(1);

@@ -72,7 +72,10 @@ fn log_thread_check_and_flush_requests_from_process_are_real_time_safe_and_truth
     report.assert_clean();
     assert_eq!(node.failed_calls(), 0);
     let expected: Vec<f32> = ramp().iter().map(|x| x * 0.5).collect();
-    assert_eq!(output, expected, "gain 0.5, a silent sidechain, truthful answers");
+    assert_eq!(
+        output, expected,
+        "gain 0.5, a silent sidechain, truthful answers"
+    );
     // Logged from `process` on the audio thread, printed on the main thread.
     assert_eq!(
         node.take_log(),

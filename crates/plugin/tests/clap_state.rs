@@ -120,7 +120,10 @@ fn a_saved_state_reloads_into_the_same_render_and_project_parameters_win() {
     let (a, b) = (samples(&first), samples(&again));
     assert_eq!(a.len(), 2 * 24000);
     assert!(a.iter().any(|&s| s != 0.0));
-    assert!(a == b, "the reloaded state renders what the saved run rendered");
+    assert!(
+        a == b,
+        "the reloaded state renders what the saved run rendered"
+    );
 
     // Without the state the render differs (gain 1): the state is what made them equal.
     let plain = d.join("plain.wav");
@@ -136,7 +139,10 @@ fn a_saved_state_reloads_into_the_same_render_and_project_parameters_win() {
     let over = d.join("over.wav");
     run(&d.join("override.toml"), &["--out", over.to_str().unwrap()]);
     let quarter: Vec<f32> = a.iter().map(|s| s * 0.25).collect();
-    assert!(samples(&over) == quarter, "gain 0.125 from the project, not 0.5");
+    assert!(
+        samples(&over) == quarter,
+        "gain 0.125 from the project, not 0.5"
+    );
 }
 
 #[test]
@@ -151,7 +157,10 @@ fn a_missing_state_file_is_refused_with_exit_2_naming_the_key_and_the_file() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("nope.clapstate") && err.contains("state"), "{err}");
+    assert!(
+        err.contains("nope.clapstate") && err.contains("state"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -166,14 +175,20 @@ fn a_preset_is_refused_for_clap_with_exit_2_and_what_to_do_instead() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("preset") && err.contains("--save-state"), "{err}");
+    assert!(
+        err.contains("preset") && err.contains("--save-state"),
+        "{err}"
+    );
 }
 
 #[test]
 fn the_probe_logs_from_its_audio_thread_to_stderr_and_exits_0() {
     let d = dir("clap-probe-cli");
     std::fs::write(d.join("p.toml"), project("")).unwrap();
-    let out = run(&d.join("p.toml"), &["--out", d.join("x.wav").to_str().unwrap()]);
+    let out = run(
+        &d.join("p.toml"),
+        &["--out", d.join("x.wav").to_str().unwrap()],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     for n in 1..=3 {
         let line = format!("[downbeat] clap {PROBE_NAME}: INFO: process call {n}");

@@ -87,8 +87,8 @@ fn every_zam_clap_plugin_runs_2_s_of_noise_and_tears_down_with_exit_0() {
         let name = stem(file);
         // The node's channels decide the project's: noise into the main input, every
         // output to the device.
-        let node = ClapNode::load(file, None, 48000.0, 256)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let node =
+            ClapNode::load(file, None, 48000.0, 256).unwrap_or_else(|e| panic!("{name}: {e}"));
         let (ins, outs) = {
             use downbeat_graph::Node;
             (node.input_channels(), node.output_channels())
@@ -224,5 +224,3 @@ fn the_clap_and_lv2_builds_of_each_zam_effect_give_the_same_output() {
     );
     assert!(compared.len() + EXCEPTED.len() >= 17, "{compared:?}");
 }
-
-

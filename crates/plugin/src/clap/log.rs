@@ -147,8 +147,17 @@ mod tests {
         let long = format!("a{}", "é".repeat(MESSAGE_BYTES));
         assert!(ring.push(3, &long));
         let got = ring.drain();
-        assert_eq!(got[0], Logged { severity: 2, text: "first".into() });
-        assert_eq!(got[1].text, format!("a{}", "é".repeat(MESSAGE_BYTES / 2 - 1)));
+        assert_eq!(
+            got[0],
+            Logged {
+                severity: 2,
+                text: "first".into()
+            }
+        );
+        assert_eq!(
+            got[1].text,
+            format!("a{}", "é".repeat(MESSAGE_BYTES / 2 - 1))
+        );
         assert!(ring.drain().is_empty());
         for i in 0..SLOTS {
             assert!(ring.push(1, &i.to_string()));

@@ -8,6 +8,7 @@
 //! path = "plugins/reverb.clap"   # relative to the working directory
 //! id = "com.example.reverb"      # may be left out when the file holds one plugin
 //! mix = 0.3                      # any of the plugin's parameters, by name
+//! state = "states/verb.clapstate" # optional: a saved state, relative to the project
 //! ```
 //!
 //! The node's channels are the plugin's audio ports'; its parameters are the plugin's, named
@@ -18,6 +19,50 @@
 //! note input port) gets the node's notes as CLAP note events, pitch bend and sustain as MIDI
 //! messages. The plugin's reported latency is the node's [`Node::latency`], which the graph
 //! compensates.
+//!
+//! **Audio ports.** The node's input is the plugin's main audio input port (the one flagged
+//! main, else the first). Auxiliary input ports, such as a compressor's sidechain, are not
+//! fed: they get silence, every block. The node's outputs are all the plugin's audio output
+//! ports' channels, port after port.
+//!
+//! **Host extensions** offered to the plugin (details in `host.rs`):
+//!
+//! * `clap.log`: printed to stderr as `[downbeat] clap <plugin name>: <SEVERITY>: <message>`.
+//!   A message logged from the audio thread is copied (up to 240 bytes) into one of 64 fixed
+//!   slots of atomics, without allocation or system call, and printed when the main thread
+//!   next drains them ([`ClapNode::main_thread_tick`], [`Node::save_state`], the node's drop);
+//!   when all 64 are waiting, further messages are counted ([`ClapNode::log_dropped`]) and
+//!   lost.
+//! * `clap.thread-check`: the main thread is the thread that built the node; the audio thread
+//!   is whichever thread is inside the node's `process` (a thread-local raised around the
+//!   call, so every pool worker processing a plugin is one). An offline render processing on
+//!   the main thread is both, and is told so.
+//! * `clap.latency`: `changed()` is noted; the node re-reads the plugin's latency on the main
+//!   thread after activation and in [`ClapNode::main_thread_tick`]. The graph plans its delay
+//!   compensation from [`Node::latency`] when it compiles, so a new latency takes effect at
+//!   the next compile of a graph holding the node. CLAP lets a plugin change its latency
+//!   only while inactive (in `activate`), before that compile.
+//! * `clap.params`: `rescan` with values re-reads them ([`ClapNode::main_thread_tick`]);
+//!   `clear` has nothing to clear; `request_flush` (an atomic store, safe from any thread) is
+//!   served by a main-thread `flush` while the plugin is not yet active, and otherwise by the
+//!   next `process`, which the node makes every block.
+//! * `clap.state`: `mark_dirty` is noted ([`ClapNode::state_dirty`]).
+//! * `clap.audio-ports`, `clap.note-ports`: no rescan flag is supported (the graph's channels
+//!   are fixed when it compiles); a rescan is logged and ignored. Note dialects: CLAP and
+//!   MIDI.
+//!
+//! **State.** `state = "FILE"` (relative to the project file's folder) loads a state saved
+//! by `downbeat run --save-state DIR` (`DIR/<node>.clapstate`, the plugin's own `clap.state`
+//! stream, see [`STATE_EXTENSION`]) into the plugin before activation. The node then reads
+//! its parameter values back from the plugin, so it starts from the state's values, not the
+//! declared defaults; a parameter also given in the project wins over the state's value (it
+//! reaches the plugin at frame 0 of the first block). A plugin without `clap.state` refuses
+//! both loading and saving with an error naming it. (zam-plugins' CLAP builds have no
+//! `clap.state`.)
+//!
+//! **Presets.** `preset = "NAME"` is refused for CLAP: no CLAP plugin packaged in Debian
+//! (zam-plugins is the only package with CLAP plugins we found) offers the `preset-load`
+//! extension, so there is nothing to test a loader against; use a saved state instead.
 //!
 //! Only the `clap` feature is needed: CLAP plugins are loaded with `dlopen`, no system
 //! library is involved.
@@ -40,6 +85,7 @@
 //!
 //! [`Node::takes_param_offsets`]: downbeat_graph::Node::takes_param_offsets
 //! [`Node::latency`]: downbeat_graph::Node::latency
+//! [`Node::save_state`]: downbeat_graph::Node::save_state
 
 mod error;
 mod host;
@@ -98,7 +144,8 @@ impl NodeFactory for ClapFactory {
     fn open_params(&self) -> Option<&str> {
         Some(
             "`path = \"….clap\"` names the file (required) and `id = \"…\"` the plugin in it \
-             (needed when the file holds several); every plugin parameter is a live parameter \
+             (needed when the file holds several); `preset` is refused (no CLAP preset \
+             loading: use `state`); every plugin parameter is a live parameter \
              named by its name in lower case with `_` between words, with the plugin's range \
              and default (`downbeat audit FILE` lists them)",
         )

@@ -244,8 +244,8 @@ fn load_state(instance: &mut PluginInstance<Host>, file: &Path) -> Result<(), St
 /// Serves a `request_flush` made while the plugin is inactive: a main-thread `flush` with
 /// no events, which lets the plugin settle its parameters. Main thread, inactive plugin.
 fn flush_if_requested(instance: &mut PluginInstance<Host>) {
-    let requested = instance
-        .access_shared_handler(|h| h.flags.flush_requested.swap(false, Ordering::AcqRel));
+    let requested =
+        instance.access_shared_handler(|h| h.flags.flush_requested.swap(false, Ordering::AcqRel));
     if !requested {
         return;
     }
