@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 suites=(ring clock notify alloc graph gc control synth files engines)
 
 # LV2 plugin case: x42's darc compressor, hosted through lilv (as crates/plugin/ci.sh installs),
-# and its CLAP-against-LV2 rows: zam-plugins' ZaMaximX2 in both formats.
+# and its CLAP-against-LV2 rows: zam-plugins' ZaMultiCompX2 in both formats.
 lv2_packages=(liblilv-dev x42-plugins zam-plugins pkg-config)
 missing=()
 for p in "${lv2_packages[@]}"; do

@@ -104,7 +104,7 @@ EXPECTED["engines"] = (
 EXPECTED["graph-plugin"] = (
     cases(each("plugin_", LOADS + ["outside_P50"]), ["serial", "downbeat"])
     + cases(each("plugin_", ["wake_P50", "wake_P99", "tail_P50"]), ["downbeat"])
-    # The CLAP row beside the LV2 row: zam-plugins' ZaMaximX2 in both formats, on the pool.
+    # The CLAP row beside the LV2 row: zam-plugins' ZaMultiCompX2 in both formats, on the pool.
     + cases(each(["plugin_clap_", "plugin_lv2_"], LOADS + ["outside_P50", "wake_P50", "wake_P99", "tail_P50"]), ["downbeat"])
 )
 

@@ -421,14 +421,14 @@ fn fanin84_lv2() -> Project {
     .unwrap()
 }
 
-/// The effect of the `plugin` case's CLAP-against-LV2 rows: zam-plugins' stereo maximiser
+/// The effect of the `plugin` case's CLAP-against-LV2 rows: zam-plugins' stereo multiband compressor
 /// (Debian: zam-plugins), whose CLAP and LV2 builds render bit for bit the same
 /// (crates/plugin/tests/clap_zam.rs), at its default settings.
 #[cfg(feature = "lv2")]
-const ZAM_NAME: &str = "ZaMaximX2";
+const ZAM_NAME: &str = "ZaMultiCompX2";
 
 /// fanin84 with every spectral compressor replaced by [`ZAM_NAME`] in one plugin format
-/// (`"clap"`: `/usr/lib/clap/ZaMaximX2.clap`; `"lv2"`: `urn:zamaudio:ZaMaximX2`): the same
+/// (`"clap"`: `/usr/lib/clap/ZaMultiCompX2.clap`; `"lv2"`: `urn:zamaudio:ZaMultiCompX2`): the same
 /// graph and the same DSP code, so that the two rows differ only by the host's format.
 #[cfg(feature = "lv2")]
 fn fanin84_zam(format: &str) -> Project {
