@@ -449,7 +449,7 @@ fn fanin84_zam(format: &str) -> Project {
     );
     Project::parse(
         &text.replace(compressor, &plugin),
-        &format!("fanin84 with {ZAM_NAME} as {format}"),
+        format!("fanin84 with {ZAM_NAME} as {format}"),
     )
     .unwrap()
 }
