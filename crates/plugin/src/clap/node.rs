@@ -26,6 +26,12 @@ use super::thread::AudioScope;
 
 /// The file-name extension of a saved CLAP state (`downbeat run --save-state`): the bytes
 /// are the plugin's own state stream, as its `clap.state` `save` wrote them.
+///
+/// ```
+/// use downbeat_plugin::clap::STATE_EXTENSION;
+/// let file = format!("states/verb.{STATE_EXTENSION}"); // what --save-state writes for `verb`
+/// assert_eq!(file, "states/verb.clapstate");
+/// ```
 pub const STATE_EXTENSION: &str = "clapstate";
 
 /// Events a node holds between blocks (parameter changes and notes, including those that
@@ -553,6 +559,18 @@ impl ClapNode {
 
     /// True when the plugin said its state changed (`state.mark_dirty()`) since it was
     /// loaded or last saved.
+    ///
+    /// ```no_run
+    /// use downbeat_plugin::clap::ClapNode;
+    /// use downbeat_graph::Node;
+    ///
+    /// let mut node = ClapNode::load("synth.clap".as_ref(), None, 48000.0, 256)?;
+    /// if node.state_dirty() {
+    ///     let state = node.save_state().expect("saved");
+    ///     assert!(!node.state_dirty() && state.is_some());
+    /// }
+    /// # Ok::<(), downbeat_plugin::clap::ClapError>(())
+    /// ```
     pub fn state_dirty(&self) -> bool {
         self.instance
             .access_shared_handler(|h| h.flags.dirty.load(Ordering::Acquire))
@@ -560,6 +578,14 @@ impl ClapNode {
 
     /// Messages the plugin logged from the audio thread that were lost because the node's
     /// ring of them was full (64 messages between two main-thread drains).
+    ///
+    /// ```no_run
+    /// use downbeat_plugin::clap::ClapNode;
+    ///
+    /// let node = ClapNode::load("chatty.clap".as_ref(), None, 48000.0, 256)?;
+    /// assert_eq!(node.log_dropped(), 0); // nothing processed yet
+    /// # Ok::<(), downbeat_plugin::clap::ClapError>(())
+    /// ```
     pub fn log_dropped(&self) -> u64 {
         self.instance.access_shared_handler(|h| h.log.dropped())
     }
