@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 # Every suite, by name; `graph-plugin` is `graph --case plugin` in a build with LV2.
 suites=(ring clock notify alloc graph gc control synth files engines)
 
-# LV2 plugin case: x42's darc compressor, hosted through lilv (as crates/plugin/ci.sh installs).
-lv2_packages=(liblilv-dev x42-plugins pkg-config)
+# LV2 plugin case: x42's darc compressor, hosted through lilv (as crates/plugin/ci.sh installs),
+# and its CLAP-against-LV2 rows: zam-plugins' ZaMultiCompX2 in both formats.
+lv2_packages=(liblilv-dev x42-plugins zam-plugins pkg-config)
 missing=()
 for p in "${lv2_packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

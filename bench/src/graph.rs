@@ -421,6 +421,39 @@ fn fanin84_lv2() -> Project {
     .unwrap()
 }
 
+/// The effect of the `plugin` case's CLAP-against-LV2 rows: zam-plugins' stereo multiband compressor
+/// (Debian: zam-plugins), whose CLAP and LV2 builds render bit for bit the same
+/// (crates/plugin/tests/clap_zam.rs), at its default settings.
+#[cfg(feature = "lv2")]
+const ZAM_NAME: &str = "ZaMultiCompX2";
+
+/// fanin84 with every spectral compressor replaced by [`ZAM_NAME`] in one plugin format
+/// (`"clap"`: `/usr/lib/clap/ZaMultiCompX2.clap`; `"lv2"`: `urn:zamaudio:ZaMultiCompX2`): the same
+/// graph and the same DSP code, so that the two rows differ only by the host's format.
+#[cfg(feature = "lv2")]
+fn fanin84_zam(format: &str) -> Project {
+    downbeat_plugin::lv2::register().unwrap();
+    downbeat_plugin::clap::register().unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/projects/fanin84.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let compressor = "type = \"spectral_compressor\"\nfft_size = 2048\noverlap = 8\n\
+                      threshold_db = -30.0\nratio = 4.0\nattack_ms = 5.0\nrelease_ms = 80.0\n";
+    let plugin = match format {
+        "clap" => format!("type = \"clap\"\npath = \"/usr/lib/clap/{ZAM_NAME}.clap\"\n"),
+        _ => format!("type = \"lv2\"\nuri = \"urn:zamaudio:{ZAM_NAME}\"\n"),
+    };
+    assert_eq!(
+        text.matches(compressor).count(),
+        84,
+        "fanin84.toml changed shape"
+    );
+    Project::parse(
+        &text.replace(compressor, &plugin),
+        format!("fanin84 with {ZAM_NAME} as {format}"),
+    )
+    .unwrap()
+}
+
 fn fanin84() -> Project {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/projects/fanin84.toml");
     Project::load(&path).unwrap_or_else(|e| panic!("{e}"))
@@ -851,6 +884,59 @@ fn plugin_case(
         "plugin case: parallel output differs from serial"
     );
     cells.report(report);
+    plugin_formats(common, report, notes, callbacks, pace);
+}
+
+/// The `plugin` case's CLAP row beside an LV2 row: fanin84 with [`ZAM_NAME`] as CLAP
+/// (`plugin_clap_*`) and as LV2 (`plugin_lv2_*`), on Downbeat's pool, the two formats
+/// alternating run by run; their outputs must be bit-identical (same DSP code, same input).
+#[cfg(feature = "lv2")]
+fn plugin_formats(
+    common: &Common,
+    report: &mut Report,
+    notes: &mut Vec<String>,
+    callbacks: usize,
+    pace: bool,
+) {
+    const KINDS: [Scheduler; 1] = [Scheduler::Downbeat];
+    const FORMATS: [&str; 2] = ["clap", "lv2"];
+    let projects = [fanin84_zam("clap"), fanin84_zam("lv2")];
+    report.notes.push(format!(
+        "plugin_clap / plugin_lv2: fanin84 with zam-plugins' {ZAM_NAME} in place of each of \
+         the 84 spectral compressors, as CLAP and as LV2 (the same DSP code), on downbeat's \
+         pool"
+    ));
+    let mut cells = [
+        Cells::new("plugin_clap", &KINDS),
+        Cells::new("plugin_lv2", &KINDS),
+    ];
+    let mut identical = true;
+    for run in 0..common.runs() {
+        let mut outputs: [Option<Vec<f32>>; 2] = [None, None];
+        for f in alternating(&[0usize, 1], run) {
+            let mut s = projects[f].build().unwrap();
+            let (runner, why) = Runner::new(KINDS[0], s.len(), true);
+            notes.extend(why);
+            s.set_profiling(true);
+            paced(&runner, &mut s, 20, false);
+            cells[f].record(KINDS[0], paced(&runner, &mut s, callbacks, pace));
+            let out = s.output();
+            outputs[f] = Some(
+                (0..out.channels())
+                    .flat_map(|c| out.channel(c).to_vec())
+                    .collect(),
+            );
+        }
+        identical &= outputs[0] == outputs[1];
+    }
+    assert!(
+        identical,
+        "plugin case: {ZAM_NAME} as {} and as {} rendered different outputs",
+        FORMATS[0], FORMATS[1]
+    );
+    for c in cells {
+        c.report(report);
+    }
 }
 
 #[cfg(test)]

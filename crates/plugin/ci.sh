@@ -7,6 +7,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
+# --- CLAP against real plugins: Debian's zam-plugins (17 DPF-built CLAP plugins, and the
+# same effects as LV2). tests/clap_zam.rs runs every one through `downbeat run` (teardown
+# included) and compares each CLAP build with its LV2 build; it is built with the `lv2`
+# feature, so the `cargo test ... --features lv2` below runs it (with DOWNBEAT_BIN), and it
+# fails when the package is missing.
+if ! dpkg -s zam-plugins >/dev/null 2>&1; then
+    echo "installing zam-plugins (Debian) for the CLAP tests"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zam-plugins >/dev/null
+fi
+
 # --- LV2 (feature `lv2`): lilv to host, lv2apply as the reference host, mda and x42 plugins,
 # and dragonfly (whose early reflections the audit must catch misbehaving); the LV2 worker,
 # state, presets and transport (issue 29): synthv1 and avldrums (instruments that need the

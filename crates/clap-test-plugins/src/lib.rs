@@ -1,4 +1,4 @@
-//! Four small CLAP plugins for Downbeat's plugin-hosting tests, all in one `.clap` file:
+//! Five small CLAP plugins for Downbeat's plugin-hosting tests, all in one `.clap` file:
 //!
 //! * [`GAIN_ID`]: a stereo gain with one parameter, `gain` (0 to 2, default 1). Parameter
 //!   events are applied at their sample offset inside the block, so a host that sends an
@@ -10,6 +10,9 @@
 //! * [`CLICK_ID`]: an instrument (one note input port, a stereo output) that writes one
 //!   sample per note on, at the event's frame: `velocity + key / 1000`, silence elsewhere, so a
 //!   test can read where and which notes arrived.
+//! * [`HOST_PROBE_ID`]: a stereo gain that uses the host's extensions as real plugins do
+//!   (latency from `deactivate` without a check, as DPF does; log and thread-check from
+//!   `process`; state; a sidechain input): see `host_probe.rs`.
 //! * [`CRASH_ACTIVATE_ID`], [`CRASH_PROCESS_ID`], [`CRASH_DEACTIVATE_ID`]: plugins that crash
 //!   the host with `SIGSEGV` in that phase, on purpose (`crashing.rs`).
 //!
@@ -24,6 +27,9 @@ pub use crashing::{CRASH_ACTIVATE_ID, CRASH_DEACTIVATE_ID, CRASH_PROCESS_ID};
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU32, Ordering};
+
+mod host_probe;
+pub use host_probe::{HOST_PROBE_ID, PROBE_LATENCY, STATE_MAGIC};
 
 use clack_extensions::audio_ports::{
     AudioPortFlags, AudioPortInfo, AudioPortInfoWriter, AudioPortType, PluginAudioPorts,
@@ -365,18 +371,22 @@ impl PluginMainThreadParams for MainThread<'_> {
 /// The factory listing the plugins.
 struct Factory {
     descriptors: [(Kind, PluginDescriptor); 4],
+    /// The host-extension probe (`host_probe.rs`), a plugin type of its own.
+    probe: PluginDescriptor,
     /// The plugins that crash on purpose (`crashing.rs`), listed after the others.
     crashing: crashing::Crashing,
 }
 
 impl PluginFactoryImpl for Factory {
     fn plugin_count(&self) -> u32 {
-        (self.descriptors.len() + self.crashing.descriptors().count()) as u32
+        (self.descriptors.len() + 1 + self.crashing.descriptors().count()) as u32
     }
 
     fn plugin_descriptor(&self, index: u32) -> Option<&PluginDescriptor> {
         let all = self.descriptors.iter().map(|(_, d)| d);
-        all.chain(self.crashing.descriptors()).nth(index as usize)
+        all.chain(std::iter::once(&self.probe))
+            .chain(self.crashing.descriptors())
+            .nth(index as usize)
     }
 
     fn create_plugin<'a>(
@@ -384,6 +394,9 @@ impl PluginFactoryImpl for Factory {
         host_info: HostInfo<'a>,
         plugin_id: &CStr,
     ) -> Option<PluginInstance<'a>> {
+        if self.probe.id() == Some(plugin_id) {
+            return Some(host_probe::create(host_info, &self.probe));
+        }
         if let Some(instance) = self.crashing.create(host_info, plugin_id) {
             return Some(instance);
         }
@@ -428,6 +441,7 @@ impl Entry for TestEntry {
                         descriptor(CLICK_ID, "Downbeat test click instrument"),
                     ),
                 ],
+                probe: descriptor(HOST_PROBE_ID, "Downbeat host probe"),
                 crashing: crashing::Crashing::new(),
             }),
         })

@@ -8,7 +8,9 @@ mod clap_support;
 
 use std::path::Path;
 
-use clap_support::{test_plugins, ALLOC_ID, CLICK_ID, DELAY_FRAMES, DELAY_ID, GAIN_ID};
+use clap_support::{
+    test_plugins, ALLOC_ID, CLICK_ID, DELAY_FRAMES, DELAY_ID, GAIN_ID, HOST_PROBE_ID,
+};
 use downbeat_graph::nodes::{Mix, Noise, Output};
 use downbeat_graph::{
     lookup_node_type, AudioMut, AudioRef, Change, CompileConfig, Event, Graph, Node, NodeConfig,
@@ -363,7 +365,10 @@ fn a_missing_file_a_wrong_id_and_a_non_clap_file_are_typed_errors() {
     };
     assert_eq!(id, "org.nope");
     // The file holds more test plugins than these (the crashing ones, for the audit).
-    assert_eq!(available[..4], [GAIN_ID, DELAY_ID, ALLOC_ID, CLICK_ID]);
+    assert_eq!(
+        available[..5],
+        [GAIN_ID, DELAY_ID, ALLOC_ID, CLICK_ID, HOST_PROBE_ID]
+    );
     assert_eq!(err.key(), "id");
 
     let err = ClapNode::load(&bundle, None, 48000.0, 64).err().unwrap();

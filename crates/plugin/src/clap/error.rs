@@ -51,13 +51,26 @@ pub enum ClapError {
         /// The step that failed and why.
         reason: String,
     },
+    /// A `state = "FILE"` that could not be loaded into the plugin.
+    State {
+        /// The plugin file.
+        path: PathBuf,
+        /// The plugin's id.
+        id: String,
+        /// The state file.
+        file: PathBuf,
+        /// Why.
+        reason: String,
+    },
 }
 
 impl ClapError {
-    /// The project-file key the error is about: `id` for a wrong or missing id, else `path`.
+    /// The project-file key the error is about: `id` for a wrong or missing id, `state` for
+    /// a state file that would not load, else `path`.
     pub fn key(&self) -> &'static str {
         match self {
             ClapError::IdNeeded { .. } | ClapError::UnknownId { .. } => "id",
+            ClapError::State { .. } => "state",
             _ => "path",
         }
     }
@@ -102,6 +115,17 @@ impl fmt::Display for ClapError {
                 "{} has no plugin with id \"{id}\" ({})",
                 path.display(),
                 ids(available)
+            ),
+            ClapError::State {
+                path,
+                id,
+                file,
+                reason,
+            } => write!(
+                f,
+                "state file {} for CLAP plugin \"{id}\" in {}: {reason}",
+                file.display(),
+                path.display()
             ),
             ClapError::Plugin { path, id, reason } => {
                 write!(f, "CLAP plugin \"{id}\" in {}: {reason}", path.display())

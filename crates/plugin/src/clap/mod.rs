@@ -8,6 +8,7 @@
 //! path = "plugins/reverb.clap"   # relative to the working directory
 //! id = "com.example.reverb"      # may be left out when the file holds one plugin
 //! mix = 0.3                      # any of the plugin's parameters, by name
+//! state = "states/verb.clapstate" # optional: a saved state, relative to the project
 //! ```
 //!
 //! The node's channels are the plugin's audio ports'; its parameters are the plugin's, named
@@ -18,6 +19,50 @@
 //! note input port) gets the node's notes as CLAP note events, pitch bend and sustain as MIDI
 //! messages. The plugin's reported latency is the node's [`Node::latency`], which the graph
 //! compensates.
+//!
+//! **Audio ports.** The node's input is the plugin's main audio input port (the one flagged
+//! main, else the first). Auxiliary input ports, such as a compressor's sidechain, are not
+//! fed: they get silence, every block. The node's outputs are all the plugin's audio output
+//! ports' channels, port after port.
+//!
+//! **Host extensions** offered to the plugin (details in `host.rs`):
+//!
+//! * `clap.log`: printed to stderr as `[downbeat] clap <plugin name>: <SEVERITY>: <message>`.
+//!   A message logged from the audio thread is copied (up to 240 bytes) into one of 64 fixed
+//!   slots of atomics, without allocation or system call, and printed when the main thread
+//!   next drains them ([`ClapNode::main_thread_tick`], [`Node::save_state`], the node's drop);
+//!   when all 64 are waiting, further messages are counted ([`ClapNode::log_dropped`]) and
+//!   lost.
+//! * `clap.thread-check`: the main thread is the thread that built the node; the audio thread
+//!   is whichever thread is inside the node's `process` (a thread-local raised around the
+//!   call, so every pool worker processing a plugin is one). An offline render processing on
+//!   the main thread is both, and is told so.
+//! * `clap.latency`: `changed()` is noted; the node re-reads the plugin's latency on the main
+//!   thread after activation and in [`ClapNode::main_thread_tick`]. The graph plans its delay
+//!   compensation from [`Node::latency`] when it compiles, so a new latency takes effect at
+//!   the next compile of a graph holding the node. CLAP lets a plugin change its latency
+//!   only while inactive (in `activate`), before that compile.
+//! * `clap.params`: `rescan` with values re-reads them ([`ClapNode::main_thread_tick`]);
+//!   `clear` has nothing to clear; `request_flush` (an atomic store, safe from any thread) is
+//!   served by a main-thread `flush` while the plugin is not yet active, and otherwise by the
+//!   next `process`, which the node makes every block.
+//! * `clap.state`: `mark_dirty` is noted ([`ClapNode::state_dirty`]).
+//! * `clap.audio-ports`, `clap.note-ports`: no rescan flag is supported (the graph's channels
+//!   are fixed when it compiles); a rescan is logged and ignored. Note dialects: CLAP and
+//!   MIDI.
+//!
+//! **State.** `state = "FILE"` (relative to the project file's folder) loads a state saved
+//! by `downbeat run --save-state DIR` (`DIR/<node>.clapstate`, the plugin's own `clap.state`
+//! stream, see [`STATE_EXTENSION`]) into the plugin before activation. The node then reads
+//! its parameter values back from the plugin, so it starts from the state's values, not the
+//! declared defaults; a parameter also given in the project wins over the state's value (it
+//! reaches the plugin at frame 0 of the first block). A plugin without `clap.state` refuses
+//! both loading and saving with an error naming it. (zam-plugins' CLAP builds have no
+//! `clap.state`.)
+//!
+//! **Presets.** `preset = "NAME"` is refused for CLAP: no CLAP plugin packaged in Debian
+//! (zam-plugins is the only package with CLAP plugins we found) offers the `preset-load`
+//! extension, so there is nothing to test a loader against; use a saved state instead.
 //!
 //! Only the `clap` feature is needed: CLAP plugins are loaded with `dlopen`, no system
 //! library is involved.
@@ -40,22 +85,36 @@
 //!
 //! [`Node::takes_param_offsets`]: downbeat_graph::Node::takes_param_offsets
 //! [`Node::latency`]: downbeat_graph::Node::latency
+//! [`Node::save_state`]: downbeat_graph::Node::save_state
 
 mod error;
+mod host;
+mod log;
 mod node;
+mod thread;
 
 use std::path::Path;
 
 use downbeat_graph::{
-    register_node_type, Node, NodeConfig, NodeFactory, ParamError, ParamSpec, ParamValue,
-    RegistryError,
+    register_node_type, Node, NodeConfig, NodeFactory, ParamError, ParamKind, ParamSpec,
+    ParamValue, RegistryError,
 };
 
 pub use error::ClapError;
-pub use node::{param_name, ClapInfo, ClapNode, EVENT_CAPACITY};
+pub use node::{param_name, ClapInfo, ClapNode, EVENT_CAPACITY, STATE_EXTENSION};
 
-/// The `clap` node type: `path = "….clap"` and `id = "…"` name the plugin, every other key
-/// one of its parameters.
+/// The keys every `clap` node takes besides the plugin's parameters: declared so that the
+/// project resolves `state`'s relative path against the project's folder.
+static FACTORY_PARAMS: [ParamSpec; 1] = [ParamSpec {
+    name: "state",
+    doc: "a state file saved by `downbeat run --save-state` (`<node>.clapstate`), loaded into \
+          the plugin before activation; parameters given in the project still win",
+    kind: ParamKind::Path { default: "" },
+    live: false,
+}];
+
+/// The `clap` node type: `path = "….clap"` and `id = "…"` name the plugin, `state = "FILE"`
+/// a saved state to start from, every other key one of its parameters.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ClapFactory;
 
@@ -79,13 +138,14 @@ impl NodeFactory for ClapFactory {
     }
 
     fn params(&self) -> &[ParamSpec] {
-        &[]
+        &FACTORY_PARAMS
     }
 
     fn open_params(&self) -> Option<&str> {
         Some(
             "`path = \"….clap\"` names the file (required) and `id = \"…\"` the plugin in it \
-             (needed when the file holds several); every plugin parameter is a live parameter \
+             (needed when the file holds several); `preset` is refused (no CLAP preset \
+             loading: use `state`); every plugin parameter is a live parameter \
              named by its name in lower case with `_` between words, with the plugin's range \
              and default (`downbeat audit FILE` lists them)",
         )
@@ -98,11 +158,23 @@ impl NodeFactory for ClapFactory {
     ) -> Result<Box<dyn Node>, ParamError> {
         let mut path = None;
         let mut id = None;
+        let mut state = None;
         let mut values = Vec::new();
         for (name, value) in params {
             match name.as_str() {
                 "path" => path = Some(text(&name, value, "the .clap file's path")?),
                 "id" => id = Some(text(&name, value, "the plugin's id")?),
+                "state" => state = Some(text(&name, value, "the state file's path")?),
+                "preset" => {
+                    return Err(ParamError::Invalid {
+                        name,
+                        message: "CLAP nodes take no `preset`: Downbeat does not load CLAP \
+                                  preset files (no CLAP plugin packaged in Debian offers the \
+                                  preset-load extension); save a state with `downbeat run \
+                                  --save-state DIR` and give it as `state = \"FILE\"`"
+                            .into(),
+                    })
+                }
                 _ => values.push((name, value)),
             }
         }
@@ -112,11 +184,12 @@ impl NodeFactory for ClapFactory {
                 message: "a clap node needs `path = \"….clap\"` naming the plugin file".into(),
             });
         };
-        let mut node = ClapNode::load(
+        let mut node = ClapNode::load_with_state(
             Path::new(&path),
             id.as_deref(),
             cfg.sample_rate,
             cfg.max_block,
+            state.as_deref().map(Path::new),
         )
         .map_err(|e| ParamError::Invalid {
             name: e.key().into(),
@@ -142,7 +215,7 @@ impl NodeFactory for ClapFactory {
             };
             // Every CLAP parameter is declared as a Float with the plugin's range.
             let (min, max) = match specs[index].kind {
-                downbeat_graph::ParamKind::Float { min, max, .. } => (min, max),
+                ParamKind::Float { min, max, .. } => (min, max),
                 _ => (f64::NEG_INFINITY, f64::INFINITY),
             };
             if !(min..=max).contains(&v) {

@@ -3,45 +3,40 @@
 use std::ffi::CString;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 
-use clack_extensions::audio_ports::{AudioPortInfoBuffer, PluginAudioPorts};
+use clack_extensions::audio_ports::{AudioPortFlags, AudioPortInfoBuffer, PluginAudioPorts};
 use clack_extensions::latency::PluginLatency;
 use clack_extensions::note_ports::PluginNotePorts;
 use clack_extensions::params::{ParamInfoBuffer, PluginParams};
+use clack_extensions::state::PluginState;
 use clack_host::events::event_types::{MidiEvent, NoteOffEvent, NoteOnEvent, ParamValueEvent};
 use clack_host::events::{Match, Pckn};
 use clack_host::prelude::*;
 use clack_host::process::PluginAudioProcessor;
 
 use downbeat_graph::{
-    AudioMut, AudioRef, Node, NoteError, NoteEvent, ParamKind, ParamSpec, ProcessContext,
+    AudioMut, AudioRef, Node, NodeState, NoteError, NoteEvent, ParamKind, ParamSpec,
+    ProcessContext, StateError,
 };
 
 use super::error::ClapError;
+use super::host::{Host, HostMain, HostShared};
+use super::thread::AudioScope;
+
+/// The file-name extension of a saved CLAP state (`downbeat run --save-state`): the bytes
+/// are the plugin's own state stream, as its `clap.state` `save` wrote them.
+///
+/// ```
+/// use downbeat_plugin::clap::STATE_EXTENSION;
+/// let file = format!("states/verb.{STATE_EXTENSION}"); // what --save-state writes for `verb`
+/// assert_eq!(file, "states/verb.clapstate");
+/// ```
+pub const STATE_EXTENSION: &str = "clapstate";
 
 /// Events a node holds between blocks (parameter changes and notes, including those that
 /// fall in later blocks). Fixed when the node is built, so the audio thread never grows it.
 pub const EVENT_CAPACITY: usize = 1024;
-
-/// The host side of an instance: Downbeat offers no host extensions, and the requests a
-/// plugin may make (restart, process, main-thread callback) are not acted on, which CLAP
-/// allows for requests.
-pub(crate) struct Host;
-
-/// Data every thread of the instance sees; empty.
-pub(crate) struct HostShared;
-
-impl<'a> SharedHandler<'a> for HostShared {
-    fn request_restart(&self) {}
-    fn request_process(&self) {}
-    fn request_callback(&self) {}
-}
-
-impl HostHandlers for Host {
-    type Shared<'a> = HostShared;
-    type MainThread<'a> = ();
-    type AudioProcessor<'a> = ();
-}
 
 /// One parameter of the plugin as the node exposes it.
 #[derive(Clone, Copy, Debug)]
@@ -112,8 +107,9 @@ pub struct ClapInfo {
 
 /// A CLAP plugin instance, activated, as a [`Node`].
 ///
-/// The node's input and output channels are the plugin's audio input and output ports' channels,
-/// port after port; its parameters are the plugin's, by name (see
+/// The node's input channels are the plugin's main audio input port's (its auxiliary input
+/// ports, a sidechain, get silence); its output channels are all its audio output ports'
+/// channels, port after port; its parameters are the plugin's, by name (see
 /// [`param_name`](super::param_name)), with the plugin's ranges and defaults, all live. It
 /// [takes parameter offsets](Node::takes_param_offsets): every block is one call to the
 /// plugin's `process`, with the block's parameter changes and notes in CLAP's input event
@@ -132,6 +128,9 @@ pub struct ClapNode {
     processor: Option<PluginAudioProcessor<Host>>,
     instance: PluginInstance<Host>,
     in_ports: Vec<Range<usize>>,
+    /// The main input port's channels in `in_bufs`: the node's input. The other (auxiliary)
+    /// input ports get silence.
+    main_in: Range<usize>,
     out_ports: Vec<Range<usize>>,
     in_bufs: Vec<Vec<f32>>,
     out_bufs: Vec<Vec<f32>>,
@@ -194,24 +193,76 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(&bytes[..end]).into_owned()
 }
 
-/// Reads the port list of one direction; each port's channel range in the node's channels.
+/// The audio ports of one direction: each port's channel range in the node's channels, and
+/// which port is the main one (the one flagged main, else the first).
+struct PortList {
+    ranges: Vec<Range<usize>>,
+    main: usize,
+}
+
+/// Reads the port list of one direction.
 fn ports(
     plugin: &mut PluginMainThreadHandle<'_>,
     ext: Option<PluginAudioPorts>,
     is_input: bool,
-) -> Vec<Range<usize>> {
-    let Some(ext) = ext else { return Vec::new() };
+) -> PortList {
+    let mut list = PortList {
+        ranges: Vec::new(),
+        main: 0,
+    };
+    let Some(ext) = ext else { return list };
     let mut buffer = AudioPortInfoBuffer::new();
-    let mut out = Vec::new();
     let mut next = 0;
+    let mut main = None;
     for i in 0..ext.count(plugin, is_input) {
         if let Some(info) = ext.get(plugin, i, is_input, &mut buffer) {
             let n = info.channel_count as usize;
-            out.push(next..next + n);
+            if main.is_none() && info.flags.contains(AudioPortFlags::IS_MAIN) {
+                main = Some(list.ranges.len());
+            }
+            list.ranges.push(next..next + n);
             next += n;
         }
     }
-    out
+    list.main = main.unwrap_or(0);
+    list
+}
+
+/// The plugin's latency, in frames (0 without the extension). Main thread.
+fn read_latency(instance: &mut PluginInstance<Host>) -> usize {
+    let handle = instance.plugin_handle();
+    handle
+        .get_extension::<PluginLatency>()
+        .map_or(0, |l| l.get(&handle) as usize)
+}
+
+/// Reads a saved state file into the inactive plugin. Main thread.
+fn load_state(instance: &mut PluginInstance<Host>, file: &Path) -> Result<(), String> {
+    let bytes = std::fs::read(file).map_err(|e| format!("cannot read it: {e}"))?;
+    let handle = instance.plugin_handle();
+    let ext = handle
+        .get_extension::<PluginState>()
+        .ok_or("the plugin has no state extension (clap.state), so it cannot load one")?;
+    ext.load(&handle, &mut bytes.as_slice())
+        .map_err(|_| "the plugin refused it (not a state this plugin saved?)".to_string())
+}
+
+/// Serves a `request_flush` made while the plugin is inactive: a main-thread `flush` with
+/// no events, which lets the plugin settle its parameters. Main thread, inactive plugin.
+fn flush_if_requested(instance: &mut PluginInstance<Host>) {
+    let requested =
+        instance.access_shared_handler(|h| h.flags.flush_requested.swap(false, Ordering::AcqRel));
+    if !requested {
+        return;
+    }
+    let Some(mut handle) = instance.inactive_plugin_handle() else {
+        return;
+    };
+    if let Some(params) = handle.get_extension::<PluginParams>() {
+        let input = EventBuffer::new();
+        let mut output = EventBuffer::new();
+        params.flush(&mut handle, &input.as_input(), &mut output.as_output());
+    }
 }
 
 impl ClapNode {
@@ -236,6 +287,39 @@ impl ClapNode {
         id: Option<&str>,
         sample_rate: f32,
         max_block: usize,
+    ) -> Result<Self, ClapError> {
+        Self::load_with_state(path, id, sample_rate, max_block, None)
+    }
+
+    /// As [`load`](ClapNode::load), and then, when `state` names a file, loads it into the
+    /// plugin before activation (bytes a [`Node::save_state`] of the same plugin wrote: the
+    /// plugin's `clap.state` stream). The node's parameter values are read back from the
+    /// plugin afterwards, so they are the state's, not the defaults.
+    ///
+    /// ```no_run
+    /// use downbeat_plugin::clap::ClapNode;
+    /// use downbeat_graph::Node;
+    ///
+    /// let node = ClapNode::load_with_state(
+    ///     "comp.clap".as_ref(),
+    ///     None,
+    ///     48000.0,
+    ///     256,
+    ///     Some("states/comp.clapstate".as_ref()),
+    /// )?;
+    /// println!("threshold from the state: {:?}", node.get_param(0));
+    /// # Ok::<(), downbeat_plugin::clap::ClapError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As for [`load`](ClapNode::load), and [`ClapError::State`] when the file cannot be
+    /// read, the plugin has no `clap.state` extension, or it refuses the bytes.
+    pub fn load_with_state(
+        path: &Path,
+        id: Option<&str>,
+        sample_rate: f32,
+        max_block: usize,
+        state: Option<&Path>,
     ) -> Result<Self, ClapError> {
         let path_buf = path.to_path_buf();
         if !path.is_file() {
@@ -301,14 +385,30 @@ impl ClapNode {
             reason: format!("{step} failed: {e}"),
         };
         let c_id = CString::new(info.id.clone()).map_err(|e| fail("reading the id", &e))?;
-        let mut instance =
-            PluginInstance::<Host>::new(|_| HostShared, |_| (), &entry, &c_id, &host_info())
-                .map_err(|e| fail("instantiation", &e))?;
+        let mut instance = PluginInstance::<Host>::new(
+            |_| HostShared::new(info.name.clone()),
+            |shared| HostMain::new(shared),
+            &entry,
+            &c_id,
+            &host_info(),
+        )
+        .map_err(|e| fail("instantiation", &e))?;
+        if let Some(file) = state {
+            load_state(&mut instance, file).map_err(|reason| ClapError::State {
+                path: path_buf.clone(),
+                id: info.id.clone(),
+                file: file.to_path_buf(),
+                reason,
+            })?;
+        }
+        flush_if_requested(&mut instance);
 
         let mut handle = instance.plugin_handle();
         let port_ext = handle.get_extension::<PluginAudioPorts>();
-        let in_ports = ports(&mut handle, port_ext, true);
-        let out_ports = ports(&mut handle, port_ext, false);
+        let in_list = ports(&mut handle, port_ext, true);
+        let main_in = in_list.ranges.get(in_list.main).cloned().unwrap_or(0..0);
+        let in_ports = in_list.ranges;
+        let out_ports = ports(&mut handle, port_ext, false).ranges;
         let instrument = handle
             .get_extension::<PluginNotePorts>()
             .is_some_and(|n| n.count(&handle, true) > 0);
@@ -369,11 +469,11 @@ impl ClapNode {
         let processor = instance
             .activate(|_, _| (), config)
             .map_err(|e| fail("activation", &e))?;
-        // CLAP: latency is read once the plugin is active.
-        let handle = instance.plugin_handle();
-        let latency = handle
-            .get_extension::<PluginLatency>()
-            .map_or(0, |l| l.get(&handle) as usize);
+        // CLAP: latency is read once the plugin is active (whether or not it said
+        // `changed()` in `activate`).
+        let latency = read_latency(&mut instance);
+        instance.access_shared_handler(|h| h.flags.latency_changed.store(false, Ordering::Release));
+        instance.access_shared_handler(HostShared::drain_log);
         Ok(Self {
             info,
             processor: Some(processor.into()),
@@ -381,6 +481,7 @@ impl ClapNode {
             audio_in: AudioPorts::with_capacity(n_in, in_ports.len()),
             audio_out: AudioPorts::with_capacity(n_out, out_ports.len()),
             in_ports,
+            main_in,
             out_ports,
             in_bufs: vec![vec![0.0; max_block]; n_in],
             out_bufs: vec![vec![0.0; max_block]; n_out],
@@ -399,6 +500,94 @@ impl ClapNode {
     /// The file, id and name of the plugin.
     pub fn info(&self) -> &ClapInfo {
         &self.info
+    }
+
+    /// Acts on what the plugin asked of the main thread since the last time: prints the
+    /// messages it logged from the audio thread, re-reads its latency after a
+    /// `latency.changed()`, and its parameter values after a `params.rescan`. Main thread,
+    /// while the node is not processing (a host calls it between runs; the node calls it
+    /// itself when it saves its state).
+    ///
+    /// ```no_run
+    /// use downbeat_plugin::clap::ClapNode;
+    /// use downbeat_graph::Node;
+    ///
+    /// let mut node = ClapNode::load("delay.clap".as_ref(), None, 48000.0, 256)?;
+    /// node.main_thread_tick();
+    /// println!("latency now {}", node.latency());
+    /// # Ok::<(), downbeat_plugin::clap::ClapError>(())
+    /// ```
+    pub fn main_thread_tick(&mut self) {
+        self.instance.access_shared_handler(HostShared::drain_log);
+        let (latency, values) = self.instance.access_shared_handler(|h| {
+            (
+                h.flags.latency_changed.swap(false, Ordering::AcqRel),
+                h.flags.values_changed.swap(false, Ordering::AcqRel),
+            )
+        });
+        if latency {
+            self.latency = read_latency(&mut self.instance);
+        }
+        if values {
+            let handle = self.instance.plugin_handle();
+            if let Some(ext) = handle.get_extension::<PluginParams>() {
+                for (p, v) in self.params.iter().zip(self.values.iter_mut()) {
+                    if let Some(now) = ext.get_value(&handle, p.id) {
+                        *v = now as f32;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes the messages the plugin logged from the audio thread since the last drain, as
+    /// the lines the host would print (`[downbeat] clap <name>: <SEVERITY>: <message>`),
+    /// instead of printing them. Main thread.
+    ///
+    /// ```no_run
+    /// use downbeat_plugin::clap::ClapNode;
+    ///
+    /// let mut node = ClapNode::load("verb.clap".as_ref(), None, 48000.0, 256)?;
+    /// for line in node.take_log() {
+    ///     println!("{line}");
+    /// }
+    /// # Ok::<(), downbeat_plugin::clap::ClapError>(())
+    /// ```
+    pub fn take_log(&mut self) -> Vec<String> {
+        self.instance.access_shared_handler(HostShared::take_log)
+    }
+
+    /// True when the plugin said its state changed (`state.mark_dirty()`) since it was
+    /// loaded or last saved.
+    ///
+    /// ```no_run
+    /// use downbeat_plugin::clap::ClapNode;
+    /// use downbeat_graph::Node;
+    ///
+    /// let mut node = ClapNode::load("synth.clap".as_ref(), None, 48000.0, 256)?;
+    /// if node.state_dirty() {
+    ///     let state = node.save_state().expect("saved");
+    ///     assert!(!node.state_dirty() && state.is_some());
+    /// }
+    /// # Ok::<(), downbeat_plugin::clap::ClapError>(())
+    /// ```
+    pub fn state_dirty(&self) -> bool {
+        self.instance
+            .access_shared_handler(|h| h.flags.dirty.load(Ordering::Acquire))
+    }
+
+    /// Messages the plugin logged from the audio thread that were lost because the node's
+    /// ring of them was full (64 messages between two main-thread drains).
+    ///
+    /// ```no_run
+    /// use downbeat_plugin::clap::ClapNode;
+    ///
+    /// let node = ClapNode::load("chatty.clap".as_ref(), None, 48000.0, 256)?;
+    /// assert_eq!(node.log_dropped(), 0); // nothing processed yet
+    /// # Ok::<(), downbeat_plugin::clap::ClapError>(())
+    /// ```
+    pub fn log_dropped(&self) -> u64 {
+        self.instance.access_shared_handler(|h| h.log.dropped())
     }
 
     /// How many `process` calls the plugin reported as failed (the node output silence
@@ -514,7 +703,7 @@ fn push_note(events: &mut EventBuffer, time: u32, event: NoteEvent) {
 
 impl Node for ClapNode {
     fn input_channels(&self) -> usize {
-        self.in_bufs.len()
+        self.main_in.len()
     }
 
     fn output_channels(&self) -> usize {
@@ -522,9 +711,17 @@ impl Node for ClapNode {
     }
 
     fn process(&mut self, ctx: &ProcessContext, input: AudioRef<'_>, mut output: AudioMut<'_>) {
+        // For `thread-check`: this thread is the audio thread while it is in here.
+        let _audio = AudioScope::enter();
         let frames = ctx.frames;
         for (c, buf) in self.in_bufs.iter_mut().enumerate() {
-            buf[..frames].copy_from_slice(&input.channel(c)[..frames]);
+            if self.main_in.contains(&c) {
+                buf[..frames].copy_from_slice(&input.channel(c - self.main_in.start)[..frames]);
+            } else {
+                // An auxiliary input (a sidechain): silence, every block, whatever the
+                // plugin did with the buffer.
+                buf[..frames].fill(0.0);
+            }
         }
         self.fill_events(frames);
         self.events_out.clear();
@@ -612,6 +809,30 @@ impl Node for ClapNode {
         self.instrument
     }
 
+    fn save_state(&mut self) -> Result<Option<NodeState>, StateError> {
+        self.main_thread_tick();
+        let handle = self.instance.plugin_handle();
+        let Some(ext) = handle.get_extension::<PluginState>() else {
+            return Err(StateError::new(format!(
+                "CLAP plugin \"{}\" has no state extension (clap.state): it cannot save a state",
+                self.info.id
+            )));
+        };
+        let mut bytes = Vec::new();
+        ext.save(&handle, &mut bytes).map_err(|_| {
+            StateError::new(format!(
+                "CLAP plugin \"{}\" refused to save its state",
+                self.info.id
+            ))
+        })?;
+        self.instance
+            .access_shared_handler(|h| h.flags.dirty.store(false, Ordering::Release));
+        Ok(Some(NodeState {
+            bytes,
+            extension: STATE_EXTENSION,
+        }))
+    }
+
     fn note(&mut self, frame: usize, event: NoteEvent) -> Result<(), NoteError> {
         if !self.instrument {
             return Err(NoteError::NotAnInstrument);
@@ -630,8 +851,13 @@ impl Node for ClapNode {
 impl Drop for ClapNode {
     fn drop(&mut self) {
         if let Some(processor) = self.processor.take() {
-            let stopped = processor.into_stopped();
+            // `stop_processing` is an audio-thread call: this thread plays that part.
+            let stopped = {
+                let _audio = AudioScope::enter();
+                processor.into_stopped()
+            };
             self.instance.deactivate(stopped);
         }
+        self.instance.access_shared_handler(HostShared::drain_log);
     }
 }

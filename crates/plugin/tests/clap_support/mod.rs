@@ -25,6 +25,12 @@ pub const ALLOC_ID: &str = "org.downbeat.test.alloc";
 pub const CLICK_ID: &str = "org.downbeat.test.click";
 /// The delay's reported latency.
 pub const DELAY_FRAMES: usize = 64;
+/// The plugin that exercises the host's extensions (`crates/clap-test-plugins/src/host_probe.rs`).
+pub const HOST_PROBE_ID: &str = "org.downbeat.test.host-probe";
+/// The latency the probe reports once active.
+pub const PROBE_LATENCY: usize = 32;
+/// The probe's name, as its log lines give it.
+pub const PROBE_NAME: &str = "Downbeat host probe";
 
 /// The workspace's root directory.
 pub fn workspace() -> PathBuf {

@@ -1,0 +1,231 @@
+//! The host side of a CLAP instance: the extensions Downbeat offers a plugin, and what it does
+//! when the plugin calls them.
+//!
+//! | extension | what the host does |
+//! |---|---|
+//! | `clap.log` | prints `[downbeat] clap <plugin name>: <SEVERITY>: <message>` to stderr; from the audio thread the message waits in a fixed ring ([`LogRing`]) until the node drains it on the main thread |
+//! | `clap.thread-check` | main thread: the thread that built the node; audio thread: whichever thread is inside the node's `process` (see [`super::thread`]) |
+//! | `clap.latency` | `changed()` raises a flag; the node re-reads the latency on the main thread after the call that changed it |
+//! | `clap.params` | `rescan` with `VALUES` re-reads the values on the main thread; `clear` has nothing to clear (the host keeps no automation or modulation of its own per parameter); `request_flush` raises a flag, served by a main-thread `flush` while the plugin is inactive, and by the next `process` otherwise (the node processes every block) |
+//! | `clap.state` | `mark_dirty` raises a flag ([`HostFlags::dirty`]) |
+//! | `clap.audio-ports` | no rescan flag is supported (the graph's channels are fixed when it compiles); a `rescan` is logged as ignored |
+//! | `clap.note-ports` | CLAP and MIDI dialects; a `rescan` is logged as ignored |
+//!
+//! Every callback is allocation-free on the audio thread; the ones CLAP restricts to the main
+//! thread run there.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use clack_extensions::audio_ports::{AudioPortRescanFlags, HostAudioPorts, HostAudioPortsImpl};
+use clack_extensions::latency::{HostLatency, HostLatencyImpl};
+use clack_extensions::log::{HostLog, HostLogImpl, LogSeverity};
+use clack_extensions::note_ports::{
+    HostNotePorts, HostNotePortsImpl, NoteDialects, NotePortRescanFlags,
+};
+use clack_extensions::params::{
+    HostParams, HostParamsImplMainThread, HostParamsImplShared, ParamClearFlags, ParamRescanFlags,
+};
+use clack_extensions::state::{HostState, HostStateImpl};
+use clack_extensions::thread_check::{HostThreadCheck, HostThreadCheckImpl};
+use clack_host::prelude::*;
+
+use super::log::LogRing;
+use super::thread::{in_audio_thread, ThreadMark};
+
+/// How a plugin's log message is printed.
+fn log_line(plugin: &str, severity: &str, message: &str) -> String {
+    format!("[downbeat] clap {plugin}: {severity}: {message}")
+}
+
+/// The host handlers' type.
+pub(crate) struct Host;
+
+/// Requests the plugin made that the node acts on later, on the main thread.
+#[derive(Default)]
+pub(crate) struct HostFlags {
+    /// `latency.changed()` was called.
+    pub(crate) latency_changed: AtomicBool,
+    /// `params.rescan(VALUES…)` was called.
+    pub(crate) values_changed: AtomicBool,
+    /// `params.request_flush()` was called.
+    pub(crate) flush_requested: AtomicBool,
+    /// `state.mark_dirty()` was called.
+    pub(crate) dirty: AtomicBool,
+    /// Calls of any `rescan` the host could not follow (audio or note ports).
+    pub(crate) ignored_rescans: AtomicU32,
+}
+
+/// What every thread of the instance sees.
+pub(crate) struct HostShared {
+    /// The plugin's name, for log lines.
+    pub(crate) name: String,
+    /// The thread that built the host.
+    main: ThreadMark,
+    pub(crate) log: LogRing,
+    pub(crate) flags: HostFlags,
+}
+
+impl HostShared {
+    /// Made on the thread that will be the instance's main thread.
+    pub(crate) fn new(name: String) -> Self {
+        Self {
+            name,
+            main: ThreadMark::current(),
+            log: LogRing::new(),
+            flags: HostFlags::default(),
+        }
+    }
+
+    /// Takes the messages logged from the audio thread, as the lines the host prints.
+    /// Main thread.
+    pub(crate) fn take_log(&self) -> Vec<String> {
+        self.log
+            .drain()
+            .into_iter()
+            .map(|m| {
+                let severity = LogSeverity::from_raw(i32::from(m.severity))
+                    .map_or_else(|| m.severity.to_string(), |s| s.to_string());
+                log_line(&self.name, &severity, &m.text)
+            })
+            .collect()
+    }
+
+    /// Prints the messages logged from the audio thread to stderr. Main thread.
+    pub(crate) fn drain_log(&self) {
+        for line in self.take_log() {
+            eprintln!("{line}");
+        }
+    }
+
+    fn is_main(&self) -> bool {
+        ThreadMark::current() == self.main
+    }
+}
+
+impl<'a> SharedHandler<'a> for HostShared {
+    // Restart, process and main-thread callback requests are not acted on, which CLAP
+    // allows for requests: the node processes every block anyway.
+    fn request_restart(&self) {}
+    fn request_process(&self) {}
+    fn request_callback(&self) {}
+}
+
+impl HostLogImpl for HostShared {
+    fn log(&self, severity: LogSeverity, message: &str) {
+        if in_audio_thread() {
+            // No formatting, no write(2) here: the main thread prints it later.
+            self.log.push(severity.to_raw() as u8, message);
+        } else {
+            eprintln!("{}", log_line(&self.name, &severity.to_string(), message));
+        }
+    }
+}
+
+impl HostThreadCheckImpl for HostShared {
+    fn is_main_thread(&self) -> bool {
+        self.is_main()
+    }
+
+    fn is_audio_thread(&self) -> bool {
+        in_audio_thread()
+    }
+}
+
+impl HostParamsImplShared for HostShared {
+    fn request_flush(&self) {
+        self.flags.flush_requested.store(true, Ordering::Release);
+    }
+}
+
+/// The main-thread side: a view of the shared part (CLAP's main-thread callbacks only raise
+/// flags the node reads after its own main-thread calls).
+pub(crate) struct HostMain<'a> {
+    shared: &'a HostShared,
+}
+
+impl<'a> HostMain<'a> {
+    pub(crate) fn new(shared: &'a HostShared) -> Self {
+        Self { shared }
+    }
+}
+
+impl<'a> MainThreadHandler<'a> for HostMain<'a> {}
+
+impl HostLatencyImpl for HostMain<'_> {
+    fn changed(&self) {
+        self.shared
+            .flags
+            .latency_changed
+            .store(true, Ordering::Release);
+    }
+}
+
+impl HostParamsImplMainThread for HostMain<'_> {
+    fn rescan(&self, flags: ParamRescanFlags) {
+        if flags.intersects(ParamRescanFlags::VALUES | ParamRescanFlags::ALL) {
+            self.shared
+                .flags
+                .values_changed
+                .store(true, Ordering::Release);
+        }
+    }
+
+    fn clear(&self, _param_id: ClapId, _flags: ParamClearFlags) {}
+}
+
+impl HostStateImpl for HostMain<'_> {
+    fn mark_dirty(&self) {
+        self.shared.flags.dirty.store(true, Ordering::Release);
+    }
+}
+
+impl HostMain<'_> {
+    fn ignored_rescan(&self, what: &str) {
+        self.shared
+            .flags
+            .ignored_rescans
+            .fetch_add(1, Ordering::Relaxed);
+        eprintln!(
+            "[downbeat] clap {}: asked for a rescan of its {what}, which the host cannot \
+             follow while the graph is built; ignored",
+            self.shared.name
+        );
+    }
+}
+
+impl HostAudioPortsImpl for HostMain<'_> {
+    fn is_rescan_flag_supported(&self, _flag: AudioPortRescanFlags) -> bool {
+        false
+    }
+
+    fn rescan(&self, _flags: AudioPortRescanFlags) {
+        self.ignored_rescan("audio ports");
+    }
+}
+
+impl HostNotePortsImpl for HostMain<'_> {
+    fn supported_dialects(&self) -> NoteDialects {
+        NoteDialects::CLAP | NoteDialects::MIDI
+    }
+
+    fn rescan(&self, _flags: NotePortRescanFlags) {
+        self.ignored_rescan("note ports");
+    }
+}
+
+impl HostHandlers for Host {
+    type Shared<'a> = HostShared;
+    type MainThread<'a> = HostMain<'a>;
+    type AudioProcessor<'a> = ();
+
+    fn declare_extensions(builder: &mut HostExtensions<Self>, _shared: &Self::Shared<'_>) {
+        builder
+            .register::<HostLog>()
+            .register::<HostThreadCheck>()
+            .register::<HostLatency>()
+            .register::<HostParams>()
+            .register::<HostState>()
+            .register::<HostAudioPorts>()
+            .register::<HostNotePorts>();
+    }
+}
