@@ -33,6 +33,8 @@ const STEP: usize = 16;
 const LIMIT: usize = 1024;
 /// Time after the voices start before xruns count.
 const SETTLE: Duration = Duration::from_millis(1500);
+/// Xruns of a trial listed by time in its note; the rest are counted.
+const LISTED: usize = 8;
 /// The JACK client name of `downbeat run --device jack`.
 const DOWNBEAT_CLIENT: &str = "downbeat";
 /// UDP port of the real-time scsynth.
@@ -64,22 +66,29 @@ impl Trial {
 
     /// `N xruns (at 3.10 s Running, 6.00 s Triggered; not counted: 0.12 s Running)`.
     fn describe(&self) -> String {
-        let at = |counted: bool| -> Vec<String> {
-            self.xruns
+        // A burst can hold a hundred xruns: the first few say where it was.
+        let at = |counted: bool| -> (usize, String) {
+            let all: Vec<String> = self
+                .xruns
                 .iter()
                 .filter(|(t, _)| (*t >= SETTLE.as_secs_f64() && *t <= self.seconds) == counted)
                 .map(|(t, state)| format!("{t:.2} s {state}"))
-                .collect()
+                .collect();
+            let mut text = all[..all.len().min(LISTED)].join(", ");
+            if all.len() > LISTED {
+                text.push_str(&format!(" and {} more", all.len() - LISTED));
+            }
+            (all.len(), text)
         };
-        let (inside, outside) = (at(true), at(false));
+        let ((n, inside), (m, outside)) = (at(true), at(false));
         let mut parts = Vec::new();
-        if !inside.is_empty() {
-            parts.push(format!("at {}", inside.join(", ")));
+        if n > 0 {
+            parts.push(format!("at {inside}"));
         }
-        if !outside.is_empty() {
-            parts.push(format!("not counted: {}", outside.join(", ")));
+        if m > 0 {
+            parts.push(format!("not counted: {outside}"));
         }
-        let mut s = format!("{} xruns", inside.len());
+        let mut s = format!("{n} xruns");
         if !parts.is_empty() {
             s.push_str(&format!(" ({})", parts.join("; ")));
         }
@@ -430,6 +439,17 @@ mod tests {
         };
         assert_eq!(early.counted(), 0);
         assert_eq!(early.describe(), "0 xruns (not counted: 0.20 s Triggered)");
+        let burst = Trial {
+            xruns: (0..LISTED + 3)
+                .map(|i| (2.0 + i as f64, "Triggered".into()))
+                .collect(),
+            seconds: 60.0,
+        };
+        assert!(burst
+            .describe()
+            .starts_with(&format!("{} xruns (at 2.00 s Triggered, ", LISTED + 3)));
+        assert!(burst.describe().ends_with(" s Triggered and 3 more)"));
+        assert_eq!(burst.describe().matches("Triggered").count(), LISTED);
         assert_eq!(
             t.describe(),
             "2 xruns (at 1.60 s Running, 9.90 s Triggered; not counted: 0.20 s Triggered, 10.30 s Running)"
