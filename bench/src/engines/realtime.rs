@@ -52,6 +52,8 @@ struct Trial {
     xruns: Vec<(f64, String)>,
     /// Length of the trial in seconds.
     seconds: f64,
+    /// The engine's real-time threads while it played (see [`rt_threads`]).
+    threads: String,
 }
 
 impl Trial {
@@ -196,8 +198,9 @@ fn play(
 /// `--json` drops the notes).
 fn note(report: &mut Report, engine: &str, n: usize, t: &Trial) {
     let line = format!(
-        "realtime: {engine} with {n} voices for {} s: {}",
+        "realtime: {engine} with {n} voices for {} s ({}): {}",
         t.seconds,
+        t.threads,
         t.describe()
     );
     eprintln!("bench engines: {line}");
@@ -255,7 +258,7 @@ impl Search {
 }
 
 /// The xruns `server` logged since `start`, as a [`Trial`] of `seconds`.
-fn trial(server: &Server, start: Instant, seconds: f64) -> Trial {
+fn trial(server: &Server, start: Instant, seconds: f64, threads: String) -> Trial {
     let xruns = server
         .xruns_since(start)
         .into_iter()
@@ -264,7 +267,40 @@ fn trial(server: &Server, start: Instant, seconds: f64) -> Trial {
             (x.at.duration_since(start).as_secs_f64(), state.to_owned())
         })
         .collect();
-    Trial { xruns, seconds }
+    Trial {
+        xruns,
+        seconds,
+        threads,
+    }
+}
+
+/// The real-time threads of process `pid` and their priorities, from
+/// `/proc/PID/task/*/stat`: `SCHED_FIFO 5` for a JACK client's process thread under a
+/// jackd at priority 10, so each trial's note shows both engines got the same.
+fn rt_threads(pid: libc::pid_t) -> String {
+    let mut found: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("stat")).ok())
+        .filter_map(|stat| {
+            // After the name (in parentheses, which may hold anything) come the fields
+            // from the 3rd on: rt_priority is the 40th, policy the 41st.
+            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            let priority = fields.get(37)?;
+            match *fields.get(38)? {
+                "1" => Some(format!("SCHED_FIFO {priority}")),
+                "2" => Some(format!("SCHED_RR {priority}")),
+                _ => None,
+            }
+        })
+        .collect();
+    found.sort();
+    if found.is_empty() {
+        "no real-time thread".into()
+    } else {
+        format!("real-time threads: {}", found.join(", "))
+    }
 }
 
 /// Plays `n` voices for `seconds` on Downbeat; the trial is timed from the activation of
@@ -297,6 +333,13 @@ fn play_downbeat(
     let spawned = Instant::now();
     let log = s.dir.join("realtime-downbeat.log");
     let running = child::spawn(cmd, &[1], &log)?;
+    // Its threads once it plays (or, if it never does, before the trial would be over).
+    let deadline = spawned + Duration::from_secs_f64(seconds.min(10.0));
+    while server.activated_since(spawned, DOWNBEAT_CLIENT).is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let threads = rt_threads(running.pid());
     running.wait()?;
     let start = server
         .activated_since(spawned, DOWNBEAT_CLIENT)
@@ -306,7 +349,7 @@ fn play_downbeat(
                 log.display()
             ))
         })?;
-    Ok(trial(server, start, seconds))
+    Ok(trial(server, start, seconds, threads))
 }
 
 /// Plays `n` voices for `seconds` on scsynth.
@@ -325,7 +368,7 @@ fn play_scsynth(s: &Setup, server: &Server, n: usize, seconds: f64) -> Result<Tr
         ])
         .args(["-D", "0", "-R", "0"]);
     let running = child::spawn(cmd, &[1], &log)?;
-    let start = match drive_scsynth(&case, seconds) {
+    let start = match drive_scsynth(&case, seconds, running.pid()) {
         Ok(start) => start,
         Err(e) => {
             // Whatever happened, the server must go.
@@ -338,12 +381,16 @@ fn play_scsynth(s: &Setup, server: &Server, n: usize, seconds: f64) -> Result<Tr
         }
     };
     running.wait()?;
-    Ok(trial(server, start, seconds))
+    Ok(trial(server, start.0, seconds, start.1))
 }
 
-/// Sets up the voices on the real-time scsynth, lets them play `seconds`, and quits it;
-/// returns when the voices were asked for.
-fn drive_scsynth(case: &Case, seconds: f64) -> Result<Instant, EnginesError> {
+/// Sets up the voices on the real-time scsynth (process `pid`), lets them play `seconds`,
+/// and quits it; returns when the voices were asked for, and its real-time threads.
+fn drive_scsynth(
+    case: &Case,
+    seconds: f64,
+    pid: libc::pid_t,
+) -> Result<(Instant, String), EnginesError> {
     let fail = |what: String| EnginesError::Setup(format!("scsynth on UDP {SC_PORT}: {what}"));
     let sock = UdpSocket::bind("127.0.0.1:0").map_err(|e| fail(e.to_string()))?;
     sock.connect(("127.0.0.1", SC_PORT))
@@ -388,9 +435,11 @@ fn drive_scsynth(case: &Case, seconds: f64) -> Result<Instant, EnginesError> {
     for m in &nodes {
         send(m).map_err(|e| fail(e.to_string()))?;
     }
-    std::thread::sleep(Duration::from_secs_f64(seconds));
+    std::thread::sleep(Duration::from_millis(200));
+    let threads = rt_threads(pid);
+    std::thread::sleep(Duration::from_secs_f64(seconds).saturating_sub(start.elapsed()));
     send(&Message::new("/quit", vec![])).map_err(|e| fail(e.to_string()))?;
-    Ok(start)
+    Ok((start, threads))
 }
 
 #[cfg(test)]
@@ -406,6 +455,23 @@ mod tests {
             s.record(n, n <= most);
         }
         (s.best(), tried)
+    }
+
+    #[test]
+    fn a_process_real_time_threads_are_named_with_their_priority() {
+        // A child, not this process, whose other tests may run real-time threads.
+        let mut child = Command::new("sleep").arg("30").spawn().expect("sleep runs");
+        let pid = child.id() as libc::pid_t;
+        assert_eq!(rt_threads(pid), "no real-time thread");
+        let param = libc::sched_param { sched_priority: 3 };
+        // SAFETY: sets the policy of our own child with a valid parameter.
+        let rc = unsafe { libc::sched_setscheduler(pid, libc::SCHED_FIFO, &param) };
+        let err = std::io::Error::last_os_error();
+        let seen = rt_threads(pid);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(rc, 0, "SCHED_FIFO for a child refused ({err}): run as root");
+        assert_eq!(seen, "real-time threads: SCHED_FIFO 3");
     }
 
     #[test]
@@ -431,11 +497,13 @@ mod tests {
                 (10.3, "Running".into()),
             ],
             seconds: 10.0,
+            threads: String::new(),
         };
         assert_eq!(t.counted(), 2);
         let early = Trial {
             xruns: vec![(0.2, "Triggered".into())],
             seconds: 10.0,
+            threads: String::new(),
         };
         assert_eq!(early.counted(), 0);
         assert_eq!(early.describe(), "0 xruns (not counted: 0.20 s Triggered)");
@@ -444,6 +512,7 @@ mod tests {
                 .map(|i| (2.0 + i as f64, "Triggered".into()))
                 .collect(),
             seconds: 60.0,
+            threads: String::new(),
         };
         assert!(burst
             .describe()
