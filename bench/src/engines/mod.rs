@@ -13,6 +13,7 @@
 mod cases;
 mod child;
 mod downbeat;
+mod jackd;
 mod realtime;
 mod sc;
 mod signal;
@@ -37,6 +38,11 @@ pub struct EnginesArgs {
     /// Seconds each trial of the real-time case plays (default 60; 2 with --quick).
     #[arg(long)]
     pub rt_seconds: Option<f64>,
+    /// Instead of searching the real-time case for the most voices, play these numbers of
+    /// voices (comma-separated) on each engine, `--runs` times (default 3), and report the
+    /// xruns of each trial and when they came.
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    pub rt_voices: Vec<usize>,
     /// The `downbeat` binary, built with JACK: `cargo build --release -p downbeat-cli
     /// --features jack` [default: target/release/downbeat].
     #[arg(long, value_name = "PATH")]
