@@ -9,6 +9,7 @@
 //! nothing here calls `mul_add`), and integer phase accumulators instead of floating-point
 //! ones, so a wasm32 build renders what a native build renders.
 
+pub mod denormal;
 pub mod sine;
 
 pub use sine::{hz_to_phase_inc, phase_to_turns, sin_turn, turns_to_phase, SineFill};
