@@ -25,16 +25,17 @@ const CFG: NodeConfig = NodeConfig {
 /// Seconds rendered per node and mode.
 const SECONDS: usize = 8;
 
-/// Input level over time: loud, then quieter and quieter stretches (each a decay to
-/// silence), so feedback states and FFT frames pass through every magnitude.
-const LEVELS: [f32; 6] = [1.0, 1e-6, 1e-18, 1e-27, 2e-30, 1.0];
+/// Input level in each second: loud, then quieter and quieter stretches (each a decay to
+/// silence), so feedback states and FFT frames pass through every magnitude; loud again
+/// while gains go to -740 dB.
+const LEVELS: [f32; SECONDS] = [1.0, 1e-6, 1e-18, 1e-27, 2e-30, 1.0, 0.5, 1e-3];
 
 /// Input sample `n` of channel `c`: a rough tone (odd harmonics, a different one per
 /// channel) at the level of its second, decaying exponentially within each half second
 /// and flushed below [`TINY`], the quietest value a built-in node outputs.
 fn input_sample(n: usize, c: usize) -> f32 {
     let second = n / CFG.sample_rate as usize;
-    let level = LEVELS[(second * LEVELS.len() / SECONDS).min(LEVELS.len() - 1)];
+    let level = LEVELS[second.min(SECONDS - 1)];
     let within = n % (CFG.sample_rate as usize / 2);
     // Half of each half second decays (by 2^-1 every 60 frames: to 2^-200 of the level),
     // the rest is silence.
@@ -72,35 +73,83 @@ fn play_notes(node: &mut dyn Node, frames: usize) {
     }
 }
 
-/// Every live parameter ramps to its minimum at 3 s (a gain to 0 passes through every small
-/// value) and to its maximum at 6 s, exponentially where both ends are positive.
-fn ramp_params(node: &mut dyn Node, second: usize) {
-    let params = node.params();
-    for (i, spec) in params.iter().enumerate() {
-        let ParamKind::Float { min, max, .. } = spec.kind else {
-            continue;
+/// A live parameter moving: from `from` at frame `start` to `to` over [`RAMP`] frames.
+struct Ramp {
+    index: usize,
+    shape: Shape,
+    from: f32,
+    to: f32,
+    start: usize,
+}
+
+/// Frames a parameter ramp lasts.
+const RAMP: usize = 9000;
+
+impl Ramp {
+    /// The value at `frame` (the closed form of the schedule's ramps).
+    fn at(&self, frame: usize) -> f32 {
+        let t = ((frame - self.start) as f64 / RAMP as f64).min(1.0);
+        let (a, b) = (f64::from(self.from), f64::from(self.to));
+        let v = match self.shape {
+            Shape::Linear => a + (b - a) * t,
+            Shape::Exponential => a * (b / a).powf(t),
         };
-        if !spec.live {
-            continue;
-        }
-        let (shape, to) = match second {
-            3 => (Shape::Linear, min),
-            // An exponential ramp to a tiny value where the range allows none: 0 would
-            // hold the start value.
-            5 if min == 0.0 => (Shape::Exponential, 1e-12),
-            6 => (Shape::Linear, max.min(4.0 * min.abs().max(1.0))),
-            _ => continue,
-        };
-        // A frequency too close to half the sample rate is refused: that is fine here.
-        let _ = node.follow_param(
-            i,
-            ParamCurve::ramp(shape, node_value(&*node, i), to as f32, 9000),
-        );
+        v as f32
     }
 }
 
-fn node_value(node: &dyn Node, i: usize) -> f32 {
-    node.get_param(i).unwrap_or(0.0)
+/// Every live parameter ramps to its minimum at 3 s (a gain to 0 passes through every small
+/// value), exponentially to 1e-37 (-740 dB) where the minimum is 0 at 5 s, and to the maximum (or 4
+/// times the minimum) at 6 s.
+fn ramps_at(node: &dyn Node, second: usize, frame: usize) -> Vec<Ramp> {
+    let mut ramps = Vec::new();
+    for (i, spec) in node.params().iter().enumerate() {
+        let ParamKind::Float { min, max, .. } = spec.kind else {
+            continue;
+        };
+        if spec.name == "freq" {
+            // A frequency at its minimum, 0, stops the oscillator: nothing to test.
+            continue;
+        }
+        let mut from = node.get_param(i).unwrap_or(0.0);
+        let (shape, to) = match second {
+            3 => (Shape::Linear, min),
+            5 if min == 0.0 => {
+                // From 0 (where the first ramp left it) an exponential ramp cannot start.
+                from = from.max(max.min(1.0) as f32);
+                (Shape::Exponential, 1e-37)
+            }
+            6 => (Shape::Linear, max.min(4.0 * min.abs().max(1.0))),
+            _ => continue,
+        };
+        if spec.live {
+            ramps.push(Ramp {
+                index: i,
+                shape,
+                from,
+                to: to as f32,
+                start: frame,
+            });
+        }
+    }
+    ramps
+}
+
+/// Hands each ramp's stretch over the block at `frame` to the node, as the schedule does,
+/// and sets the target once it is reached. A frequency too close to half the sample rate
+/// is refused: that is fine here.
+fn follow(node: &mut dyn Node, ramps: &mut Vec<Ramp>, frame: usize, frames: usize) {
+    for r in ramps.iter() {
+        let curve = ParamCurve::ramp(r.shape, r.at(frame), r.at(frame + frames), frames as u64);
+        let _ = node.follow_param(r.index, curve);
+    }
+    ramps.retain(|r| {
+        let done = frame + frames >= r.start + RAMP;
+        if done {
+            let _ = node.set_param(r.index, r.to);
+        }
+        !done
+    });
 }
 
 /// Renders `node` for [`SECONDS`] in blocks of odd sizes, with the processor's flush mode
@@ -116,6 +165,7 @@ fn render(mut node: Box<dyn Node>, flush: bool) -> Vec<u32> {
     let mut bits = Vec::with_capacity(frames * oc);
     let mut position = 0;
     let mut second = 0;
+    let mut ramps = Vec::new();
     for &block in [509usize, 1, 64, 512, 37, 200].iter().cycle() {
         if position >= frames {
             break;
@@ -124,8 +174,9 @@ fn render(mut node: Box<dyn Node>, flush: bool) -> Vec<u32> {
         let now = position / CFG.sample_rate as usize;
         if now != second {
             second = now;
-            ramp_params(node.as_mut(), second);
+            ramps = ramps_at(node.as_ref(), second, position);
         }
+        follow(node.as_mut(), &mut ramps, position, n);
         for c in 0..ic {
             for k in 0..n {
                 input[c * stride + k] = input_sample(position + k, c);
