@@ -364,7 +364,7 @@ impl SpectralCompressor {
                 );
                 for ((a, &y), &w) in accumulator.iter_mut().zip(&self.frame).zip(&self.synthesis) {
                     // Back to the input's level, then a tail below `TINY` is 0 in any mode.
-                    *a += flush(scale.from_unit(y) * w);
+                    *a += flush(scale.back_from_unit(y) * w);
                 }
                 self.stats.ffts_run += 1;
             }
@@ -429,7 +429,7 @@ impl Scale {
 
     /// A transformed value back at the input's level.
     #[inline(always)]
-    fn from_unit(self, y: f32) -> f32 {
+    fn back_from_unit(self, y: f32) -> f32 {
         let y = if y.abs() < RELATIVE_FLOOR { 0.0 } else { y };
         y * self.back
     }
