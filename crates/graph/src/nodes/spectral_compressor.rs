@@ -338,7 +338,7 @@ impl SpectralCompressor {
                     &mut self.scratch,
                 );
                 for (m, x) in self.magnitude.iter_mut().zip(&self.spectrum) {
-                    *m = x.norm();
+                    *m = magnitude(x);
                 }
                 compress_bins(
                     &mut self.spectrum,
@@ -379,9 +379,33 @@ impl SpectralCompressor {
     }
 }
 
-/// The largest magnitude in `frame` (0 for silence).
+/// The largest magnitude in `frame` (0 for silence). A plain comparison rather than
+/// `f32::max` (whose NaN rule keeps the compiler from using the vector maximum).
 fn peak_magnitude(frame: &[f32]) -> f32 {
-    frame.iter().fold(0.0f32, |peak, &x| peak.max(x.abs()))
+    frame.iter().fold(0.0f32, |peak, &x| {
+        let a = x.abs();
+        if a > peak {
+            a
+        } else {
+            peak
+        }
+    })
+}
+
+/// `|x|` of a scaled spectrum bin: the square root of the sum of squares, which
+/// vectorises and is correctly rounded on every target (`Complex::norm` calls `libm`'s
+/// `hypot`, one call per bin, whose last bit may differ between libraries). The bins are
+/// at most `2^14` (no overflow). A square of a part below `2^-63` can be subnormal: next
+/// to a square of at least `2^-102` it vanishes in the rounding in either flush mode, and
+/// otherwise the magnitude is below `2^-51`, which is set to 0 (far below any threshold).
+#[inline(always)]
+fn magnitude(x: &Complex<f32>) -> f32 {
+    let m = (x.re * x.re + x.im * x.im).sqrt();
+    if m < RELATIVE_FLOOR {
+        0.0
+    } else {
+        m
+    }
 }
 
 /// Values this far below a frame's peak are set to 0 before the transform (and after it):
