@@ -180,3 +180,35 @@ impl Node for Noise {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Four interleaved streams give the generator's own sequence, for any length (whole
+    /// groups of four and a remainder), and carry on from where it stands.
+    #[test]
+    fn fill_bits_is_the_generators_sequence() {
+        let mut fast = Pcg32::new(7, 3);
+        let mut slow = fast.clone();
+        for len in [64, 3, 1, 0, 17, 64, 5] {
+            let mut bits = vec![0u32; len];
+            fill_bits(&mut fast, &mut bits);
+            let want: Vec<u32> = (0..len).map(|_| slow.next_u32()).collect();
+            assert_eq!(bits, want, "length {len}");
+        }
+    }
+
+    /// The `f32` sample is exactly the `f64` one, and `amp` times it rounds as before.
+    #[test]
+    fn bipolar_in_f32_is_the_f64_sample() {
+        let mut a = Pcg32::new(1, 0);
+        let mut b = a.clone();
+        for _ in 0..10_000 {
+            let old = b.bipolar();
+            let new = bipolar(a.next_u32());
+            assert_eq!(f64::from(new), old);
+            assert_eq!(0.3f32 * new, (f64::from(0.3f32) * old) as f32);
+        }
+    }
+}
