@@ -20,11 +20,7 @@ fn save_state_makes_the_folder_and_counts_the_nodes() {
         "--save-state",
         dir.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(dir.is_dir(), "--save-state makes its folder");
     let json = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -50,8 +46,5 @@ fn save_state_into_a_file_is_bad_input() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("--save-state") && err.contains("cannot make the folder"),
-        "{err}"
-    );
+    assert!(err.contains("--save-state") && err.contains("cannot make the folder"), "{err}");
 }
