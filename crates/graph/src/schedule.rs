@@ -462,6 +462,8 @@ pub struct Schedule {
     timed: bool,
     /// Whether the schedule renders offline ([`Schedule::set_offline`]).
     offline: bool,
+    /// Whether `process` sets the flush mode ([`Schedule::set_flush_denormals`]).
+    flush: bool,
 }
 
 impl Schedule {
@@ -518,17 +520,18 @@ impl Schedule {
             levels: false,
             timed: false,
             offline: false,
+            flush: true,
         }
     }
 
     /// Runs every node once for a block of `frames` frames, in topological order, on the
-    /// calling thread, with subnormal numbers flushed to zero (as on the pool's workers, so
-    /// that this and [`process_parallel`](Schedule::process_parallel) agree bit for bit).
+    /// calling thread, with subnormal numbers flushed to zero (as on the pool's workers;
+    /// unless [`set_flush_denormals`](Schedule::set_flush_denormals) turned that off).
     ///
     /// # Panics
     /// If `frames` is 0 or exceeds the `max_block` the schedule was compiled for.
     pub fn process(&mut self, frames: usize) {
-        let _flush = FlushDenormals::new();
+        let _flush = self.flush.then(FlushDenormals::new);
         let ctx = self.begin(frames);
         for i in 0..self.slots.len() {
             // SAFETY: `&mut self` excludes every other access, and slots run in
@@ -1014,6 +1017,32 @@ impl Schedule {
     /// Whether the schedule renders offline ([`set_offline`](Schedule::set_offline)).
     pub fn offline(&self) -> bool {
         self.offline
+    }
+
+    /// Whether [`process`](Schedule::process) flushes subnormal numbers to zero on the
+    /// calling thread (`downbeat_rt::denormals::FlushDenormals`); on by default, as it keeps
+    /// nodes that are not built in (plugins, other crates' nodes) off the processor's slow
+    /// path. The built-in nodes render the same bits either way (`tests/dsp_denormals.rs`
+    /// and the CLI's `examples_denormals.rs` prove it), as a WebAssembly build, which has
+    /// no such mode, must. The pool's workers flush whatever this says.
+    ///
+    /// ```
+    /// use downbeat_graph::{nodes::{Output, Sine}, CompileConfig, Graph};
+    /// let render = |flush: bool| {
+    ///     let mut g = Graph::new();
+    ///     let s = g.add("s", Sine::new(1, 48_000.0, 440.0, 1e-30, 0.0));
+    ///     let out = g.add("out", Output::new(1));
+    ///     g.connect(s, out);
+    ///     g.set_output(out);
+    ///     let mut schedule = g.compile(CompileConfig { sample_rate: 48_000.0, max_block: 64 }).unwrap();
+    ///     schedule.set_flush_denormals(flush);
+    ///     schedule.process(64);
+    ///     schedule.output().channel(0).iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+    /// };
+    /// assert_eq!(render(true), render(false));
+    /// ```
+    pub fn set_flush_denormals(&mut self, on: bool) {
+        self.flush = on;
     }
 
     /// Queues an event for its frame. Real-time safe: the queue has a fixed capacity

@@ -8,7 +8,11 @@
 //! fixed order, with no fused multiply-add (Rust never contracts `a * b + c` on its own, and
 //! nothing here calls `mul_add`), and integer phase accumulators instead of floating-point
 //! ones, so a wasm32 build renders what a native build renders.
+//!
+//! Nor does any depend on the processor's subnormal mode (flush-to-zero, which
+//! WebAssembly lacks): see [`denormal`].
 
+pub mod denormal;
 pub mod sine;
 
 pub use sine::{hz_to_phase_inc, phase_to_turns, sin_turn, turns_to_phase, SineFill};

@@ -18,6 +18,8 @@ const C2: f32 = 0.079_688_48;
 const C3: f32 = -0.004_672_227;
 const C4: f32 = 0.000_150_820_1;
 
+use super::denormal::flush;
+
 /// `2^32`: one turn of a `u32` phase.
 const TURN: f64 = 4_294_967_296.0;
 
@@ -102,9 +104,10 @@ impl SineFill {
     pub fn fill(&mut self, out: &mut [f32], amp: f32) {
         let inc = self.inc;
         let mut phase = self.phase;
-        // A linear induction over a pure function: the loop vectorises.
+        // A linear induction over a pure function: the loop vectorises. A tiny `amp` can
+        // put the product below f32's normal range: 0 there whatever the flush mode.
         for o in out.iter_mut() {
-            *o = amp * sin_turn(phase);
+            *o = flush(amp * sin_turn(phase));
             phase = phase.wrapping_add(inc);
         }
         self.phase = phase;

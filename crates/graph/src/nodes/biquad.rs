@@ -3,6 +3,7 @@
 use std::f64::consts::TAU;
 
 use crate::buffer::{AudioMut, AudioRef};
+use crate::dsp::denormal::flush as flush_output;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{check_channels, float_param_accepts, invalid, CHANNELS};
 use crate::param::{ParamError, ParamKind, ParamSpec, Params};
@@ -58,7 +59,9 @@ impl Coeffs {
         let y = self.b0 * x + s[0];
         s[0] = self.b1 * x - self.a1 * y + s[1];
         s[1] = self.b2 * x - self.a2 * y;
-        y as f32
+        // A tail below f32's normal range would be a subnormal number or 0 depending on the
+        // processor's flush mode: 0 in both.
+        flush_output(y as f32)
     }
 
     /// The RBJ cookbook design. `freq` must be in `(0, sample_rate / 2)` and `q > 0`.

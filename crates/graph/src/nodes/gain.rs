@@ -1,6 +1,7 @@
 //! `gain`: multiplies its input by a constant.
 
 use crate::buffer::{AudioMut, AudioRef};
+use crate::dsp::denormal::flush;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{curve_accepts, float_param_accepts, CHANNELS};
 use crate::param::{ParamError, ParamKind, ParamSpec, Params};
@@ -82,8 +83,12 @@ impl Node for Gain {
         for c in 0..self.channels {
             let out = output.channel_mut(c).iter_mut().zip(input.channel(c));
             match &self.curve {
-                None => out.for_each(|(o, i)| *o = self.gain * i),
-                Some(curve) => out.enumerate().for_each(|(k, (o, i))| *o = curve.at(k) * i),
+                // A tiny gain times a quiet input is 0 below `TINY`, whatever the
+                // processor's flush mode.
+                None => out.for_each(|(o, i)| *o = flush(self.gain * i)),
+                Some(curve) => out
+                    .enumerate()
+                    .for_each(|(k, (o, i))| *o = flush(curve.at(k) * i)),
             }
         }
     }

@@ -10,6 +10,7 @@
 use std::f64::consts::TAU;
 
 use crate::buffer::{AudioMut, AudioRef};
+use crate::dsp::denormal::flush;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{
     check_channels, curve_accepts, float_param_accepts, invalid, Pcg32, CHANNELS, SEED,
@@ -363,26 +364,33 @@ impl Karplus {
         self.pending_len -= due;
     }
 
-    /// One sample of the string loop.
+    /// Writes the next `out.len()` samples of the ringing string, each times `amp(j)`.
     #[inline]
-    fn tick(&mut self) -> f64 {
+    fn ring_out(&mut self, out: &mut [f32], amp: impl Fn(usize) -> f64) {
         let len = self.tuning.ring_len;
-        let oldest = self.ring[self.write];
-        let next = self.write + 1;
-        let next = if next == len { 0 } else { next };
-        // ring[write] holds y[n-N-1], ring[write+1] holds y[n-N].
-        let averaged = 0.5 * (oldest + self.ring[next]);
+        let ring = &mut self.ring[..len];
         let c = self.tuning.allpass;
-        let mut y = c * averaged + self.ap_x1 - c * self.ap_y1;
-        if y.abs() < FLUSH {
-            y = 0.0;
+        let decay = self.decay;
+        let (mut x1, mut y1, mut write) = (self.ap_x1, self.ap_y1, self.write);
+        for (j, o) in out.iter_mut().enumerate() {
+            let next = if write + 1 == len { 0 } else { write + 1 };
+            // ring[write] holds y[n-N-1], ring[next] holds y[n-N].
+            let averaged = 0.5 * (ring[write] + ring[next]);
+            let mut y = c * averaged + x1 - c * y1;
+            if y.abs() < FLUSH {
+                y = 0.0;
+            }
+            x1 = averaged;
+            y1 = y;
+            let s = decay * y;
+            ring[write] = s;
+            write = next;
+            // Below `TINY` (a quiet string times a tiny amp), 0 whatever the flush mode.
+            *o = flush((amp(j) * s) as f32);
         }
-        self.ap_x1 = averaged;
-        self.ap_y1 = y;
-        let out = self.decay * y;
-        self.ring[self.write] = out;
-        self.write = next;
-        out
+        self.ap_x1 = x1;
+        self.ap_y1 = y1;
+        self.write = write;
     }
 }
 
@@ -493,26 +501,44 @@ impl Node for Karplus {
         let Some(first) = channels.next() else {
             return;
         };
-        let amp = f64::from(self.amp);
-        let curve = self.amp_curve;
-        for (k, o) in first.iter_mut().enumerate() {
-            let amp = curve.map_or(amp, |c| f64::from(c.at(k)));
+        // The block in runs between the samples where something happens to the string (a
+        // pluck, the pattern's next onset, the end of the ringing): each run is one tight
+        // loop, with no per-sample check for events.
+        let frames = first.len();
+        let mut k = 0;
+        while k < frames {
             if self.pending_len > 0 {
                 self.pluck_due();
             }
             if self.time >= self.next_onset {
-                let k = self.next_note;
-                self.pluck(k);
-                self.next_note = k + 1;
-                self.next_onset = self.onset(k + 1);
+                let n = self.next_note;
+                self.pluck(n);
+                self.next_note = n + 1;
+                self.next_onset = self.onset(n + 1);
             }
-            *o = if self.remaining > 0 {
-                self.remaining -= 1;
-                (amp * self.tick()) as f32
+            let until = |at: u64| usize::try_from(at - self.time).unwrap_or(usize::MAX);
+            let mut run = (frames - k).min(until(self.next_onset));
+            if self.pending_len > 0 {
+                run = run.min(until(self.pending[0].0));
+            }
+            let out = &mut first[k..k + run];
+            if self.remaining == 0 {
+                out.fill(0.0);
             } else {
-                0.0
-            };
-            self.time += 1;
+                let ringing = run.min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+                let (ring, rest) = out.split_at_mut(ringing);
+                match self.amp_curve {
+                    None => {
+                        let amp = f64::from(self.amp);
+                        self.ring_out(ring, |_| amp);
+                    }
+                    Some(curve) => self.ring_out(ring, |j| f64::from(curve.at(k + j))),
+                }
+                rest.fill(0.0);
+                self.remaining -= ringing as u64;
+            }
+            self.time += run as u64;
+            k += run;
         }
         for ch in channels {
             ch.copy_from_slice(first);

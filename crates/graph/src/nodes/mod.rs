@@ -162,6 +162,12 @@ impl Pcg32 {
     pub(crate) fn next_u32(&mut self) -> u32 {
         let old = self.state;
         self.state = old.wrapping_mul(Self::MULT).wrapping_add(self.inc);
+        Self::output(old)
+    }
+
+    /// The 32 bits the generator outputs for the state `old` (the XSH RR permutation).
+    #[inline(always)]
+    pub(crate) fn output(old: u64) -> u32 {
         let xorshifted = (((old >> 18) ^ old) >> 27) as u32;
         let rot = (old >> 59) as u32;
         xorshifted.rotate_right(rot)

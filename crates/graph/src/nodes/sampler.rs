@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::buffer::{AudioMut, AudioRef};
+use crate::dsp::denormal::flush;
 use crate::monitor::{NodeCount, NodeMonitor, SharedMonitor, MEMORY_BYTES};
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{float_param_accepts, CHANNELS};
@@ -546,7 +547,8 @@ impl Node for Sampler {
                 if step != 0.0 {
                     amp += step;
                 }
-                *o *= amp;
+                // Below `TINY`, 0 whatever the processor's flush mode.
+                *o = flush(*o * amp);
             }
         }
         self.amp = self.target_amp;

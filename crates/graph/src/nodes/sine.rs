@@ -1,6 +1,7 @@
 //! `sine`: a sine oscillator.
 
 use crate::buffer::{AudioMut, AudioRef};
+use crate::dsp::denormal::flush;
 use crate::dsp::{hz_to_phase_inc, phase_to_turns, sin_turn, turns_to_phase, SineFill};
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{curve_accepts, float_param_accepts, invalid, CHANNELS};
@@ -150,7 +151,7 @@ impl Node for Sine {
                 let inc = self.freq_curve.map_or(self.osc.inc, |c| {
                     hz_to_phase_inc(f64::from(c.at(k)), self.sample_rate)
                 });
-                *o = amp * sin_turn(phase);
+                *o = flush(amp * sin_turn(phase));
                 phase = phase.wrapping_add(inc);
             }
             self.osc.phase = phase;

@@ -8,6 +8,7 @@ use realfft::num_complex::Complex;
 use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 
 use crate::buffer::{AudioMut, AudioRef};
+use crate::dsp::denormal::{flush, flush_block};
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{check_channels, float_param_accepts, invalid, CHANNELS};
 use crate::param::{ParamError, ParamKind, ParamSpec, Params};
@@ -322,6 +323,14 @@ impl SpectralCompressor {
                 for ((f, &x), &w) in self.frame.iter_mut().zip(input).zip(&self.window) {
                     *f = x * w;
                 }
+                // The transform runs on the frame scaled by a power of two to a peak in
+                // 1..2 (exact: it changes no bit of the result, only where it lies), with
+                // anything 2^-40 below the peak set to 0, so its butterflies stay far above
+                // the subnormal range at any input level; see `Scale`.
+                let scale = Scale::of_peak(peak_magnitude(&self.frame));
+                for f in self.frame.iter_mut() {
+                    *f = scale.to_unit(*f);
+                }
                 // Lengths are right by construction, so these cannot fail.
                 let _ = self.forward.process_with_scratch(
                     &mut self.frame,
@@ -329,7 +338,7 @@ impl SpectralCompressor {
                     &mut self.scratch,
                 );
                 for (m, x) in self.magnitude.iter_mut().zip(&self.spectrum) {
-                    *m = x.norm();
+                    *m = magnitude(x);
                 }
                 compress_bins(
                     &mut self.spectrum,
@@ -337,6 +346,7 @@ impl SpectralCompressor {
                     gains,
                     &BinLaw {
                         level_scale: self.level_scale,
+                        unscale: scale.back,
                         threshold_db: self.threshold_db,
                         threshold_lin: self.threshold_lin,
                         slope: self.slope,
@@ -353,11 +363,15 @@ impl SpectralCompressor {
                     &mut self.scratch,
                 );
                 for ((a, &y), &w) in accumulator.iter_mut().zip(&self.frame).zip(&self.synthesis) {
-                    *a += y * w;
+                    // Back to the input's level, then a tail below `TINY` is 0 in any mode.
+                    *a += flush(scale.back_from_unit(y) * w);
                 }
                 self.stats.ffts_run += 1;
             }
-            self.ready[c * hop..(c + 1) * hop].copy_from_slice(&accumulator[..hop]);
+            // Contributions of opposite signs can cancel to below `TINY`.
+            let ready = &mut self.ready[c * hop..(c + 1) * hop];
+            ready.copy_from_slice(&accumulator[..hop]);
+            flush_block(ready);
             accumulator.copy_within(hop.., 0);
             accumulator[n - hop..].fill(0.0);
             self.input[c * n..(c + 1) * n].copy_within(hop.., 0);
@@ -365,9 +379,91 @@ impl SpectralCompressor {
     }
 }
 
+/// The largest magnitude in `frame` (0 for silence). A plain comparison rather than
+/// `f32::max` (whose NaN rule keeps the compiler from using the vector maximum).
+fn peak_magnitude(frame: &[f32]) -> f32 {
+    frame.iter().fold(0.0f32, |peak, &x| {
+        let a = x.abs();
+        if a > peak {
+            a
+        } else {
+            peak
+        }
+    })
+}
+
+/// `|x|` of a scaled spectrum bin: the square root of the sum of squares, which
+/// vectorises and is correctly rounded on every target (`Complex::norm` calls `libm`'s
+/// `hypot`, one call per bin, whose last bit may differ between libraries). The bins are
+/// at most `2^14` (no overflow). A square of a part below `2^-63` can be subnormal: next
+/// to a square of at least `2^-102` it vanishes in the rounding in either flush mode, and
+/// otherwise the magnitude is below `2^-51`, which is set to 0 (far below any threshold).
+#[inline(always)]
+fn magnitude(x: &Complex<f32>) -> f32 {
+    let m = (x.re * x.re + x.im * x.im).sqrt();
+    if m < RELATIVE_FLOOR {
+        0.0
+    } else {
+        m
+    }
+}
+
+/// Values this far below a frame's peak are set to 0 before the transform (and after it):
+/// 240 dB down, far under the transform's own rounding noise (about 140 dB down).
+const RELATIVE_FLOOR: f32 = 9.094_947e-13; // 2^-40
+
+/// A power of two that brings a frame's peak into `1..2`, and its inverse.
+///
+/// Why: the FFT's butterflies multiply by twiddle factors and cancel, so a quiet frame
+/// (a decaying tail at -500 dBFS, say) has intermediates in the subnormal range, where
+/// the processor's flush mode decides the bits. Scaled, every value the transform sees is 0
+/// or between `2^-40` and `2^14` (the transform's gain), so nothing comes near the
+/// subnormal range. Multiplying by a power of two is exact, so for a frame whose values
+/// all stay normal, scaling, transforming and scaling back gives the bits the unscaled
+/// transform gives.
+#[derive(Clone, Copy)]
+struct Scale {
+    to: f32,
+    back: f32,
+}
+
+impl Scale {
+    /// The scale for a frame whose largest magnitude is `peak` (normal or 0).
+    fn of_peak(peak: f32) -> Self {
+        // Biased exponent of `peak`, kept where both powers of two are normal numbers.
+        let e = ((peak.to_bits() >> 23) & 0xff).clamp(2, 252);
+        Self {
+            to: f32::from_bits((254 - e) << 23),
+            back: f32::from_bits(e << 23),
+        }
+    }
+
+    /// A frame value scaled, or 0 when it is [`RELATIVE_FLOOR`] below the peak. (If the
+    /// product is subnormal, the flush mode decides whether it is that or 0; either way
+    /// the comparison makes it 0.)
+    #[inline(always)]
+    fn to_unit(self, x: f32) -> f32 {
+        let y = x * self.to;
+        if y.abs() < RELATIVE_FLOOR {
+            0.0
+        } else {
+            y
+        }
+    }
+
+    /// A transformed value back at the input's level.
+    #[inline(always)]
+    fn back_from_unit(self, y: f32) -> f32 {
+        let y = if y.abs() < RELATIVE_FLOOR { 0.0 } else { y };
+        y * self.back
+    }
+}
+
 /// The per-bin gain computer's constants for one frame.
 struct BinLaw {
     level_scale: f32,
+    /// [`Scale::back`] of the frame: the spectrum is scaled, the levels are not.
+    unscale: f32,
     threshold_db: f32,
     threshold_lin: f32,
     slope: f32,
@@ -388,7 +484,7 @@ fn compress_bins(
         let lo = k.saturating_sub(1);
         let hi = (k + 1).min(last);
         let peak = magnitude[lo..=hi].iter().fold(0.0f32, |a, &m| a.max(m));
-        let amplitude = peak * law.level_scale;
+        let amplitude = peak * law.level_scale * law.unscale;
         let target = if amplitude > law.threshold_lin && law.slope > 0.0 {
             -(20.0 * amplitude.log10() - law.threshold_db) * law.slope
         } else {
@@ -539,8 +635,12 @@ impl Node for SpectralCompressor {
             let at = n - hop + self.fill;
             for c in 0..self.channels {
                 let src = &input.channel(c)[done..done + chunk];
-                self.input[c * n + at..c * n + at + chunk].copy_from_slice(src);
-                match src.iter().rposition(|&s| s != 0.0) {
+                let dst = &mut self.input[c * n + at..c * n + at + chunk];
+                dst.copy_from_slice(src);
+                // Another node outputs nothing below `TINY`; an input from elsewhere might
+                // hold subnormal numbers, which only the flush mode would make zeros.
+                flush_block(dst);
+                match dst.iter().rposition(|&s| s != 0.0) {
                     Some(last) => self.zero_run[c] = chunk - 1 - last,
                     None => self.zero_run[c] = (self.zero_run[c] + chunk).min(n),
                 }

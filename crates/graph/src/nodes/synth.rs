@@ -7,6 +7,7 @@ mod wavetable;
 
 use super::note_queue::NoteQueue;
 use crate::buffer::{AudioMut, AudioRef};
+use crate::dsp::denormal::flush;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{check_channels, float_param_accepts, invalid, CHANNELS};
 use crate::note::{NoteError, NoteEvent, MAX_CHANNEL};
@@ -721,7 +722,9 @@ impl Node for Synth {
         };
         for o in first.iter_mut() {
             amp += step;
-            *o *= amp;
+            // A faint voice times a tiny gain can fall below f32's normal range, where the
+            // processor's flush mode would decide the bits: 0 in either mode.
+            *o = flush(*o * amp);
         }
         self.amp = self.target_amp;
         for ch in channels {

@@ -12,6 +12,8 @@
 /// of a decay to -60 dB, cut off where it meets the target).
 const CURVE: f64 = 1e-3;
 
+use crate::dsp::denormal::flush;
+
 /// Seconds over which the sustain level follows a change of the `sustain` parameter.
 const SUSTAIN_GLIDE: f64 = 0.005;
 
@@ -190,7 +192,7 @@ impl Envelope {
                 }
             }
             Stage::Sustain => {
-                self.level += (adsr.sustain - self.level) * adsr.glide;
+                self.level = glide(self.level, adsr);
             }
             Stage::Release => {
                 self.count += 1;
@@ -203,6 +205,80 @@ impl Envelope {
         }
         self.level
     }
+}
+
+impl Envelope {
+    /// The next `out.len()` levels: what as many calls of [`next`](Envelope::next) return,
+    /// bit for bit, computed a segment at a time (a loop without a stage test per sample).
+    pub(super) fn fill(&mut self, adsr: &Adsr, out: &mut [f32]) {
+        let mut k = 0;
+        while k < out.len() {
+            let left = out.len() - k;
+            // Samples of the current segment that fit, its last one included.
+            let run = left.min((self.length.saturating_sub(self.count)) as usize);
+            match self.stage {
+                Stage::Idle => {
+                    out[k..].fill(self.level);
+                    return;
+                }
+                Stage::Sustain if glide(self.level, adsr) == self.level => {
+                    // Settled: a fixed point of `glide`.
+                    out[k..].fill(self.level);
+                    return;
+                }
+                Stage::Sustain => {
+                    for o in out[k..].iter_mut() {
+                        self.level = glide(self.level, adsr);
+                        *o = self.level;
+                    }
+                    return;
+                }
+                Stage::Attack if run > 1 => {
+                    // All but the segment's last sample, which `next` ends.
+                    for o in out[k..k + run - 1].iter_mut() {
+                        self.count += 1;
+                        *o = self.count as f32 * self.add;
+                    }
+                    self.level = out[k + run - 2];
+                    k += run - 1;
+                }
+                Stage::Decay if run > 1 => {
+                    let (mul, add) = (self.mul, self.add);
+                    let mut level = self.level;
+                    for o in out[k..k + run - 1].iter_mut() {
+                        level = mul * level + add;
+                        *o = level;
+                    }
+                    self.count += run as u32 - 1;
+                    self.level = level;
+                    k += run - 1;
+                }
+                Stage::Release if run > 1 => {
+                    let (mul, add) = (self.mul, self.add);
+                    let mut level = self.level;
+                    for o in out[k..k + run - 1].iter_mut() {
+                        level = (mul * level + add).max(0.0);
+                        *o = level;
+                    }
+                    self.count += run as u32 - 1;
+                    self.level = level;
+                    k += run - 1;
+                }
+                _ => {
+                    out[k] = self.next(adsr);
+                    k += 1;
+                }
+            }
+        }
+    }
+}
+
+/// One step of the sustain level towards `adsr.sustain`. A sustain of 0 makes it decay
+/// geometrically for ever: below `TINY` it is 0, so it never becomes a subnormal number,
+/// whose fate would depend on the processor's flush mode.
+#[inline(always)]
+fn glide(level: f32, adsr: &Adsr) -> f32 {
+    flush(level + (adsr.sustain - level) * adsr.glide)
 }
 
 #[cfg(test)]
@@ -233,6 +309,40 @@ mod tests {
         assert!(env.is_idle());
         // Exponential, not linear: half-way through, well below half the starting level.
         assert!(release[480] < 0.1);
+    }
+
+    /// `fill` returns what `next` returns, bit for bit, whatever the chunk sizes: through
+    /// every stage, a sustain glide (to a new level, then to 0) and a release mid-attack.
+    #[test]
+    fn fill_is_next_sample_by_sample() {
+        let mut adsr = Adsr::new(0.0005, 0.003, 0.4, 0.002, 48000.0);
+        let (mut a, mut b) = (Envelope::IDLE, Envelope::IDLE);
+        let mut filled = Vec::new();
+        let mut stepped = Vec::new();
+        let sizes = [1usize, 7, 64, 3, 30, 2];
+        for round in 0..400 {
+            match round {
+                0 | 200 => {
+                    a.start(&adsr);
+                    b.start(&adsr);
+                }
+                20 => adsr.set_sustain(0.7),
+                40 => adsr.set_sustain(0.0),
+                150 | 203 => {
+                    a.release(&adsr);
+                    b.release(&adsr);
+                }
+                _ => {}
+            }
+            let n = sizes[round % sizes.len()];
+            let mut chunk = vec![f32::NAN; n];
+            a.fill(&adsr, &mut chunk);
+            filled.extend(chunk.iter().map(|x| x.to_bits()));
+            stepped.extend((0..n).map(|_| b.next(&adsr).to_bits()));
+            assert_eq!(filled, stepped, "round {round}");
+            assert_eq!(a.stage(), b.stage(), "round {round}");
+        }
+        assert!(a.is_idle());
     }
 
     #[test]

@@ -4,7 +4,26 @@
 use super::envelope::{Adsr, Envelope, Stage};
 use super::filter::{Lowpass, LowpassCoefs};
 use super::wavetable::{table_for, Wave, Wavetables, SIZE};
+use crate::dsp::turns_to_phase;
 use crate::note::note_to_hz;
+
+/// Bits of a `u32` phase below the table index: `2^32 / SIZE`.
+const FRAC_BITS: u32 = 32 - SIZE.trailing_zeros();
+
+/// The wave at `phase` (a fraction of a cycle, `2^32` = one turn), linearly interpolated
+/// between the table's samples. Integer arithmetic down to the fraction, which has 20 bits
+/// and so converts to `f32` exactly: no `f64`, nothing that drifts, vectorisable.
+#[inline(always)]
+fn read(table: &[f32; SIZE + 1], phase: u32) -> f32 {
+    let i = (phase >> FRAC_BITS) as usize;
+    let frac = (phase & ((1 << FRAC_BITS) - 1)) as i32 as f32 * (1.0 / (1 << FRAC_BITS) as f32);
+    let (a, b) = (table[i], table[i + 1]);
+    a + (b - a) * frac
+}
+
+/// Frames rendered at a time by [`render_lanes`]: the lanes' envelopes for them wait in an
+/// array on the stack.
+const CHUNK: usize = 64;
 
 /// What a voice reads while rendering, shared by every voice of a synth.
 pub(super) struct Shared<'a> {
@@ -30,9 +49,11 @@ pub(super) struct Voice {
     pub(super) started: u64,
     /// Order of the release, for stealing the oldest released.
     pub(super) released: u64,
-    /// Oscillator phase in cycles, `0..1`.
-    phase: f64,
-    /// Phase increment per sample.
+    /// Oscillator phase, `2^32` = one cycle.
+    phase: u32,
+    /// Phase increment per sample, `2^32` = one cycle.
+    step: u32,
+    /// Phase increment per sample in cycles (what `step` rounds), for the pitch.
     inc: f64,
     /// Wavetable index, `None` when the pitch is at or above half the sample rate.
     table: Option<usize>,
@@ -50,7 +71,8 @@ impl Voice {
         sustained: false,
         started: 0,
         released: 0,
-        phase: 0.0,
+        phase: 0,
+        step: 0,
         inc: 0.0,
         table: None,
         env: Envelope::IDLE,
@@ -99,7 +121,7 @@ impl Voice {
         self.sustained = false;
         self.started = order;
         self.released = 0;
-        self.phase = 0.0;
+        self.phase = 0;
         self.filter = Lowpass::ZERO;
         self.env.start(adsr);
         self.tune(bend, sample_rate);
@@ -116,6 +138,7 @@ impl Voice {
     /// Sets the oscillator for the note bent by `bend` semitones.
     pub(super) fn tune(&mut self, bend: f64, sample_rate: f64) {
         self.inc = note_to_hz(f64::from(self.note) + bend) / sample_rate;
+        self.step = turns_to_phase(self.inc);
         self.table = table_for(self.inc);
     }
 
@@ -141,23 +164,16 @@ impl Voice {
             return;
         };
         let table = shared.tables.table(shared.wave, j);
+        let table: &[f32; SIZE + 1] = table.try_into().expect("a table holds SIZE + 1 samples");
         let velocity = self.velocity;
         let mut gain = gain;
         let mut phase = self.phase;
-        let inc = self.inc;
+        let phase_step = self.step;
         for o in out.iter_mut() {
             // Advance first: a note's first sample reads the wave one step past phase 0,
             // where every waveform is 0, so the note is audible from its own frame.
-            phase += inc;
-            if phase >= 1.0 {
-                phase -= 1.0;
-            }
-            let pos = phase * SIZE as f64;
-            let i = pos as usize;
-            let frac = (pos - i as f64) as f32;
-            let a = table[i];
-            let b = table[i + 1];
-            let s = a + (b - a) * frac;
+            phase = phase.wrapping_add(phase_step);
+            let s = read(table, phase);
             let e = self.env.next(shared.adsr);
             let y = self.filter.tick(s, &self.coefs);
             *o += y * e * velocity * gain;
@@ -219,40 +235,33 @@ fn render_first<const COUNT: usize>(
             .try_into()
             .expect("a table holds SIZE + 1 samples")
     });
-    let mut phase: [f64; LANES] = std::array::from_fn(|l| lane[l].phase);
-    let inc: [f64; LANES] = std::array::from_fn(|l| lane[l].inc);
+    let mut phase: [u32; LANES] = std::array::from_fn(|l| lane[l].phase);
+    let step: [u32; LANES] = std::array::from_fn(|l| lane[l].step);
     let velocity: [f32; LANES] = std::array::from_fn(|l| lane[l].velocity);
     let mut env: [Envelope; LANES] = std::array::from_fn(|l| lane[l].env);
     let mut filter = Lowpass::lanes(std::array::from_fn(|l| lane[l].filter));
     let coefs = LowpassCoefs::lanes(std::array::from_fn(|l| lane[l].coefs));
-    for o in out.iter_mut() {
-        let mut s = [0.0f32; LANES];
-        for l in 0..LANES {
-            // As in `Voice::render`: advance first, then read.
-            phase[l] += inc[l];
-            if phase[l] >= 1.0 {
-                phase[l] -= 1.0;
+    let mut levels = [[0.0f32; CHUNK]; COUNT];
+    for out in out.chunks_mut(CHUNK) {
+        // Each lane's envelope first, a segment at a time, so the loop below is the same
+        // straight-line code for every sample.
+        for (l, e) in levels.iter_mut().enumerate() {
+            env[l].fill(shared.adsr, &mut e[..out.len()]);
+        }
+        for (k, o) in out.iter_mut().enumerate() {
+            let mut s = [0.0f32; LANES];
+            for l in 0..LANES {
+                // As in `Voice::render`: advance first, then read.
+                phase[l] = phase[l].wrapping_add(step[l]);
+                s[l] = read(tables[l], phase[l]);
             }
-            let pos = phase[l] * SIZE as f64;
-            // `pos` is in 0..SIZE: through `i32` the conversions are single instructions
-            // (through `usize` they are not on x86-64), and the mask, which changes
-            // nothing, lets the compiler drop the bounds checks.
-            let i = pos as i32;
-            let frac = (pos - f64::from(i)) as f32;
-            let i = i as usize & (SIZE - 1);
-            let (a, b) = (tables[l][i], tables[l][i + 1]);
-            s[l] = a + (b - a) * frac;
+            let y = filter.tick(&s, &coefs);
+            let mut acc = *o;
+            for l in 0..COUNT {
+                acc += y[l] * levels[l][k] * velocity[l];
+            }
+            *o = acc;
         }
-        let mut e = [0.0f32; LANES];
-        for l in 0..LANES {
-            e[l] = env[l].next(shared.adsr);
-        }
-        let y = filter.tick(&s, &coefs);
-        let mut acc = *o;
-        for l in 0..COUNT {
-            acc += y[l] * e[l] * velocity[l];
-        }
-        *o = acc;
     }
     let filters = filter.split();
     for (l, &i) in group.iter().enumerate() {
