@@ -1,7 +1,8 @@
 //! The experiment of "Real-Time Safe Multi-Threaded DAW Audio": serial, rayon
 //! spawn-per-node, rayon broadcast + `ArrayQueue`, and Downbeat's pool, on the same graph in
 //! one process; an uneven synthetic graph (a heavy chain among light nodes); synthetic graphs
-//! of 1000 trivial nodes for the scheduling overhead; and the CPU workers burn while idle.
+//! of 1000 trivial nodes for the scheduling overhead; the engines suite's `sines` and `fanin`
+//! as graphs of small real nodes ([`small`]); and the CPU workers burn while idle.
 //!
 //! Downbeat's workers run at `SCHED_FIFO` and pinned. So that the table separates the
 //! scheduler from the priority, rayon is also run with its threads set up the same way

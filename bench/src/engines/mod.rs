@@ -239,7 +239,9 @@ fn render(s: &Setup, case: &Case, engine: Engine) -> Result<(child::Cost, Vec<f3
             Ok((cost, signal::read_wav(&file("wav"))?))
         }
         Engine::Scsynth | Engine::Supernova { .. } => {
-            let score = if case.kind == Kind::Sines && matches!(engine, Engine::Supernova { threads } if threads > 1) {
+            let score = if case.kind == Kind::Sines
+                && matches!(engine, Engine::Supernova { threads } if threads > 1)
+            {
                 sines_2t::score(case)
             } else {
                 sc::score(case)

@@ -268,7 +268,14 @@ fn tiny_graph() -> (Schedule, Arc<Ledger>) {
     let ids: Vec<NodeId> = (0..n)
         .map(|id| {
             let ledger = Arc::clone(&ledger);
-            g.add(format!("t{id}"), Tiny { id, ledger, phase: 0.0 })
+            g.add(
+                format!("t{id}"),
+                Tiny {
+                    id,
+                    ledger,
+                    phase: 0.0,
+                },
+            )
         })
         .collect();
     for (a, b) in edges {
@@ -325,8 +332,14 @@ fn tiny_nodes_in_runs_match_serial_and_each_runs_once_per_block_after_its_inputs
         0,
         "a node ran before one of its inputs"
     );
-    let first = a.iter().zip(&b).position(|(x, y)| x.to_bits() != y.to_bits());
-    assert_eq!(first, None, "parallel output differs from serial (first sample)");
+    let first = a
+        .iter()
+        .zip(&b)
+        .position(|(x, y)| x.to_bits() != y.to_bits());
+    assert_eq!(
+        first, None,
+        "parallel output differs from serial (first sample)"
+    );
 }
 
 /// The audio thread's side of a block given out in runs (claiming, running, releasing,

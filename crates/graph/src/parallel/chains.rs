@@ -89,7 +89,10 @@ impl Tasks {
 mod tests {
     use super::*;
 
-    fn lists(edges: &[(usize, usize)], n: usize) -> (Vec<Box<[usize]>>, Vec<Box<[usize]>>) {
+    /// Predecessor or successor lists, one per node.
+    type Lists = Vec<Box<[usize]>>;
+
+    fn lists(edges: &[(usize, usize)], n: usize) -> (Lists, Lists) {
         let mut preds = vec![Vec::new(); n];
         let mut succs = vec![Vec::new(); n];
         for &(a, b) in edges {
@@ -104,7 +107,16 @@ mod tests {
     fn chains_fuse_up_to_a_fork_or_a_join() {
         // 0 → 1 → 2 → 5, 3 → 4 → 5, 5 → 6 → 7, 5 → 8: two branches join at 5, which
         // forks to 6 (a chain 6 → 7) and 8.
-        let edges = [(0, 1), (1, 2), (2, 5), (3, 4), (4, 5), (5, 6), (6, 7), (5, 8)];
+        let edges = [
+            (0, 1),
+            (1, 2),
+            (2, 5),
+            (3, 4),
+            (4, 5),
+            (5, 6),
+            (6, 7),
+            (5, 8),
+        ];
         let (preds, succs) = lists(&edges, 9);
         let t = Tasks::new(&preds, &succs);
         let all: Vec<&[usize]> = (0..t.len()).map(|k| t.nodes(k)).collect();

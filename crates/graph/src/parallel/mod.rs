@@ -72,7 +72,10 @@ pub(crate) struct Parallel {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Run {
     /// Slots of queue `queue`.
-    Queued { queue: usize, claim: Claim },
+    Queued {
+        queue: usize,
+        claim: Claim,
+    },
     Reserved(usize),
 }
 
@@ -124,7 +127,12 @@ impl Parallel {
         }
         let (rank, tasks) = (&self.rank, &self.tasks);
         let task_rank = |t: usize| rank[tasks.head(t)];
-        let top = self.sources.iter().map(|&t| task_rank(t)).max().unwrap_or(0);
+        let top = self
+            .sources
+            .iter()
+            .map(|&t| task_rank(t))
+            .max()
+            .unwrap_or(0);
         let bucket = |t: usize| task_rank(t) * RANK_BUCKETS / (top + 1);
         self.sources
             .sort_unstable_by(|&a, &b| bucket(b).cmp(&bucket(a)).then(a.cmp(&b)));
