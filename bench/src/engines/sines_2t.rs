@@ -28,6 +28,19 @@ pub fn engines() -> [Engine; 2] {
 /// The score for supernova on two threads: `sc::score`'s synths, each moved from the root
 /// group into one parallel group at the root's tail.
 pub fn score(case: &Case) -> Vec<u8> {
+    let (setup, nodes) = commands(case);
+    osc::score(&[
+        (0.0, setup),
+        (0.0, nodes),
+        (
+            case.seconds,
+            vec![osc::Message::new("/c_set", vec![0.into(), 0.into()])],
+        ),
+    ])
+}
+
+/// `sc::commands` for `case`, with the synths moved into the parallel group.
+fn commands(case: &Case) -> (Vec<osc::Message>, Vec<osc::Message>) {
     let (setup, mut nodes) = sc::commands(case);
     for m in nodes.iter_mut().filter(|m| m.address == "/s_new") {
         // `/s_new` arguments: def, id, add action, target.
@@ -37,14 +50,7 @@ pub fn score(case: &Case) -> Vec<u8> {
         0,
         osc::Message::new("/p_new", vec![PAR_GROUP.into(), TAIL.into(), ROOT.into()]),
     );
-    osc::score(&[
-        (0.0, setup),
-        (0.0, nodes),
-        (
-            case.seconds,
-            vec![osc::Message::new("/c_set", vec![0.into(), 0.into()])],
-        ),
-    ])
+    (setup, nodes)
 }
 
 /// Adds the `sines_wall` rows (every engine's wall-clock seconds per second of audio) and
@@ -74,8 +80,11 @@ mod tests {
             n: 3,
             seconds: 1.0,
         };
-        let (_, nodes) = sc::commands(&case);
-        assert_eq!(nodes.len(), 3);
+        let (_, nodes) = commands(&case);
+        assert_eq!(nodes[0].address, "/p_new");
+        let targets: Vec<&osc::Arg> = nodes[1..].iter().map(|m| &m.args[3]).collect();
+        let par = osc::Arg::from(PAR_GROUP);
+        assert_eq!(targets, [&par; 3], "every sine in the parallel group");
         let text = score(&case);
         let plain = sc::score(&case);
         // One `/p_new` more than the one-thread score, and the same number of synths.
