@@ -1,7 +1,8 @@
 //! The experiment of "Real-Time Safe Multi-Threaded DAW Audio": serial, rayon
 //! spawn-per-node, rayon broadcast + `ArrayQueue`, and Downbeat's pool, on the same graph in
 //! one process; an uneven synthetic graph (a heavy chain among light nodes); synthetic graphs
-//! of 1000 trivial nodes for the scheduling overhead; and the CPU workers burn while idle.
+//! of 1000 trivial nodes for the scheduling overhead; the engines suite's `sines` and `fanin`
+//! as graphs of small real nodes ([`small`]); and the CPU workers burn while idle.
 //!
 //! Downbeat's workers run at `SCHED_FIFO` and pinned. So that the table separates the
 //! scheduler from the priority, rayon is also run with its threads set up the same way
@@ -31,6 +32,7 @@ use crate::report::{alternating, Better, Report};
 
 mod cells;
 mod limit;
+mod small;
 mod uneven;
 use crate::Common;
 use cells::Cells;
@@ -771,6 +773,10 @@ pub fn run(common: &Common) -> Report {
         }
     }
 
+    if common.wants("small") {
+        small_case(common, &mut report, &mut notes);
+    }
+
     if common.wants("idle") {
         let seconds = if common.quick { 0.3 } else { 2.0 };
         let mut shares = vec![Vec::new(); IDLE.len()];
@@ -800,6 +806,74 @@ pub fn run(common: &Common) -> Report {
     notes.dedup();
     report.notes.extend(notes);
     report
+}
+
+/// The small-nodes case ([`small`]): microseconds per block of `sines` and `fanin`,
+/// unpaced, serial against Downbeat's pool (audio thread + one worker, pinned, normal
+/// priority, as in the overhead case); `small_<shape>_2t_vs_serial` is serial's time over
+/// the pool's (2 would be perfect on two cores). A note gives the largest node's share of
+/// the node time, which no scheduler of whole nodes can split.
+fn small_case(common: &Common, report: &mut Report, notes: &mut Vec<String>) {
+    const KINDS: [Scheduler; 2] = [Scheduler::Serial, Scheduler::Downbeat];
+    let blocks = if common.quick { 50 } else { 3000 };
+    report.notes.push(format!(
+        "small: sines (1000 sines into the output) and fanin (32 branches of a sine and 8 \
+         low-pass + gain stages), {} Hz / {} frames, {blocks} unpaced blocks per run",
+        small::SAMPLE_RATE,
+        small::BLOCK
+    ));
+    for shape in small::SHAPES {
+        let mut per_run = vec![Vec::new(); KINDS.len()];
+        for run in 0..common.runs() {
+            for kind in alternating(&KINDS, run) {
+                let k = KINDS.iter().position(|&x| x == kind).unwrap();
+                let mut s = small::schedule(shape);
+                let (runner, why) = Runner::new(kind, s.len(), false);
+                notes.extend(why);
+                // Enough blocks for the nodes to be timed (one block in 16) and warm.
+                for _ in 0..64 {
+                    runner.block(&mut s, small::BLOCK);
+                }
+                let mut times: Vec<f64> = (0..blocks)
+                    .map(|_| {
+                        let t = Instant::now();
+                        runner.block(&mut s, small::BLOCK);
+                        t.elapsed().as_nanos() as f64 / 1000.0
+                    })
+                    .collect();
+                times.sort_by(f64::total_cmp);
+                per_run[k].push(quantile(&times, 0.5));
+            }
+        }
+        let case = format!("small_{shape}");
+        for (k, &kind) in KINDS.iter().enumerate() {
+            report.add(&case, kind.name(false), "us/block", &per_run[k]);
+        }
+        // The serial part: the largest node (the output, summing every input) against the
+        // summed node time, from one profiled serial block.
+        let mut s = small::schedule(shape);
+        s.set_profiling(true);
+        for _ in 0..64 {
+            s.process(small::BLOCK);
+        }
+        let times: Vec<f64> = (0..s.len())
+            .map(|i| s.node_sample(i).time.as_secs_f64() * 1e6)
+            .collect();
+        let largest = times.iter().copied().fold(0.0, f64::max);
+        report.notes.push(format!(
+            "small_{shape}: {} nodes, {:.1} us of node time per block (profiled, serial), the \
+             largest node {largest:.1} us",
+            s.len(),
+            times.iter().sum::<f64>()
+        ));
+        report.ratio(
+            &format!("small_{shape}_2t"),
+            &case,
+            "downbeat",
+            "serial",
+            Better::Lower,
+        );
+    }
 }
 
 /// The schedulers of the uneven case: serial, the same-priority rayon rows and Downbeat.

@@ -17,6 +17,7 @@ mod jackd;
 mod realtime;
 mod sc;
 mod signal;
+mod sines_2t;
 mod web;
 
 use std::path::{Path, PathBuf};
@@ -244,7 +245,14 @@ fn render(s: &Setup, case: &Case, engine: Engine) -> Result<(child::Cost, Vec<f3
             Ok((cost, signal::read_wav(&file("wav"))?))
         }
         Engine::Scsynth | Engine::Supernova { .. } => {
-            std::fs::write(file("osc"), sc::score(case)).map_err(io)?;
+            let score = if case.kind == Kind::Sines
+                && matches!(engine, Engine::Supernova { threads } if threads > 1)
+            {
+                sines_2t::score(case)
+            } else {
+                sc::score(case)
+            };
+            std::fs::write(file("osc"), score).map_err(io)?;
             let mut cmd = Command::new(if engine == Engine::Scsynth {
                 "scsynth"
             } else {
@@ -301,6 +309,9 @@ fn engines(kind: Kind) -> Vec<Engine> {
     if kind == Kind::Fanin {
         v.insert(1, Engine::Downbeat { threads: 2 });
         v[3] = Engine::Supernova { threads: 2 };
+    }
+    if kind == Kind::Sines {
+        v.extend(sines_2t::engines());
     }
     v
 }
@@ -388,6 +399,9 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
                     .notes
                     .push(format!("{name} (n = {}): {}: {sig}", case.n, e.name()));
             }
+        }
+        if kind == Kind::Sines {
+            sines_2t::report(&mut report, &list, &wall);
         }
         let ours = Engine::Downbeat { threads: 1 }.name();
         for e in [

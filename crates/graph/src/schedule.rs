@@ -560,7 +560,7 @@ impl Schedule {
     pub fn process_parallel(&mut self, frames: usize, pool: &Pool) {
         let _flush = FlushDenormals::new();
         let ctx = self.begin(frames);
-        self.parallel.start(&self.preds, &self.profile);
+        self.parallel.start(&self.profile);
         pool.run(&Kahn {
             schedule: self,
             ctx,

@@ -1,0 +1,398 @@
+//! How [`Schedule::process_parallel`](crate::Schedule::process_parallel) spreads one block
+//! over a pool: Kahn's algorithm over *tasks*, with one ready queue per thread.
+//!
+//! * **Tasks, not nodes.** Chains of nodes that could only run one after another are fused
+//!   into one task when the schedule is compiled ([`chains`]), and a thread claims ready
+//!   tasks in *runs*: the oldest ready task, and after it as many more as fit with it in
+//!   [`RUN_NANOS`] of measured time. Tiny nodes (a sine of 64 frames takes tens of
+//!   nanoseconds) then cost one hand-over per run instead of one per node; the tasks of a
+//!   run decrement a shared successor's counter once for the run, and the count of tasks
+//!   left once. A task that takes `RUN_NANOS` or more goes alone, so graphs of heavy nodes
+//!   are scheduled exactly as before.
+//! * **Critical path first.** Every node has a rank: the longest path from it to the end of
+//!   the graph, weighing each node by its time in the last timed block (1 ns for a node never
+//!   timed, so an untimed graph ranks by height); a task's rank is its first node's. Sources
+//!   are queued highest rank first (ranks within an eighth of the longest count as equal and
+//!   keep topological order), and of the tasks a run releases, the thread keeps the
+//!   highest-ranked for itself. A heavy chain that everything waits for starts first instead
+//!   of after the light nodes that happen to precede it in topological order.
+//! * **Cache affinity.** A ready task goes to the queue of the thread that ran it last, so
+//!   its state tends to stay in that core's cache; a thread whose queue is empty steals from
+//!   the others, oldest first.
+
+mod chains;
+mod queue;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use downbeat_rt::pool::WorkList;
+
+use crate::node::ProcessContext;
+use crate::profile::Profile;
+use crate::schedule::Schedule;
+use chains::Tasks;
+use queue::{Claim, Padded, ReadyQueue};
+
+/// Sources whose longest paths lie within `1 / RANK_BUCKETS` of each other count as equal
+/// and start in topological order: the leaves of a fan-in then finish group by group, so
+/// the levels below start while other leaves still run, instead of all at the end.
+const RANK_BUCKETS: u64 = 8;
+
+/// Measured time a thread claims at once, in nanoseconds: ready tasks are taken in runs of
+/// at most this much (and at least one task). Long enough that a run's hand-over (a few
+/// shared atomics, about 100 ns when their cache lines move between cores) is a small part
+/// of it; short enough that the last run of a block leaves the other threads idle for
+/// little (a block of 64 frames of `fanin` takes about 60 µs).
+pub(crate) const RUN_NANOS: u64 = 2_000;
+
+/// The cost of a task with a node not timed yet: more than any run holds, so that until
+/// the first timed block every task goes alone, as nodes did before runs.
+const UNTIMED: u64 = u64::MAX / 4;
+
+/// The parallel processor's state, allocated by `compile` and reset every block.
+pub(crate) struct Parallel {
+    tasks: Tasks,
+    /// Per task: finished tasks it still waits for in this block.
+    remaining: Box<[AtomicUsize]>,
+    /// Tasks not yet finished in this block. On a cache line of its own: every run
+    /// decrements it, and every idle thread polls it, so sharing its line with the fields
+    /// read per task would bounce that line.
+    to_do: Padded<AtomicUsize>,
+    queues: Box<[ReadyQueue]>,
+    /// Longest path from each node to the end of the graph, the node included.
+    rank: Box<[u64]>,
+    /// Each task's nodes' summed times in the last timed block ([`UNTIMED`] before one).
+    cost: Box<[u64]>,
+    /// Tasks without predecessors, highest rank first.
+    sources: Box<[usize]>,
+}
+
+/// One claim of work: a run of queued tasks, or a task reserved for the thread that made
+/// it ready.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Run {
+    /// Slots of queue `queue`.
+    Queued {
+        queue: usize,
+        claim: Claim,
+    },
+    Reserved(usize),
+}
+
+/// The successors a run has made ready so far, and the decrement it holds back.
+#[derive(Default)]
+struct Released {
+    /// The highest-ranked task made ready, kept for the calling thread.
+    reserved: Option<usize>,
+    /// A task and how many finished predecessors of it are not yet counted: consecutive
+    /// tasks of a run often feed the same task (a mix of many sources), which then sees
+    /// one decrement for all of them.
+    pending: Option<(usize, usize)>,
+}
+
+impl Parallel {
+    /// State for a graph with these predecessor and successor lists (per node, in
+    /// topological order); `threads` ready queues (a pool with more threads shares them).
+    pub(crate) fn new(preds: &[Box<[usize]>], succs: &[Box<[usize]>], threads: usize) -> Self {
+        let tasks = Tasks::new(preds, succs);
+        let t = tasks.len();
+        let mut p = Self {
+            remaining: (0..t).map(|_| AtomicUsize::new(0)).collect(),
+            to_do: Padded(AtomicUsize::new(0)),
+            queues: (0..threads.max(1)).map(|_| ReadyQueue::new(t)).collect(),
+            rank: vec![0; preds.len()].into_boxed_slice(),
+            cost: vec![UNTIMED; t].into_boxed_slice(),
+            sources: (0..t).filter(|&k| tasks.waits(k) == 0).collect(),
+            tasks,
+        };
+        p.rerank(succs, |_| 0);
+        p
+    }
+
+    /// Ranks every node again and costs every task with `nanos(i)` as node `i`'s time (0:
+    /// not timed). Real-time safe: no allocation (the sort is in place).
+    pub(crate) fn rerank(&mut self, succs: &[Box<[usize]>], nanos: impl Fn(usize) -> u64) {
+        // Successors come later in topological order, so one backward pass suffices.
+        for i in (0..self.rank.len()).rev() {
+            let below = succs[i].iter().map(|&s| self.rank[s]).max().unwrap_or(0);
+            self.rank[i] = nanos(i).max(1) + below;
+        }
+        for (t, cost) in self.cost.iter_mut().enumerate() {
+            let nodes = self.tasks.nodes(t);
+            *cost = if nodes.iter().any(|&i| nanos(i) == 0) {
+                UNTIMED
+            } else {
+                nodes.iter().map(|&i| nanos(i)).sum()
+            };
+        }
+        let (rank, tasks) = (&self.rank, &self.tasks);
+        let task_rank = |t: usize| rank[tasks.head(t)];
+        let top = self
+            .sources
+            .iter()
+            .map(|&t| task_rank(t))
+            .max()
+            .unwrap_or(0);
+        let bucket = |t: usize| task_rank(t) * RANK_BUCKETS / (top + 1);
+        self.sources
+            .sort_unstable_by(|&a, &b| bucket(b).cmp(&bucket(a)).then(a.cmp(&b)));
+    }
+
+    /// Readies the next block: every task waits for all its predecessors, and the sources
+    /// are queued, each on the thread that ran it last.
+    pub(crate) fn start(&self, profile: &Profile) {
+        for q in self.queues.iter() {
+            q.reset();
+        }
+        for (t, r) in self.remaining.iter().enumerate() {
+            r.store(self.tasks.waits(t), Ordering::Relaxed);
+        }
+        for &t in self.sources.iter() {
+            self.push(t, profile);
+        }
+        self.to_do.store(self.tasks.len(), Ordering::Release);
+    }
+
+    fn push(&self, task: usize, profile: &Profile) {
+        let thread = profile.thread(self.tasks.head(task));
+        self.queues[thread % self.queues.len()].push(task);
+    }
+
+    fn task_rank(&self, task: usize) -> u64 {
+        self.rank[self.tasks.head(task)]
+    }
+
+    /// Counts one finished predecessor of each of `task`'s successors (held back while
+    /// the same successor follows).
+    fn finished(&self, task: usize, out: &mut Released, profile: &Profile) {
+        for &next in self.tasks.succs(task) {
+            match &mut out.pending {
+                Some((t, count)) if *t == next => *count += 1,
+                _ => {
+                    self.flush(out, profile);
+                    out.pending = Some((next, 1));
+                }
+            }
+        }
+    }
+
+    /// Applies the held-back decrement; a task it makes ready is reserved for the calling
+    /// thread if it ranks highest so far, else queued.
+    fn flush(&self, out: &mut Released, profile: &Profile) {
+        let Some((next, count)) = out.pending.take() else {
+            return;
+        };
+        // AcqRel: the last decrement sees every predecessor's writes (each made its own
+        // decrement with Release after running), and hands them on to the task's runner.
+        if self.remaining[next].fetch_sub(count, Ordering::AcqRel) != count {
+            return;
+        }
+        match out.reserved {
+            Some(r) if self.task_rank(r) >= self.task_rank(next) => self.push(next, profile),
+            Some(r) => {
+                self.push(r, profile);
+                out.reserved = Some(next);
+            }
+            None => out.reserved = Some(next),
+        }
+    }
+
+    /// Claims a run for `thread`: from its own queue, else from another's, oldest first.
+    fn claim(&self, thread: usize) -> Option<Run> {
+        let n = self.queues.len();
+        let own = thread % n;
+        (0..n).find_map(|k| {
+            let queue = (own + k) % n;
+            self.queues[queue]
+                .claim(&self.cost, RUN_NANOS)
+                .map(|claim| Run::Queued { queue, claim })
+        })
+    }
+
+    fn ready(&self) -> usize {
+        self.queues.iter().map(ReadyQueue::len).sum()
+    }
+}
+
+/// One block of Kahn's algorithm over a schedule, as a [`WorkList`] for the pool.
+pub(crate) struct Kahn<'a> {
+    pub(crate) schedule: &'a Schedule,
+    pub(crate) ctx: ProcessContext,
+}
+
+// SAFETY: `Kahn` exists only inside `process_parallel`, which holds `&mut Schedule`, so the
+// pool's threads are the only ones touching the schedule. Each task is handed out once per
+// block (in one claim of a ready queue, whose compare-and-swap of the head gives a slot to
+// one thread only, or as a reserved successor) and only after its predecessors' decrements
+// of its `remaining` reached zero, whose AcqRel ordering (and the queue's Release/Acquire)
+// makes the predecessors' outputs visible. A task's nodes are a chain, run in order by that
+// one thread. Nodes are `Send`, so running them on any thread is sound.
+unsafe impl Sync for Kahn<'_> {}
+
+impl Kahn<'_> {
+    fn run_task(&self, task: usize, thread: usize, out: &mut Released) {
+        let s = self.schedule;
+        let p = s.parallel();
+        for &i in p.tasks.nodes(task) {
+            // SAFETY: see the `Sync` impl: the task is ours alone, its predecessors are
+            // done, and the chain's earlier nodes ran just before on this thread.
+            unsafe { s.run_slot(i, &self.ctx, thread) };
+        }
+        p.finished(task, out, s.profile());
+    }
+}
+
+impl WorkList for Kahn<'_> {
+    type Item = Run;
+
+    fn next_item(&self, thread: usize) -> Option<Run> {
+        self.schedule.parallel().claim(thread)
+    }
+
+    fn do_work(&self, run: Run, thread: usize) -> Option<Run> {
+        let p = self.schedule.parallel();
+        let mut out = Released::default();
+        let done = match run {
+            Run::Queued { queue, claim } => {
+                for k in claim.from..claim.to {
+                    self.run_task(p.queues[queue].task(k), thread, &mut out);
+                }
+                claim.to - claim.from
+            }
+            Run::Reserved(task) => {
+                self.run_task(task, thread, &mut out);
+                1
+            }
+        };
+        p.flush(&mut out, self.schedule.profile());
+        // After the pushes: a thread that sees no task left sees nothing queued either.
+        p.to_do.fetch_sub(done, Ordering::Release);
+        out.reserved.map(Run::Reserved)
+    }
+
+    fn is_done(&self) -> bool {
+        self.schedule.parallel().to_do.load(Ordering::Acquire) == 0
+    }
+
+    fn ready(&self) -> usize {
+        self.schedule.parallel().ready()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Predecessor or successor lists, one per node.
+    type Lists = Vec<Box<[usize]>>;
+
+    fn lists(edges: &[(usize, usize)], n: usize) -> (Lists, Lists) {
+        let mut preds = vec![Vec::new(); n];
+        let mut succs = vec![Vec::new(); n];
+        for &(a, b) in edges {
+            succs[a].push(b);
+            preds[b].push(a);
+        }
+        let boxed = |v: Vec<Vec<usize>>| v.into_iter().map(Vec::into_boxed_slice).collect();
+        (boxed(preds), boxed(succs))
+    }
+
+    /// The tasks of the next claim for `thread`, in order.
+    fn claim(p: &Parallel, thread: usize) -> Option<Vec<usize>> {
+        Some(match p.claim(thread)? {
+            Run::Queued { queue, claim } => (claim.from..claim.to)
+                .map(|k| p.queues[queue].task(k))
+                .collect(),
+            Run::Reserved(t) => vec![t],
+        })
+    }
+
+    /// Every task claimable by `thread` now, claim by claim.
+    fn drain(p: &Parallel, thread: usize) -> Vec<Vec<usize>> {
+        std::iter::from_fn(|| claim(p, thread)).collect()
+    }
+
+    #[test]
+    fn a_ready_node_waits_on_the_thread_that_ran_it_last_until_another_runs_dry() {
+        let (preds, succs) = lists(&[], 4);
+        let p = Parallel::new(&preds, &succs, 2);
+        let profile = Profile::new(4);
+        for (node, thread) in [(0, 1), (1, 0), (2, 1), (3, 0)] {
+            profile.ran(node, thread, None);
+        }
+        p.start(&profile);
+        assert_eq!(claim(&p, 0), Some(vec![1]));
+        assert_eq!(claim(&p, 1), Some(vec![0]));
+        assert_eq!(claim(&p, 1), Some(vec![2]));
+        // Thread 1's queue is empty: it steals thread 0's oldest.
+        assert_eq!(claim(&p, 1), Some(vec![3]));
+        assert_eq!(claim(&p, 0), None);
+        assert_eq!(p.ready(), 0);
+    }
+
+    #[test]
+    fn sources_start_longest_path_first_by_measured_time() {
+        // Sources 0, 1, 2, 3; 3 heads the chain 3 -> 4 -> 5, one task (task 3).
+        let (preds, succs) = lists(&[(3, 4), (4, 5)], 6);
+        let mut p = Parallel::new(&preds, &succs, 1);
+        let profile = Profile::new(6);
+        p.start(&profile);
+        // Untimed, ranks are heights: the chain first, then index order; one at a time.
+        assert_eq!(drain(&p, 0), [[3], [0], [1], [2]]);
+        // Timed: node 1 took 10000 ns, everything else 1 ns. The chain's 3 ns and the other
+        // sources' 1 ns are all within an eighth of 10000: they keep topological order, and
+        // the tiny ones go in one run.
+        p.rerank(&succs, |i| if i == 1 { 10_000 } else { 1 });
+        p.start(&profile);
+        assert_eq!(drain(&p, 0), [vec![1], vec![0, 2, 3]]);
+        // Node 1 at 20 ns: the chain's 3 ns is more than an eighth below, 0 and 2 too;
+        // all fit in one run, in rank order.
+        p.rerank(&succs, |i| if i == 1 { 20 } else { 1 });
+        p.start(&profile);
+        assert_eq!(drain(&p, 0), [[1, 3, 0, 2]]);
+    }
+
+    #[test]
+    fn the_thread_keeps_the_successor_with_the_longest_path_ahead() {
+        // 0 -> 1, 0 -> 2 -> 3: finishing 0 makes 1 and the chain 2 -> 3 ready.
+        let (preds, succs) = lists(&[(0, 1), (0, 2), (2, 3)], 4);
+        let p = Parallel::new(&preds, &succs, 1);
+        let profile = Profile::new(4);
+        p.start(&profile);
+        assert_eq!(claim(&p, 0), Some(vec![0]));
+        let mut out = Released::default();
+        p.finished(0, &mut out, &profile);
+        p.flush(&mut out, &profile);
+        assert_eq!(out.reserved, Some(2));
+        assert_eq!(p.tasks.nodes(2), [2, 3]);
+        assert_eq!(drain(&p, 0), [[1]]);
+    }
+
+    #[test]
+    fn a_run_of_sources_into_one_mix_counts_down_once() {
+        // Sources 0..8 into 8.
+        let edges: Vec<_> = (0..8).map(|i| (i, 8)).collect();
+        let (preds, succs) = lists(&edges, 9);
+        let mut p = Parallel::new(&preds, &succs, 1);
+        let profile = Profile::new(9);
+        p.rerank(&succs, |_| RUN_NANOS / 4);
+        p.start(&profile);
+        // Four sources fill a run.
+        let first = claim(&p, 0).unwrap();
+        assert_eq!(first, [0, 1, 2, 3]);
+        let mut out = Released::default();
+        for &t in &first {
+            p.finished(t, &mut out, &profile);
+        }
+        // Held back, not yet counted.
+        assert_eq!(p.remaining[8].load(Ordering::Relaxed), 8);
+        p.flush(&mut out, &profile);
+        assert_eq!(p.remaining[8].load(Ordering::Relaxed), 4);
+        assert_eq!(out.reserved, None);
+        for t in claim(&p, 0).unwrap() {
+            p.finished(t, &mut out, &profile);
+        }
+        p.flush(&mut out, &profile);
+        assert_eq!(out.reserved, Some(8), "the mix is ready after the last run");
+    }
+}

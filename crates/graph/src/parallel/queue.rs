@@ -1,0 +1,135 @@
+//! A thread's queue of ready tasks for one block, from which any thread claims runs of
+//! consecutive tasks.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Tasks made ready during one block, in the order they became ready. Each task is pushed
+/// at most once per block, so `n` slots never wrap; `reset` starts the next block.
+pub(crate) struct ReadyQueue {
+    slots: Box<[AtomicUsize]>,
+    head: AtomicUsize,
+    tail: AtomicUsize,
+}
+
+/// Slots `from..to` of one queue, claimed by one thread: the tasks in them are its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Claim {
+    pub(crate) from: usize,
+    pub(crate) to: usize,
+}
+
+impl ReadyQueue {
+    pub(crate) fn new(n: usize) -> Self {
+        Self {
+            slots: (0..n).map(|_| AtomicUsize::new(0)).collect(),
+            head: AtomicUsize::new(0),
+            tail: AtomicUsize::new(0),
+        }
+    }
+
+    pub(crate) fn reset(&self) {
+        let used = self.tail.load(Ordering::Relaxed).min(self.slots.len());
+        for s in &self.slots[..used] {
+            s.store(0, Ordering::Relaxed);
+        }
+        self.head.store(0, Ordering::Relaxed);
+        self.tail.store(0, Ordering::Relaxed);
+    }
+
+    pub(crate) fn push(&self, task: usize) {
+        let t = self.tail.fetch_add(1, Ordering::Relaxed);
+        // Stored as task + 1 so that 0 means "claimed but not yet written".
+        self.slots[t].store(task + 1, Ordering::Release);
+    }
+
+    /// Claims the oldest ready tasks: the first, and after it as many as fit with it in
+    /// `budget` nanoseconds by `cost` (each task's measured time). A run of tiny tasks is
+    /// then one hand-over instead of one each; a task costing `budget` or more goes alone.
+    pub(crate) fn claim(&self, cost: &[u64], budget: u64) -> Option<Claim> {
+        loop {
+            let h = self.head.load(Ordering::Acquire);
+            let t = self.tail.load(Ordering::Acquire);
+            let mut end = h;
+            let mut spent = 0u64;
+            while end < t {
+                let v = self.slots[end].load(Ordering::Acquire);
+                if v == 0 {
+                    // A pusher has claimed the slot and is about to write it: stop here,
+                    // the tasks before it are whole.
+                    break;
+                }
+                spent = spent.saturating_add(cost[v - 1]);
+                if end > h && spent > budget {
+                    break;
+                }
+                end += 1;
+            }
+            if end == h {
+                return None;
+            }
+            if self
+                .head
+                .compare_exchange_weak(h, end, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Some(Claim { from: h, to: end });
+            }
+        }
+    }
+
+    /// The task in slot `k` of a claim: written before the claim (the claim read it), and
+    /// never rewritten before `reset`.
+    pub(crate) fn task(&self, k: usize) -> usize {
+        // Acquire pairs with the push's Release: what the task's predecessors wrote before
+        // it was pushed is visible to the claimer.
+        self.slots[k].load(Ordering::Acquire) - 1
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.tail
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.head.load(Ordering::Relaxed))
+    }
+}
+
+/// A value alone on its cache line (two lines, for CPUs that fetch pairs).
+#[repr(align(128))]
+pub(crate) struct Padded<T>(pub(crate) T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claim_takes_tiny_tasks_up_to_the_budget_and_a_big_one_alone() {
+        let q = ReadyQueue::new(6);
+        let cost = [10, 10, 10, 100, 10, 10];
+        for t in 0..6 {
+            q.push(t);
+        }
+        // 10 + 10 + 10 fit in 35; the fourth would not.
+        assert_eq!(q.claim(&cost, 35), Some(Claim { from: 0, to: 3 }));
+        // 100 is over budget but first: alone.
+        assert_eq!(q.claim(&cost, 35), Some(Claim { from: 3, to: 4 }));
+        assert_eq!(q.claim(&cost, 35), Some(Claim { from: 4, to: 6 }));
+        assert_eq!((q.task(4), q.task(5)), (4, 5));
+        assert_eq!(q.claim(&cost, 35), None);
+    }
+
+    #[test]
+    fn a_claim_stops_before_a_slot_not_yet_written() {
+        let q = ReadyQueue::new(4);
+        q.push(0);
+        // A pusher that took slot 1 but has not written it yet.
+        q.tail.fetch_add(1, Ordering::Relaxed);
+        assert_eq!(q.claim(&[1; 4], 1000), Some(Claim { from: 0, to: 1 }));
+        assert_eq!(q.claim(&[1; 4], 1000), None);
+    }
+}
