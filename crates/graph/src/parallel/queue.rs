@@ -1,6 +1,9 @@
 //! A thread's queue of ready tasks for one block, from which any thread claims runs of
 //! consecutive tasks.
 
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicUsize, Ordering};
+#[cfg(not(loom))]
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Tasks made ready during one block, in the order they became ready. Each task is pushed
@@ -131,5 +134,118 @@ mod tests {
         q.tail.fetch_add(1, Ordering::Relaxed);
         assert_eq!(q.claim(&[1; 4], 1000), Some(Claim { from: 0, to: 1 }));
         assert_eq!(q.claim(&[1; 4], 1000), None);
+    }
+}
+
+/// Loom models of the queue (`RUSTFLAGS="--cfg loom" cargo test -p downbeat-graph --lib
+/// --release loom`, run by `crates/graph/ci.sh`): every interleaving of pushers and claimers.
+/// Each task carries data its pusher writes before the push, in a loom cell, so a claim that
+/// does not synchronise with the push (a weaker ordering) is a causality violation.
+#[cfg(all(test, loom))]
+mod loom_model {
+    use super::{Claim, ReadyQueue};
+    use loom::cell::UnsafeCell;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    /// The queue with one data cell per task.
+    struct Tasks {
+        queue: ReadyQueue,
+        data: Vec<UnsafeCell<usize>>,
+    }
+
+    // SAFETY (for the model): a task's cell is written only by the thread that pushes the
+    // task, before the push, and read only by the thread that claimed it; loom checks that
+    // the two are ordered.
+    unsafe impl Sync for Tasks {}
+
+    impl Tasks {
+        fn new(n: usize) -> Arc<Self> {
+            Arc::new(Self {
+                queue: ReadyQueue::new(n),
+                data: (0..n).map(|_| UnsafeCell::new(0)).collect(),
+            })
+        }
+
+        fn push(&self, task: usize) {
+            // SAFETY: see `Sync`: this thread is the task's only writer, before the push.
+            self.data[task].with_mut(|d| unsafe { *d = 100 + task });
+            self.queue.push(task);
+        }
+
+        /// Claims runs until none is ready, and returns each task with the data it read.
+        fn drain(&self, budget: u64, into: &mut Vec<(usize, usize)>) {
+            let cost = vec![1u64; self.data.len()];
+            while let Some(Claim { from, to }) = self.queue.claim(&cost, budget) {
+                for k in from..to {
+                    let task = self.queue.task(k);
+                    // SAFETY: see `Sync`: the claim makes this thread the task's reader.
+                    let d = self.data[task].with(|d| unsafe { *d });
+                    into.push((task, d));
+                }
+            }
+        }
+    }
+
+    fn check(mut got: Vec<(usize, usize)>, n: usize) {
+        got.sort_unstable();
+        let want: Vec<_> = (0..n).map(|t| (t, 100 + t)).collect();
+        assert_eq!(
+            got, want,
+            "every task claimed exactly once, with its pusher's data"
+        );
+    }
+
+    /// Two pushers and a claimer running at once, in runs of any length: every task is
+    /// claimed once, never a slot a pusher has reserved but not written.
+    #[test]
+    fn pushed_tasks_are_claimed_once_with_their_data() {
+        loom::model(|| {
+            let tasks = Tasks::new(3);
+            let pusher = {
+                let tasks = tasks.clone();
+                thread::spawn(move || {
+                    tasks.push(0);
+                    tasks.push(1);
+                })
+            };
+            let claimer = {
+                let tasks = tasks.clone();
+                thread::spawn(move || {
+                    let mut got = Vec::new();
+                    tasks.drain(10, &mut got);
+                    got
+                })
+            };
+            tasks.push(2);
+            let mut got = claimer.join().unwrap();
+            pusher.join().unwrap();
+            tasks.drain(10, &mut got);
+            check(got, 3);
+        });
+    }
+
+    /// Two claimers racing for runs of the same ready tasks: the compare-and-swap on the head
+    /// gives each task to one of them.
+    #[test]
+    fn racing_claimers_split_the_tasks() {
+        loom::model(|| {
+            let tasks = Tasks::new(3);
+            for t in 0..3 {
+                tasks.push(t);
+            }
+            let other = {
+                let tasks = tasks.clone();
+                thread::spawn(move || {
+                    let mut got = Vec::new();
+                    tasks.drain(1, &mut got);
+                    got
+                })
+            };
+            let mut got = Vec::new();
+            tasks.drain(2, &mut got);
+            got.extend(other.join().unwrap());
+            check(got, 3);
+        });
     }
 }
