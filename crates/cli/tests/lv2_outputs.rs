@@ -63,9 +63,7 @@ fn a_delays_delay_time_follows_the_tempo_through_the_watcher() {
         Some(500.0),
         "a quarter note at 120 bpm"
     );
-    control
-        .step("d", "host_bpm", 150.0, When::Now)
-        .unwrap();
+    control.step("d", "host_bpm", 150.0, When::Now).unwrap();
     engine.process(&mut block);
     assert!(watcher.wait(Duration::from_secs(1)));
     assert_eq!(watcher.value("d", "host_bpm"), Some(150.0));

@@ -530,7 +530,10 @@ fn a_state_saved_after_osc_changes_reloads_into_the_same_render() {
     assert_eq!(e.len(), 2, "{e:?}");
     assert_eq!(e[1]["value"].as_f64(), Some(0.5));
     let last = e[1]["frame"].as_u64().unwrap() as usize;
-    assert!((1..96_000).contains(&last), "the last change at frame {last}");
+    assert!(
+        (1..96_000).contains(&last),
+        "the last change at frame {last}"
+    );
 
     std::fs::write(
         dir.join("again.toml"),

@@ -188,8 +188,7 @@ impl downbeat_graph::NodeFactory for FollowerType {
 fn follower_project(extra: &str) -> Result<downbeat_graph::Schedule, String> {
     static REGISTER: std::sync::Once = std::sync::Once::new();
     REGISTER.call_once(|| downbeat_graph::register_node_type(FollowerType).unwrap());
-    let src = support::constant_through_gain(64)
-        .replace("s -> g -> out", "s -> g -> f -> out")
+    let src = support::constant_through_gain(64).replace("s -> g -> out", "s -> g -> f -> out")
         + "gain = 0.5\n[nodes.f]\ntype = \"test-follower\"\n"
         + extra;
     Project::parse(&src, "follower.toml")
@@ -202,7 +201,11 @@ fn a_nodes_output_reads_through_the_watcher_by_its_name_and_cannot_be_set() {
     let mut engine = Engine::new(follower_project("").unwrap());
     let mut watcher = engine.watch();
     let mut c = engine.controller(16);
-    assert_eq!(watcher.value("f", "peak"), Some(0.0), "before the first block");
+    assert_eq!(
+        watcher.value("f", "peak"),
+        Some(0.0),
+        "before the first block"
+    );
     let mut block = vec![0.0f32; 64];
     engine.process(&mut block);
     assert!(watcher.wait(Duration::from_secs(1)));

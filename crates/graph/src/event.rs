@@ -506,14 +506,17 @@ impl ParamTable {
     }
 
     fn node_position(&self, node: &str) -> Result<usize, ControlError> {
-        self.nodes.iter().position(|n| n.name == node).ok_or_else(|| {
-            let mut known: Vec<String> = self.nodes.iter().map(|n| n.name.clone()).collect();
-            known.sort_by_key(|k| (crate::compile::edit_distance(k, node), k.clone()));
-            ControlError::UnknownNode {
-                name: node.to_string(),
-                known,
-            }
-        })
+        self.nodes
+            .iter()
+            .position(|n| n.name == node)
+            .ok_or_else(|| {
+                let mut known: Vec<String> = self.nodes.iter().map(|n| n.name.clone()).collect();
+                known.sort_by_key(|k| (crate::compile::edit_distance(k, node), k.clone()));
+                ControlError::UnknownNode {
+                    name: node.to_string(),
+                    known,
+                }
+            })
     }
 
     /// Live parameter `param` of the node at `n`.
@@ -663,7 +666,12 @@ impl ParamTable {
     /// live parameters, then its outputs): what a watcher reports.
     pub fn watched(&self) -> impl Iterator<Item = ParamId> + '_ {
         self.nodes.iter().flat_map(|e| {
-            let params = e.live.iter().enumerate().filter(|(_, &l)| l).map(|(p, _)| p);
+            let params = e
+                .live
+                .iter()
+                .enumerate()
+                .filter(|(_, &l)| l)
+                .map(|(p, _)| p);
             params
                 .chain(e.specs.len()..e.specs.len() + e.outputs.len())
                 .map(move |p| ParamId {

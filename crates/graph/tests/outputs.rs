@@ -126,7 +126,11 @@ fn an_output_is_reported_after_a_block_only_when_its_bits_change() {
     assert_eq!(table.range(last), (-1.0, 1.0));
     assert_eq!(table.initial(last), 0.0, "nothing processed yet");
     assert_eq!(table.watched().collect::<Vec<_>>(), [level, last]);
-    assert_eq!(table.live().collect::<Vec<_>>(), [level], "outputs are not live");
+    assert_eq!(
+        table.live().collect::<Vec<_>>(),
+        [level],
+        "outputs are not live"
+    );
 
     s.process(64);
     assert_eq!(changes(&mut s), [(last, 0.5)]);
@@ -144,7 +148,10 @@ fn an_output_is_reported_after_a_block_only_when_its_bits_change() {
     s.process(64);
     let seen = changes(&mut s);
     assert_eq!(seen.len(), 2, "{seen:?}");
-    assert_eq!((seen[1].0, seen[1].1.to_bits()), (last, (-0.0f32).to_bits()));
+    assert_eq!(
+        (seen[1].0, seen[1].1.to_bits()),
+        (last, (-0.0f32).to_bits())
+    );
 }
 
 #[test]
@@ -153,7 +160,10 @@ fn an_output_cannot_be_set() {
     let table = s.param_table();
     let err = table.resolve("m", "last").unwrap_err();
     assert!(matches!(err, ControlError::Output { .. }), "{err:?}");
-    assert_eq!(err.message(), "`last` of node `m` is an output, it cannot be set");
+    assert_eq!(
+        err.message(),
+        "`last` of node `m` is an output, it cannot be set"
+    );
     assert_eq!(err.help().as_deref(), Some("live parameters: `level`"));
     // An id for reading, pushed as an event anyway, is refused on both paths in.
     let last = table.resolve_watched("m", "last").unwrap();

@@ -111,7 +111,10 @@ fn a_live_tempo_change_reaches_the_plugin_and_its_output_follows() {
     assert_eq!(node.get_param(bpm), Some(90.0));
     let (_, outputs) = render_outputs(Box::new(node), 1, &vec![0.0; 4800], RATE, 256);
     let got = delaytime(&outputs);
-    assert!((got - 60_000.0 / 90.0).abs() < 1e-3, "{got} ms, not 60000 / 90");
+    assert!(
+        (got - 60_000.0 / 90.0).abs() < 1e-3,
+        "{got} ms, not 60000 / 90"
+    );
 }
 
 #[test]

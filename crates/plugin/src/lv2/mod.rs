@@ -14,9 +14,8 @@
 //! both ([`state`] through lilv). A plugin that follows the host's transport
 //! (`time:Position`, see [`time`]) also takes `host_bpm`, `host_beats_per_bar` and
 //! `host_speed`, live like its controls. A plugin asking for the LV2 worker gets one
-//! ([`worker`]); its control outputs are the node's outputs
-//! ([`Node::outputs`](downbeat_graph::Node::outputs)), read through the engine's watchers
-//! by their symbols and never set.
+//! ([`worker`]); its control outputs are the node's outputs ([`Node::outputs`]), read
+//! through the engine's watchers by their symbols and never set.
 //!
 //! A plugin's audio inputs and outputs become the node's input and output channels in port
 //! order (a mono plugin makes a one-channel node; there is no `channels` key), its control
