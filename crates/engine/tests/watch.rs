@@ -266,3 +266,28 @@ fn outputs_in_the_watch_tap_are_real_time_safe() {
     // The last step, k = 99, set 0.75 at the last block's first frame.
     assert_eq!(watcher.value("f", "peak"), Some(0.75));
 }
+
+#[test]
+fn an_osc_message_to_an_output_is_refused_saying_it_is_one() {
+    use downbeat::control::osc::OscHandler;
+    use rosc::{OscMessage, OscPacket, OscType};
+
+    let mut engine = Engine::new(follower_project("").unwrap());
+    let mut osc = OscHandler::new(engine.controller(16));
+    let packet = |addr: &str| {
+        rosc::encoder::encode(&OscPacket::Message(OscMessage {
+            addr: addr.to_string(),
+            args: vec![OscType::Float(0.75)],
+        }))
+        .unwrap()
+    };
+    let err = osc.handle(&packet("/node/f/peak")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`/node/f/peak`: `peak` of node `f` is an output, it cannot be set \
+         (this node has no live parameters)"
+    );
+    assert!(osc.handle(&packet("/node/f/peak/step")).is_err());
+    // The parameter beside it is taken: the refusal is the output's, not the node's.
+    assert_eq!(osc.handle(&packet("/node/g/gain")), Ok(1));
+}
