@@ -41,6 +41,8 @@ downbeat="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/downbeat"
 CI="${CI:-true}" DOWNBEAT_BIN="$downbeat" cargo test -p downbeat-plugin --features lv2
 # An instrument plugin playing a MIDI file read by the engine (in the CLI crate, which has both).
 CI="${CI:-true}" cargo test -p downbeat-cli --features lv2 --test lv2_midi_file
+# A plugin's control output (a-delay's `delaytime`) read through the engine's watcher (issue 29).
+CI="${CI:-true}" cargo test -p downbeat-cli --features lv2 --test lv2_outputs
 # Through the binary: synthv1 and avldrums (the worker) play MIDI files; a state saved after
 # replayed changes renders bit for bit when loaded (issue 29).
 CI="${CI:-true}" cargo test -p downbeat-cli --features lv2 --test lv2_instruments_cli --test lv2_state_cli

@@ -1,5 +1,6 @@
 //! `downbeat run --osc`, driven by a client we did not write: liblo's `oscsend` (Debian's
 //! `liblo-tools`). `oscsend` cannot send bundles, so bundles are sent from here with `rosc`.
+//! A plugin's parameters changed over OSC survive in its saved state (issue 29).
 //!
 //! Without `oscsend` these tests print why and pass, unless `DOWNBEAT_REQUIRE_OSCSEND=1`
 //! (set by `./test`, which installs it), which makes that a failure.
@@ -14,6 +15,10 @@ use std::time::{Duration, SystemTime};
 use rosc::{OscBundle, OscMessage, OscPacket, OscType};
 
 mod support;
+
+#[cfg(feature = "clap")]
+#[path = "../../plugin/tests/clap_support/mod.rs"]
+mod clap_support;
 
 /// A constant 1.0 through a gain: the output is the gain, sample for sample.
 fn constant() -> String {
@@ -468,4 +473,95 @@ fn oscsend_plays_notes_on_a_named_node_at_their_frames() {
         .iter()
         .zip(&replayed)
         .all(|(x, y)| x.to_bits() == y.to_bits()));
+}
+
+/// Noise through the CLAP host probe (`crates/clap-test-plugins`: a stereo gain with a
+/// state, so memoryless), `extra` in the probe's table.
+#[cfg(feature = "clap")]
+fn probe_project(extra: &str) -> String {
+    format!(
+        "sample_rate = 48000\nblock_size = 256\nedges = [\"n -> p -> out\"]\n\
+         [nodes.n]\ntype = \"noise\"\nseed = 7\n\
+         [nodes.p]\ntype = \"clap\"\npath = \"{}\"\nid = \"{}\"\n{extra}\n\
+         [nodes.out]\ntype = \"output\"\n",
+        clap_support::test_plugins().display(),
+        clap_support::HOST_PROBE_ID,
+    )
+}
+
+/// Issue 29: a plugin's parameter changed twice over OSC during a live run, its state saved
+/// when the run ends (`--save-state`), and a second run loading that state
+/// (`state = "FILE"`) renders what the first rendered from the last change on, bit for bit
+/// (the plugin is a gain: nothing before the change carries over). The recorded events say
+/// at which frame that change landed.
+#[cfg(feature = "clap")]
+#[test]
+fn a_state_saved_after_osc_changes_reloads_into_the_same_render() {
+    if !have_oscsend("state") {
+        return;
+    }
+    let dir = scratch("state");
+    std::fs::write(dir.join("p.toml"), probe_project("")).unwrap();
+    let (live_wav, ev, states) = (
+        dir.join("live.wav"),
+        dir.join("ev.jsonl"),
+        dir.join("states"),
+    );
+    let live = Live::start(
+        &dir.join("p.toml"),
+        &[
+            "--seconds",
+            "2",
+            "--out",
+            live_wav.to_str().unwrap(),
+            "--record-events",
+            ev.to_str().unwrap(),
+            "--save-state",
+            states.to_str().unwrap(),
+        ],
+    );
+    live.oscsend("/node/p/gain/step", "f", &["1.5"]);
+    std::thread::sleep(Duration::from_millis(200));
+    live.oscsend("/node/p/gain/step", "f", &["0.5"]);
+    let (summary, log) = live.finish();
+    assert_eq!(summary["osc_applied"], 2, "{log:?}");
+    assert_eq!(summary["saved_states"]["nodes"], 1, "{summary}");
+    let e = events(&ev);
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert_eq!(e[1]["value"].as_f64(), Some(0.5));
+    let last = e[1]["frame"].as_u64().unwrap() as usize;
+    assert!(
+        (1..96_000).contains(&last),
+        "the last change at frame {last}"
+    );
+
+    std::fs::write(
+        dir.join("again.toml"),
+        probe_project("state = \"states/p.clapstate\""),
+    )
+    .unwrap();
+    let again = dir.join("again.wav");
+    let out = Command::new(env!("CARGO_BIN_EXE_downbeat"))
+        .arg("run")
+        .arg(dir.join("again.toml"))
+        .args(["--device", "offline", "--seconds", "2", "--out"])
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (a, b) = (samples(&live_wav), samples(&again));
+    assert_eq!((a.len(), b.len()), (2 * 96_000, 2 * 96_000));
+    assert!(a[2 * last..].iter().any(|&x| x != 0.0), "the plugin played");
+    support::assert_bit_identical(
+        &a[2 * last..],
+        &b[2 * last..],
+        "the live run after its last OSC change against the run from its saved state",
+    );
+    // Before that change the live run played other gains: the state is what made the rest
+    // equal.
+    assert_ne!(a[..2 * last], b[..2 * last]);
 }

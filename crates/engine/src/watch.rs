@@ -1,7 +1,10 @@
-//! Watching the engine: parameter values (those a ramp or automation moves included), per-node
-//! meters (peak, RMS), and the output's peak and the callback load, from the audio thread to
-//! any other thread, on every device. This is the engine's one audio-to-UI channel: the CLI's
-//! progress line and `downbeat run --meters` both read it.
+//! Watching the engine: parameter values (those a ramp or automation moves included), the
+//! nodes' outputs (a plugin's meters and control outputs, see
+//! [`Node::outputs`](downbeat_graph::Node::outputs): read by name like a parameter,
+//! `value("node", "name")`, and never set), per-node meters (peak, RMS), and the output's
+//! peak and the callback load, from the audio thread to any other thread, on every device.
+//! This is the engine's one audio-to-UI channel: the CLI's progress line and `downbeat run
+//! --meters` both read it.
 //!
 //! The audio side (taps held by the [`Engine`](crate::Engine), one per watcher) runs after each
 //! callback: it stores the values that changed, each node's level, the output's peak and the
@@ -82,7 +85,7 @@ struct Shared {
     seq: AtomicU64,
     /// The frame the values hold from.
     frame: AtomicU64,
-    /// One per live parameter, in [`ParamTable::live`] order, as `f32` bits.
+    /// One per live parameter and output, in [`ParamTable::watched`] order, as `f32` bits.
     values: Box<[AtomicU32]>,
     /// Per node: the sum of squares (`f64` bits) and the samples, since the start.
     sums: Box<[AtomicU64]>,
@@ -109,7 +112,7 @@ struct WatchTap {
     /// Whether this watcher meters every node ([`Engine::watch`](crate::Engine::watch)) or
     /// not ([`Engine::watch_output`](crate::Engine::watch_output)).
     nodes: bool,
-    /// The live parameters, sorted, to find a value's slot without allocating.
+    /// The live parameters and outputs, sorted, to find a value's slot without allocating.
     ids: Box<[ParamId]>,
     /// Their slots in `shared.values`.
     slots: Box<[usize]>,
@@ -300,7 +303,8 @@ struct Readings {
     output: Output,
 }
 
-/// The control side: the latest parameter values, node levels, output peak and load. Made by
+/// The control side: the latest parameter and output values, node levels, output peak and
+/// load. Made by
 /// [`Engine::watch`](crate::Engine::watch) or
 /// [`Engine::watch_output`](crate::Engine::watch_output); move it to any thread.
 pub struct Watcher {
@@ -324,7 +328,7 @@ fn pair(schedule: &mut Schedule, nodes: bool) -> (WatchTap, Watcher) {
         schedule.set_levels(true);
     }
     let table = schedule.param_table();
-    let live: Vec<ParamId> = table.live().collect();
+    let live: Vec<ParamId> = table.watched().collect();
     let mut order: Vec<usize> = (0..live.len()).collect();
     order.sort_by_key(|&i| live[i]);
     let names = if nodes {
@@ -448,14 +452,14 @@ fn deliver(s: &Shared, into: &Mutex<Readings>) {
     r.deliveries += 1;
 }
 
-/// One live parameter's latest value.
+/// One live parameter's or output's latest value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParamReading {
     /// The node.
     pub node: String,
-    /// The parameter.
+    /// The parameter or output.
     pub param: &'static str,
-    /// Its value from [`Watcher::frame`] on.
+    /// Its value from [`Watcher::frame`] on (an output's: as of the block that ended there).
     pub value: f32,
 }
 
@@ -496,18 +500,19 @@ impl Watcher {
         self.readings().frame
     }
 
-    /// The latest value of live parameter `param` of node `node`.
+    /// The latest value of live parameter or output `param` of node `node`.
     pub fn value(&self, node: &str, param: &str) -> Option<f32> {
-        let id = self.table.resolve(node, param).ok()?;
-        let slot = self.table.live().position(|p| p == id)?;
+        let id = self.table.resolve_watched(node, param).ok()?;
+        let slot = self.table.watched().position(|p| p == id)?;
         Some(self.readings().values[slot])
     }
 
-    /// Every live parameter's latest value, node by node in processing order.
+    /// Every live parameter's and output's latest value, node by node in processing order
+    /// (a node's parameters, then its outputs).
     pub fn values(&self) -> Vec<ParamReading> {
         let r = self.readings();
         self.table
-            .live()
+            .watched()
             .zip(&r.values)
             .map(|(id, &value)| {
                 let (node, param) = self.table.names(id);

@@ -120,3 +120,174 @@ fn the_watch_tap_in_the_callback_is_real_time_safe() {
         .unwrap();
     assert_eq!(amp.value, 1.0);
 }
+
+/// A one-channel pass-through whose output `peak` is the highest absolute sample of its
+/// latest block: a meter, as a plugin's control output would be.
+struct Follower {
+    peak: f32,
+}
+
+static PEAK: &[downbeat_graph::ParamSpec] = &[downbeat_graph::ParamSpec {
+    name: "peak",
+    doc: "the latest block's peak",
+    kind: downbeat_graph::ParamKind::Float {
+        min: 0.0,
+        max: f64::INFINITY,
+        default: 0.0,
+    },
+    live: false,
+}];
+
+impl downbeat_graph::Node for Follower {
+    fn input_channels(&self) -> usize {
+        1
+    }
+    fn output_channels(&self) -> usize {
+        1
+    }
+    fn process(
+        &mut self,
+        _: &downbeat_graph::ProcessContext,
+        input: downbeat_graph::AudioRef<'_>,
+        mut output: downbeat_graph::AudioMut<'_>,
+    ) {
+        output.channel_mut(0).copy_from_slice(input.channel(0));
+        self.peak = input.channel(0).iter().fold(0.0f32, |p, x| p.max(x.abs()));
+    }
+    fn outputs(&self) -> &'static [downbeat_graph::ParamSpec] {
+        PEAK
+    }
+    fn output_value(&self, _: usize) -> f32 {
+        self.peak
+    }
+}
+
+/// The `test-follower` node type, registered once per test binary.
+struct FollowerType;
+
+impl downbeat_graph::NodeFactory for FollowerType {
+    fn name(&self) -> &str {
+        "test-follower"
+    }
+    fn doc(&self) -> &str {
+        "passes its input through and publishes its peak"
+    }
+    fn params(&self) -> &[downbeat_graph::ParamSpec] {
+        &[]
+    }
+    fn create(
+        &self,
+        _: Vec<(String, downbeat_graph::ParamValue)>,
+        _: &downbeat_graph::NodeConfig,
+    ) -> Result<Box<dyn downbeat_graph::Node>, downbeat_graph::ParamError> {
+        Ok(Box::new(Follower { peak: 0.0 }))
+    }
+}
+
+/// The constant 1.0 through the gain `g` (0.5) into the follower `f`, then `extra`.
+fn follower_project(extra: &str) -> Result<downbeat_graph::Schedule, String> {
+    static REGISTER: std::sync::Once = std::sync::Once::new();
+    REGISTER.call_once(|| downbeat_graph::register_node_type(FollowerType).unwrap());
+    let src = support::constant_through_gain(64).replace("s -> g -> out", "s -> g -> f -> out")
+        + "gain = 0.5\n[nodes.f]\ntype = \"test-follower\"\n"
+        + extra;
+    Project::parse(&src, "follower.toml")
+        .and_then(|p| p.build())
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_nodes_output_reads_through_the_watcher_by_its_name_and_cannot_be_set() {
+    let mut engine = Engine::new(follower_project("").unwrap());
+    let mut watcher = engine.watch();
+    let mut c = engine.controller(16);
+    assert_eq!(
+        watcher.value("f", "peak"),
+        Some(0.0),
+        "before the first block"
+    );
+    let mut block = vec![0.0f32; 64];
+    engine.process(&mut block);
+    assert!(watcher.wait(Duration::from_secs(1)));
+    assert_eq!(watcher.value("f", "peak"), Some(0.5));
+    c.step("g", "gain", 0.25, When::Now).unwrap();
+    engine.process(&mut block);
+    assert!(watcher.wait(Duration::from_secs(1)));
+    assert_eq!(watcher.value("f", "peak"), Some(0.25));
+    let values = watcher.values();
+    let listed = values
+        .iter()
+        .find(|r| (r.node.as_str(), r.param) == ("f", "peak"))
+        .expect("an output is listed with the parameters");
+    assert_eq!(listed.value, 0.25);
+
+    let err = c.set("f", "peak", 1.0).unwrap_err();
+    assert_eq!(
+        err.message(),
+        "`peak` of node `f` is an output, it cannot be set"
+    );
+    assert!(c.step("f", "peak", 1.0, When::Now).is_err());
+}
+
+#[test]
+fn automation_of_an_output_is_refused_where_the_project_names_it() {
+    let err = follower_project(
+        "\n[[automation]]\nnode = \"f\"\nparam = \"peak\"\npoints = [[0.5, 1.0, \"linear\"]]\n",
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("`peak` of node `f` is an output, it cannot be set"),
+        "{err}"
+    );
+    assert!(err.contains(":21:"), "points at the `param` line: {err}");
+}
+
+/// The watcher's audio side with a node that has outputs: reading them after the block and
+/// publishing them allocates, frees, locks and calls nothing.
+#[test]
+fn outputs_in_the_watch_tap_are_real_time_safe() {
+    let mut engine = Engine::new(follower_project("").unwrap());
+    let mut watcher = engine.watch();
+    let mut c = engine.controller(256);
+    for k in 0..100u64 {
+        let gain = if k % 2 == 0 { 0.25 } else { 0.75 };
+        c.step("g", "gain", gain, When::Frame(64 * (k + 1)))
+            .unwrap();
+    }
+    let mut block = vec![0.0f32; 64];
+    engine.process(&mut block); // first touch of the output buffer outside the guard
+    let report = downbeat_rt::guard::check(|| {
+        for _ in 0..100 {
+            engine.process(&mut block);
+        }
+    });
+    report.assert_clean();
+    assert!(watcher.wait(Duration::from_secs(1)));
+    // The last step, k = 99, set 0.75 at the last block's first frame.
+    assert_eq!(watcher.value("f", "peak"), Some(0.75));
+}
+
+#[test]
+fn an_osc_message_to_an_output_is_refused_saying_it_is_one() {
+    use downbeat::control::osc::OscHandler;
+    use rosc::{OscMessage, OscPacket, OscType};
+
+    let mut engine = Engine::new(follower_project("").unwrap());
+    let mut osc = OscHandler::new(engine.controller(16));
+    let packet = |addr: &str| {
+        rosc::encoder::encode(&OscPacket::Message(OscMessage {
+            addr: addr.to_string(),
+            args: vec![OscType::Float(0.75)],
+        }))
+        .unwrap()
+    };
+    let err = osc.handle(&packet("/node/f/peak")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "`/node/f/peak`: `peak` of node `f` is an output, it cannot be set \
+         (this node has no live parameters)"
+    );
+    assert!(osc.handle(&packet("/node/f/peak/step")).is_err());
+    // The parameter beside it is taken: the refusal is the output's, not the node's.
+    assert_eq!(osc.handle(&packet("/node/g/gain")), Ok(1));
+}

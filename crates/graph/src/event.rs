@@ -14,7 +14,8 @@ use crate::param::{quoted_list, ParamKind, ParamSpec};
 use crate::smooth::Shape;
 
 /// One live parameter of one node of a [`Schedule`](crate::Schedule), resolved from names by
-/// [`ParamTable::resolve`].
+/// [`ParamTable::resolve`]; or one of its outputs ([`Node::outputs`](crate::Node::outputs)),
+/// resolved by [`ParamTable::resolve_watched`], numbered after its parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ParamId {
     pub(crate) node: NodeKey,
@@ -27,7 +28,8 @@ impl ParamId {
         self.node
     }
 
-    /// The parameter's index in the node's parameter list.
+    /// The parameter's index in the node's parameter list; for an output, the number of
+    /// parameters plus the output's index.
     pub fn param(self) -> usize {
         usize::from(self.param)
     }
@@ -223,6 +225,16 @@ pub enum ControlError {
         /// The node's live parameters.
         live: Vec<&'static str>,
     },
+    /// The name is one of the node's outputs ([`Node::outputs`](crate::Node::outputs)):
+    /// read-only, read through a watcher, never set.
+    Output {
+        /// The node.
+        node: String,
+        /// The output.
+        name: String,
+        /// The node's live parameters.
+        live: Vec<&'static str>,
+    },
     /// The value is outside the parameter's range (or not a number).
     OutOfRange {
         /// The node.
@@ -289,6 +301,9 @@ impl ControlError {
                 "parameter `{name}` of node `{node}`{} cannot change while running",
                 of_type(*kind)
             ),
+            ControlError::Output { node, name, .. } => {
+                format!("`{name}` of node `{node}` is an output, it cannot be set")
+            }
             ControlError::OutOfRange {
                 node,
                 name,
@@ -340,10 +355,12 @@ impl ControlError {
                     format!("{who} takes {}", quoted_list(valid))
                 })
             }
-            ControlError::NotLive { live, .. } if live.is_empty() => {
+            ControlError::NotLive { live, .. } | ControlError::Output { live, .. }
+                if live.is_empty() =>
+            {
                 Some("this node has no live parameters".to_string())
             }
-            ControlError::NotLive { live, .. } => {
+            ControlError::NotLive { live, .. } | ControlError::Output { live, .. } => {
                 Some(format!("live parameters: {}", quoted_list(live)))
             }
             ControlError::BadExponential { .. } => {
@@ -391,6 +408,10 @@ pub(crate) struct NodeParams {
     pub(crate) live: Vec<bool>,
     /// Per declared parameter: its value when the schedule was compiled (0 if not live).
     pub(crate) initial: Vec<f32>,
+    /// Its outputs ([`Node::outputs`](crate::Node::outputs)).
+    pub(crate) outputs: &'static [ParamSpec],
+    /// Per output: its value when the table was made.
+    pub(crate) reported: Vec<f32>,
     /// Whether the node takes note events.
     pub(crate) plays_notes: bool,
     /// How long its notes sound after their note off, in seconds (0 if it plays none).
@@ -438,21 +459,70 @@ impl ParamTable {
         self.sample_rate
     }
 
-    /// The id of live parameter `param` of node `node`.
+    /// The id of live parameter `param` of node `node`: what an event, a controller, OSC
+    /// or automation may set.
     ///
     /// # Errors
-    /// [`ControlError::UnknownNode`], [`ControlError::UnknownParam`] or
-    /// [`ControlError::NotLive`], worded as the project file's errors.
+    /// [`ControlError::UnknownNode`], [`ControlError::UnknownParam`],
+    /// [`ControlError::NotLive`] or, for one of the node's outputs, [`ControlError::Output`],
+    /// worded as the project file's errors.
     pub fn resolve(&self, node: &str, param: &str) -> Result<ParamId, ControlError> {
-        let Some(n) = self.nodes.iter().position(|n| n.name == node) else {
-            let mut known: Vec<String> = self.nodes.iter().map(|n| n.name.clone()).collect();
-            known.sort_by_key(|k| (crate::compile::edit_distance(k, node), k.clone()));
-            return Err(ControlError::UnknownNode {
-                name: node.to_string(),
-                known,
-            });
-        };
+        let n = self.node_position(node)?;
         let entry = &self.nodes[n];
+        if entry.outputs.iter().any(|o| o.name == param) {
+            return Err(ControlError::Output {
+                node: node.to_string(),
+                name: param.to_string(),
+                live: self.live_names(n),
+            });
+        }
+        self.resolve_param(n, param)
+    }
+
+    /// The id of what a watcher reports as `name` of node `node`: a live parameter or an
+    /// output ([`Node::outputs`](crate::Node::outputs)). Only reading goes through it.
+    ///
+    /// # Errors
+    /// As [`resolve`](Self::resolve), but never [`ControlError::Output`].
+    pub fn resolve_watched(&self, node: &str, name: &str) -> Result<ParamId, ControlError> {
+        let n = self.node_position(node)?;
+        let entry = &self.nodes[n];
+        match entry.outputs.iter().position(|o| o.name == name) {
+            Some(k) => Ok(ParamId {
+                node: entry.key,
+                param: (entry.specs.len() + k) as u16,
+            }),
+            None => self.resolve_param(n, name),
+        }
+    }
+
+    /// Whether `id` is an output (from [`resolve_watched`](Self::resolve_watched)) rather
+    /// than a parameter.
+    ///
+    /// # Panics
+    /// If `id` did not come from this table.
+    pub fn is_output(&self, id: ParamId) -> bool {
+        id.param() >= self.entry(id.node).specs.len()
+    }
+
+    fn node_position(&self, node: &str) -> Result<usize, ControlError> {
+        self.nodes
+            .iter()
+            .position(|n| n.name == node)
+            .ok_or_else(|| {
+                let mut known: Vec<String> = self.nodes.iter().map(|n| n.name.clone()).collect();
+                known.sort_by_key(|k| (crate::compile::edit_distance(k, node), k.clone()));
+                ControlError::UnknownNode {
+                    name: node.to_string(),
+                    known,
+                }
+            })
+    }
+
+    /// Live parameter `param` of the node at `n`.
+    fn resolve_param(&self, n: usize, param: &str) -> Result<ParamId, ControlError> {
+        let entry = &self.nodes[n];
+        let node = entry.name.as_str();
         let Some(p) = entry.specs.iter().position(|s| s.name == param) else {
             return Err(ControlError::UnknownParam {
                 node: node.to_string(),
@@ -551,7 +621,11 @@ impl ParamTable {
 
     fn spec(&self, id: ParamId) -> (&str, &'static ParamSpec) {
         let n = self.entry(id.node);
-        (&n.name, &n.specs[id.param()])
+        let spec = match id.param().checked_sub(n.specs.len()) {
+            Some(k) => &n.outputs[k],
+            None => &n.specs[id.param()],
+        };
+        (&n.name, spec)
     }
 
     /// The node and parameter names of `id`.
@@ -563,21 +637,48 @@ impl ParamTable {
         (node, spec.name)
     }
 
-    /// The range of parameter `id`: its smallest and largest accepted values.
+    /// The range of parameter `id`: its smallest and largest accepted values (for an
+    /// output, those it declares; an output declared other than as a float has none:
+    /// minus to plus infinity).
     ///
     /// # Panics
     /// If `id` did not come from this table.
     pub fn range(&self, id: ParamId) -> (f64, f64) {
         let (_, spec) = self.spec(id);
-        let ParamKind::Float { min, max, .. } = spec.kind else {
-            unreachable!("live parameters are floats");
-        };
-        (min, max)
+        match spec.kind {
+            ParamKind::Float { min, max, .. } => (min, max),
+            _ if self.is_output(id) => (f64::NEG_INFINITY, f64::INFINITY),
+            _ => unreachable!("live parameters are floats"),
+        }
     }
 
-    /// The value parameter `id` had when the schedule was compiled.
+    /// The value parameter `id` had when the schedule was compiled; for an output, when
+    /// this table was made.
     pub fn initial(&self, id: ParamId) -> f32 {
-        self.entry(id.node).initial[id.param()]
+        let n = self.entry(id.node);
+        match id.param().checked_sub(n.specs.len()) {
+            Some(k) => n.reported[k],
+            None => n.initial[id.param()],
+        }
+    }
+
+    /// Every live parameter and every output, node by node in processing order (a node's
+    /// live parameters, then its outputs): what a watcher reports.
+    pub fn watched(&self) -> impl Iterator<Item = ParamId> + '_ {
+        self.nodes.iter().flat_map(|e| {
+            let params = e
+                .live
+                .iter()
+                .enumerate()
+                .filter(|(_, &l)| l)
+                .map(|(p, _)| p);
+            params
+                .chain(e.specs.len()..e.specs.len() + e.outputs.len())
+                .map(move |p| ParamId {
+                    node: e.key,
+                    param: p as u16,
+                })
+        })
     }
 
     /// Every live parameter, node by node in processing order.

@@ -18,8 +18,8 @@ use std::fmt;
 use std::sync::{Mutex, OnceLock};
 
 /// A node's key: the same for every schedule of the process in which a node has the same
-/// name and the same parameter list (so the same parameter index means the same parameter,
-/// and the node plays notes in both or in neither). Made when a schedule is compiled;
+/// name and the same parameter and output lists (so the same parameter index means the same
+/// parameter, and the node plays notes in both or in neither). Made when a schedule is compiled;
 /// [`ParamTable::node_key`](crate::ParamTable::node_key) finds it by name.
 ///
 /// ```
@@ -46,6 +46,9 @@ pub struct NodeKey(pub(crate) u32);
 struct Identity {
     name: String,
     params: Vec<&'static str>,
+    /// Its outputs' names: an output's id is its index after the parameters', so two
+    /// nodes with the same parameters but other outputs are not the same node.
+    outputs: Vec<&'static str>,
     plays_notes: bool,
 }
 
@@ -66,12 +69,19 @@ fn table() -> std::sync::MutexGuard<'static, Table> {
 }
 
 impl NodeKey {
-    /// The key of the node named `name` with parameters `params` (their names in order)
-    /// that does or does not play notes. Locks the process-wide table: off the audio thread.
-    pub(crate) fn intern(name: &str, params: &[&'static str], plays_notes: bool) -> Self {
+    /// The key of the node named `name` with parameters `params` and outputs `outputs`
+    /// (their names in order) that does or does not play notes. Locks the process-wide
+    /// table: off the audio thread.
+    pub(crate) fn intern(
+        name: &str,
+        params: &[&'static str],
+        outputs: &[&'static str],
+        plays_notes: bool,
+    ) -> Self {
         let identity = Identity {
             name: name.to_string(),
             params: params.to_vec(),
+            outputs: outputs.to_vec(),
             plays_notes,
         };
         let mut t = table();

@@ -84,6 +84,69 @@ pub trait Node: Send + 'static {
         None
     }
 
+    /// The node's outputs: values it computes while it plays (a meter's level, a plugin's
+    /// control outputs) for a host to read, in [`output_value`](Node::output_value) order,
+    /// each with its name and range (`kind` is a [`ParamKind::Float`](crate::ParamKind);
+    /// `live` is ignored). An output is named like a parameter and read like one
+    /// (a watcher's `value("node", "name")`, [`Schedule::param_value`](crate::Schedule::param_value)),
+    /// but it is read-only: an event for it is refused
+    /// ([`ControlError::Output`](crate::ControlError::Output)). Its name must not be a
+    /// parameter's. Read once, when the graph is compiled; the default declares none, and a
+    /// node without outputs costs the schedule nothing.
+    ///
+    /// ```
+    /// use downbeat_graph::{
+    ///     nodes::Output, AudioMut, AudioRef, CompileConfig, ControlError, Graph, Node,
+    ///     ParamKind, ParamSpec, ProcessContext,
+    /// };
+    ///
+    /// static PEAK: &[ParamSpec] = &[ParamSpec {
+    ///     name: "peak",
+    ///     doc: "the highest absolute sample of the latest block",
+    ///     kind: ParamKind::Float { min: 0.0, max: f64::INFINITY, default: 0.0 },
+    ///     live: false,
+    /// }];
+    ///
+    /// /// Passes its input through and publishes its peak.
+    /// struct Meter(f32);
+    /// impl Node for Meter {
+    ///     fn input_channels(&self) -> usize { 1 }
+    ///     fn output_channels(&self) -> usize { 1 }
+    ///     fn process(&mut self, _: &ProcessContext, input: AudioRef<'_>, mut out: AudioMut<'_>) {
+    ///         out.channel_mut(0).copy_from_slice(input.channel(0));
+    ///         self.0 = input.channel(0).iter().fold(0.0f32, |p, x| p.max(x.abs()));
+    ///     }
+    ///     fn outputs(&self) -> &'static [ParamSpec] { PEAK }
+    ///     fn output_value(&self, _: usize) -> f32 { self.0 }
+    /// }
+    ///
+    /// let mut g = Graph::new();
+    /// let m = g.add("m", Meter(0.0));
+    /// let out = g.add("out", Output::new(1));
+    /// g.connect(m, out);
+    /// g.set_output(out);
+    /// let mut s = g.compile(CompileConfig { sample_rate: 48_000.0, max_block: 64 }).unwrap();
+    /// let table = s.param_table();
+    /// let peak = table.resolve_watched("m", "peak").unwrap();
+    /// s.process(64);
+    /// assert_eq!(s.param_value(peak), Some(0.0)); // silence in
+    /// let err = table.resolve("m", "peak").unwrap_err();
+    /// assert!(matches!(err, ControlError::Output { .. }));
+    /// assert_eq!(err.message(), "`peak` of node `m` is an output, it cannot be set");
+    /// ```
+    fn outputs(&self) -> &'static [ParamSpec] {
+        &[]
+    }
+
+    /// The current value of output `index` (see [`outputs`](Node::outputs)): as of the end
+    /// of the latest [`process`](Node::process). The schedule calls it on the audio thread
+    /// after a block, when a watcher looks ([`Schedule::take_param_changes`](crate::Schedule::take_param_changes)),
+    /// so it must be real-time safe: a load from the node's own state. The default is 0.
+    fn output_value(&self, index: usize) -> f32 {
+        let _ = index;
+        0.0
+    }
+
     /// Asks the node to follow live parameter `index` sample by sample over the next call
     /// to [`process`](Node::process): the value at frame `k` of that call is
     /// `curve.at(k)`, until the next `follow_param` or [`set_param`](Node::set_param) for

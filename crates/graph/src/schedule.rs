@@ -63,6 +63,9 @@ pub(crate) struct Slot {
     moving: usize,
     /// Some parameter changed since the last [`Schedule::take_param_changes`].
     touched: bool,
+    /// Per [`Node::outputs`] entry: the value [`Schedule::take_param_changes`] reported
+    /// last (empty for a node without outputs).
+    outputs: Box<[f32]>,
     /// Values the node refused.
     refused: u64,
     level: NodeLevel,
@@ -93,6 +96,9 @@ impl Slot {
                 }
             })
             .collect();
+        let outputs = (0..node.outputs().len())
+            .map(|k| node.output_value(k))
+            .collect();
         Self {
             in_ch: node.input_channels(),
             out_ch: node.output_channels(),
@@ -103,6 +109,7 @@ impl Slot {
             params,
             moving: 0,
             touched: false,
+            outputs,
             refused: 0,
             level: NodeLevel::default(),
         }
@@ -445,6 +452,9 @@ pub struct Schedule {
     /// The positions of the nodes that play notes: where a note for
     /// [`Target::Instruments`] goes.
     instruments: Box<[u32]>,
+    /// The positions of the nodes with [`Node::outputs`]: the only ones
+    /// [`take_param_changes`](Schedule::take_param_changes) asks for them.
+    with_outputs: Box<[u32]>,
     /// Each node's [`Node::monitor`], taken at compile time: the nodes cannot be asked
     /// once they run.
     monitors: Box<[Option<SharedMonitor>]>,
@@ -492,11 +502,15 @@ impl Schedule {
             .zip(&names)
             .map(|(s, name)| {
                 let params: Vec<&'static str> = s.node.params().iter().map(|p| p.name).collect();
-                NodeKey::intern(name, &params, s.node.plays_notes())
+                let outputs: Vec<&'static str> = s.node.outputs().iter().map(|p| p.name).collect();
+                NodeKey::intern(name, &params, &outputs, s.node.plays_notes())
             })
             .collect();
         let instruments = (0..n as u32)
             .filter(|&i| slots[i as usize].node.plays_notes())
+            .collect();
+        let with_outputs = (0..n as u32)
+            .filter(|&i| !slots[i as usize].outputs.is_empty())
             .collect();
         Self {
             slots: slots.into_iter().map(UnsafeCell::new).collect(),
@@ -507,6 +521,7 @@ impl Schedule {
             names,
             keys: KeyMap::new(keys),
             instruments,
+            with_outputs,
             monitors,
             original,
             output,
@@ -632,6 +647,7 @@ impl Schedule {
             params,
             moving,
             touched,
+            outputs: _,
             refused,
             level,
         } = slot;
@@ -1347,6 +1363,8 @@ impl Schedule {
                     kind: type_of(specs),
                     specs,
                     live: slot.params.iter().map(|p| p.live).collect(),
+                    outputs: slot.node.outputs(),
+                    reported: slot.outputs.to_vec(),
                     initial: slot
                         .params
                         .iter()
@@ -1368,18 +1386,27 @@ impl Schedule {
         }
     }
 
-    /// The value of parameter `id` from the next frame on, if it is live.
+    /// The value of parameter `id` from the next frame on, if it is live; for an output
+    /// ([`ParamTable::resolve_watched`]), its value as of the latest block.
     pub fn param_value(&self, id: ParamId) -> Option<f32> {
         let slot = self.slots.get(self.keys.slot(id.node())?)?;
         // SAFETY: as in `slot`: `&self` outside processing.
         let slot = unsafe { &*slot.get() };
-        let p = slot.params.get(id.param()).filter(|p| p.live)?;
-        Some(p.segment.value_at(self.position))
+        match id.param().checked_sub(slot.params.len()) {
+            Some(k) => (k < slot.outputs.len()).then(|| slot.node.output_value(k)),
+            None => {
+                let p = slot.params.get(id.param()).filter(|p| p.live)?;
+                Some(p.segment.value_at(self.position))
+            }
+        }
     }
 
     /// Calls `f` with every live parameter whose value changed (an event applied, or a ramp
-    /// moved it) since the last call, and its value from the next frame on. Real-time safe:
-    /// it walks the nodes, allocating nothing.
+    /// moved it) since the last call, and its value from the next frame on; then with every
+    /// output ([`Node::outputs`]) whose value differs from the one reported last, and its
+    /// value as of the latest block (asked of the nodes that have outputs, and only of
+    /// them). Values compare as bits, so a change of sign of zero or a NaN counts.
+    /// Real-time safe: it walks the nodes, allocating nothing.
     pub fn take_param_changes(&mut self, mut f: impl FnMut(ParamId, f32)) {
         let now = self.position;
         for (n, cell) in self.slots.iter_mut().enumerate() {
@@ -1396,6 +1423,26 @@ impl Schedule {
                     let id = ParamId {
                         node: self.keys.key(n),
                         param: p as u16,
+                    };
+                    f(id, value);
+                }
+            }
+        }
+        for &n in self.with_outputs.iter() {
+            let n = n as usize;
+            let Slot {
+                node,
+                params,
+                outputs,
+                ..
+            } = self.slots[n].get_mut();
+            for (k, reported) in outputs.iter_mut().enumerate() {
+                let value = node.output_value(k);
+                if value.to_bits() != reported.to_bits() {
+                    *reported = value;
+                    let id = ParamId {
+                        node: self.keys.key(n),
+                        param: (params.len() + k) as u16,
                     };
                     f(id, value);
                 }

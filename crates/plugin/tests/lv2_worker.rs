@@ -200,8 +200,7 @@ fn a_request_from_the_main_thread_is_worked_at_once_and_answered_at_the_first_ru
         state: Some(file),
     };
     let mut node = Lv2Node::load_with(URI, &[], &start, &CFG).unwrap();
-    let counts = node.outputs();
-    let worker = counts.worker().unwrap();
+    let worker = node.worker_counts().unwrap();
     assert_eq!(
         worker.requests.load(std::sync::atomic::Ordering::Relaxed),
         2,

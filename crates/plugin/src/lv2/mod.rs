@@ -14,7 +14,8 @@
 //! both ([`state`] through lilv). A plugin that follows the host's transport
 //! (`time:Position`, see [`time`]) also takes `host_bpm`, `host_beats_per_bar` and
 //! `host_speed`, live like its controls. A plugin asking for the LV2 worker gets one
-//! ([`worker`]); its control outputs are published after every run ([`outputs`]).
+//! ([`worker`]); its control outputs are the node's outputs ([`Node::outputs`]), read
+//! through the engine's watchers by their symbols and never set.
 //!
 //! A plugin's audio inputs and outputs become the node's input and output channels in port
 //! order (a mono plugin makes a one-channel node; there is no `channels` key), its control
@@ -34,7 +35,7 @@ pub mod atom;
 mod error;
 pub mod features;
 mod node;
-pub mod outputs;
+mod outputs;
 pub mod port;
 pub mod state;
 pub mod time;
@@ -53,7 +54,6 @@ use downbeat_graph::{
 
 pub use error::Lv2Error;
 pub use node::{ControlValue, Lv2Node, PluginInfo, PortInfo, Start, HOST_PARAMS};
-pub use outputs::ControlOutputs;
 pub use state::presets;
 
 /// The parameters every `lv2` node declares (the others are the plugin's): `state`, a path

@@ -15,11 +15,11 @@ use lilv::instance::ActiveInstance;
 use super::atom::{to_midi, AtomBuffer, AtomUrids, Midi, NOTE_CAPACITY};
 use super::error::Lv2Error;
 use super::features::{HostFeatures, SUPPORTED};
-use super::outputs::ControlOutputs;
+use super::outputs::output_specs;
 use super::port::{connection, ControlProps, ControlSpec, PortKind};
 use super::state::{self, Source};
 use super::time::{TimeUrids, Transport, DEFAULT_BEATS_PER_BAR, DEFAULT_BPM, POSITION_WORDS};
-use super::worker::{self, Worker};
+use super::worker::{self, Worker, WorkerCounts};
 
 /// Silent blocks run at most while waiting for a plugin's latency report to settle.
 const MAX_LATENCY_BLOCKS: usize = 64;
@@ -345,9 +345,10 @@ pub struct Lv2Node {
     urids: AtomUrids,
     /// The transport, for a plugin that follows it.
     transport: Option<(Transport, TimeUrids)>,
-    /// Control output port indices, in the order of `outputs`.
+    /// Control output port indices, in the order of `out_specs`.
     out_ports: Vec<usize>,
-    outputs: Arc<ControlOutputs>,
+    /// The node's outputs: one per control output port.
+    out_specs: &'static [ParamSpec],
     pending: Vec<Midi>,
     latency: usize,
     max_block: usize,
@@ -622,14 +623,7 @@ impl Lv2Node {
         let audio_in = of_kind(PortKind::AudioIn);
         let audio_out = of_kind(PortKind::AudioOut);
         let out_ports = of_kind(PortKind::ControlOut);
-        let out_symbols: Vec<String> = out_ports
-            .iter()
-            .map(|&i| info.ports[i].symbol.clone())
-            .collect();
-        let outputs = Arc::new(ControlOutputs::new(
-            &out_symbols,
-            worker.as_ref().map(Worker::counts),
-        ));
+        let out_specs = output_specs(&info);
         let specs = param_specs(&info, cfg.sample_rate);
         let transport = info
             .follows_time()
@@ -651,7 +645,7 @@ impl Lv2Node {
             urids: AtomUrids::new(),
             transport,
             out_ports,
-            outputs,
+            out_specs,
             pending: Vec::with_capacity(NOTE_CAPACITY),
             latency: 0,
             max_block,
@@ -719,11 +713,11 @@ impl Lv2Node {
             .then(|| self.controls[port.index])
     }
 
-    /// The plugin's control outputs and worker counters, readable from any thread while
-    /// the node plays (see [`ControlOutputs`]); take it before the node moves to the audio
-    /// thread. The node's [`monitor`](Node::monitor) is the same object.
-    pub fn outputs(&self) -> Arc<ControlOutputs> {
-        Arc::clone(&self.outputs)
+    /// The worker's counters, for a plugin with a worker, readable from any thread while
+    /// the node plays; take it before the node moves to the audio thread. The node's
+    /// [`monitor`](Node::monitor) is the same object.
+    pub fn worker_counts(&self) -> Option<Arc<WorkerCounts>> {
+        self.worker.as_ref().map(Worker::counts)
     }
 
     /// The tempo the node sends the plugin, for a plugin that follows the transport.
@@ -732,8 +726,9 @@ impl Lv2Node {
     }
 
     /// One block of the plugin, its ports already connected: the atom inputs written, the
-    /// worker's responses delivered, `run()`, `end_run()`, the outputs published. Real-time
-    /// safe on the host's side (offline, the worker wait yields).
+    /// worker's responses delivered, `run()`, `end_run()` (the control outputs are then in
+    /// their slots, for [`Node::output_value`]). Real-time safe on the host's side
+    /// (offline, the worker wait yields).
     fn run_plugin(&mut self, frames: usize, position: u64) {
         self.prepare_atoms(frames, position);
         if let Some(w) = &mut self.worker {
@@ -746,9 +741,6 @@ impl Lv2Node {
         unsafe { self.instance.run(frames) };
         if let Some(w) = &mut self.worker {
             w.end_run();
-        }
-        for (k, &port) in self.out_ports.iter().enumerate() {
-            self.outputs.store(k, self.controls[port]);
         }
         if let Some((t, _)) = &mut self.transport {
             t.advance(position, frames);
@@ -880,9 +872,23 @@ impl Node for Lv2Node {
         }
     }
 
+    /// The plugin's control outputs, by symbol, in port order (declared unbounded: an LV2
+    /// output's range is advice a plugin need not keep).
+    fn outputs(&self) -> &'static [ParamSpec] {
+        self.out_specs
+    }
+
+    /// The value the plugin wrote into control output `index` in its latest run.
+    fn output_value(&self, index: usize) -> f32 {
+        self.out_ports
+            .get(index)
+            .map_or(0.0, |&port| self.controls[port])
+    }
+
+    /// The worker's counters (`worker_requests`, and the losses `worker_no_space`,
+    /// `worker_responses_lost`, `worker_late`), for a plugin with a worker.
     fn monitor(&self) -> Option<SharedMonitor> {
-        let has = !self.out_ports.is_empty() || self.worker.is_some();
-        has.then(|| Arc::clone(&self.outputs) as SharedMonitor)
+        self.worker_counts().map(|c| c as SharedMonitor)
     }
 
     /// The plugin's state as Turtle (extension `ttl`), through lilv: the control inputs

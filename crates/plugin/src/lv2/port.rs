@@ -25,8 +25,8 @@ pub enum PortKind {
     /// A control input: a live parameter named by the port's symbol.
     ControlIn,
     /// A control output (a meter, the latency port, a delay time): written by the plugin,
-    /// published after every run through the node's monitor (see
-    /// [`Lv2Node::outputs`](super::Lv2Node::outputs)).
+    /// one of the node's outputs ([`Node::outputs`](downbeat_graph::Node::outputs)), named
+    /// by its symbol.
     ControlOut,
     /// An atom sequence input; `midi` when it accepts MIDI events, and then it receives the
     /// node's notes; `time` when it accepts `time:Position`, and then it receives the host's

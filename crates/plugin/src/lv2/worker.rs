@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use downbeat_graph::{NodeCount, NodeMonitor};
 use downbeat_ring::{Consumer, Producer, RingBuffer};
 use lv2_raw::core::LV2Feature;
 use lv2_sys::{
@@ -65,6 +66,25 @@ pub struct WorkerCounts {
     pub responses_lost: AtomicU64,
     /// Offline runs that gave up waiting for the worker.
     pub late: AtomicU64,
+}
+
+/// The node's monitor for a plugin with a worker: `worker_requests`, and the losses
+/// `worker_no_space`, `worker_responses_lost` and `worker_late` (which `downbeat run` warns
+/// about).
+impl NodeMonitor for WorkerCounts {
+    fn counts(&self) -> Vec<NodeCount> {
+        let count = |name, value: &AtomicU64, loss| NodeCount {
+            name,
+            value: value.load(Ordering::Relaxed),
+            loss,
+        };
+        vec![
+            count("worker_requests", &self.requests, false),
+            count("worker_no_space", &self.no_space, true),
+            count("worker_responses_lost", &self.responses_lost, true),
+            count("worker_late", &self.late, true),
+        ]
+    }
 }
 
 /// Shared by the audio side, the worker thread and `respond`.

@@ -159,8 +159,21 @@ pub fn render(
     rate: f32,
     block: usize,
 ) -> Vec<f32> {
+    render_outputs(node, in_channels, input, rate, block).0
+}
+
+/// As [`render`], and the value of each of the node's outputs (`Node::outputs`) after the
+/// last block, by name, read through the schedule as a watcher reads them.
+pub fn render_outputs(
+    node: Box<dyn Node>,
+    in_channels: usize,
+    input: &[f32],
+    rate: f32,
+    block: usize,
+) -> (Vec<f32>, Vec<(&'static str, f32)>) {
     let frames = input.len() / in_channels.max(1);
     let out_channels = node.output_channels();
+    let names: Vec<&'static str> = node.outputs().iter().map(|o| o.name).collect();
     let mut g = Graph::new();
     let fx = g.add_boxed("fx", node);
     if in_channels > 0 {
@@ -190,5 +203,13 @@ pub fn render(
         schedule.output_interleaved(&mut result[done * out_channels..(done + n) * out_channels]);
         done += n;
     }
-    result
+    let table = schedule.param_table();
+    let outputs = names
+        .into_iter()
+        .map(|name| {
+            let id = table.resolve_watched("fx", name).unwrap();
+            (name, schedule.param_value(id).unwrap())
+        })
+        .collect();
+    (result, outputs)
 }
