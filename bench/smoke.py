@@ -60,7 +60,9 @@ EXPECTED = {
     + cases(each("uneven_", ["wake_P50", "wake_P99", "tail_P50"]), ["downbeat"])
     + cases(each("overhead_", ["wide", "chain", "random"]),
             ["serial", "rayon_spawn", "rayon_broadcast", "rayon_spawn_pinned", "rayon_broadcast_pinned", "downbeat"])
-    + cases(["idle_helper_cpu"], ["serial", "rayon_spawn", "rayon_broadcast", "downbeat"]),
+    + cases(["idle_helper_cpu"], ["serial", "rayon_spawn", "rayon_broadcast", "downbeat"])
+    # `graph --case small`: the engines' sines and fanin as graphs, serial against the pool.
+    + cases(["small_sines", "small_fanin"], ["serial", "downbeat"]),
     # `graph --case plugin`, in a build with `--features lv2`: serial against the pool.
     "graph-plugin": None,
     "control": cases(each("absorb_", ["0", "1", "4", "16", "64", "256", "1024", "4096"], "_events", ["", "_vs_none"]),
@@ -97,7 +99,9 @@ EXPECTED = {
 ENGINES = ["downbeat", "scsynth", "supernova", "node-web-audio-api"]
 ENGINES_2T = ["downbeat", "downbeat 2 threads", "scsynth", "supernova 2 threads", "node-web-audio-api"]
 EXPECTED["engines"] = (
-    cases(["sines", "voices", "chain"], ENGINES)
+    cases(["voices", "chain"], ENGINES)
+    # `sines` runs on one and on two threads (supernova on both too), `fanin` on both.
+    + cases(["sines", "sines_wall"], ENGINES + ["downbeat 2 threads", "supernova 2 threads"])
     + cases(["fanin", "fanin_wall"], ENGINES_2T)
     + cases(["realtime_voices"], ["downbeat", "scsynth"])
 )
