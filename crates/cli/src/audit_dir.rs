@@ -326,28 +326,8 @@ fn table(rows: &[Row]) -> String {
             ]
         })
         .collect();
-    let mut width = head.map(str::len);
-    for row in &cells {
-        for (w, c) in width.iter_mut().zip(row) {
-            *w = (*w).max(c.len());
-        }
-    }
     let mut out = String::new();
-    let line = |out: &mut String, cells: &[&str]| {
-        let parts: Vec<String> = cells
-            .iter()
-            .zip(width)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        let _ = writeln!(out, "{}", parts.join("  ").trim_end());
-    };
-    line(&mut out, &head);
-    for row in &cells {
-        line(
-            &mut out,
-            &row.iter().map(String::as_str).collect::<Vec<_>>(),
-        );
-    }
+    downbeat_plugin::audit::write_table(&mut out, head, &cells);
     for r in rows.iter().filter(|r| r.reason.is_some()) {
         let id = r.id.as_deref().map_or(String::new(), |id| format!(" {id}"));
         let _ = writeln!(

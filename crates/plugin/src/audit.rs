@@ -63,6 +63,9 @@
 //! ```
 
 pub mod list;
+mod table;
+
+pub use table::write_table;
 
 use std::fmt::Write as _;
 
@@ -565,24 +568,7 @@ impl AuditReport {
         }
         close(&mut rows, same);
         flush(&mut rows, clean_from, self.callbacks.len());
-        let mut width = head.map(str::len);
-        for r in &rows {
-            for (w, cell) in width.iter_mut().zip(r) {
-                *w = (*w).max(cell.len());
-            }
-        }
-        let line = |out: &mut String, cells: &[&str]| {
-            let parts: Vec<String> = cells
-                .iter()
-                .zip(width)
-                .map(|(c, w)| format!("{c:<w$}"))
-                .collect();
-            let _ = writeln!(out, "{}", parts.join("  ").trim_end());
-        };
-        line(&mut out, &head);
-        for r in &rows {
-            line(&mut out, &r.iter().map(String::as_str).collect::<Vec<_>>());
-        }
+        write_table(&mut out, head, &rows);
         for t in &self.missing_trackers {
             let _ = writeln!(out, "not watched: {t}");
         }

@@ -88,20 +88,7 @@ impl Tasks {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Predecessor or successor lists, one per node.
-    type Lists = Vec<Box<[usize]>>;
-
-    fn lists(edges: &[(usize, usize)], n: usize) -> (Lists, Lists) {
-        let mut preds = vec![Vec::new(); n];
-        let mut succs = vec![Vec::new(); n];
-        for &(a, b) in edges {
-            succs[a].push(b);
-            preds[b].push(a);
-        }
-        let boxed = |v: Vec<Vec<usize>>| v.into_iter().map(Vec::into_boxed_slice).collect();
-        (boxed(preds), boxed(succs))
-    }
+    use crate::parallel::tests::lists;
 
     #[test]
     fn chains_fuse_up_to_a_fork_or_a_join() {

@@ -284,9 +284,11 @@ mod tests {
     use super::*;
 
     /// Predecessor or successor lists, one per node.
-    type Lists = Vec<Box<[usize]>>;
+    pub(super) type Lists = Vec<Box<[usize]>>;
 
-    fn lists(edges: &[(usize, usize)], n: usize) -> (Lists, Lists) {
+    /// The predecessor and successor lists of a graph of `n` nodes with these edges (the
+    /// scheduler's tests and `chains`' share it).
+    pub(super) fn lists(edges: &[(usize, usize)], n: usize) -> (Lists, Lists) {
         let mut preds = vec![Vec::new(); n];
         let mut succs = vec![Vec::new(); n];
         for &(a, b) in edges {
