@@ -8,8 +8,7 @@
 // Built with the `lv2` feature only (crates/plugin/ci.sh turns it on).
 #![cfg(feature = "lv2")]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod c_bundle;
 
 use downbeat_graph::nodes::Output;
 use downbeat_graph::{CompileConfig, Graph, NodeConfig};
@@ -19,37 +18,13 @@ downbeat_rt::install_guard_allocator!();
 
 const URI: &str = "urn:downbeat:test:urid-in-run";
 
-/// Builds the test plugin's bundle in this test's temporary directory and returns the
-/// directory that holds it (for `LV2_PATH`).
-fn build_bundle() -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lv2_urid_plugin");
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lv2-urid");
-    let bundle = root.join("urid_in_run.lv2");
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&bundle).unwrap();
-    for ttl in ["manifest.ttl", "urid_in_run.ttl"] {
-        std::fs::copy(src.join(ttl), bundle.join(ttl)).unwrap();
-    }
-    let out = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o"])
-        .arg(bundle.join("urid_in_run.so"))
-        .arg(src.join("urid_in_run.c"))
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cc (a C compiler) must be installed to build the test plugin: {e}")
-        });
-    assert!(
-        out.status.success(),
-        "cc failed on the test plugin:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    root
-}
-
 #[test]
 fn a_plugin_mapping_uris_in_run_is_real_time_safe_and_agrees_with_the_host() {
     // Before lilv's world is created (on the first load), and only our bundle.
-    std::env::set_var("LV2_PATH", build_bundle());
+    std::env::set_var(
+        "LV2_PATH",
+        c_bundle::build("lv2_urid_plugin", "urid_in_run"),
+    );
     let cfg = NodeConfig {
         sample_rate: 48000.0,
         max_block: 256,

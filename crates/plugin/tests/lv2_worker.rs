@@ -10,8 +10,9 @@
 // Built with the `lv2` feature only (crates/plugin/ci.sh turns it on).
 #![cfg(feature = "lv2")]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod c_bundle;
+
+use std::path::Path;
 use std::sync::Once;
 use std::time::Duration;
 
@@ -30,32 +31,12 @@ const CFG: NodeConfig = NodeConfig {
 /// Builds the plugin's bundle and points lilv at it, once, before lilv's world exists.
 fn setup() {
     static ONCE: Once = Once::new();
-    ONCE.call_once(|| std::env::set_var("LV2_PATH", build_bundle()));
-}
-
-fn build_bundle() -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lv2_worker_plugin");
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lv2-worker");
-    let bundle = root.join("worker_echo.lv2");
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&bundle).unwrap();
-    for ttl in ["manifest.ttl", "worker_echo.ttl"] {
-        std::fs::copy(src.join(ttl), bundle.join(ttl)).unwrap();
-    }
-    let out = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o"])
-        .arg(bundle.join("worker_echo.so"))
-        .arg(src.join("worker_echo.c"))
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cc (a C compiler) must be installed to build the test plugin: {e}")
-        });
-    assert!(
-        out.status.success(),
-        "cc failed on the test plugin:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    root
+    ONCE.call_once(|| {
+        std::env::set_var(
+            "LV2_PATH",
+            c_bundle::build("lv2_worker_plugin", "worker_echo"),
+        )
+    });
 }
 
 fn load(values: &[(&str, f64)]) -> Lv2Node {
