@@ -9,6 +9,7 @@ use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 
 use crate::buffer::{AudioMut, AudioRef};
 use crate::dsp::denormal::{flush, flush_block};
+use crate::dsp::math;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{check_channels, float_param_accepts, invalid, CHANNELS};
 use crate::param::{ParamError, ParamKind, ParamSpec, Params};
@@ -212,7 +213,7 @@ impl SpectralCompressor {
         let window: Vec<f32> = (0..n)
             .map(|i| {
                 let phase = std::f64::consts::TAU * i as f64 / n as f64;
-                (0.5 - 0.5 * phase.cos()).sqrt() as f32
+                (0.5 - 0.5 * math::cos(phase)).sqrt() as f32
             })
             .collect();
         // A periodic Hann window overlap-adds to overlap / 2; the inverse FFT scales by n.
@@ -281,11 +282,11 @@ impl SpectralCompressor {
             if ms <= 0.0 {
                 0.0
             } else {
-                (-1.0 / (ms * frames_per_ms)).exp() as f32
+                math::exp(-1.0 / (ms * frames_per_ms)) as f32
             }
         };
         self.threshold_db = s.threshold_db as f32;
-        self.threshold_lin = 10f64.powf(s.threshold_db / 20.0) as f32;
+        self.threshold_lin = math::db_to_gain(s.threshold_db) as f32;
         self.slope = (1.0 - 1.0 / s.ratio) as f32;
         self.attack_coef = coef(s.attack_ms);
         self.release_coef = coef(s.release_ms);
@@ -309,9 +310,10 @@ impl SpectralCompressor {
                 let gains = &mut self.gain_db[c * bins..(c + 1) * bins];
                 if self.skipped[c] > 0 {
                     // Target gain was 0 dB in every skipped frame: pure release.
-                    let factor = self
-                        .release_coef
-                        .powi(self.skipped[c].min(i32::MAX as u32) as i32);
+                    let factor = math::powi_f32(
+                        self.release_coef,
+                        self.skipped[c].min(i32::MAX as u32) as i32,
+                    );
                     for g in gains.iter_mut() {
                         *g *= factor;
                         if *g > GAIN_FLUSH_DB {
@@ -486,7 +488,7 @@ fn compress_bins(
         let peak = magnitude[lo..=hi].iter().fold(0.0f32, |a, &m| a.max(m));
         let amplitude = peak * law.level_scale * law.unscale;
         let target = if amplitude > law.threshold_lin && law.slope > 0.0 {
-            -(20.0 * amplitude.log10() - law.threshold_db) * law.slope
+            -(20.0 * math::log10f(amplitude) - law.threshold_db) * law.slope
         } else {
             0.0
         };
@@ -502,7 +504,7 @@ fn compress_bins(
         }
         let total_db = *g + law.makeup_db;
         if total_db != 0.0 {
-            spectrum[k] *= (total_db * (LN_10 / 20.0)).exp();
+            spectrum[k] *= math::expf(total_db * (LN_10 / 20.0));
         }
     }
 }

@@ -13,6 +13,7 @@
 const CURVE: f64 = 1e-3;
 
 use crate::dsp::denormal::flush;
+use crate::dsp::math;
 
 /// Seconds over which the sustain level follows a change of the `sustain` parameter.
 const SUSTAIN_GLIDE: f64 = 0.005;
@@ -43,7 +44,7 @@ impl Adsr {
             decay: samples(decay),
             sustain: sustain as f32,
             release: samples(release),
-            glide: (1.0 - (-1.0 / (SUSTAIN_GLIDE * sample_rate)).exp()) as f32,
+            glide: (1.0 - math::exp(-1.0 / (SUSTAIN_GLIDE * sample_rate))) as f32,
         }
     }
 
@@ -159,7 +160,7 @@ impl Envelope {
             };
             return;
         }
-        let mul = (CURVE.ln() / f64::from(samples)).exp();
+        let mul = math::exp(math::ln(CURVE) / f64::from(samples));
         // The goal g with g + (from - g)·CURVE = target.
         let goal = (target_f - from * CURVE) / (1.0 - CURVE);
         self.stage = stage;

@@ -17,6 +17,8 @@ use std::sync::OnceLock;
 use realfft::num_complex::Complex;
 use realfft::RealFftPlanner;
 
+use crate::dsp::math;
+
 /// Samples per cycle. Linear interpolation between samples then puts the interpolation
 /// images of a table's highest harmonic at least `(harmonic / SIZE)²` below it.
 pub(super) const SIZE: usize = 4096;
@@ -70,7 +72,7 @@ impl Wave {
 /// Harmonics in table `j`: the most harmonics `k` with `k · inc < 0.5` for every `inc` the
 /// table serves, i.e. `k < 2^(j/2)`, and at least the fundamental.
 pub(super) fn harmonics(j: usize) -> usize {
-    let top = (j as f64 / 2.0).exp2();
+    let top = math::exp2(j as f64 / 2.0);
     // `top` is an integer for even `j`: that harmonic would sit exactly at half the sample
     // rate, so it is left out.
     let below = if top.fract() == 0.0 {
@@ -87,7 +89,7 @@ pub(super) fn table_for(inc: f64) -> Option<usize> {
     if !(inc > 0.0 && inc < 0.5) {
         return None;
     }
-    let mut j = ((0.5 / inc).log2() * 2.0).floor() as usize;
+    let mut j = (math::log2(0.5 / inc) * 2.0).floor() as usize;
     j = j.min(TABLES - 1);
     // Rounding at a range boundary may pick the next table up; never let a harmonic reach
     // half the sample rate because of it.
@@ -154,6 +156,8 @@ pub(super) fn wavetables() -> &'static Wavetables {
 }
 
 #[cfg(test)]
+// Reference values may use the platform's math; the engine may not.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 
