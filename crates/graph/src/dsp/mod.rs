@@ -15,6 +15,7 @@
 //! WebAssembly lacks): see [`denormal`].
 
 pub mod denormal;
+pub mod fft;
 pub mod math;
 pub mod sine;
 

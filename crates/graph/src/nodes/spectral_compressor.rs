@@ -2,13 +2,10 @@
 
 use std::f32::consts::LN_10;
 use std::fmt;
-use std::sync::Arc;
-
-use realfft::num_complex::Complex;
-use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 
 use crate::buffer::{AudioMut, AudioRef};
 use crate::dsp::denormal::{flush, flush_block};
+use crate::dsp::fft::{Complex, RealFft};
 use crate::dsp::math;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{check_channels, float_param_accepts, invalid, CHANNELS};
@@ -112,8 +109,8 @@ pub struct SpectralCompressor {
     fft_size: usize,
     hop: usize,
     bins: usize,
-    forward: Arc<dyn RealToComplex<f32>>,
-    inverse: Arc<dyn ComplexToReal<f32>>,
+    /// Forward and inverse transforms: the same algorithm on every target.
+    fft: RealFft,
     /// Analysis window (periodic sqrt-Hann).
     window: Vec<f32>,
     /// Synthesis window with the inverse-FFT and overlap-add normalization folded in.
@@ -205,10 +202,9 @@ impl SpectralCompressor {
 
         let hop = n / s.overlap;
         let bins = n / 2 + 1;
-        let mut planner = RealFftPlanner::<f32>::new();
-        let forward = planner.plan_fft_forward(n);
-        let inverse = planner.plan_fft_inverse(n);
-        let scratch_len = forward.get_scratch_len().max(inverse.get_scratch_len());
+        // `n` is a power of two from 256 (checked above), so the plan cannot fail.
+        let fft = RealFft::new(n).map_err(|e| invalid("fft_size", e.to_string()))?;
+        let scratch_len = fft.scratch_len();
 
         let window: Vec<f32> = (0..n)
             .map(|i| {
@@ -231,8 +227,7 @@ impl SpectralCompressor {
             fft_size: n,
             hop,
             bins,
-            forward,
-            inverse,
+            fft,
             window,
             synthesis,
             level_scale: (2.0 / window_sum) as f32,
@@ -333,12 +328,9 @@ impl SpectralCompressor {
                 for f in self.frame.iter_mut() {
                     *f = scale.to_unit(*f);
                 }
-                // Lengths are right by construction, so these cannot fail.
-                let _ = self.forward.process_with_scratch(
-                    &mut self.frame,
-                    &mut self.spectrum,
-                    &mut self.scratch,
-                );
+                // Buffers are sized from the plan: the transforms cannot fail.
+                self.fft
+                    .forward(&self.frame, &mut self.spectrum, &mut self.scratch);
                 for (m, x) in self.magnitude.iter_mut().zip(&self.spectrum) {
                     *m = magnitude(x);
                 }
@@ -359,11 +351,8 @@ impl SpectralCompressor {
                 );
                 self.spectrum[0].im = 0.0;
                 self.spectrum[bins - 1].im = 0.0;
-                let _ = self.inverse.process_with_scratch(
-                    &mut self.spectrum,
-                    &mut self.frame,
-                    &mut self.scratch,
-                );
+                self.fft
+                    .inverse(&mut self.spectrum, &mut self.frame, &mut self.scratch);
                 for ((a, &y), &w) in accumulator.iter_mut().zip(&self.frame).zip(&self.synthesis) {
                     // Back to the input's level, then a tail below `TINY` is 0 in any mode.
                     *a += flush(scale.back_from_unit(y) * w);
