@@ -175,7 +175,12 @@ impl ParamCurve {
     /// The smallest and largest value the curve takes (a ramp is monotonic).
     pub fn bounds(&self) -> (f32, f32) {
         let (a, b) = (self.segment.from, self.segment.to);
-        (a.min(b), a.max(b))
+        // Compared, not `f32::min`/`max`, whose choice between -0.0 and 0.0 is unspecified.
+        if a <= b {
+            (a, b)
+        } else {
+            (b, a)
+        }
     }
 }
 

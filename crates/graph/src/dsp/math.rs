@@ -8,9 +8,11 @@
 //! [`libm`] crate, the same Rust code on every target, instead.
 //!
 //! Operations that IEEE 754 defines exactly (`+ - * /`, `sqrt`, `abs`, `floor`, `ceil`,
-//! `round`, `trunc`, `%`, `min`, `max`) give the same bits everywhere and stay as they are.
+//! `round`, `trunc`, `%`, comparisons) give the same bits everywhere and stay as they are.
 //! `clippy.toml` refuses the platform functions in `downbeat-graph` and `downbeat-file`, so a
-//! new node cannot call one by accident.
+//! new node cannot call one by accident; it also refuses `mul_add` (a fused multiply-add
+//! rounds once where `a * b + c` rounds twice), `powi` (see [`powi_f32`]) and `f32::max`
+//! and `min`, whose choice between -0.0 and 0.0 is unspecified: write the comparison.
 
 /// `sin(x)`, radians.
 ///

@@ -590,7 +590,7 @@ impl Node for Sampler {
                 .zones
                 .iter()
                 .map(|z| z.sample.frames() as f64 / f64::from(z.sample.rate()))
-                .fold(0.0, f64::max),
+                .fold(0.0, |longest, s| if s > longest { s } else { longest }),
         }
     }
 

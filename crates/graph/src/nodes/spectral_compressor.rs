@@ -474,7 +474,9 @@ fn compress_bins(
     for k in 0..=last {
         let lo = k.saturating_sub(1);
         let hi = (k + 1).min(last);
-        let peak = magnitude[lo..=hi].iter().fold(0.0f32, |a, &m| a.max(m));
+        let peak = magnitude[lo..=hi]
+            .iter()
+            .fold(0.0f32, |a, &m| if m > a { m } else { a });
         let amplitude = peak * law.level_scale * law.unscale;
         let target = if amplitude > law.threshold_lin && law.slope > 0.0 {
             -(20.0 * math::log10f(amplitude) - law.threshold_db) * law.slope

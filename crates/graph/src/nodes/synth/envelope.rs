@@ -197,7 +197,7 @@ impl Envelope {
             }
             Stage::Release => {
                 self.count += 1;
-                self.level = (self.mul * self.level + self.add).max(0.0);
+                self.level = non_negative(self.mul * self.level + self.add);
                 if self.count >= self.length {
                     self.level = 0.0;
                     self.stage = Stage::Idle;
@@ -258,7 +258,7 @@ impl Envelope {
                     let (mul, add) = (self.mul, self.add);
                     let mut level = self.level;
                     for o in out[k..k + run - 1].iter_mut() {
-                        level = (mul * level + add).max(0.0);
+                        level = non_negative(mul * level + add);
                         *o = level;
                     }
                     self.count += run as u32 - 1;
@@ -280,6 +280,17 @@ impl Envelope {
 #[inline(always)]
 fn glide(level: f32, adsr: &Adsr) -> f32 {
     flush(level + (adsr.sustain - level) * adsr.glide)
+}
+
+/// `x`, or 0 where `x` is not above 0. A comparison rather than `f32::max`, whose result
+/// for `max(-0.0, 0.0)` is unspecified (either zero, free to vary by target or compiler).
+#[inline(always)]
+fn non_negative(x: f32) -> f32 {
+    if x > 0.0 {
+        x
+    } else {
+        0.0
+    }
 }
 
 #[cfg(test)]
