@@ -6,7 +6,7 @@
 //! last bits. [`RealFft`] uses `rustfft`'s scalar planner only, whose code is plain Rust
 //! arithmetic (the compiler may vectorise a loop, which never changes its results), and
 //! turns the real transform into a complex one of half the length with twiddle factors
-//! from [`math`](super::math).
+//! from [`math`].
 //!
 //! The scalar planner computes its own twiddle factors with the platform's `f64` `sin` and
 //! `cos`, then rounds them to `f32`. `tests/dsp_identity.rs` checks that, for every
