@@ -1,6 +1,6 @@
 //! The Downbeat engine for WebAssembly: the native engine, project files and MIDI files
-//! behind a small C ABI (`/work/helpers/ABI.md` in the repository's history; the exports'
-//! docs here are the reference), for an AudioWorklet or Node.
+//! behind a small C ABI (the exports' docs here are its reference), for an AudioWorklet or
+//! Node.
 //!
 //! Built for `wasm32-unknown-unknown` (`web/packages/engine/scripts/build-wasm.sh`), it
 //! imports nothing and exports `memory` and the `db_*` functions. One engine per module
@@ -286,9 +286,11 @@ pub extern "C" fn db_render(frames: u32) -> i32 {
 #[no_mangle]
 pub extern "C" fn db_output_ptr(channel: u32) -> *const f32 {
     with_session(|s| {
-        Ok((channel < s.channels() as u32)
-            .then(|| s.output(channel as usize).as_ptr())
-            .unwrap_or(std::ptr::null()))
+        Ok(if channel < s.channels() as u32 {
+            s.output(channel as usize).as_ptr()
+        } else {
+            std::ptr::null()
+        })
     })
     .unwrap_or(std::ptr::null())
 }

@@ -263,7 +263,7 @@ impl Session {
                 ))
             }
         };
-        let note_ok = (0.0..=f32::from(downbeat_graph::MAX_NOTE)).contains(&value);
+        let note_ok = (0.0..=downbeat_graph::MAX_NOTE).contains(&value);
         if op != Op::AllNotesOff && !note_ok {
             return Err(Error::new(
                 Code::OutOfRange,

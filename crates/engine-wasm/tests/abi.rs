@@ -26,6 +26,17 @@ fn load(text: &str, name: &str) -> i32 {
     }
 }
 
+fn load_midi(bytes: &[u8]) -> i32 {
+    // SAFETY: the slice is valid for its length.
+    unsafe { db_load_midi(bytes.as_ptr(), bytes.len() as u32) }
+}
+
+fn add_file(path: &str, bytes: &[u8]) -> i32 {
+    let (p, b) = (path.as_bytes(), bytes);
+    // SAFETY: both slices are valid for their lengths.
+    unsafe { db_add_file(p.as_ptr(), p.len() as u32, b.as_ptr(), b.len() as u32) }
+}
+
 fn table() -> serde_json::Value {
     let len = db_table_len() as usize;
     // SAFETY: the table is `len` bytes at `db_table_ptr` while the project is loaded.
@@ -280,13 +291,7 @@ fn midi_files_play_as_with_the_cli() {
         "/../../examples/projects/tune.mid"
     ))
     .unwrap();
-    // SAFETY: the slice is valid for its length.
-    assert_eq!(
-        unsafe { db_load_midi(bytes.as_ptr(), bytes.len() as u32) },
-        0,
-        "{}",
-        last_error()
-    );
+    assert_eq!(load_midi(&bytes), 0, "{}", last_error());
     let file = downbeat::midi::MidiFile::parse(&bytes).unwrap();
     let project = Project::parse(PROJECT, "x.toml").unwrap();
     let table = project.build().unwrap().param_table();
@@ -294,8 +299,7 @@ fn midi_files_play_as_with_the_cli() {
     assert_eq!(db_midi_frames(), expected as f64);
     let out = render(48000);
     assert!(out.iter().any(|&x| x != 0.0));
-    // SAFETY: as above.
-    assert_eq!(unsafe { db_load_midi([0u8; 4].as_ptr(), 4) }, -2);
+    assert_eq!(load_midi(&[0u8; 4]), -2);
     assert!(last_error().starts_with("--midi: "), "{}", last_error());
 }
 
@@ -325,18 +329,7 @@ fn samples_handed_over_as_bytes_are_decoded_by_the_native_code() {
         b
     };
     let path = "../kits/blip-abi-test.wav";
-    // SAFETY: both slices are valid for their lengths.
-    assert_eq!(
-        unsafe {
-            db_add_file(
-                path.as_ptr(),
-                path.len() as u32,
-                wav.as_ptr(),
-                wav.len() as u32,
-            )
-        },
-        0
-    );
+    assert_eq!(add_file(path, &wav), 0);
     let text = format!(
         "edges = [\"s -> out\"]\n[nodes.s]\ntype = \"sampler\"\nsample = \"{path}\"\n[nodes.out]\ntype = \"output\"\n"
     );
