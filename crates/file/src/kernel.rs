@@ -7,6 +7,8 @@
 //! chosen for [`ATTENUATION_DB`] of stop-band attenuation (which also bounds the pass-band
 //! ripple at the same level).
 
+use downbeat_graph::dsp::math;
+
 /// Stop-band attenuation (and pass-band ripple bound) the filter is designed for, in dB.
 pub const ATTENUATION_DB: f64 = 130.0;
 
@@ -70,7 +72,7 @@ impl Kernel {
                 let sinc = if x == 0.0 {
                     1.0
                 } else {
-                    (std::f64::consts::PI * x).sin() / (std::f64::consts::PI * x)
+                    math::sin(std::f64::consts::PI * x) / (std::f64::consts::PI * x)
                 };
                 *h = 2.0 * fc * sinc * window;
             }

@@ -131,7 +131,9 @@ impl Resampler {
         } else {
             (INTERPOLATED_ROWS, None)
         };
-        let scale = (to as f64 / from as f64).min(1.0);
+        // Compared rather than `f64::min` (clippy.toml): the same on every target.
+        let ratio = to as f64 / from as f64;
+        let scale = if ratio < 1.0 { ratio } else { 1.0 };
         let kernel = Kernel::new(scale, rows as usize);
         // Room for the window plus the furthest one output frame can jump at top speed.
         let max_jump = (MAX_SPEED * from as f64 / to as f64).ceil() as usize + 1;

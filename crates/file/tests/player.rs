@@ -2,6 +2,8 @@
 //! samples, from `start`, looped, with gain, resampled at another rate exactly as
 //! `decode_all`, and moved by seek and play/stop events at their exact frames (from a
 //! `Controller` and from `[[automation]]`). Needs `sox` (fails without it).
+// Reference measurements may use the platform's math; the engine may not.
+#![allow(clippy::disallowed_methods)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

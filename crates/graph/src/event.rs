@@ -715,6 +715,7 @@ impl ParamTable {
     /// The longest release of the nodes that play notes, in seconds, as they were when the
     /// table was made ([`Node::release_seconds`](crate::Node::release_seconds)): how long
     /// the last note off of a performance goes on sounding.
+    #[allow(clippy::disallowed_methods)] // durations, never -0.0: the same on every target
     pub fn longest_release(&self) -> f64 {
         self.nodes
             .iter()

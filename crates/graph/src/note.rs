@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use crate::dsp::math;
+
 /// Highest MIDI channel number as carried by a [`NoteEvent`] (`0..=15`).
 pub const MAX_CHANNEL: u8 = 15;
 
@@ -182,5 +184,5 @@ impl std::error::Error for NoteError {}
 /// assert!((downbeat_graph::note_to_hz(60.0) - 261.6256).abs() < 1e-4);
 /// ```
 pub fn note_to_hz(note: f64) -> f64 {
-    440.0 * ((note - 69.0) / 12.0).exp2()
+    440.0 * math::exp2((note - 69.0) / 12.0)
 }

@@ -6,6 +6,8 @@
 //! sub-blocks: a run on a device with 64-frame callbacks and one with 1000-frame callbacks
 //! see bit-identical parameter values.
 
+use crate::dsp::math;
+
 /// The shape of a ramp.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Shape {
@@ -73,7 +75,7 @@ impl Segment {
     pub(crate) fn ramp(shape: Shape, from: f32, to: f32, start: u64, frames: u64) -> Self {
         let (a, b) = (f64::from(from), f64::from(to));
         let log_ratio = if shape == Shape::Exponential && a * b > 0.0 {
-            (b / a).log2()
+            math::log2(b / a)
         } else {
             f64::NAN
         };
@@ -101,7 +103,7 @@ impl Segment {
         match self.shape {
             Shape::Linear => (from + (f64::from(self.to) - from) * t) as f32,
             Shape::Exponential if self.log_ratio.is_nan() => self.from,
-            Shape::Exponential => (from * (self.log_ratio * t).exp2()) as f32,
+            Shape::Exponential => (from * math::exp2(self.log_ratio * t)) as f32,
         }
     }
 
@@ -173,11 +175,18 @@ impl ParamCurve {
     /// The smallest and largest value the curve takes (a ramp is monotonic).
     pub fn bounds(&self) -> (f32, f32) {
         let (a, b) = (self.segment.from, self.segment.to);
-        (a.min(b), a.max(b))
+        // Compared, not `f32::min`/`max`, whose choice between -0.0 and 0.0 is unspecified.
+        if a <= b {
+            (a, b)
+        } else {
+            (b, a)
+        }
     }
 }
 
 #[cfg(test)]
+// Reference values may use the platform's math; the engine may not.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

@@ -1,4 +1,6 @@
 //! `spectral_compressor` driven directly through `Node::process`.
+// Reference signals and measurements may use the platform's math; the engine may not.
+#![allow(clippy::disallowed_methods)]
 
 use std::f64::consts::TAU;
 

@@ -8,6 +8,8 @@
 //! live parameters ramped to their extremes (gains to 0), and notes at loud and faint
 //! velocities, in odd block sizes; once with the mode set and once with it clear.
 #![cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+// Reference signals and measurements may use the platform's math; the engine may not.
+#![allow(clippy::disallowed_methods)]
 
 use downbeat_graph::dsp::denormal::TINY;
 use downbeat_graph::nodes::{Capture, Sample, SampleSet, Sampler, SamplerSettings};

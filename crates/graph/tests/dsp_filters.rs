@@ -1,4 +1,6 @@
 //! Processing nodes driven directly through `Node::process`: `biquad`, `mix`, `gain`.
+// Reference signals and measurements may use the platform's math; the engine may not.
+#![allow(clippy::disallowed_methods)]
 
 use std::f64::consts::{FRAC_1_SQRT_2, SQRT_2, TAU};
 

@@ -1,6 +1,8 @@
 //! Quality of the fast DSP, measured: the sine's spurs and the filters' responses against
 //! their analogue prototypes. (The saw's aliasing is `tests/synth.rs`,
 //! `a_4_khz_saw_has_no_alias_within_60_db`.)
+// Reference signals and measurements may use the platform's math; the engine may not.
+#![allow(clippy::disallowed_methods)]
 
 use std::f64::consts::{PI, TAU};
 

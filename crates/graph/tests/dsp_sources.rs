@@ -1,4 +1,6 @@
 //! Source nodes driven directly through `Node::process`: `sine`, `noise`, `karplus`.
+// Reference signals and measurements may use the platform's math; the engine may not.
+#![allow(clippy::disallowed_methods)]
 
 use downbeat_graph::nodes::{Karplus, KarplusSettings, Noise, Sine};
 use downbeat_graph::Node;

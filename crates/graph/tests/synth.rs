@@ -1,5 +1,7 @@
 //! The `synth` node: pitch, band-limiting, voice stealing without glitches, envelope timing,
 //! sample-accurate note events, and a real-time-safe note path.
+// Reference signals and measurements may use the platform's math; the engine may not.
+#![allow(clippy::disallowed_methods)]
 
 mod common;
 

@@ -4,6 +4,7 @@ use std::f64::consts::TAU;
 
 use crate::buffer::{AudioMut, AudioRef};
 use crate::dsp::denormal::flush as flush_output;
+use crate::dsp::math;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{check_channels, float_param_accepts, invalid, CHANNELS};
 use crate::param::{ParamError, ParamKind, ParamSpec, Params};
@@ -67,7 +68,7 @@ impl Coeffs {
     /// The RBJ cookbook design. `freq` must be in `(0, sample_rate / 2)` and `q > 0`.
     fn rbj(mode: FilterMode, sample_rate: f64, freq: f64, q: f64) -> Self {
         let w0 = TAU * freq / sample_rate;
-        let (sin, cos) = w0.sin_cos();
+        let (sin, cos) = math::sin_cos(w0);
         let alpha = sin / (2.0 * q);
         let (b0, b1, b2) = match mode {
             FilterMode::Lowpass => ((1.0 - cos) / 2.0, 1.0 - cos, (1.0 - cos) / 2.0),

@@ -11,6 +11,7 @@ use std::f64::consts::TAU;
 
 use crate::buffer::{AudioMut, AudioRef};
 use crate::dsp::denormal::flush;
+use crate::dsp::math;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{
     check_channels, curve_accepts, float_param_accepts, invalid, Pcg32, CHANNELS, SEED,
@@ -95,7 +96,7 @@ impl Tuning {
         let fraction = period - 0.5 - n;
         let w = TAU * freq / sample_rate;
         // Exact phase delay `fraction` at `w` for a first-order allpass.
-        let allpass = ((1.0 - fraction) * w / 2.0).sin() / ((1.0 + fraction) * w / 2.0).sin();
+        let allpass = math::sin((1.0 - fraction) * w / 2.0) / math::sin((1.0 + fraction) * w / 2.0);
         Some(Self {
             ring_len: n as usize + 1,
             allpass,
@@ -104,7 +105,7 @@ impl Tuning {
 }
 
 fn midi_to_hz(note: f64) -> f64 {
-    440.0 * 2f64.powf((note - 69.0) / 12.0)
+    440.0 * math::exp2((note - 69.0) / 12.0)
 }
 
 /// A Karplus-Strong plucked string playing `notes` in turn, the same signal on every channel.

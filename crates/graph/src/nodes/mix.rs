@@ -3,6 +3,7 @@
 use std::f64::consts::{FRAC_PI_4, SQRT_2};
 
 use crate::buffer::{AudioMut, AudioRef};
+use crate::dsp::math;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{curve_accepts, float_param_accepts, CHANNELS};
 use crate::param::{ParamError, ParamKind, ParamSpec, Params};
@@ -77,7 +78,7 @@ impl Mix {
 
 /// The factor of channel `c` of `channels` for `gain_db` and `pan`.
 fn factor(channels: usize, c: usize, gain_db: f64, pan: f64) -> f32 {
-    let gain = 10f64.powf(gain_db / 20.0);
+    let gain = math::db_to_gain(gain_db);
     if channels == 2 {
         let (left, right) = pan_law(pan);
         (gain * if c == 0 { left } else { right }) as f32
@@ -94,7 +95,8 @@ fn pan_law(pan: f64) -> (f64, f64) {
     }
     let theta = (pan + 1.0) * FRAC_PI_4;
     let snap = |g: f64| if g.abs() < 1e-12 { 0.0 } else { g };
-    (snap(SQRT_2 * theta.cos()), snap(SQRT_2 * theta.sin()))
+    let (sin, cos) = math::sin_cos(theta);
+    (snap(SQRT_2 * cos), snap(SQRT_2 * sin))
 }
 
 const P_GAIN_DB: usize = 1;
@@ -163,7 +165,7 @@ impl Node for Mix {
         for k in 0..output.frames() {
             let gain_db = self.gain_curve.map_or(self.gain_db, |v| f64::from(v.at(k)));
             let pan = self.pan_curve.map_or(self.pan, |v| f64::from(v.at(k)));
-            let gain = 10f64.powf(gain_db / 20.0);
+            let gain = math::db_to_gain(gain_db);
             let sides = (self.channels == 2).then(|| pan_law(pan));
             for c in 0..self.channels {
                 let f = match sides {

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use crate::buffer::{AudioMut, AudioRef};
 use crate::dsp::denormal::flush;
+use crate::dsp::math;
 use crate::monitor::{NodeCount, NodeMonitor, SharedMonitor, MEMORY_BYTES};
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{float_param_accepts, CHANNELS};
@@ -426,7 +427,7 @@ impl Sampler {
                 }
                 let slot = self.allocate();
                 let z = &self.set.zones[zone];
-                let inc = (f64::from(note - z.root) / 12.0).exp2() * f64::from(z.sample.rate())
+                let inc = math::exp2(f64::from(note - z.root) / 12.0) * f64::from(z.sample.rate())
                     / self.sample_rate;
                 let order = self.next_order();
                 self.voices[slot] =
@@ -589,7 +590,7 @@ impl Node for Sampler {
                 .zones
                 .iter()
                 .map(|z| z.sample.frames() as f64 / f64::from(z.sample.rate()))
-                .fold(0.0, f64::max),
+                .fold(0.0, |longest, s| if s > longest { s } else { longest }),
         }
     }
 

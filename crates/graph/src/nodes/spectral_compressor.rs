@@ -2,13 +2,11 @@
 
 use std::f32::consts::LN_10;
 use std::fmt;
-use std::sync::Arc;
-
-use realfft::num_complex::Complex;
-use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 
 use crate::buffer::{AudioMut, AudioRef};
 use crate::dsp::denormal::{flush, flush_block};
+use crate::dsp::fft::{Complex, RealFft};
+use crate::dsp::math;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{check_channels, float_param_accepts, invalid, CHANNELS};
 use crate::param::{ParamError, ParamKind, ParamSpec, Params};
@@ -111,8 +109,8 @@ pub struct SpectralCompressor {
     fft_size: usize,
     hop: usize,
     bins: usize,
-    forward: Arc<dyn RealToComplex<f32>>,
-    inverse: Arc<dyn ComplexToReal<f32>>,
+    /// Forward and inverse transforms: the same algorithm on every target.
+    fft: RealFft,
     /// Analysis window (periodic sqrt-Hann).
     window: Vec<f32>,
     /// Synthesis window with the inverse-FFT and overlap-add normalization folded in.
@@ -204,15 +202,14 @@ impl SpectralCompressor {
 
         let hop = n / s.overlap;
         let bins = n / 2 + 1;
-        let mut planner = RealFftPlanner::<f32>::new();
-        let forward = planner.plan_fft_forward(n);
-        let inverse = planner.plan_fft_inverse(n);
-        let scratch_len = forward.get_scratch_len().max(inverse.get_scratch_len());
+        // `n` is a power of two from 256 (checked above), so the plan cannot fail.
+        let fft = RealFft::new(n).map_err(|e| invalid("fft_size", e.to_string()))?;
+        let scratch_len = fft.scratch_len();
 
         let window: Vec<f32> = (0..n)
             .map(|i| {
                 let phase = std::f64::consts::TAU * i as f64 / n as f64;
-                (0.5 - 0.5 * phase.cos()).sqrt() as f32
+                (0.5 - 0.5 * math::cos(phase)).sqrt() as f32
             })
             .collect();
         // A periodic Hann window overlap-adds to overlap / 2; the inverse FFT scales by n.
@@ -230,8 +227,7 @@ impl SpectralCompressor {
             fft_size: n,
             hop,
             bins,
-            forward,
-            inverse,
+            fft,
             window,
             synthesis,
             level_scale: (2.0 / window_sum) as f32,
@@ -281,11 +277,11 @@ impl SpectralCompressor {
             if ms <= 0.0 {
                 0.0
             } else {
-                (-1.0 / (ms * frames_per_ms)).exp() as f32
+                math::exp(-1.0 / (ms * frames_per_ms)) as f32
             }
         };
         self.threshold_db = s.threshold_db as f32;
-        self.threshold_lin = 10f64.powf(s.threshold_db / 20.0) as f32;
+        self.threshold_lin = math::db_to_gain(s.threshold_db) as f32;
         self.slope = (1.0 - 1.0 / s.ratio) as f32;
         self.attack_coef = coef(s.attack_ms);
         self.release_coef = coef(s.release_ms);
@@ -309,9 +305,10 @@ impl SpectralCompressor {
                 let gains = &mut self.gain_db[c * bins..(c + 1) * bins];
                 if self.skipped[c] > 0 {
                     // Target gain was 0 dB in every skipped frame: pure release.
-                    let factor = self
-                        .release_coef
-                        .powi(self.skipped[c].min(i32::MAX as u32) as i32);
+                    let factor = math::powi_f32(
+                        self.release_coef,
+                        self.skipped[c].min(i32::MAX as u32) as i32,
+                    );
                     for g in gains.iter_mut() {
                         *g *= factor;
                         if *g > GAIN_FLUSH_DB {
@@ -331,12 +328,9 @@ impl SpectralCompressor {
                 for f in self.frame.iter_mut() {
                     *f = scale.to_unit(*f);
                 }
-                // Lengths are right by construction, so these cannot fail.
-                let _ = self.forward.process_with_scratch(
-                    &mut self.frame,
-                    &mut self.spectrum,
-                    &mut self.scratch,
-                );
+                // Buffers are sized from the plan: the transforms cannot fail.
+                self.fft
+                    .forward(&self.frame, &mut self.spectrum, &mut self.scratch);
                 for (m, x) in self.magnitude.iter_mut().zip(&self.spectrum) {
                     *m = magnitude(x);
                 }
@@ -357,11 +351,8 @@ impl SpectralCompressor {
                 );
                 self.spectrum[0].im = 0.0;
                 self.spectrum[bins - 1].im = 0.0;
-                let _ = self.inverse.process_with_scratch(
-                    &mut self.spectrum,
-                    &mut self.frame,
-                    &mut self.scratch,
-                );
+                self.fft
+                    .inverse(&mut self.spectrum, &mut self.frame, &mut self.scratch);
                 for ((a, &y), &w) in accumulator.iter_mut().zip(&self.frame).zip(&self.synthesis) {
                     // Back to the input's level, then a tail below `TINY` is 0 in any mode.
                     *a += flush(scale.back_from_unit(y) * w);
@@ -483,10 +474,12 @@ fn compress_bins(
     for k in 0..=last {
         let lo = k.saturating_sub(1);
         let hi = (k + 1).min(last);
-        let peak = magnitude[lo..=hi].iter().fold(0.0f32, |a, &m| a.max(m));
+        let peak = magnitude[lo..=hi]
+            .iter()
+            .fold(0.0f32, |a, &m| if m > a { m } else { a });
         let amplitude = peak * law.level_scale * law.unscale;
         let target = if amplitude > law.threshold_lin && law.slope > 0.0 {
-            -(20.0 * amplitude.log10() - law.threshold_db) * law.slope
+            -(20.0 * math::log10f(amplitude) - law.threshold_db) * law.slope
         } else {
             0.0
         };
@@ -502,7 +495,7 @@ fn compress_bins(
         }
         let total_db = *g + law.makeup_db;
         if total_db != 0.0 {
-            spectrum[k] *= (total_db * (LN_10 / 20.0)).exp();
+            spectrum[k] *= math::expf(total_db * (LN_10 / 20.0));
         }
     }
 }

@@ -8,6 +8,7 @@ mod wavetable;
 use super::note_queue::NoteQueue;
 use crate::buffer::{AudioMut, AudioRef};
 use crate::dsp::denormal::flush;
+use crate::dsp::math;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{check_channels, float_param_accepts, invalid, CHANNELS};
 use crate::note::{NoteError, NoteEvent, MAX_CHANNEL};
@@ -329,7 +330,11 @@ impl Synth {
         let note = f64::from(voice.note) + self.bend_semitones(voice.channel);
         let octaves =
             s.key_track * (note - 60.0) / 12.0 - s.vel_track * (1.0 - f64::from(voice.velocity));
-        LowpassCoefs::new(s.cutoff * octaves.exp2(), s.resonance, self.sample_rate)
+        LowpassCoefs::new(
+            s.cutoff * math::exp2(octaves),
+            s.resonance,
+            self.sample_rate,
+        )
     }
 
     fn next_order(&mut self) -> u64 {

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use super::interp::{PAD_AFTER, PAD_BEFORE};
+use crate::dsp::denormal::flush;
 
 /// Most channels a sample may have (as many as a node's port).
 pub const MAX_SAMPLE_CHANNELS: usize = 32;
@@ -173,7 +174,8 @@ pub struct Sample {
 
 impl Sample {
     /// A sample from `channels` interleaved channels recorded at `rate` Hz (the sampler
-    /// plays it at its own rate, pitched so that it sounds as recorded).
+    /// plays it at its own rate, pitched so that it sounds as recorded). A value smaller
+    /// than [`TINY`](crate::dsp::denormal::TINY) in magnitude is kept as 0.
     ///
     /// # Errors
     /// [`SamplerError::Channels`], [`SamplerError::Empty`], [`SamplerError::Rate`], or
@@ -206,7 +208,10 @@ impl Sample {
         for c in 0..channels {
             let ch = &mut data[c * stride + PAD_BEFORE..c * stride + PAD_BEFORE + frames];
             for (d, s) in ch.iter_mut().zip(samples[c..].iter().step_by(channels)) {
-                *d = *s;
+                // Like every node's output, sample data is 0 or at least `TINY`: a
+                // subnormal value in a file would be read as 0 by a processor in
+                // flush-to-zero mode and kept by one without (WebAssembly).
+                *d = flush(*s);
             }
         }
         Ok(Self {
@@ -336,5 +341,20 @@ impl SampleSet {
             Some(&z) if z != NONE => Some(usize::from(z)),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dsp::denormal::TINY;
+
+    #[test]
+    fn values_below_tiny_are_stored_as_zero() {
+        let subnormal = f32::MIN_POSITIVE / 4.0;
+        let s =
+            Sample::from_interleaved(&[1e-35, 0.5, subnormal, -TINY, -1e-31], 1, 48_000.0).unwrap();
+        let frames = &s.data[PAD_BEFORE..PAD_BEFORE + s.frames];
+        assert_eq!(frames, [0.0, 0.5, 0.0, -TINY, 0.0]);
     }
 }

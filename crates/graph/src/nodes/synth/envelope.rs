@@ -13,6 +13,7 @@
 const CURVE: f64 = 1e-3;
 
 use crate::dsp::denormal::flush;
+use crate::dsp::math;
 
 /// Seconds over which the sustain level follows a change of the `sustain` parameter.
 const SUSTAIN_GLIDE: f64 = 0.005;
@@ -43,7 +44,7 @@ impl Adsr {
             decay: samples(decay),
             sustain: sustain as f32,
             release: samples(release),
-            glide: (1.0 - (-1.0 / (SUSTAIN_GLIDE * sample_rate)).exp()) as f32,
+            glide: (1.0 - math::exp(-1.0 / (SUSTAIN_GLIDE * sample_rate))) as f32,
         }
     }
 
@@ -159,7 +160,7 @@ impl Envelope {
             };
             return;
         }
-        let mul = (CURVE.ln() / f64::from(samples)).exp();
+        let mul = math::exp(math::ln(CURVE) / f64::from(samples));
         // The goal g with g + (from - g)·CURVE = target.
         let goal = (target_f - from * CURVE) / (1.0 - CURVE);
         self.stage = stage;
@@ -196,7 +197,7 @@ impl Envelope {
             }
             Stage::Release => {
                 self.count += 1;
-                self.level = (self.mul * self.level + self.add).max(0.0);
+                self.level = non_negative(self.mul * self.level + self.add);
                 if self.count >= self.length {
                     self.level = 0.0;
                     self.stage = Stage::Idle;
@@ -257,7 +258,7 @@ impl Envelope {
                     let (mul, add) = (self.mul, self.add);
                     let mut level = self.level;
                     for o in out[k..k + run - 1].iter_mut() {
-                        level = (mul * level + add).max(0.0);
+                        level = non_negative(mul * level + add);
                         *o = level;
                     }
                     self.count += run as u32 - 1;
@@ -279,6 +280,17 @@ impl Envelope {
 #[inline(always)]
 fn glide(level: f32, adsr: &Adsr) -> f32 {
     flush(level + (adsr.sustain - level) * adsr.glide)
+}
+
+/// `x`, or 0 where `x` is not above 0. A comparison rather than `f32::max`, whose result
+/// for `max(-0.0, 0.0)` is unspecified (either zero, free to vary by target or compiler).
+#[inline(always)]
+fn non_negative(x: f32) -> f32 {
+    if x > 0.0 {
+        x
+    } else {
+        0.0
+    }
 }
 
 #[cfg(test)]

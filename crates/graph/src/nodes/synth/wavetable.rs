@@ -14,12 +14,13 @@
 
 use std::sync::OnceLock;
 
-use realfft::num_complex::Complex;
-use realfft::RealFftPlanner;
+use crate::dsp::math;
 
 /// Samples per cycle. Linear interpolation between samples then puts the interpolation
 /// images of a table's highest harmonic at least `(harmonic / SIZE)²` below it.
 pub(super) const SIZE: usize = 4096;
+// The tables index `sin(2πm / SIZE)` modulo SIZE with a mask.
+const _: () = assert!(SIZE.is_power_of_two());
 
 /// Tables per waveform: table `j` holds `harmonics(j)` harmonics, up to 1023 (a quarter of
 /// `SIZE`, for the interpolation bound above) for fundamentals below 0.5 · 2^-10 cycles per
@@ -70,7 +71,7 @@ impl Wave {
 /// Harmonics in table `j`: the most harmonics `k` with `k · inc < 0.5` for every `inc` the
 /// table serves, i.e. `k < 2^(j/2)`, and at least the fundamental.
 pub(super) fn harmonics(j: usize) -> usize {
-    let top = (j as f64 / 2.0).exp2();
+    let top = math::exp2(j as f64 / 2.0);
     // `top` is an integer for even `j`: that harmonic would sit exactly at half the sample
     // rate, so it is left out.
     let below = if top.fract() == 0.0 {
@@ -87,7 +88,7 @@ pub(super) fn table_for(inc: f64) -> Option<usize> {
     if !(inc > 0.0 && inc < 0.5) {
         return None;
     }
-    let mut j = ((0.5 / inc).log2() * 2.0).floor() as usize;
+    let mut j = (math::log2(0.5 / inc) * 2.0).floor() as usize;
     j = j.min(TABLES - 1);
     // Rounding at a range boundary may pick the next table up; never let a harmonic reach
     // half the sample rate because of it.
@@ -118,28 +119,39 @@ impl Wavetables {
     }
 }
 
-/// The tables, built on first use (about 40 inverse FFTs of 4096 points) and shared by
-/// every synth of the process. Call it off the audio thread: the synth's constructor does.
+/// The tables, built on first use and shared by every synth of the process. Call it off
+/// the audio thread: the synth's constructor does.
+///
+/// Each sample is a sum of sines read from one exact table of `sin(2πm / SIZE)`
+/// ([`math::sin`]: the same bits on every target), added in a fixed order of harmonics in
+/// `f64`, then rounded once to `f32`: the same tables natively and in a browser, which an
+/// FFT (whose algorithm and twiddle factors depend on the target) would not promise. The
+/// tables of a waveform nest (each adds harmonics to the one before), so one running sum
+/// builds them all: about 4 million multiply-adds per waveform.
 pub(super) fn wavetables() -> &'static Wavetables {
     static TABLES_ONCE: OnceLock<Wavetables> = OnceLock::new();
     TABLES_ONCE.get_or_init(|| {
-        let mut planner = RealFftPlanner::<f64>::new();
-        let inverse = planner.plan_fft_inverse(SIZE);
-        let mut spectrum = inverse.make_input_vec();
-        let mut cycle = inverse.make_output_vec();
-        let mut build = |wave: Wave, count: usize| -> Box<[f32]> {
+        let sine: Vec<f64> = (0..SIZE)
+            .map(|m| math::sin(std::f64::consts::TAU * m as f64 / SIZE as f64))
+            .collect();
+        let build = |wave: Wave, count: usize| -> Box<[f32]> {
             let mut out = Vec::with_capacity(count * (SIZE + 1));
+            let mut cycle = vec![0.0f64; SIZE];
+            let mut summed = 0;
             for j in 0..count {
                 let top = if wave == Wave::Sine { 1 } else { harmonics(j) };
-                spectrum.fill(Complex::new(0.0, 0.0));
-                // The unnormalised inverse transform turns bin k = -i·a/2 (and its mirror)
-                // into a·sin(2πkn/SIZE).
-                for (k, bin) in spectrum.iter_mut().enumerate().take(top + 1).skip(1) {
-                    *bin = Complex::new(0.0, -wave.harmonic(k) / 2.0);
+                for k in summed + 1..=top {
+                    let a = wave.harmonic(k);
+                    if a == 0.0 {
+                        continue;
+                    }
+                    // sin(2π k n / SIZE) is entry k·n of the table, modulo SIZE (a power
+                    // of two): exact.
+                    for (n, x) in cycle.iter_mut().enumerate() {
+                        *x += a * sine[(k * n) & (SIZE - 1)];
+                    }
                 }
-                inverse
-                    .process(&mut spectrum, &mut cycle)
-                    .expect("buffers come from the plan");
+                summed = summed.max(top);
                 out.extend(cycle.iter().map(|&x| x as f32));
                 out.push(cycle[0] as f32);
             }
@@ -154,6 +166,8 @@ pub(super) fn wavetables() -> &'static Wavetables {
 }
 
 #[cfg(test)]
+// Reference values may use the platform's math; the engine may not.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 
