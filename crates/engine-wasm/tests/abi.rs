@@ -252,12 +252,17 @@ fn a_full_event_list_is_refused_and_counted() {
 
 #[test]
 fn a_bad_project_gives_the_clis_message() {
+    assert_eq!(load(PROJECT, "x.toml"), 0);
     let text = "edges = [\"a -> out\"\n[nodes.a]\ntype = \"sine\"\n";
     assert_eq!(load(text, "bad.toml"), -2);
     let expected = Project::parse(text, "bad.toml").unwrap_err().to_string();
     assert_eq!(last_error(), expected);
     assert!(expected.contains("--> bad.toml:2:1"), "{expected}");
-    assert_eq!(db_render(64), -1, "a failed load leaves no project");
+    assert_eq!(
+        db_render(64),
+        -1,
+        "a failed load drops the project loaded before"
+    );
 }
 
 #[test]
@@ -298,7 +303,9 @@ fn midi_files_play_as_with_the_cli() {
     let expected = downbeat::midi::play::run_frames(&file, &table, 48000);
     assert_eq!(db_midi_frames(), expected as f64);
     let out = render(48000);
-    assert!(out.iter().any(|&x| x != 0.0));
+    assert_eq!(load(PROJECT, "x.toml"), 0);
+    let without = render(48000);
+    assert_ne!(out, without, "the file's notes sound");
     assert_eq!(load_midi(&[0u8; 4]), -2);
     assert!(last_error().starts_with("--midi: "), "{}", last_error());
 }
