@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Web twin, run by the top-level ./test: builds @downbeat/ringbuf, runs its Node tests, the
-# Rust<->JavaScript interop tests over a shared WebAssembly.Memory, the browser tests in real
+# Rust<->JavaScript interop tests over a shared WebAssembly.Memory, the wasm engine against the
+# native CLI in Node, the browser tests in real
 # headless Chromium, and a smoke run of the Node benchmark. Installs what it needs when missing
 # (npm packages from the lock file, Debian's chromium, nightly Rust with rust-src).
 set -euo pipefail
@@ -56,6 +57,17 @@ run_tests packages/ringbuf/test/*.test.mjs
 step "interop: downbeat-ring in wasm32 over a shared WebAssembly.Memory"
 bash interop/build-wasm.sh
 run_tests interop/*.test.mjs
+
+step "engine: the wasm engine against native downbeat, in Node"
+# Its build and clippy for wasm32 stay warning-free; target/wasm-engine keeps them off the main
+# cache. The CLI is rebuilt so the comparison never runs against a stale binary.
+bash packages/engine/scripts/build-wasm.sh
+(cd .. && CARGO_INCREMENTAL=0 CARGO_TARGET_DIR=target/wasm-engine \
+    RUSTFLAGS="-C target-feature=+simd128" cargo clippy --target wasm32-unknown-unknown \
+    -p downbeat-engine-wasm -p downbeat -p downbeat-graph -p downbeat-rt -p downbeat-file \
+    -- -D warnings)
+(cd .. && CARGO_INCREMENTAL=0 cargo build -q -p downbeat-cli --bin downbeat)
+run_tests packages/engine/test/native-*.test.mjs
 
 step "browser: demo and OfflineAudioContext in headless Chromium"
 if ! command -v chromium >/dev/null; then
