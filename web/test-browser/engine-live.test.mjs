@@ -6,6 +6,7 @@
 // * the worklet thread collects no garbage during 10 s of play with control traffic (Chrome's
 //   trace: MinorGC/MajorGC events on the "AudioWorklet" thread), while a processor that makes
 //   ~1 KiB of garbage per quantum is seen collecting;
+// * a Worker given engine.controller() sends events through the ring itself;
 // * create() rejects a bad project with the CLI's message, and a context at the wrong rate.
 //
 //   cd web && node --test test-browser/engine-live.test.mjs
@@ -159,6 +160,45 @@ describe("live AudioContext", () => {
       assert.equal(r.before, 0, "frames before N equal the offline render");
       assert.equal(r.after, 0, "frames from N on are silent");
       assert.equal(r.value, 0, "the meters ring reports the new value");
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.close();
+    }
+  });
+
+  test("a Worker holding engine.controller() sends events through the ring", async () => {
+    const { page, errors } = await open();
+    try {
+      const r = await inPage(
+        page,
+        async (m, { toml }) => {
+          const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms));
+          const context = new AudioContext({ sampleRate: 48000 });
+          const engine = await m.DownbeatEngine.create(context, toml, { name: "gain.toml" });
+          engine.node.connect(context.destination);
+          await context.resume();
+          while (engine.meters().position < 1000) await sleep(10);
+          const sentAt = engine.meters().position;
+          const frame = sentAt + 24000;
+          const worker = new Worker("/test-browser/engine-worker.js", { type: "module" });
+          const reply = await new Promise((ok) => {
+            worker.onmessage = ({ data }) => ok(data);
+            worker.postMessage({ init: engine.controller(), value: 0.25, frame });
+          });
+          // Blocks after the Worker sent, still before the frame: the old value.
+          while (engine.meters().position < sentAt + 4800) await sleep(10);
+          const before = engine.value("g", "gain");
+          while (engine.meters().position <= frame) await sleep(10);
+          const after = engine.value("g", "gain");
+          worker.terminate();
+          await context.close();
+          return { reply, before, after };
+        },
+        { toml: read("test-browser/engine-projects/gain.toml") },
+      );
+      assert.deepEqual(r.reply, { sent: true, unknown: "UnknownName" });
+      assert.equal(r.before, Math.fround(1.7), "not yet: the step is for a later frame");
+      assert.equal(r.after, 0.25);
       assert.deepEqual(errors, []);
     } finally {
       await page.close();

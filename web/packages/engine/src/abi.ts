@@ -177,8 +177,9 @@ export interface ParamInfo {
   node: string;
   /** The parameter's name. */
   name: string;
-  min: number;
-  max: number;
+  /** The range a value is set in; null for an output value without bounds. */
+  min: number | null;
+  max: number | null;
   initial: number;
   /** True for a node's output value: readable, not settable. */
   output: boolean;

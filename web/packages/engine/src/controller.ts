@@ -229,7 +229,7 @@ export class Controller {
     if (p.output) {
       throw new RangeError(`${node}.${param} is an output value: it can be read, not set`);
     }
-    if (!(value >= p.min && value <= p.max)) {
+    if (Number.isNaN(value) || (p.min !== null && value < p.min) || (p.max !== null && value > p.max)) {
       throw new RangeError(`${node}.${param} takes ${p.min} to ${p.max}, got ${value}`);
     }
     return p;

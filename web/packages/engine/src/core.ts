@@ -19,6 +19,7 @@ import {
   CONTROL_RECORD,
   Op,
   Status,
+  statusBoardBytes,
   statusRecordLength,
   type ProcessorOptions,
 } from "./protocol.js";
@@ -68,7 +69,8 @@ export class EngineCore {
   private readonly _event = new Int32Array(CONTROL_RECORD);
   private readonly _eventFloats = new Float32Array(this._event.buffer);
 
-  private readonly _status: RingBuffer<Float64Array>;
+  /** The status board: its sequence word and its record (see `statusBoardBytes`). */
+  private readonly _seq: Int32Array;
   private readonly _statusRecord: Float64Array;
   private readonly _params: number;
 
@@ -98,12 +100,13 @@ export class EngineCore {
     this._heap = new Float32Array(this._heapBuffer);
     this._out = new Int32Array(this.channels);
     this._control = new RingBuffer(options.control, Uint32Array);
-    this._status = new RingBuffer(options.status, Float64Array);
     this._params = options.params;
-    this._statusRecord = new Float64Array(statusRecordLength(this.channels, this._params));
-    if (this._status.recordLength() !== this._statusRecord.length) {
-      throw new EngineError(-2, "the status ring's record length does not match the project");
+    const len = statusRecordLength(this.channels, this._params);
+    if (options.status.byteLength !== statusBoardBytes(this.channels, this._params)) {
+      throw new EngineError(-2, "the status board's size does not match the project");
     }
+    this._seq = new Int32Array(options.status, 0, 1);
+    this._statusRecord = new Float64Array(options.status, 8, len);
     this._record = new RingBuffer(options.record, Float32Array);
     const n = this._n;
     n[REMAINING] = options.length;
@@ -145,7 +148,7 @@ export class EngineCore {
     return true;
   }
 
-  /** Renders the next block: drains the control ring, renders, records, reports. */
+  /** Renders the next block: drains the control ring, renders, records, posts the status. */
   private _renderBlock(): number {
     const n = this._n;
     this._drainControl();
@@ -236,9 +239,11 @@ export class EngineCore {
     return frames * ch;
   };
 
-  /** One status record per block; dropped when the ring is full (the reader wants the latest). */
+  /** The status after every block, on the board: sequence word odd while writing. */
   private _report(): void {
     const s = this._statusRecord;
+    const seq = Atomics.load(this._seq, 0);
+    Atomics.store(this._seq, 0, (seq + 1) | 0);
     const n = this._n;
     const e = this.exports;
     const ch = this.channels;
@@ -256,6 +261,6 @@ export class EngineCore {
     }
     const values = Status.Header + 2 * ch;
     for (let id = 0; id < this._params; id++) s[values + id] = e.db_value(id);
-    this._status.push(s);
+    Atomics.store(this._seq, 0, (seq + 2) | 0);
   }
 }

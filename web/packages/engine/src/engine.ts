@@ -16,7 +16,7 @@ import {
 } from "./controller.js";
 import { EngineError } from "./errors.js";
 import { Meters } from "./meters.js";
-import { CONTROL_RECORD, Op, PROCESSOR_NAME, statusRecordLength, type ProcessorOptions } from "./protocol.js";
+import { CONTROL_RECORD, Op, PROCESSOR_NAME, statusBoardBytes, type ProcessorOptions } from "./protocol.js";
 import { Recording } from "./recording.js";
 import { RingBuffer } from "./ringbuf.js";
 
@@ -44,8 +44,6 @@ export interface CreateOptions extends ProjectOptions {
   length?: number;
   /** Control records the ring holds; default 1024. */
   controlCapacity?: number;
-  /** Status records (one per block) the ring holds; default 64. */
-  statusCapacity?: number;
   /** Seconds of audio the recording ring holds while its Worker writes; default 4. */
   recordSeconds?: number;
 }
@@ -126,8 +124,8 @@ async function inspect(module: WebAssembly.Module, input: LoadInput): Promise<Pr
  *
  * The page must be cross-origin isolated (COOP `same-origin`, COEP `require-corp`) for
  * `SharedArrayBuffer`. After `create` no message goes through the node's port: events go down a
- * control ring, meters and values come back up a status ring, recorded audio goes through a
- * third ring to a Worker.
+ * control ring, meters and values come back on a shared status board, recorded audio goes
+ * through a second ring to a Worker.
  */
 export class DownbeatEngine {
   /** The node running the project: connect it. Output channels are the project's. */
@@ -172,13 +170,12 @@ export class DownbeatEngine {
     }
     await added;
     const params = info.table.params.length;
-    const recordLen = statusRecordLength(info.channels, params);
     const control = RingBuffer.getStorageForCapacity(
       (options.controlCapacity ?? 1024) * CONTROL_RECORD,
       Uint32Array,
       CONTROL_RECORD,
     );
-    const status = RingBuffer.getStorageForCapacity((options.statusCapacity ?? 64) * recordLen, Float64Array, recordLen);
+    const status = new SharedArrayBuffer(statusBoardBytes(info.channels, params));
     const recordFrames = Math.ceil((options.recordSeconds ?? 4) * info.sampleRate);
     const record = RingBuffer.getStorageForCapacity(recordFrames * info.channels, Float32Array, info.channels);
     const processorOptions: ProcessorOptions = {

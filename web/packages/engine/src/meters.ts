@@ -1,5 +1,5 @@
 /**
- * The status ring's reader: meters, parameter values and counters, as the worklet reports them
+ * The status board's reader: meters, parameter values and counters, as the worklet posts them
  * after every block.
  *
  * @module
@@ -7,7 +7,6 @@
 
 import type { EngineTable } from "./abi.js";
 import { Status, statusRecordLength } from "./protocol.js";
-import { RingBuffer } from "./ringbuf.js";
 
 /**
  * The latest status the worklet reported. One object per engine, updated in place by
@@ -18,31 +17,46 @@ import { RingBuffer } from "./ringbuf.js";
  * console.log(m.position, m.peak(0), m.rms(1), m.dropped);
  * ```
  *
- * The worklet writes one record per block and skips it when the ring is full; a read takes
- * everything waiting and keeps the newest. After a long pause without reads the first read is
- * as old as the ring is long (`position` says which frame it describes); the next is current.
+ * The worklet posts its status after every block on a shared board (a seqlock: see
+ * `statusBoardBytes`); a read copies the newest, however long since the last read. Any number
+ * of threads may read the same board.
  */
 export class Meters {
-  private readonly _ring: RingBuffer<Float64Array>;
+  private readonly _seq: Int32Array;
+  private readonly _board: Float64Array;
   private readonly _latest: Float64Array;
   private readonly _scratch: Float64Array;
   private readonly _channels: number;
 
   /** @internal */
   constructor(status: SharedArrayBuffer, channels: number, table: EngineTable) {
-    this._ring = new RingBuffer(status, Float64Array);
     const len = statusRecordLength(channels, table.params.length);
+    this._seq = new Int32Array(status, 0, 1);
+    this._board = new Float64Array(status, 8, len);
     this._latest = new Float64Array(len);
     this._scratch = new Float64Array(len);
     this._channels = channels;
     for (const p of table.params) this._latest[Status.Header + 2 * channels + p.id] = p.initial;
   }
 
-  /** Takes every waiting record, keeping the newest. @internal */
+  /**
+   * Copies the newest status. The worklet rewrites the board every block (a few microseconds);
+   * a copy it overlapped is thrown away and taken again, a few times at most, after which the
+   * previous status stays. @internal
+   */
   update(): this {
-    let got = false;
-    while (this._ring.pop(this._scratch) > 0) got = true;
-    if (got) this._latest.set(this._scratch);
+    const board = this._board;
+    const scratch = this._scratch;
+    for (let tries = 0; tries < 16; tries++) {
+      const before = Atomics.load(this._seq, 0);
+      if (before === 0) return this; // nothing rendered yet: the initial values stand
+      if ((before & 1) !== 0) continue;
+      for (let i = 0; i < board.length; i++) scratch[i] = board[i];
+      if (Atomics.load(this._seq, 0) === before) {
+        this._latest.set(scratch);
+        return this;
+      }
+    }
     return this;
   }
 

@@ -1,6 +1,6 @@
 /**
  * What the main thread (or a Worker) and the worklet agree on: the control ring's records, the
- * status ring's records, the ops. Both sides import this file, so they cannot disagree.
+ * status board's record, the ops. Both sides import this file, so they cannot disagree.
  *
  * @module
  */
@@ -64,6 +64,19 @@ export function statusRecordLength(channels: number, params: number): number {
   return Status.Header + 2 * channels + params;
 }
 
+/**
+ * Bytes of the status board: a sequence word (Int32 at byte 0, odd while the worklet writes),
+ * then the status record as Float64 from byte 8.
+ *
+ * The newest status is all a reader wants, so this is a seqlock rather than a ring: a ring that
+ * fills while nobody reads keeps its oldest records, and the first read after a pause would be
+ * as old as the pause. The worklet never waits (it bumps the word, writes, bumps it again); a
+ * reader that sees the word change under it reads again.
+ */
+export function statusBoardBytes(channels: number, params: number): number {
+  return 8 * (1 + statusRecordLength(channels, params));
+}
+
 /** Where `db_peak(c)` is in a status record. */
 export function peakIndex(channel: number): number {
   return Status.Header + channel;
@@ -99,7 +112,7 @@ export interface ProcessorOptions {
   midi: Uint8Array | null;
   /** The control ring (Uint32, records of {@link CONTROL_RECORD}). */
   control: SharedArrayBuffer;
-  /** The status ring (Float64, records of {@link statusRecordLength}). */
+  /** The status board ({@link statusBoardBytes}). */
   status: SharedArrayBuffer;
   /** The record ring (Float32, interleaved, one frame per record). */
   record: SharedArrayBuffer;

@@ -1,14 +1,14 @@
 // The worklet's core against a stand-in engine (fake-engine.mjs): the FIFO serves 128-frame
 // quanta from project-sized blocks in order, events are applied before the block they belong
 // to, a run with a length ends with the remainder block as the CLI renders it, the recording
-// copies exactly its window, and status records report what the engine said.
+// copies exactly its window, and the status board reports what the engine said.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { RingBuffer } from "@downbeat/ringbuf";
-import { Controller, Op } from "@downbeat/engine";
+import { Controller, Meters, Op } from "@downbeat/engine";
 import { EngineCore } from "@downbeat/engine/core.js";
 import { fakeEngine, fakeSample } from "./fake-engine.mjs";
-import { processorOptions, statusLength, table } from "./util.mjs";
+import { processorOptions, readStatus, table } from "./util.mjs";
 
 function quanta(core, count, frames = 128, channels = 2) {
   const out = Array.from({ length: channels }, () => new Float32Array(frames));
@@ -78,21 +78,17 @@ test("control records reach db_event before the next block, with their words int
   ]);
 });
 
-test("status records carry position, meters, values and refused events", () => {
+test("the status board carries position, meters, values and refused events", () => {
   const e = fakeEngine({ blockSize: 256, params: 2 });
   const options = processorOptions({ params: 2 });
   const core = new EngineCore(options, e);
   // An id the engine does not know (the main thread would never send it): counted, not lost.
   new Controller({ control: options.control, table: { ...table, params: [{ ...table.params[0], id: 7 }] } }).setParam("g", "gain", 2);
   new Controller({ control: options.control, table }).setParam("osc", "freq", 880);
+  const seq = new Int32Array(options.status, 0, 1);
   quanta(core, 4);
-  const ring = new RingBuffer(options.status, Float64Array);
-  const len = statusLength(2, 2);
-  assert.equal(ring.availableRead(), 2 * len, "one record per block");
-  const s = new Float64Array(len);
-  ring.pop(s);
-  ring.pop(s);
-  assert.deepEqual([...s], [512, 0, 1, -3, 0, 0, 0, 0, 511, 511.25, 0, 1, 0, 880]);
+  assert.equal(seq[0], 4, "two blocks, each posted between two bumps of the sequence word");
+  assert.deepEqual([...readStatus(options)], [512, 0, 1, -3, 0, 0, 0, 0, 511, 511.25, 0, 1, 0, 880]);
 });
 
 test("recording copies exactly [start, stop) into the ring, interleaved, across block edges", () => {
@@ -108,9 +104,7 @@ test("recording copies exactly [start, stop) into the ring, interleaved, across 
   ring.pop(got);
   assert.equal(got.length, (1234 - 300) * 2);
   for (let i = 0; i < got.length; i++) assert.equal(got[i], fakeSample(300 + (i >> 1), i & 1), `sample ${i}`);
-  const status = new RingBuffer(options.status, Float64Array);
-  const s = new Float64Array(statusLength(2, 2));
-  while (status.pop(s) > 0);
+  const s = readStatus(options);
   assert.deepEqual([...s.subarray(4, 8)], [2, 934, 0, 300], "stopped, 934 frames, none lost, from 300");
 });
 
@@ -120,10 +114,36 @@ test("recording into a ring that fills counts the lost frames instead of hiding 
   const core = new EngineCore(options, e);
   new Controller({ control: options.control, table })._send(Op.RecordStart, 0, undefined, 0, 0, 0, "record");
   quanta(core, 16); // 2048 frames, nobody reading
-  const status = new RingBuffer(options.status, Float64Array);
-  const s = new Float64Array(statusLength(2, 2));
-  while (status.pop(s) > 0);
+  const s = readStatus(options);
   assert.equal(s[4], 1, "still recording");
   assert.equal(s[5], 1000);
   assert.equal(s[6], 2048 - 1000);
+});
+
+test("Meters reads the newest status however long since the last read", () => {
+  const e = fakeEngine({ blockSize: 256, params: 3 });
+  const options = processorOptions({ params: 3 });
+  const core = new EngineCore(options, e);
+  const meters = new Meters(options.status, 2, table);
+  assert.equal(meters.update().value(1), 440, "the table's initial value before any block");
+  quanta(core, 2);
+  assert.equal(meters.update().position, 256);
+  const c = new Controller({ control: options.control, table });
+  c.setParam("osc", "freq", 1000);
+  quanta(core, 400); // 200 blocks without a read
+  assert.equal(meters.update().position, 51456);
+  assert.equal(meters.value(1), 1000);
+  assert.equal(meters.peak(1), 51455.25);
+});
+
+test("a read that overlaps the worklet's write is taken again, never torn", () => {
+  const options = processorOptions({ params: 3 });
+  const meters = new Meters(options.status, 2, table);
+  const seq = new Int32Array(options.status, 0, 1);
+  const board = new Float64Array(options.status, 8, 15);
+  board[0] = 77;
+  seq[0] = 3; // the worklet is writing: odd
+  assert.equal(meters.update().position, 0, "no half-written status is taken");
+  seq[0] = 4;
+  assert.equal(meters.update().position, 77);
 });

@@ -1,4 +1,10 @@
-// Shared by the Node tests: ProcessorOptions with fresh rings, as DownbeatEngine.create makes them.
+// Shared by the Node tests: ProcessorOptions with fresh rings and status board, as
+// DownbeatEngine.create makes them.
+
+/** The status board's record, as a reader sees it now. */
+export function readStatus(options, channels = 2, params = 2) {
+  return new Float64Array(options.status.slice(8, 8 * (1 + statusLength(channels, params))));
+}
 import { RingBuffer } from "@downbeat/ringbuf";
 import { CONTROL_RECORD } from "@downbeat/engine";
 
@@ -16,7 +22,7 @@ export function processorOptions({ module = null, project = "", channels = 2, pa
     files: files.map(([path, bytes]) => ({ path: enc.encode(path), bytes })),
     midi,
     control: RingBuffer.getStorageForCapacity(controlRecords * CONTROL_RECORD, Uint32Array, CONTROL_RECORD),
-    status: RingBuffer.getStorageForCapacity(64 * len, Float64Array, len),
+    status: new SharedArrayBuffer(8 * (1 + len)),
     record: RingBuffer.getStorageForCapacity(recordFrames * channels, Float32Array, channels),
     params,
     length,
