@@ -334,3 +334,27 @@ describe("errors", () => {
     }
   });
 });
+
+describe("web/README.md's ten-line page", () => {
+  test("scripts/play.html plays hello.toml", async () => {
+    const root = await startServer({ port: 0, demoRoot: ROOT });
+    const page = await browser.newPage();
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    try {
+      await page.goto(new URL("web/scripts/play.html", root.url).href);
+      await page.click("#play");
+      await page.waitForFunction(() => window.engine && window.engine.meters().position > 48000, null, { timeout: 10000 });
+      let peak = 0;
+      for (let i = 0; i < 50 && peak === 0; i++) {
+        peak = await page.evaluate(() => window.engine.meters().peak(0));
+        await page.waitForTimeout(20);
+      }
+      assert.ok(peak > 0, "it makes sound");
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.close();
+      await root.close();
+    }
+  });
+});
