@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Web twin, run by the top-level ./test: builds @downbeat/ringbuf, runs its Node tests, the
 # Rust<->JavaScript interop tests over a shared WebAssembly.Memory, the wasm engine against the
-# native CLI in Node, the browser tests in real
-# headless Chromium, and a smoke run of the Node benchmark. Installs what it needs when missing
-# (npm packages from the lock file, Debian's chromium, nightly Rust with rust-src).
+# native CLI in Node, the browser tests in real headless Chromium, @downbeat/engine (the wasm
+# engine in an AudioWorklet), and a smoke run of the Node benchmark. Installs what it needs when
+# missing (npm packages from the lock file, Debian's chromium, nightly Rust with rust-src).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -75,7 +75,15 @@ if ! command -v chromium >/dev/null; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
-run_tests test-browser/*.test.mjs
+run_tests test-browser/browser.test.mjs
+
+step "@downbeat/engine: the worklet core (stand-in and real wasm, no GC), then in headless Chromium"
+# build-wasm.sh is a no-op when the wasm is up to date (cargo decides).
+bash packages/engine/scripts/build-wasm.sh
+run_tests packages/engine/test/controller.test.mjs packages/engine/test/core.test.mjs \
+    packages/engine/test/nogc.test.mjs
+# npm run render against downbeat run --device offline, a live AudioContext, the worklet's GC.
+run_tests test-browser/engine-*.test.mjs
 
 step "benchmark smoke run (numbers meaningless)"
 node bench/node.mjs --quick --json >/dev/null
