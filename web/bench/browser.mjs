@@ -326,7 +326,7 @@ try {
         rate = w.sampleRate;
         wasm.push(w.totalMs);
         native.push(offlineNative(c, bin, tmp).ms);
-        log(`  offline ${c.id.padEnd(11)} wasm ${w.totalMs.toFixed(0)} ms (render ${w.renderMs.toFixed(0)}), native ${native.at(-1).toFixed(0)} ms, ${(frames / rate).toFixed(2)} s of audio`);
+        log(`  offline ${c.id.padEnd(11)} wasm ${w.totalMs.toFixed(0)} ms, native ${native.at(-1).toFixed(0)} ms, ${(frames / rate).toFixed(2)} s of audio`);
       }
       const audio = frames / rate;
       results.push({ case: `offline_${c.id}_ms`, impl: "downbeat-wasm", unit: "ms", ...stat(wasm), audioSeconds: audio });

@@ -6,7 +6,7 @@
 // `window.bench` has start(options), stop(), snapshot() (cumulative counters, as the stress
 // page's) and offline({ project, midi, seconds, name }).
 
-import { DownbeatEngine } from "/engine/index.js";
+import { DownbeatEngine, renderOffline } from "/engine/index.js";
 import { sineFreq, sineProject, synthProject, voiceChannel, voiceNote, voiceSynth } from "./projects.js";
 
 const $ = (id) => document.getElementById(id);
@@ -83,7 +83,8 @@ async function start(options = {}) {
       s.nodes.push(gain);
     } else {
       const text = kind === "synth" ? synthProject(count, { sampleRate: RATE }) : sineProject(count, { sampleRate: RATE });
-      s.engine = await DownbeatEngine.create(ctx, text, { name: `${kind}-${count}.toml` });
+      // Room for every held note at once (the synth case sends them all at start).
+      s.engine = await DownbeatEngine.create(ctx, text, { name: `${kind}-${count}.toml`, controlCapacity: Math.max(1024, count) });
       s.engine.node.connect(ctx.destination);
       if (kind === "synth") {
         // Every voice held: one note on each, queued so a full ring only delays them.
@@ -111,13 +112,17 @@ async function stop() {
   session = null;
   stats.running = false;
   if (!s) return;
-  s.engine?.close?.();
   if (s.ctx && s.ctx.state !== "closed") await s.ctx.close().catch(() => {});
   $("status").textContent = "stopped";
 }
 
 function peakNow(s) {
-  if (s.engine) return Math.max(0, ...s.engine.meters().peak);
+  if (s.engine) {
+    const m = s.engine.meters();
+    let p = 0;
+    for (let c = 0; c < s.engine.channels; c++) p = Math.max(p, m.peak(c));
+    return p;
+  }
   s.analyser.getFloatTimeDomainData(s.data);
   let m = 0;
   for (const x of s.data) if (Math.abs(x) > m) m = Math.abs(x);
@@ -171,35 +176,21 @@ function snapshot() {
 }
 
 /**
- * Renders a project through an OfflineAudioContext and the wasm engine: `project` and `midi`
- * are URLs (e.g. /projects/synth.toml, /projects/tune.mid). The length is `seconds` if given,
- * else the MIDI file's (the engine's `midiFrames`, as the CLI computes it). Returns the frames
- * and the milliseconds spent creating the engine and rendering.
+ * Renders a project through an OfflineAudioContext and the wasm engine (the package's
+ * `renderOffline`, which `npm run render` uses): `project` and `midi` are URLs (e.g.
+ * /projects/synth.toml, /projects/tune.mid); the length is `seconds`, else the MIDI file's.
+ * Returns the frames and the milliseconds from the project text to the rendered samples
+ * (loading, building and rendering: what `downbeat run` does natively).
  */
 async function offline({ project, midi, seconds, name }) {
   const text = await (await fetch(project)).text();
   const midiBytes = midi ? new Uint8Array(await (await fetch(midi)).arrayBuffer()) : undefined;
-  const rate = Number(/^\s*sample_rate\s*=\s*(\d+)/m.exec(text)?.[1] ?? 48000);
-  // The length must be known before the context exists: a probe engine on a throwaway context
-  // reads the MIDI file's length when no seconds are given.
-  let frames = seconds ? Math.round(seconds * rate) : 0;
-  if (!frames) {
-    const probeCtx = new OfflineAudioContext(2, 128, rate);
-    const probe = await DownbeatEngine.create(probeCtx, text, { name, midi: midiBytes });
-    frames = Math.round(probe.midiFrames);
-    probe.close?.();
-  }
   const t0 = performance.now();
-  const ctx = new OfflineAudioContext(2, frames, rate);
-  const engine = await DownbeatEngine.create(ctx, text, { name: name ?? project.split("/").pop(), midi: midiBytes });
-  engine.node.connect(ctx.destination);
-  const t1 = performance.now();
-  const buffer = await ctx.startRendering();
-  const t2 = performance.now();
-  engine.close?.();
+  const r = await renderOffline(text, { name: name ?? project.split("/").pop(), midi: midiBytes, seconds });
+  const totalMs = performance.now() - t0;
   let peak = 0;
-  for (let c = 0; c < buffer.numberOfChannels; c++) for (const x of buffer.getChannelData(c)) if (Math.abs(x) > peak) peak = Math.abs(x);
-  return { frames: buffer.length, sampleRate: rate, createMs: t1 - t0, renderMs: t2 - t1, totalMs: t2 - t0, peak };
+  for (const ch of r.channels) for (const x of ch) if (Math.abs(x) > peak) peak = Math.abs(x);
+  return { frames: r.frames, sampleRate: r.sampleRate, totalMs, peak };
 }
 
 $("start").onclick = () => start().catch(() => {});

@@ -88,9 +88,9 @@ async function start(options = {}) {
     s.timeData = new Float32Array(s.analyser.fftSize);
     await s.ctx.resume();
     const table = s.engine.table;
-    stats.sampleRate = table.sample_rate ?? s.ctx.sampleRate;
-    stats.blockSize = table.block_size ?? 0;
-    stats.channels = table.channels ?? 2;
+    stats.sampleRate = s.engine.sampleRate;
+    stats.blockSize = s.engine.blockSize;
+    stats.channels = s.engine.channels;
     stats.params = table.params.filter((p) => !p.output).map(({ node, name, min, max, initial }) => ({ node, name, min, max, initial }));
     buildSliders(s, stats.params);
     stats.running = true;
@@ -116,7 +116,6 @@ async function stop(keepStatus = false) {
   try {
     s.engine?.node.disconnect();
   } catch {}
-  s.engine?.close?.();
   if (s.ctx && s.ctx.state !== "closed") await s.ctx.close().catch(() => {});
   if (!keepStatus) setStatus("stopped");
   $("stop").disabled = true;
@@ -332,7 +331,13 @@ function levels() {
   const s = session;
   if (!s) return { peak: [], rms: [] };
   const m = s.engine.meters();
-  return { peak: Array.from(m.peak), rms: Array.from(m.rms) };
+  const peak = [];
+  const rms = [];
+  for (let c = 0; c < s.engine.channels; c++) {
+    peak.push(m.peak(c));
+    rms.push(m.rms(c));
+  }
+  return { peak, rms };
 }
 
 function drawMeters(peak, rms) {

@@ -250,7 +250,6 @@ async function stop() {
     try {
       s.engine.node.disconnect();
     } catch {}
-    s.engine.close?.();
   }
   for (const p of s.parts) {
     try {
@@ -269,11 +268,15 @@ async function stop() {
  * to `stringNote(i)` as the JavaScript strings are), at the context's rate, in blocks of 128.
  */
 async function startWasm(s) {
-  const { DownbeatEngine } = await loadEngine();
+  const { Controller, DownbeatEngine } = await loadEngine();
   const text = karplusProject(s.n, { sampleRate: s.ctx.sampleRate, blockSize: 128 });
   // Room in the control ring for a few strum-alls in flight: the page strums every string at once.
-  s.engine = await DownbeatEngine.create(s.ctx, text, { name: `karplus-${s.n}.toml`, controlCapacity: Math.max(1024, 4 * s.n) });
+  s.controlCapacity = Math.max(1024, 4 * s.n);
+  s.engine = await DownbeatEngine.create(s.ctx, text, { name: `karplus-${s.n}.toml`, controlCapacity: s.controlCapacity });
   s.engine.node.connect(s.ctx.destination);
+  // The page is the ring's one writer; its own Controller also says how much of the ring is
+  // still waiting for the worklet (room()), which "strums received" needs.
+  s.ctl = new Controller(s.engine.controller());
   // A tap for pitch() (the tests check that a strum plays its string's pitch).
   s.analyser = new AnalyserNode(s.ctx, { fftSize: 4096 });
   s.engine.node.connect(s.analyser);
@@ -292,7 +295,7 @@ function pitch() {
 function strumWasm(s, i, strength) {
   const velocity = Math.max(1, Math.min(127, Math.round(127 * strength)));
   try {
-    if (s.engine.noteOn(stringNote(i), velocity, { instrument: stringName(i) }) === false) return false;
+    s.ctl.noteOn(stringNote(i), velocity, { instrument: stringName(i) });
   } catch (e) {
     if (e && e.name === "ControlRingFull") return false;
     throw e;
@@ -386,22 +389,23 @@ function draw(s) {
 }
 
 /**
- * Mode "wasm": the newest meters from the engine's meter ring. The engine meters its output, not
- * each string (no per-node amplitudes come back), so the page shows the output's peak per
- * channel; the counters (blocks rendered, note ons taken in, events refused) come with them.
+ * Mode "wasm": the newest status from the engine's meter ring. The engine meters its output, not
+ * each string (no per-node amplitudes come back), so the page shows the output's peak. Strums
+ * received: the note ons the worklet has taken out of the control ring (sent minus what is still
+ * in it) minus those the engine refused (its event list full, or an error), both of which it
+ * reports; here every record in the ring is a strum.
  */
 function readWasm(s) {
   const m = s.engine.meters();
   let peak = 0;
-  for (let c = 0; c < m.peak.length; c++) if (m.peak[c] > peak) peak = m.peak[c];
+  for (let c = 0; c < s.engine.channels; c++) if (m.peak(c) > peak) peak = m.peak(c);
   stats.lastMaxAmp = peak;
   if (peak > stats.peakAmp) stats.peakAmp = peak;
   stats.ampFramesReceived++;
-  const counters = s.engine.counters?.() ?? m;
-  if (counters.blocks !== undefined) stats.blocks = counters.blocks;
-  else if (counters.position !== undefined) stats.blocks = Math.floor(counters.position / 128);
-  if (counters.notes !== undefined) stats.strumsReceived = counters.notes;
-  if (counters.dropped !== undefined) stats.strumsDropped = counters.dropped;
+  stats.blocks = Math.floor(m.position / 128);
+  stats.strumsDropped = m.dropped + m.eventErrors;
+  const waiting = s.controlCapacity - s.ctl.room();
+  stats.strumsReceived = stats.strumsSent - waiting - stats.strumsDropped;
   s.levelHistory ??= [];
   s.levelHistory.push(peak);
   if (s.levelHistory.length > canvas.width) s.levelHistory.shift();
