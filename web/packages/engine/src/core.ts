@@ -1,0 +1,261 @@
+/**
+ * The audio-thread half: one wasm engine, fed from the control ring and rendering the project's
+ * own block size, with a FIFO that serves Web Audio's 128-frame quanta from those blocks. It
+ * knows nothing of `AudioWorkletProcessor` (see `processor.ts`), so Node can drive it too, with
+ * a fake `process` loop against the real module.
+ *
+ * Nothing on the per-block path allocates: every view, record and callback is made in the
+ * constructor, numbers that change live in typed arrays (a number stored in an object field can
+ * be boxed), and the module's memory is read through one view that is only remade if the memory
+ * grows (it does not while rendering).
+ *
+ * @module
+ */
+
+import { engineExports, loadProject, type EngineExports } from "./abi.js";
+import { EngineError } from "./errors.js";
+import { RingBuffer } from "./ringbuf.js";
+import {
+  CONTROL_RECORD,
+  Op,
+  Status,
+  statusRecordLength,
+  type ProcessorOptions,
+} from "./protocol.js";
+
+// Indices into EngineCore's number cells.
+const POSITION = 0; // engine frames rendered
+const REMAINING = 1; // frames left to render (-1: no end)
+const REC_START = 2; // first engine frame recorded
+const REC_STOP = 3; // first engine frame not recorded (Infinity: until stopped)
+const REC_STATE = 4;
+const RECORDED = 5;
+const REC_LOST = 6;
+const EVENT_ERRORS = 7;
+const LAST_EVENT_ERROR = 8;
+const BLOCK_START = 9; // engine frame of the block being served
+const CELLS = 10;
+
+/**
+ * One engine on the audio thread. Construct it (allocates: instantiates the module and loads
+ * the project), then call {@link EngineCore.process} once per quantum.
+ *
+ * ```js
+ * import { EngineCore } from "@downbeat/engine/core.js";
+ * const core = new EngineCore(options); // the ProcessorOptions DownbeatEngine.create makes
+ * const out = [new Float32Array(128), new Float32Array(128)];
+ * core.process(out); // the first 128 frames of the project
+ * ```
+ */
+export class EngineCore {
+  /** The module's exports. */
+  readonly exports: EngineExports;
+  /** The project's channels, block size and sample rate. */
+  readonly channels: number;
+  readonly blockSize: number;
+  readonly sampleRate: number;
+
+  private readonly _n = new Float64Array(CELLS);
+  private _heap: Float32Array;
+  private _heapBuffer: ArrayBuffer;
+  /** Float offsets of each channel's output of the last block in `_heap`. */
+  private readonly _out: Int32Array;
+  /** Frames of the last block not yet served, and where they start in it. */
+  private _avail = 0;
+  private _offset = 0;
+
+  private readonly _control: RingBuffer<Uint32Array>;
+  private readonly _event = new Int32Array(CONTROL_RECORD);
+  private readonly _eventFloats = new Float32Array(this._event.buffer);
+
+  private readonly _status: RingBuffer<Float64Array>;
+  private readonly _statusRecord: Float64Array;
+  private readonly _params: number;
+
+  private readonly _record: RingBuffer<Float32Array>;
+  /** First frame of the last block to copy, and how many, for `_fill`. */
+  private _recFrom = 0;
+
+  /**
+   * Instantiates the module synchronously (fine off the main thread), hands over the files,
+   * loads the project and the MIDI file.
+   *
+   * @throws EngineError with the engine's message if the project does not load (the main
+   * thread loaded it first, so this only happens if the two differ).
+   */
+  constructor(options: ProcessorOptions) {
+    const instance = new WebAssembly.Instance(options.module, {});
+    const e = engineExports(instance);
+    loadProject(e, options);
+    this.exports = e;
+    this.channels = e.db_channels();
+    this.blockSize = e.db_block_size();
+    this.sampleRate = e.db_sample_rate();
+    if (!(this.blockSize > 0) || !(this.channels > 0)) {
+      throw new EngineError(-2, `the engine reports ${this.channels} channels and ${this.blockSize}-frame blocks`);
+    }
+    this._heapBuffer = e.memory.buffer;
+    this._heap = new Float32Array(this._heapBuffer);
+    this._out = new Int32Array(this.channels);
+    this._control = new RingBuffer(options.control, Uint32Array);
+    this._status = new RingBuffer(options.status, Float64Array);
+    this._params = options.params;
+    this._statusRecord = new Float64Array(statusRecordLength(this.channels, this._params));
+    if (this._status.recordLength() !== this._statusRecord.length) {
+      throw new EngineError(-2, "the status ring's record length does not match the project");
+    }
+    this._record = new RingBuffer(options.record, Float32Array);
+    const n = this._n;
+    n[REMAINING] = options.length;
+    n[REC_STOP] = Infinity;
+  }
+
+  /** Frames the engine has rendered. */
+  position(): number {
+    return this._n[POSITION];
+  }
+
+  /**
+   * Fills `out` (one array per channel, all of the same length, e.g. Web Audio's 128 frames)
+   * with the next frames of the project, rendering a block of the project's size whenever the
+   * FIFO runs dry. Events in the control ring apply from the next block rendered. Returns false
+   * once a run with a length has rendered all of it (the rest of `out` is silence).
+   */
+  process(out: Float32Array[]): boolean {
+    const frames = out.length > 0 ? out[0].length : 0;
+    const channels = out.length < this.channels ? out.length : this.channels;
+    let done = 0;
+    while (done < frames) {
+      if (this._avail === 0 && this._renderBlock() === 0) {
+        for (let c = 0; c < out.length; c++) out[c].fill(0, done);
+        return false;
+      }
+      const k = frames - done < this._avail ? frames - done : this._avail;
+      const heap = this._heap;
+      for (let c = 0; c < channels; c++) {
+        const dst = out[c];
+        const src = this._out[c] + this._offset;
+        for (let i = 0; i < k; i++) dst[done + i] = heap[src + i];
+      }
+      for (let c = channels; c < out.length; c++) out[c].fill(0, done, done + k);
+      this._offset += k;
+      this._avail -= k;
+      done += k;
+    }
+    return true;
+  }
+
+  /** Renders the next block: drains the control ring, renders, records, reports. */
+  private _renderBlock(): number {
+    const n = this._n;
+    this._drainControl();
+    let frames = this.blockSize;
+    if (n[REMAINING] >= 0 && n[REMAINING] < frames) frames = n[REMAINING];
+    if (frames === 0) return 0;
+    const e = this.exports;
+    const got = e.db_render(frames);
+    if (got <= 0) return 0;
+    if (e.memory.buffer !== this._heapBuffer) {
+      // The memory grew (the engine does not allocate while rendering, so this is rare):
+      // one new view.
+      this._heapBuffer = e.memory.buffer;
+      this._heap = new Float32Array(this._heapBuffer);
+    }
+    for (let c = 0; c < this.channels; c++) this._out[c] = e.db_output_ptr(c) >>> 2;
+    n[BLOCK_START] = n[POSITION];
+    n[POSITION] += got;
+    if (n[REMAINING] >= 0) n[REMAINING] -= got;
+    this._avail = got;
+    this._offset = 0;
+    if (n[REC_STATE] === 1) this._recordBlock(got);
+    this._report();
+    return got;
+  }
+
+  /** Pops every control record and applies it: recording ops here, the rest in the engine. */
+  private _drainControl(): void {
+    const ev = this._event;
+    const f = this._eventFloats;
+    const n = this._n;
+    const e = this.exports;
+    while (this._control.pop(ev) === CONTROL_RECORD) {
+      const op = ev[0];
+      if (op === Op.RecordStart || op === Op.RecordStop) {
+        // "now" is the start of the next block, which is about to be rendered.
+        const at = ev[2] === -1 && ev[3] === -1 ? n[POSITION] : (ev[2] >>> 0) + (ev[3] >>> 0) * 0x1_0000_0000;
+        if (op === Op.RecordStart) {
+          n[REC_START] = at;
+          n[REC_STOP] = Infinity;
+          n[REC_STATE] = 1;
+          n[RECORDED] = 0;
+          n[REC_LOST] = 0;
+        } else {
+          n[REC_STOP] = at;
+        }
+        continue;
+      }
+      const r = e.db_event(op, ev[1], ev[2], ev[3], f[4], f[5], ev[6]);
+      // -5 (the engine's event list is full) is counted by the engine itself (db_dropped).
+      if (r < 0 && r !== -5) {
+        n[EVENT_ERRORS] += 1;
+        n[LAST_EVENT_ERROR] = r;
+      }
+    }
+  }
+
+  /** Copies the part of the block just rendered that falls in the recording into its ring. */
+  private _recordBlock(got: number): void {
+    const n = this._n;
+    const start = n[BLOCK_START];
+    const end = start + got;
+    const from = n[REC_START] > start ? n[REC_START] : start;
+    const to = n[REC_STOP] < end ? n[REC_STOP] : end;
+    if (to > from) {
+      const frames = to - from;
+      this._recFrom = from - start;
+      const wrote = this._record.writeCallbackWithOffset(frames * this.channels, this._fill) / this.channels;
+      n[RECORDED] += wrote;
+      n[REC_LOST] += frames - wrote;
+    }
+    if (n[REC_STOP] <= end) n[REC_STATE] = 2;
+  }
+
+  /** Interleaves the recorded frames into the ring's storage (bound once: no closure per block). */
+  private readonly _fill = (s: Float32Array, o1: number, n1: number, o2: number, n2: number): number => {
+    const ch = this.channels;
+    const heap = this._heap;
+    const frames = ((n1 + n2) / ch) | 0;
+    const base = this._recFrom;
+    for (let c = 0; c < ch; c++) {
+      const src = this._out[c] + base;
+      for (let i = 0; i < frames; i++) {
+        const k = i * ch + c;
+        s[k < n1 ? o1 + k : o2 + k - n1] = heap[src + i];
+      }
+    }
+    return frames * ch;
+  };
+
+  /** One status record per block; dropped when the ring is full (the reader wants the latest). */
+  private _report(): void {
+    const s = this._statusRecord;
+    const n = this._n;
+    const e = this.exports;
+    const ch = this.channels;
+    s[Status.Position] = n[POSITION];
+    s[Status.Dropped] = e.db_dropped();
+    s[Status.EventErrors] = n[EVENT_ERRORS];
+    s[Status.LastEventError] = n[LAST_EVENT_ERROR];
+    s[Status.RecordState] = n[REC_STATE];
+    s[Status.RecordedFrames] = n[RECORDED];
+    s[Status.RecordLost] = n[REC_LOST];
+    s[Status.RecordStart] = n[REC_START];
+    for (let c = 0; c < ch; c++) {
+      s[Status.Header + c] = e.db_peak(c);
+      s[Status.Header + ch + c] = e.db_rms(c);
+    }
+    const values = Status.Header + 2 * ch;
+    for (let id = 0; id < this._params; id++) s[values + id] = e.db_value(id);
+    this._status.push(s);
+  }
+}

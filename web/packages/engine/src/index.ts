@@ -1,0 +1,30 @@
+/**
+ * `@downbeat/engine`: Downbeat's engine compiled to WebAssembly, running a project in an
+ * AudioWorklet. Events go down a SharedArrayBuffer ring, meters come back up another, the
+ * rendered audio can be recorded through a third; after start-up nothing uses `postMessage`.
+ *
+ * ```js
+ * import { DownbeatEngine } from "@downbeat/engine";
+ * const context = new AudioContext({ sampleRate: 48000 });
+ * const engine = await DownbeatEngine.create(context, projectToml);
+ * engine.node.connect(context.destination);
+ * engine.noteOn(60, 100);
+ * ```
+ *
+ * @module
+ */
+
+export { DownbeatEngine, compileEngine } from "./engine.js";
+export type { CreateOptions, ProjectInfo, ProjectOptions, WasmSource } from "./engine.js";
+export { Controller } from "./controller.js";
+export type { AllNotesOffOptions, At, ControllerInit, NoteOptions, SetOptions } from "./controller.js";
+export { Meters } from "./meters.js";
+export { Recording } from "./recording.js";
+export type { RecordedFile } from "./recording.js";
+export { renderOffline } from "./offline.js";
+export type { RenderOptions } from "./offline.js";
+export { ControlRingFull, EngineError, UnknownName } from "./errors.js";
+export type { EngineTable, InstrumentInfo, ParamInfo } from "./abi.js";
+export { WAV_HEADER_BYTES, decodeWav, encodeWav, wavHeader } from "./wav.js";
+export type { DecodedWav } from "./wav.js";
+export { CONTROL_RECORD, NOW, Op } from "./protocol.js";
