@@ -111,6 +111,7 @@ async function stop(keepStatus = false) {
   session = null;
   stats.running = false;
   held.clear();
+  stats.held = [];
   for (const k of document.querySelectorAll(".key.down")) k.classList.remove("down");
   if (!s) return;
   try {
@@ -146,6 +147,7 @@ function noteOn(note, velocity = +$("velocity").value, source = "api") {
   if (!s || !stats.running || held.has(note)) return false;
   if (!send(() => s.engine.noteOn(note, velocity))) return false;
   held.set(note, source);
+  stats.held = [...held.keys()];
   stats.notesOn++;
   keyElement(note)?.classList.add("down");
   return true;
@@ -155,6 +157,7 @@ function noteOff(note) {
   const s = session;
   if (!s || !held.has(note)) return false;
   held.delete(note);
+  stats.held = [...held.keys()];
   keyElement(note)?.classList.remove("down");
   if (!send(() => s.engine.noteOff(note))) return false;
   stats.notesOff++;
@@ -166,6 +169,7 @@ function allNotesOff() {
   if (!s) return;
   for (const note of [...held.keys()]) keyElement(note)?.classList.remove("down");
   held.clear();
+  stats.held = [];
   send(() => s.engine.allNotesOff());
 }
 
@@ -377,7 +381,6 @@ function frame(now) {
       pitchSince = now;
       stats.pitch = held.size ? pitch() : 0;
     }
-    stats.held = [...held.keys()];
     if (now - uiSince > 100) {
       uiSince = now;
       for (const { p, back } of s.sliders) back.textContent = fmt(s.engine.value(p.node, p.name));
