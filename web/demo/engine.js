@@ -5,8 +5,8 @@
 //
 // URL query: ?project=keys.toml|/projects/synth.toml&autostart=1
 // For the tests: `window.engineDemo` has start(options), stop(), noteOn(note, velocity),
-// noteOff(note), setParam(node, param, value), value(node, param), pitch(), levels() and
-// `stats` (also `window.engineDemoStats`).
+// noteOff(note), setParam(node, param, value), value(node, param), pitch(), levels(), engine()
+// (the running DownbeatEngine) and `stats` (also `window.engineDemoStats`).
 
 import { DownbeatEngine } from "/engine/index.js";
 import { detectPitch } from "./pitch.js";
@@ -407,5 +407,5 @@ $("project").onchange = () => session && start().catch(() => {});
 if (query.has("project")) $("project").value = query.get("project");
 requestAnimationFrame(frame);
 
-window.engineDemo = { start, stop, noteOn, noteOff, allNotesOff, setParam, value, pitch, levels, stats };
+window.engineDemo = { start, stop, noteOn, noteOff, allNotesOff, setParam, value, pitch, levels, stats, engine: () => session?.engine ?? null };
 if (query.get("autostart") === "1") start().catch(() => {});

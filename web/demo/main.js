@@ -534,7 +534,7 @@ function snapshot() {
   };
 }
 
-window.demo = { start, stop, strum, strumAll, amplitudes, snapshot, pitch, stats };
+window.demo = { start, stop, strum, strumAll, amplitudes, snapshot, pitch, stats, engine: () => session?.engine ?? null };
 // Browsers start an AudioContext only after a user gesture unless autoplay is allowed
 // (Chromium: --autoplay-policy=no-user-gesture-required), hence the opt-in.
 if (flag("autostart", false)) start(initial).catch(() => {});

@@ -49,14 +49,43 @@ after(async () => {
   if (profile) rmSync(profile, { recursive: true, force: true });
 });
 
-/** Opens `path` on the server in a new page; page errors fail the test that made it. */
+/**
+ * Opens `path` on the server in a new page; page errors fail the test that made it. Every
+ * `postMessage` of the page's main thread (ports and Workers) is counted in `window.__posted`.
+ */
 async function open(path) {
   const page = await browser.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
   page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  await page.addInitScript(() => {
+    window.__posted = 0;
+    for (const proto of [MessagePort.prototype, Worker.prototype]) {
+      const post = proto.postMessage;
+      proto.postMessage = function (...a) {
+        window.__posted++;
+        return post.apply(this, a);
+      };
+    }
+  });
   await page.goto(new URL(path, server.url).href);
   return { page, errors };
+}
+
+/**
+ * Starts counting messages both ways between the page and the running engine's worklet (the
+ * engine of `window[api].engine()`): what the main thread posts (any port or Worker) and what
+ * arrives on the engine node's port. The function returned gives both counts since the call.
+ */
+async function watchMessages(page, api) {
+  await page.evaluate((name) => {
+    const node = window[name].engine().node;
+    window.__fromWorklet = 0;
+    node.port.addEventListener("message", () => window.__fromWorklet++);
+    node.port.start();
+    window.__postedAtStart = window.__posted;
+  }, api);
+  return () => page.evaluate(() => ({ posted: window.__posted - window.__postedAtStart, fromWorklet: window.__fromWorklet }));
 }
 
 /** Waits for `fn` (run in the page) to return a truthy value; the message says what did not happen. */
@@ -115,6 +144,7 @@ describe("engine demo page (engine.html)", () => {
     const { page, errors } = await open("/engine.html?autostart=1");
     try {
       await until(page, () => window.engineDemoStats.running || window.engineDemoStats.error, null, "the engine starts");
+      const messages = await watchMessages(page, "engineDemo");
       await page.locator("body").click({ position: { x: 1, y: 1 } }); // focus for the keyboard
       // Octave 4: A is C4 (60), so H (nine semitones up) is A4, 440 Hz.
       await page.keyboard.down("KeyH");
@@ -136,6 +166,8 @@ describe("engine demo page (engine.html)", () => {
       const g = await pitchOf(page, () => window.engineDemo.pitch());
       assert.ok(Math.abs(g / hz(57) - 1) < 0.01, `pitch ${g} Hz, expected ${hz(57)}`);
       await page.keyboard.up("KeyH");
+      await page.waitForTimeout(200);
+      assert.deepEqual(await messages(), { posted: 0, fromWorklet: 0 }, "no postMessage either way once running");
       assert.deepEqual(errors, []);
     } finally {
       await page.close();
@@ -165,6 +197,7 @@ describe("engine demo page (engine.html)", () => {
 
   test("moving a slider changes the parameter, read back from the engine", async () => {
     const { page, errors } = await open("/engine.html?autostart=1");
+    let messages = null;
     try {
       await until(page, () => window.engineDemoStats.running || window.engineDemoStats.error, null, "the engine starts");
       for (const [id, slider, expected] of [
@@ -174,6 +207,7 @@ describe("engine demo page (engine.html)", () => {
         ["param-mix-gain_db", "250", -120 + 144 / 4],
         ["param-lowpass-q", "1000", 50],
       ]) {
+        messages ??= await watchMessages(page, "engineDemo");
         const [node, param] = id.slice("param-".length).split("-");
         const before = await page.evaluate(([n, p]) => window.engineDemo.value(n, p), [node, param]);
         assert.ok(Math.abs(before - expected) > 1e-3 * Math.abs(expected), `${node}.${param} starts elsewhere (${before})`);
@@ -190,6 +224,7 @@ describe("engine demo page (engine.html)", () => {
         assert.ok(Math.abs(got - expected) <= 1e-4 * Math.max(1, Math.abs(expected)));
       }
       assert.equal(await page.evaluate(() => window.engineDemoStats.paramsSent), 3);
+      assert.deepEqual(await messages(), { posted: 0, fromWorklet: 0 }, "no postMessage either way once running");
       assert.deepEqual(errors, []);
     } finally {
       await page.close();
@@ -223,6 +258,7 @@ describe("stress page, wasm transport", () => {
       assert.equal(s.mode, "wasm");
       assert.equal(s.worklets, 1);
       assert.equal(s.peakAmp, 0, "silent before any strum");
+      const messages = await watchMessages(page, "demo");
 
       // String 50 rings at its note (B3 for 50 = 14 semitones above A2).
       assert.equal(await page.evaluate(() => window.demo.strum(50, 0.9)), true);
@@ -241,6 +277,7 @@ describe("stress page, wasm transport", () => {
       const before = s.blocks;
       await page.waitForTimeout(300);
       assert.ok((await page.evaluate(() => window.demoStats.blocks)) > before, "the engine keeps rendering");
+      assert.deepEqual(await messages(), { posted: 0, fromWorklet: 0 }, "no postMessage either way once running");
       assert.deepEqual(errors, []);
     } finally {
       await page.close();
