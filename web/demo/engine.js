@@ -264,12 +264,19 @@ window.addEventListener("blur", () => allNotesOff());
 
 // ---- sliders from the engine's parameter table ----
 
-/** Sliders map 0..1000 to the range, logarithmically for wide positive ranges (frequencies, times). */
+/**
+ * Sliders map 0..1000 to the range: logarithmically for wide positive ranges (frequencies, Q),
+ * cubically for wide ranges from 0 (times in seconds, semitones), so small values get most of
+ * the travel; linearly otherwise.
+ */
 function scaleFor(p) {
-  const log = p.min > 0 && p.max / p.min >= 100;
-  return log
-    ? { toValue: (x) => p.min * Math.pow(p.max / p.min, x / 1000), toSlider: (v) => (1000 * Math.log(v / p.min)) / Math.log(p.max / p.min) }
-    : { toValue: (x) => p.min + ((p.max - p.min) * x) / 1000, toSlider: (v) => (1000 * (v - p.min)) / (p.max - p.min) };
+  if (p.min > 0 && p.max / p.min >= 100) {
+    return { toValue: (x) => p.min * Math.pow(p.max / p.min, x / 1000), toSlider: (v) => (1000 * Math.log(v / p.min)) / Math.log(p.max / p.min) };
+  }
+  if (p.min === 0 && p.max >= 10) {
+    return { toValue: (x) => p.max * Math.pow(x / 1000, 3), toSlider: (v) => 1000 * Math.cbrt(Math.max(0, v) / p.max) };
+  }
+  return { toValue: (x) => p.min + ((p.max - p.min) * x) / 1000, toSlider: (v) => (1000 * (v - p.min)) / (p.max - p.min) };
 }
 
 const fmt = (v) => (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 1 ? v.toFixed(2) : v.toFixed(3));

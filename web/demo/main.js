@@ -411,7 +411,7 @@ function readWasm(s) {
   if (s.levelHistory.length > canvas.width) s.levelHistory.shift();
 }
 
-/** Mode "wasm": the output's peak, scrolling, one pixel column per animation frame. */
+/** Mode "wasm": the output's peak on a -60..0 dBFS scale, scrolling, one pixel column per animation frame. */
 function drawLevels(s) {
   const w = canvas.width;
   const h = canvas.height;
@@ -420,7 +420,8 @@ function drawLevels(s) {
   g2d.fillStyle = "#6cf";
   const hist = s.levelHistory ?? [];
   for (let i = 0; i < hist.length; i++) {
-    const bh = Math.round(Math.min(1, hist[i]) * h);
+    const db = hist[i] > 0 ? 20 * Math.log10(hist[i]) : -Infinity;
+    const bh = Math.round(Math.max(0, Math.min(1, (db + 60) / 60)) * h);
     if (bh > 0) g2d.fillRect(i, h - bh, 1, bh);
   }
 }

@@ -206,6 +206,8 @@ describe("engine demo page (engine.html)", () => {
         // gain_db: -120..24 dB, linear.
         ["param-mix-gain_db", "250", -120 + 144 / 4],
         ["param-lowpass-q", "1000", 50],
+        // release: 0..30 s, cubic: half way is 30 / 8.
+        ["param-keys-release", "500", 30 / 8],
       ]) {
         messages ??= await watchMessages(page, "engineDemo");
         const [node, param] = id.slice("param-".length).split("-");
@@ -223,7 +225,7 @@ describe("engine demo page (engine.html)", () => {
         );
         assert.ok(Math.abs(got - expected) <= 1e-4 * Math.max(1, Math.abs(expected)));
       }
-      assert.equal(await page.evaluate(() => window.engineDemoStats.paramsSent), 3);
+      assert.equal(await page.evaluate(() => window.engineDemoStats.paramsSent), 4);
       assert.deepEqual(await messages(), { posted: 0, fromWorklet: 0 }, "no postMessage either way once running");
       assert.deepEqual(errors, []);
     } finally {
