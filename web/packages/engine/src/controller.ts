@@ -121,7 +121,7 @@ export class Controller {
   setParam(node: string, param: string, value: number, options?: SetOptions): true {
     const p = this._settable(node, param, value);
     const op = options?.smooth === false ? Op.Step : Op.Set;
-    return this._send(op, p.id, options?.frame, value, 0, 0, `${node}.${param}`);
+    return this._send(op, p.id, options?.frame, value, 0, 0, node, param);
   }
 
   /**
@@ -138,7 +138,7 @@ export class Controller {
     if (!(seconds >= 0) || !Number.isFinite(seconds)) {
       throw new RangeError(`ramp of ${node}.${param}: seconds must be 0 or more, got ${seconds}`);
     }
-    return this._send(Op.Ramp, p.id, options?.frame, target, seconds, 0, `${node}.${param}`);
+    return this._send(Op.Ramp, p.id, options?.frame, target, seconds, 0, node, param);
   }
 
   /**
@@ -188,7 +188,8 @@ export class Controller {
   }
 
   /**
-   * Writes one raw record; internal ops (recording) use it too.
+   * Writes one raw record; internal ops (recording) use it too. `what` and `param` name it in
+   * errors, joined only when one is thrown: a string built per call would be garbage.
    *
    * @internal
    */
@@ -200,6 +201,7 @@ export class Controller {
     extra: number,
     channel: number,
     what: string,
+    param?: string,
   ): true {
     const r = this._record;
     r[0] = op;
@@ -209,7 +211,7 @@ export class Controller {
       r[3] = NOW;
     } else {
       if (!Number.isSafeInteger(frame) || frame < 0) {
-        throw new RangeError(`${what}: frame must be a whole number of frames, 0 or more, got ${frame}`);
+        throw new RangeError(`${label(what, param)}: frame must be a whole number of frames, 0 or more, got ${frame}`);
       }
       r[2] = frame % TWO_32;
       r[3] = Math.floor(frame / TWO_32);
@@ -218,7 +220,7 @@ export class Controller {
     this._floats[5] = extra;
     r[6] = channel;
     r[7] = 0;
-    if (this._ring.push(r) !== CONTROL_RECORD) throw new ControlRingFull(what);
+    if (this._ring.push(r) !== CONTROL_RECORD) throw new ControlRingFull(label(what, param));
     return true;
   }
 
@@ -242,6 +244,10 @@ export class Controller {
       `no node named ${name} plays notes in this project; these do: ${known || "(none)"}`,
     );
   }
+}
+
+function label(what: string, param: string | undefined): string {
+  return param === undefined ? what : `${what}.${param}`;
 }
 
 function midiByte(what: string, v: number): void {

@@ -78,14 +78,14 @@ export class EngineCore {
 
   /**
    * Instantiates the module synchronously (fine off the main thread), hands over the files,
-   * loads the project and the MIDI file.
+   * loads the project and the MIDI file. Pass `exports` to use an instance made elsewhere.
    *
    * @throws EngineError with the engine's message if the project does not load (the main
    * thread loaded it first, so this only happens if the two differ).
    */
-  constructor(options: ProcessorOptions) {
-    const instance = new WebAssembly.Instance(options.module, {});
-    const e = engineExports(instance);
+  constructor(options: ProcessorOptions, exports?: EngineExports) {
+    // `exports` lets a test put a stand-in where the instance's exports go.
+    const e = exports ?? engineExports(new WebAssembly.Instance(options.module, {}));
     loadProject(e, options);
     this.exports = e;
     this.channels = e.db_channels();

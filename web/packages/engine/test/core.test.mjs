@@ -1,0 +1,129 @@
+// The worklet's core against a stand-in engine (fake-engine.mjs): the FIFO serves 128-frame
+// quanta from project-sized blocks in order, events are applied before the block they belong
+// to, a run with a length ends with the remainder block as the CLI renders it, the recording
+// copies exactly its window, and status records report what the engine said.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { RingBuffer } from "@downbeat/ringbuf";
+import { Controller, Op } from "@downbeat/engine";
+import { EngineCore } from "@downbeat/engine/core.js";
+import { fakeEngine, fakeSample } from "./fake-engine.mjs";
+import { processorOptions, statusLength, table } from "./util.mjs";
+
+function quanta(core, count, frames = 128, channels = 2) {
+  const out = Array.from({ length: channels }, () => new Float32Array(frames));
+  const all = Array.from({ length: channels }, () => []);
+  for (let q = 0; q < count; q++) {
+    core.process(out);
+    for (let c = 0; c < channels; c++) all[c].push(...out[c]);
+  }
+  return all;
+}
+
+for (const blockSize of [256, 128, 100, 64, 1000]) {
+  test(`blocks of ${blockSize} are served as 128-frame quanta, every frame once, in order`, () => {
+    const e = fakeEngine({ blockSize });
+    const core = new EngineCore(processorOptions({ project: "p" }), e);
+    const all = quanta(core, 40);
+    for (let c = 0; c < 2; c++) {
+      all[c].forEach((v, f) => assert.equal(v, fakeSample(f, c), `frame ${f} channel ${c}`));
+    }
+    assert.ok(e.log.renders.every((n) => n === blockSize), "only whole project blocks while running");
+    assert.equal(core.position(), e.log.renders.length * blockSize);
+    assert.ok(core.position() >= 40 * 128 && core.position() - 40 * 128 < blockSize);
+  });
+}
+
+test("a run with a length renders the CLI's blocks: whole ones, then the remainder, then silence", () => {
+  const e = fakeEngine({ blockSize: 256 });
+  const core = new EngineCore(processorOptions({ length: 1000 }), e);
+  const out = [new Float32Array(128), new Float32Array(128)];
+  let more = true;
+  let served = 0;
+  while (more) {
+    more = core.process(out);
+    served += 128;
+  }
+  assert.deepEqual(e.log.renders, [256, 256, 256, 232]);
+  assert.equal(served, 1024);
+  assert.deepEqual([...out[0].subarray(0, 104)].map((v, i) => v === fakeSample(896 + i, 0)), new Array(104).fill(true));
+  assert.deepEqual([...out[0].subarray(104)], new Array(24).fill(0), "silence after the end");
+});
+
+test("the project, its name, the files and the MIDI file are handed over before rendering", () => {
+  const e = fakeEngine();
+  const bytes = new Uint8Array([1, 2, 3]);
+  new EngineCore(processorOptions({ project: "sample_rate = 48000", files: [["../samples/kick.wav", bytes]], midi: new Uint8Array(9) }), e);
+  assert.deepEqual(e.log.loaded, ["sample_rate = 48000", "test.toml"]);
+  assert.deepEqual(e.log.files, [["../samples/kick.wav", 3]]);
+  assert.equal(e.log.midi, 9);
+});
+
+test("control records reach db_event before the next block, with their words intact", () => {
+  const e = fakeEngine({ blockSize: 256 });
+  const options = processorOptions();
+  const core = new EngineCore(options, e);
+  const c = new Controller({ control: options.control, table });
+  quanta(core, 1); // block 0 rendered, 128 frames left in the FIFO
+  c.setParam("osc", "freq", 330, { frame: 600 });
+  c.noteOn(60, 100, { instrument: "pluck", channel: 2 });
+  c.allNotesOff();
+  quanta(core, 1); // served from the FIFO: no block, no events yet
+  assert.equal(e.log.events.length, 0);
+  quanta(core, 1); // block 1: the events first
+  assert.deepEqual(e.log.events, [
+    { at: 256, op: Op.Set, id: 1, lo: 600, hi: 0, value: 330, extra: 0, channel: 0 },
+    { at: 256, op: Op.NoteOn, id: 1, lo: 0xffffffff, hi: 0xffffffff, value: 60, extra: 100, channel: 2 },
+    { at: 256, op: Op.AllNotesOff, id: 0xffffffff, lo: 0xffffffff, hi: 0xffffffff, value: 0, extra: 0, channel: 0xffffffff },
+  ]);
+});
+
+test("status records carry position, meters, values and refused events", () => {
+  const e = fakeEngine({ blockSize: 256, params: 2 });
+  const options = processorOptions({ params: 2 });
+  const core = new EngineCore(options, e);
+  // An id the engine does not know (the main thread would never send it): counted, not lost.
+  new Controller({ control: options.control, table: { ...table, params: [{ ...table.params[0], id: 7 }] } }).setParam("g", "gain", 2);
+  new Controller({ control: options.control, table }).setParam("osc", "freq", 880);
+  quanta(core, 4);
+  const ring = new RingBuffer(options.status, Float64Array);
+  const len = statusLength(2, 2);
+  assert.equal(ring.availableRead(), 2 * len, "one record per block");
+  const s = new Float64Array(len);
+  ring.pop(s);
+  ring.pop(s);
+  assert.deepEqual([...s], [512, 0, 1, -3, 0, 0, 0, 0, 511, 511.25, 0, 1, 0, 880]);
+});
+
+test("recording copies exactly [start, stop) into the ring, interleaved, across block edges", () => {
+  const e = fakeEngine({ blockSize: 256 });
+  const options = processorOptions({ recordFrames: 4096 });
+  const core = new EngineCore(options, e);
+  const c = new Controller({ control: options.control, table });
+  c._send(Op.RecordStart, 0, 300, 0, 0, 0, "record");
+  c._send(Op.RecordStop, 0, 1234, 0, 0, 0, "record stop");
+  quanta(core, 12);
+  const ring = new RingBuffer(options.record, Float32Array);
+  const got = new Float32Array(ring.availableRead());
+  ring.pop(got);
+  assert.equal(got.length, (1234 - 300) * 2);
+  for (let i = 0; i < got.length; i++) assert.equal(got[i], fakeSample(300 + (i >> 1), i & 1), `sample ${i}`);
+  const status = new RingBuffer(options.status, Float64Array);
+  const s = new Float64Array(statusLength(2, 2));
+  while (status.pop(s) > 0);
+  assert.deepEqual([...s.subarray(4, 8)], [2, 934, 0, 300], "stopped, 934 frames, none lost, from 300");
+});
+
+test("recording into a ring that fills counts the lost frames instead of hiding them", () => {
+  const e = fakeEngine({ blockSize: 256 });
+  const options = processorOptions({ recordFrames: 1000 });
+  const core = new EngineCore(options, e);
+  new Controller({ control: options.control, table })._send(Op.RecordStart, 0, undefined, 0, 0, 0, "record");
+  quanta(core, 16); // 2048 frames, nobody reading
+  const status = new RingBuffer(options.status, Float64Array);
+  const s = new Float64Array(statusLength(2, 2));
+  while (status.pop(s) > 0);
+  assert.equal(s[4], 1, "still recording");
+  assert.equal(s[5], 1000);
+  assert.equal(s[6], 2048 - 1000);
+});
