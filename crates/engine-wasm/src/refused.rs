@@ -6,12 +6,14 @@
 use downbeat_graph::ParamValue;
 use downbeat_graph::{register_node_type, Node, NodeConfig, NodeFactory, ParamError, ParamSpec};
 
-/// Node types that cannot run in a browser, and why.
+/// Node types that cannot run in a browser, and why, in the order `downbeat` registers them
+/// (so that the list of valid types in an error message is the CLI's; `lv2`, which a default
+/// CLI build leaves out, comes last). `input` is built in.
 pub const REFUSED: &[(&str, &str)] = &[
+    ("clap", "loads a native CLAP plugin"),
     ("player", "streams a file from disk on a reader thread"),
     ("echoes", "runs a collector thread for its heap"),
     ("lv2", "loads a native LV2 plugin"),
-    ("clap", "loads a native CLAP plugin"),
     ("input", "reads a sound card's or a file's input"),
 ];
 
@@ -72,10 +74,13 @@ pub fn register() {
     static DONE: std::sync::Once = std::sync::Once::new();
     DONE.call_once(|| {
         // Errors are names taken already: the real type is there, which is as good.
-        let _ = downbeat_file::sampler::register();
         for (name, _) in REFUSED {
             if downbeat_graph::lookup_node_type(name).is_none() {
                 let _ = register_node_type(Refused { name });
+            }
+            // The CLI registers `sampler` right after `player` (`downbeat_file::register`).
+            if *name == "player" {
+                let _ = downbeat_file::sampler::register();
             }
         }
     });
