@@ -59,13 +59,13 @@ const KNOWN_CASES = ["karplus", "sines", "synth", "offline", "size"];
 for (const c of cases) if (!KNOWN_CASES.includes(c)) throw new Error(`unknown case ${c}; expected ${KNOWN_CASES.join(", ")}`);
 for (const m of modes) if (!IMPL[m]) throw new Error(`unknown mode ${m}; expected ${Object.keys(IMPL).join(", ")}`);
 
-/** Where each live search starts and stops; --quick probes one small count per implementation. */
+/** Where each live search starts and stops; --quick probes one count (16, or --start) per implementation. */
 const SEARCH = {
   karplus: { start: Number(opt("--start", 128)), max: Number(opt("--max", 65536)) },
   sines: { start: Number(opt("--start", 128)), max: Number(opt("--max", 65536)) },
   synth: { start: Number(opt("--start", 32)), max: Number(opt("--max", 16384)) },
 };
-if (quick) for (const k of Object.keys(SEARCH)) SEARCH[k] = { start: 16, max: 16 };
+if (quick) for (const k of Object.keys(SEARCH)) SEARCH[k] = { start: Number(opt("--start", 16)), max: Number(opt("--start", 16)) };
 
 const log = (...a) => (json ? console.error : console.log)(...a);
 const t0 = performance.now();
@@ -167,8 +167,9 @@ async function probeEngine(kind, count) {
       peak: +b.peak.toFixed(4),
       sampleRate: b.sampleRate,
     };
-    // A probe that plays silence measured nothing: the sum must be audible.
+    // A probe that plays silence, or fewer voices than asked, measured nothing.
     if (!(b.peak > 0)) throw new Error(`${kind} × ${count}: the output is silent (peak ${b.peak})`);
+    if (b.engineRefused) throw new Error(`${kind} × ${count}: the engine refused ${b.engineRefused} events (not every voice is held)`);
     r.pass = r.underruns === 0;
     return r;
   });

@@ -170,6 +170,8 @@ function snapshot() {
     eventsSent: stats.eventsSent,
     eventsPending: stats.eventsPending,
     peak: stats.peak,
+    // Events the engine refused (its event list full, or an error): a held voice missing.
+    engineRefused: s?.engine ? s.engine.meters().dropped + s.engine.meters().eventErrors : 0,
     sampleRate: stats.sampleRate,
     error: stats.error,
   };
