@@ -11,8 +11,9 @@
 // URL query: ?mode=ring|postmessage|wasm&strings=N&perNode=100&strumMs=200&auto=1&viz=1&autostart=1
 //            &strumOnStart=1
 // Everything the page shows is also on `window.demoStats` (updated every animation frame), and
-// `window.demo` has start(options), stop(), strum(i, strength), strumAll(), amplitudes() and
-// snapshot() for the tests and the benchmark.
+// `window.demo` has start(options), stop(), strum(i, strength), strumAll(), amplitudes(),
+// snapshot(), and in mode "wasm" pitch() (of the output) and engine() (the running
+// DownbeatEngine), for the tests and the benchmark.
 
 import { ParameterWriter, RingBuffer, getStorageForParamQueue } from "/ringbuf/index.js";
 import { detectPitch } from "./pitch.js";
@@ -52,7 +53,7 @@ const stats = {
   strumsSent: 0,
   strumsRejected: 0, // ring full: ParameterWriter.enqueueChange returned false
   strumsReceived: 0, // as reported by the worklet (wasm: the note ons the engine took in)
-  strumsDropped: 0, // wasm: events the engine refused because its event list was full
+  strumsDropped: 0, // wasm: events the engine refused (its event list full, or an error)
   ampFramesReceived: 0,
   ampFramesViaPort: 0, // amplitude frames that arrived by postMessage (0 in ring mode)
   ampFramesDropped: 0, // reported by the worklet: ring full when it wrote
