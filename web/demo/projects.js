@@ -23,8 +23,9 @@ function positive(n, what) {
 }
 
 /**
- * N `karplus` strings summed by a `mix` into the output: the Karplus-Strong stress page's third
- * transport. The strings are silent until their first note (the built-in pattern is pushed an
+ * N `karplus` strings summed by a `mix` into the output, all mono (the strings are mono in the
+ * JavaScript processor too; the destination plays one channel on both speakers): the
+ * Karplus-Strong stress page's third transport. The strings are silent until their first note (the built-in pattern is pushed an
  * hour away with `offset`, and a received note silences it for good); a strum is a note on of
  * instrument `stringName(i)` at `stringNote(i)`, its velocity the strength. `length` lets a
  * strum ring out (the node cuts a note `length` seconds after it starts).
@@ -44,6 +45,7 @@ export function karplusProject(n, o = {}) {
     lines.push(
       `[nodes.${stringName(i)}]`,
       'type = "karplus"',
+      "channels = 1",
       `notes = [${stringNote(i)}]`,
       "offset = 3600.0",
       "interval = 60.0",
@@ -54,14 +56,14 @@ export function karplusProject(n, o = {}) {
       "",
     );
   }
-  lines.push("[nodes.mix]", 'type = "mix"', `gain_db = ${gainDb.toFixed(3)}`, "", "[nodes.out]", 'type = "output"', "");
+  lines.push("[nodes.mix]", 'type = "mix"', "channels = 1", `gain_db = ${gainDb.toFixed(3)}`, "", "[nodes.out]", 'type = "output"', "channels = 1", "");
   return lines.join("\n");
 }
 
 /**
- * N `sine` oscillators summed into the output, spread over 110..1760 Hz, each at 1/N so the sum
- * stays below full scale: the wasm side of the sine bench (the native side is N
- * `OscillatorNode`s into one `GainNode`).
+ * N mono `sine` oscillators summed into a mono output, spread over 110..1760 Hz, each at 0.5/N so
+ * the sum stays below full scale: the wasm side of the sine bench (the native side is N
+ * `OscillatorNode`s, mono, into one `GainNode`).
  *
  * @param {number} n oscillators
  * @param {{ sampleRate?: number, blockSize?: number }} [o]
@@ -73,9 +75,9 @@ export function sineProject(n, o = {}) {
   const lines = [`# ${n} sine oscillators summed into the output (web/demo/projects.js).`, ...header(o, edges)];
   const amp = 0.5 / n;
   for (let i = 0; i < n; i++) {
-    lines.push(`[nodes.${sineName(i)}]`, 'type = "sine"', `freq = ${sineFreq(i, n).toFixed(4)}`, `amp = ${amp}`, "");
+    lines.push(`[nodes.${sineName(i)}]`, 'type = "sine"', "channels = 1", `freq = ${sineFreq(i, n).toFixed(4)}`, `amp = ${amp}`, "");
   }
-  lines.push("[nodes.out]", 'type = "output"', "");
+  lines.push("[nodes.out]", 'type = "output"', "channels = 1", "");
   return lines.join("\n");
 }
 

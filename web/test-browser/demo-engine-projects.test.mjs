@@ -76,7 +76,7 @@ test("karplusProject: N silent strings named and tuned as the stress page addres
   assert.match(text, /^block_size = 128$/m);
   for (const i of [0, 17, 39]) {
     assert.ok(text.includes(`"${stringName(i)} -> mix"`), `edge of string ${i}`);
-    assert.ok(text.includes(`[nodes.${stringName(i)}]\ntype = "karplus"\nnotes = [${stringNote(i)}]`), `string ${i}`);
+    assert.ok(text.includes(`[nodes.${stringName(i)}]\ntype = "karplus"\nchannels = 1\nnotes = [${stringNote(i)}]`), `string ${i}`);
   }
   assert.equal(stringNote(0), 45, "A2, as the JavaScript strings start at 110 Hz");
   assert.equal(stringNote(36), 45, "three octaves, then around again");
