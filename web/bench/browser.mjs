@@ -219,7 +219,7 @@ async function search(label, probe, { start, max }) {
       hi = n;
     }
   }
-  if (hi) {
+  if (hi && !quick) {
     while (hi - lo > Math.max(1, Math.ceil(lo * tolerance))) {
       const step = lo >= 256 ? 16 : 1; // round probes to tidy numbers
       let mid = Math.round((lo + hi) / 2 / step) * step;
