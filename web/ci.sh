@@ -88,4 +88,7 @@ run_tests test-browser/engine-*.test.mjs
 step "benchmark smoke run (numbers meaningless)"
 node bench/node.mjs --quick --json >/dev/null
 
+step "browser benchmark smoke run: every case, one short probe each (numbers meaningless)"
+node bench/browser.mjs --quick --json >/dev/null
+
 echo "web: $passed passed, $failed failed"

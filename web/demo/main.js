@@ -1,16 +1,29 @@
 // Main thread of the Karplus-Strong demo: starts the worklet, strums the strings, and draws the
-// amplitudes that come back, over a ring (@downbeat/ringbuf) or over postMessage.
+// amplitudes that come back, over a ring (@downbeat/ringbuf) or over postMessage; or, in mode
+// "wasm", runs the strings as `karplus` nodes of a generated project in the wasm engine
+// (@downbeat/engine), strummed by note ons through its control ring, its output levels read
+// from its meter ring.
 //
-// The strings are spread over AudioWorkletNodes of `perNode` strings each (100 by default, as in
-// karplus-stress-tester's usual setting), each with its own pair of rings or its own port.
+// The JavaScript strings are spread over AudioWorkletNodes of `perNode` strings each (100 by
+// default, as in karplus-stress-tester's usual setting), each with its own pair of rings or its
+// own port. The wasm engine runs all the strings in one graph in one AudioWorkletNode.
 //
-// URL query: ?mode=ring|postmessage&strings=N&perNode=100&strumMs=200&auto=1&viz=1&autostart=1
+// URL query: ?mode=ring|postmessage|wasm&strings=N&perNode=100&strumMs=200&auto=1&viz=1&autostart=1
 //            &strumOnStart=1
 // Everything the page shows is also on `window.demoStats` (updated every animation frame), and
-// `window.demo` has start(options), stop(), strum(i, strength), strumAll(), amplitudes() and
-// snapshot() for the tests and the benchmark.
+// `window.demo` has start(options), stop(), strum(i, strength), strumAll(), amplitudes(),
+// snapshot(), and in mode "wasm" pitch() (of the output) and engine() (the running
+// DownbeatEngine), for the tests and the benchmark.
 
 import { ParameterWriter, RingBuffer, getStorageForParamQueue } from "/ringbuf/index.js";
+import { detectPitch } from "./pitch.js";
+import { karplusProject, stringName, stringNote } from "./projects.js";
+
+/** Modes of the page: the JavaScript strings over two transports, and the wasm engine. */
+const MODES = ["ring", "postmessage", "wasm"];
+/** The wasm engine is loaded only when its mode is first used, so the other modes run without it. */
+let enginePackage = null;
+const loadEngine = () => (enginePackage ??= import("/engine/index.js"));
 
 /** Header floats at the start of each amplitude frame (see karplus-processor.js). */
 const HEADER = 5;
@@ -39,7 +52,8 @@ const stats = {
   rafCount: 0,
   strumsSent: 0,
   strumsRejected: 0, // ring full: ParameterWriter.enqueueChange returned false
-  strumsReceived: 0, // as reported by the worklet
+  strumsReceived: 0, // as reported by the worklet (wasm: the note ons the engine took in)
+  strumsDropped: 0, // wasm: events the engine refused (its event list full, or an error)
   ampFramesReceived: 0,
   ampFramesViaPort: 0, // amplitude frames that arrived by postMessage (0 in ring mode)
   ampFramesDropped: 0, // reported by the worklet: ring full when it wrote
@@ -87,6 +101,7 @@ function resetStats(o) {
     strumsSent: 0,
     strumsRejected: 0,
     strumsReceived: 0,
+    strumsDropped: 0,
     ampFramesReceived: 0,
     ampFramesViaPort: 0,
     ampFramesDropped: 0,
@@ -179,7 +194,7 @@ function makePart(s, k, base, n) {
 async function start(options = {}) {
   await stop();
   const o = { ...readUi(), ...options };
-  if (o.mode !== "ring" && o.mode !== "postmessage") throw new Error(`unknown mode ${o.mode}`);
+  if (!MODES.includes(o.mode)) throw new Error(`unknown mode ${o.mode}; expected ${MODES.join(", ")}`);
   writeUi(o);
   resetStats(o);
   const n = o.strings;
@@ -191,9 +206,13 @@ async function start(options = {}) {
   try {
     if (!self.crossOriginIsolated) throw new Error("not cross-origin isolated: no SharedArrayBuffer");
     const ctx = (s.ctx = new AudioContext({ latencyHint: "interactive" }));
-    await ctx.audioWorklet.addModule("karplus-processor.js");
-    for (let base = 0, k = 0; base < n; base += perNode, k++) {
-      s.parts.push(makePart(s, k, base, Math.min(perNode, n - base)));
+    if (o.mode === "wasm") {
+      await startWasm(s);
+    } else {
+      await ctx.audioWorklet.addModule("karplus-processor.js");
+      for (let base = 0, k = 0; base < n; base += perNode, k++) {
+        s.parts.push(makePart(s, k, base, Math.min(perNode, n - base)));
+      }
     }
     await ctx.resume();
     await Promise.all(s.parts.map((p) => p.ready));
@@ -204,13 +223,13 @@ async function start(options = {}) {
       };
     }
     stats.sampleRate = ctx.sampleRate;
-    stats.worklets = s.parts.length;
+    stats.worklets = s.engine ? 1 : s.parts.length;
     stats.playbackStatsAvailable = !!ctx.playbackStats;
     stats.running = true;
     stats.startedAt = performance.now();
     if (o.auto) s.timer = setInterval(strumAll, o.strumMs);
     if (o.strumOnStart !== false) strumAll();
-    $("status").textContent = `running: ${o.mode}, ${n} strings in ${s.parts.length} worklet(s), ${ctx.sampleRate} Hz`;
+    $("status").textContent = `running: ${o.mode}, ${n} strings in ${stats.worklets} worklet(s), ${ctx.sampleRate} Hz`;
     $("stop").disabled = false;
     $("strum").disabled = false;
   } catch (e) {
@@ -228,6 +247,11 @@ async function stop() {
   if (!s) return;
   clearInterval(s.timer);
   stats.running = false;
+  if (s.engine) {
+    try {
+      s.engine.node.disconnect();
+    } catch {}
+  }
   for (const p of s.parts) {
     try {
       p.node.port.postMessage({ type: "stop" });
@@ -240,10 +264,56 @@ async function stop() {
   $("strum").disabled = true;
 }
 
+/**
+ * Mode "wasm": one engine running `karplusProject(n)` (string i is node `stringName(i)`, tuned
+ * to `stringNote(i)` as the JavaScript strings are), at the context's rate, in blocks of 128.
+ */
+async function startWasm(s) {
+  const { Controller, DownbeatEngine } = await loadEngine();
+  const text = karplusProject(s.n, { sampleRate: s.ctx.sampleRate, blockSize: 128 });
+  // Room in the control ring for a few strum-alls in flight: the page strums every string at once.
+  s.controlCapacity = Math.max(1024, 4 * s.n);
+  s.engine = await DownbeatEngine.create(s.ctx, text, { name: `karplus-${s.n}.toml`, controlCapacity: s.controlCapacity });
+  s.engine.node.connect(s.ctx.destination);
+  // The page is the ring's one writer; its own Controller also says how much of the ring is
+  // still waiting for the worklet (room()), which "strums received" needs.
+  s.ctl = new Controller(s.engine.controller());
+  // A tap for pitch() (the tests check that a strum plays its string's pitch).
+  s.analyser = new AnalyserNode(s.ctx, { fftSize: 4096 });
+  s.engine.node.connect(s.analyser);
+  s.timeData = new Float32Array(s.analyser.fftSize);
+}
+
+/** Mode "wasm": the pitch of the engine's output now (Hz, 0 for silence). */
+function pitch() {
+  const s = session;
+  if (!s || !s.analyser) return 0;
+  s.analyser.getFloatTimeDomainData(s.timeData);
+  return detectPitch(s.timeData, s.ctx.sampleRate);
+}
+
+/** One strum in the wasm engine: a note on of string `i`'s node at its pitch, velocity = strength. */
+function strumWasm(s, i, strength) {
+  const velocity = Math.max(1, Math.min(127, Math.round(127 * strength)));
+  try {
+    s.ctl.noteOn(stringNote(i), velocity, { instrument: stringName(i) });
+  } catch (e) {
+    if (e && e.name === "ControlRingFull") return false;
+    throw e;
+  }
+  return true;
+}
+
 /** Strums string `index` with `strength` (0..1): one event down to its worklet. */
 function strum(index, strength) {
   const s = session;
   if (!s || !stats.running || !(index >= 0 && index < s.n)) return false;
+  if (s.engine) {
+    const ok = strumWasm(s, index, strength);
+    if (ok) stats.strumsSent++;
+    else stats.strumsRejected++;
+    return ok;
+  }
   const p = s.parts[Math.floor(index / s.perNode)];
   const i = index - p.base;
   if (s.o.mode === "ring") {
@@ -261,6 +331,13 @@ function strum(index, strength) {
 function strumAll() {
   const s = session;
   if (!s || !stats.running) return;
+  if (s.engine) {
+    for (let i = 0; i < s.n; i++) {
+      if (strumWasm(s, i, 0.5 + 0.5 * Math.random())) stats.strumsSent++;
+      else stats.strumsRejected++;
+    }
+    return;
+  }
   for (const p of s.parts) {
     const n = p.n;
     if (s.o.mode === "ring") {
@@ -312,6 +389,44 @@ function draw(s) {
   }
 }
 
+/**
+ * Mode "wasm": the newest status from the engine's meter ring. The engine meters its output, not
+ * each string (no per-node amplitudes come back), so the page shows the output's peak. Strums
+ * received: the note ons the worklet has taken out of the control ring (sent minus what is still
+ * in it) minus those the engine refused (its event list full, or an error), both of which it
+ * reports; here every record in the ring is a strum.
+ */
+function readWasm(s) {
+  const m = s.engine.meters();
+  let peak = 0;
+  for (let c = 0; c < s.engine.channels; c++) if (m.peak(c) > peak) peak = m.peak(c);
+  stats.lastMaxAmp = peak;
+  if (peak > stats.peakAmp) stats.peakAmp = peak;
+  stats.ampFramesReceived++;
+  stats.blocks = Math.floor(m.position / 128);
+  stats.strumsDropped = m.dropped + m.eventErrors;
+  const waiting = s.controlCapacity - s.ctl.room();
+  stats.strumsReceived = stats.strumsSent - waiting - stats.strumsDropped;
+  s.levelHistory ??= [];
+  s.levelHistory.push(peak);
+  if (s.levelHistory.length > canvas.width) s.levelHistory.shift();
+}
+
+/** Mode "wasm": the output's peak on a -60..0 dBFS scale, scrolling, one pixel column per animation frame. */
+function drawLevels(s) {
+  const w = canvas.width;
+  const h = canvas.height;
+  g2d.fillStyle = "#111";
+  g2d.fillRect(0, 0, w, h);
+  g2d.fillStyle = "#6cf";
+  const hist = s.levelHistory ?? [];
+  for (let i = 0; i < hist.length; i++) {
+    const db = hist[i] > 0 ? 20 * Math.log10(hist[i]) : -Infinity;
+    const bh = Math.round(Math.max(0, Math.min(1, (db + 60) / 60)) * h);
+    if (bh > 0) g2d.fillRect(i, h - bh, 1, bh);
+  }
+}
+
 function frame(now) {
   stats.rafCount++;
   fpsFrames++;
@@ -322,6 +437,7 @@ function frame(now) {
   }
   const s = session;
   if (s && stats.running) {
+    if (s.engine) readWasm(s);
     if (s.o.mode === "ring") {
       for (const p of s.parts) {
         const avail = p.ampRing.availableRead();
@@ -346,7 +462,7 @@ function frame(now) {
       stats.underrunDuration = ps.underrunDuration;
       stats.totalDuration = ps.totalDuration;
     }
-    if ($("viz").checked) draw(s);
+    if ($("viz").checked) (s.engine ? drawLevels : draw)(s);
   }
   if (now - uiSince > 250) {
     uiSince = now;
@@ -378,7 +494,7 @@ $("auto").onchange = $("strumMs").onchange = () => {
 };
 
 const initial = {
-  mode: query.get("mode") === "postmessage" ? "postmessage" : "ring",
+  mode: MODES.includes(query.get("mode")) ? query.get("mode") : "ring",
   strings: Math.max(1, Math.min(65536, parseInt(query.get("strings") ?? "256", 10) || 256)),
   strumMs: Math.max(10, +(query.get("strumMs") ?? 200) || 200),
   auto: flag("auto", true),
@@ -411,6 +527,8 @@ function snapshot() {
     blocks: stats.blocks,
     strumsSent: stats.strumsSent,
     strumsReceived: stats.strumsReceived,
+    strumsRejected: stats.strumsRejected,
+    strumsDropped: stats.strumsDropped,
     ampFramesReceived: stats.ampFramesReceived,
     ampFramesDropped: stats.ampFramesDropped,
     sampleRate: stats.sampleRate,
@@ -418,7 +536,7 @@ function snapshot() {
   };
 }
 
-window.demo = { start, stop, strum, strumAll, amplitudes, snapshot, stats };
+window.demo = { start, stop, strum, strumAll, amplitudes, snapshot, pitch, stats, engine: () => session?.engine ?? null };
 // Browsers start an AudioContext only after a user gesture unless autoplay is allowed
 // (Chromium: --autoplay-policy=no-user-gesture-required), hence the opt-in.
 if (flag("autostart", false)) start(initial).catch(() => {});

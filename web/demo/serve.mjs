@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // A tiny static server for the demo: `web/demo/` at `/`, `web/packages/ringbuf/dist/` at
-// `/ringbuf/`, with the headers that make a page cross-origin isolated (so that it gets
+// `/ringbuf/`, `web/packages/engine/dist/` (`@downbeat/engine` and its wasm) at `/engine/` and
+// `examples/projects/` at `/projects/`, with the headers that make a page cross-origin isolated (so that it gets
 // SharedArrayBuffer) on every response. No dependencies.
 //
 //   node web/demo/serve.mjs [port]      # or PORT=8080 node web/demo/serve.mjs; default: random
@@ -15,6 +16,8 @@ import { fileURLToPath } from "node:url";
 const here = fileURLToPath(new URL(".", import.meta.url));
 export const DEMO_ROOT = resolve(here);
 export const RINGBUF_ROOT = resolve(here, "../packages/ringbuf/dist");
+export const ENGINE_ROOT = resolve(here, "../packages/engine/dist");
+export const PROJECTS_ROOT = resolve(here, "../../examples/projects");
 
 const MIME = {
   ".html": "text/html; charset=utf-8",
@@ -30,6 +33,8 @@ const MIME = {
   ".png": "image/png",
   ".ico": "image/x-icon",
   ".wasm": "application/wasm",
+  ".toml": "text/plain; charset=utf-8",
+  ".mid": "audio/midi",
 };
 
 /** Headers on every response, errors included. */
@@ -41,7 +46,7 @@ const ISOLATION = {
   "X-Content-Type-Options": "nosniff",
 };
 
-/** Maps a URL path to a file under one of the two roots, or null if it escapes them. */
+/** Maps a URL path to a file under one of the roots, or null if it escapes them. */
 function resolvePath(pathname, mounts) {
   for (const [prefix, root] of mounts) {
     if (pathname === prefix.slice(0, -1)) pathname = prefix; // "/ringbuf" -> "/ringbuf/"
@@ -58,14 +63,17 @@ function resolvePath(pathname, mounts) {
 /**
  * Starts the server on 127.0.0.1.
  *
- * @param {{ port?: number, host?: string, demoRoot?: string, ringbufRoot?: string, quiet?: boolean }} [options]
- *   `port` 0 (default) picks a free port. `ringbufRoot` can point `/ringbuf/` at another build.
+ * @param {{ port?: number, host?: string, demoRoot?: string, ringbufRoot?: string, engineRoot?: string, quiet?: boolean }} [options]
+ *   `port` 0 (default) picks a free port. `ringbufRoot` / `engineRoot` can point `/ringbuf/` /
+ *   `/engine/` at another build.
  * @returns {Promise<{ server: import("node:http").Server, port: number, url: string, close: () => Promise<void> }>}
  */
 export async function startServer(options = {}) {
   const host = options.host ?? "127.0.0.1";
   const mounts = [
     ["/ringbuf/", resolve(options.ringbufRoot ?? RINGBUF_ROOT)],
+    ["/engine/", resolve(options.engineRoot ?? ENGINE_ROOT)],
+    ["/projects/", PROJECTS_ROOT],
     ["/", resolve(options.demoRoot ?? DEMO_ROOT)],
   ];
   const server = createServer(async (req, res) => {
@@ -137,6 +145,6 @@ if (isMain) {
     process.exit(2);
   }
   const { url } = await startServer({ port });
-  console.log(`Downbeat demo: ${url}  (offline render check: ${url}offline.html)`);
-  console.log(`serving ${DEMO_ROOT} at / and ${RINGBUF_ROOT} at /ringbuf/`);
+  console.log(`Downbeat demo: ${url}  (engine: ${url}engine.html, offline render check: ${url}offline.html)`);
+  console.log(`serving ${DEMO_ROOT} at /, ${RINGBUF_ROOT} at /ringbuf/, ${ENGINE_ROOT} at /engine/, ${PROJECTS_ROOT} at /projects/`);
 }
