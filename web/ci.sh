@@ -84,6 +84,8 @@ run_tests packages/engine/test/controller.test.mjs packages/engine/test/core.tes
     packages/engine/test/nogc.test.mjs
 # npm run render against downbeat run --device offline, a live AudioContext, the worklet's GC.
 run_tests test-browser/engine-*.test.mjs
+# The demo's engine pages: keys, sliders, the stress page's wasm transport, generated projects.
+run_tests test-browser/demo-engine*.test.mjs
 
 step "benchmark smoke run (numbers meaningless)"
 node bench/node.mjs --quick --json >/dev/null
