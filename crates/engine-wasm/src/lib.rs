@@ -320,6 +320,15 @@ pub extern "C" fn db_value(id: u32) -> f32 {
     with_session(|s| s.value(id)).unwrap_or(f32::NAN)
 }
 
+/// How many more events [`db_event`] takes before the next [`db_render`] (0 without a
+/// project). The worklet pops at most this many records from its control ring per block and
+/// leaves the rest there, so a burst larger than the engine's list waits for the next
+/// block instead of being refused.
+#[no_mangle]
+pub extern "C" fn db_event_room() -> u32 {
+    with_session(|s| Ok(s.event_room() as u32)).unwrap_or(0)
+}
+
 /// Events refused so far because the event list was full.
 #[no_mangle]
 pub extern "C" fn db_dropped() -> f64 {

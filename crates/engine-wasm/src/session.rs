@@ -383,6 +383,12 @@ impl Session {
         self.position
     }
 
+    /// How many more events [`event`](Self::event) takes now: the room left in the
+    /// controller's queue, which the next render empties into the schedule.
+    pub fn event_room(&self) -> usize {
+        self.controller.available()
+    }
+
     /// Events refused because the event list was full.
     pub fn dropped(&self) -> u64 {
         self.dropped

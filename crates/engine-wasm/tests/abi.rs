@@ -242,12 +242,17 @@ fn a_full_event_list_is_refused_and_counted() {
     assert_eq!(load(PROJECT, "x.toml"), 0);
     let gain = param(&table(), "g", "gain");
     for i in 0..EVENT_CAPACITY {
+        assert_eq!(db_event_room() as usize, EVENT_CAPACITY - i, "room before event {i}");
         assert_eq!(event(2, gain, i as u64, 0.5, 0.0, 0), 0, "event {i}");
     }
+    assert_eq!(db_event_room(), 0);
     assert_eq!(event(2, gain, 0, 0.5, 0.0, 0), -5);
     assert_eq!(event(2, gain, 0, 0.5, 0.0, 0), -5);
     assert_eq!(db_dropped(), 2.0);
     assert!(last_error().contains("full"), "{}", last_error());
+    // A render takes what fits into the schedule's list and frees the queue for more.
+    assert_eq!(db_render(64), 64);
+    assert!(db_event_room() > 0);
 }
 
 #[test]

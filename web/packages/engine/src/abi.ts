@@ -38,6 +38,7 @@ export interface EngineExports {
   db_peak(channel: number): number;
   db_rms(channel: number): number;
   db_value(id: number): number;
+  db_event_room(): number;
   db_dropped(): number;
   db_error_ptr(): number;
   db_error_len(): number;
@@ -64,6 +65,7 @@ const REQUIRED: (keyof EngineExports)[] = [
   "db_peak",
   "db_rms",
   "db_value",
+  "db_event_room",
   "db_dropped",
   "db_error_ptr",
   "db_error_len",

@@ -175,13 +175,16 @@ export class EngineCore {
     return got;
   }
 
-  /** Pops every control record and applies it: recording ops here, the rest in the engine. */
+  /** Pops control records and applies them: recording ops here, the rest in the engine. */
   private _drainControl(): void {
     const ev = this._event;
     const f = this._eventFloats;
     const n = this._n;
     const e = this.exports;
-    while (this._control.pop(ev) === CONTROL_RECORD) {
+    // Pop no more than the engine takes before this block: the rest stays in the ring for the
+    // next one (and a caller that keeps sending past that gets ControlRingFull), never refused.
+    let room = e.db_event_room();
+    while (room > 0 && this._control.pop(ev) === CONTROL_RECORD) {
       const op = ev[0];
       if (op === Op.RecordStart || op === Op.RecordStop) {
         // "now" is the start of the next block, which is about to be rendered.
@@ -197,6 +200,7 @@ export class EngineCore {
         }
         continue;
       }
+      room -= 1;
       const r = e.db_event(op, ev[1], ev[2], ev[3], f[4], f[5], ev[6]);
       // -5 (the engine's event list is full) is counted by the engine itself (db_dropped).
       if (r < 0 && r !== -5) {

@@ -78,6 +78,20 @@ test("control records reach db_event before the next block, with their words int
   ]);
 });
 
+test("a burst larger than the engine's event list waits in the ring for later blocks, none refused", () => {
+  const e = fakeEngine({ blockSize: 256, eventRoom: 3 });
+  const options = processorOptions();
+  const core = new EngineCore(options, e);
+  const c = new Controller({ control: options.control, table });
+  for (let i = 0; i < 7; i++) c.setParam("osc", "freq", 100 + i);
+  quanta(core, 6); // three blocks
+  assert.equal(e.db_dropped(), 0, "no event refused by the engine");
+  assert.deepEqual(
+    e.log.events.map((ev) => [ev.at, ev.value]),
+    [[0, 100], [0, 101], [0, 102], [256, 103], [256, 104], [256, 105], [512, 106]],
+  );
+});
+
 test("the status board carries position, meters, values and refused events", () => {
   const e = fakeEngine({ blockSize: 256, params: 2 });
   const options = processorOptions({ params: 2 });
