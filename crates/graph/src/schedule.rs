@@ -551,7 +551,7 @@ impl Schedule {
         for i in 0..self.slots.len() {
             // SAFETY: `&mut self` excludes every other access, and slots run in
             // topological order, so predecessors are complete.
-            unsafe { self.run_slot(i, &ctx, 0) };
+            unsafe { self.run_slot(i, &ctx, 0, false) };
         }
         self.end(frames);
     }
@@ -565,7 +565,9 @@ impl Schedule {
     /// [`set_profiling`](Schedule::set_profiling)). The output is bit-identical to
     /// [`process`](Schedule::process): every thread flushes subnormals to zero, the calling
     /// one while this runs, the pool's workers for their whole life; a node's result must not
-    /// depend on the thread that ran it.
+    /// depend on the thread that ran it. A node whose input sum takes long (measured) has it
+    /// added up by every thread, each over its own frames, before it runs; each frame is
+    /// summed in the serial order, so that too keeps the bits.
     ///
     /// Real-time safe: every structure it uses was allocated by `compile`; the only system
     /// call is the pool's counted wake of parked workers.
@@ -575,6 +577,12 @@ impl Schedule {
     pub fn process_parallel(&mut self, frames: usize, pool: &Pool) {
         let _flush = FlushDenormals::new();
         let ctx = self.begin(frames);
+        // Where the split sums write: taken here, with the slots held exclusively, and
+        // published to the pool's threads by its opening of the block.
+        for (c, i) in self.parallel.split_nodes() {
+            let ptr = self.slots[i].get_mut().in_buf.as_mut_ptr();
+            self.parallel.set_buffer(c, ptr);
+        }
         self.parallel.start(&self.profile);
         pool.run(&Kahn {
             schedule: self,
@@ -602,7 +610,8 @@ impl Schedule {
     fn end(&mut self, frames: usize) {
         if self.timed {
             let profile = &self.profile;
-            self.parallel.rerank(&self.succs, |i| profile.nanos(i));
+            self.parallel
+                .rerank(&self.succs, |i| profile.nanos(i), |i| profile.sum_nanos(i));
         }
         self.position += frames as u64;
         self.frames = frames;
@@ -613,10 +622,20 @@ impl Schedule {
     /// (and, for a moving parameter the node does not follow itself, every
     /// [`CONTROL_FRAMES`]).
     ///
+    /// With `summed`, the input sum was already added up (by the parts of a split sum, see
+    /// [`sum_part`](Schedule::sum_part)) and is not repeated.
+    ///
     /// # Safety
     /// No other thread may access slot `i`, and every predecessor of `i` must be complete
-    /// for this block with its writes visible to this thread.
-    pub(crate) unsafe fn run_slot(&self, i: usize, ctx: &ProcessContext, thread: usize) {
+    /// for this block with its writes visible to this thread (with `summed`, every part of
+    /// its sum too).
+    pub(crate) unsafe fn run_slot(
+        &self,
+        i: usize,
+        ctx: &ProcessContext,
+        thread: usize,
+        summed: bool,
+    ) {
         let started = self.profile.starting();
         let stride = self.cfg.max_block;
         let frames = ctx.frames;
@@ -625,17 +644,11 @@ impl Schedule {
         // SAFETY: predecessors are complete and nobody writes them during this block;
         // they are other slots than `i` (the graph is acyclic), so no aliasing with `slot`.
         let pred = |p: usize| unsafe { &*self.slots[p].get() };
-        if let InputPlan::Sum(preds) = &slot.input {
-            for c in 0..slot.in_ch {
-                let range = c * stride..c * stride + frames;
-                let dst = &mut slot.in_buf[range.clone()];
-                dst.copy_from_slice(&pred(preds[0]).out_buf[range.clone()]);
-                for &p in &preds[1..] {
-                    for (d, s) in dst.iter_mut().zip(&pred(p).out_buf[range.clone()]) {
-                        *d += s;
-                    }
-                }
-            }
+        if let (InputPlan::Sum(_), false) = (&slot.input, summed) {
+            // SAFETY: `in_buf` holds `in_ch` channels of `stride` frames (`compile`), this
+            // thread has the slot to itself, and the predecessors are complete.
+            unsafe { self.sum_inputs(i, slot.in_ch, slot.in_buf.as_mut_ptr(), 0..frames) };
+            self.profile.summed(i, started);
         }
         let Slot {
             node,
@@ -706,6 +719,62 @@ impl Schedule {
             level.add(AudioRef::new(out_buf, *out_ch, stride, frames));
         }
         self.profile.ran(i, thread, started);
+    }
+
+    /// Adds up frames `frames` of node `i`'s input sum, every channel, into its input
+    /// buffer at `dst`: one part of a split sum, run by the parallel processor on any
+    /// thread before node `i` runs (which then gets `summed`).
+    ///
+    /// # Safety
+    /// `dst` must be node `i`'s input buffer for this block; every predecessor of `i` must
+    /// be complete with its writes visible to this thread; no other thread may access these
+    /// frames of the buffer, nor slot `i` mutably, until this returns and is ordered before.
+    pub(crate) unsafe fn sum_part(
+        &self,
+        i: usize,
+        dst: *mut f32,
+        frames: std::ops::Range<usize>,
+        ctx: &ProcessContext,
+    ) {
+        debug_assert!(frames.end <= ctx.frames);
+        // SAFETY: nothing writes slot `i`'s fields until every part is done (the caller's
+        // promise), so a shared look at its channel count races with nothing.
+        let in_ch = unsafe { &*self.slots[i].get() }.in_ch;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.sum_inputs(i, in_ch, dst, frames) };
+    }
+
+    /// The one loop that sums node `i`'s inputs, for the serial processor and for each
+    /// part of a split sum alike: frame by frame, the inputs are added in index order, so
+    /// any cut of the frames gives the same bits.
+    ///
+    /// # Safety
+    /// `dst` points to `in_ch` channels of `max_block` frames that only this thread
+    /// accesses in `frames` for the duration; every predecessor of `i` is complete with its
+    /// writes visible to this thread.
+    unsafe fn sum_inputs(
+        &self,
+        i: usize,
+        in_ch: usize,
+        dst: *mut f32,
+        frames: std::ops::Range<usize>,
+    ) {
+        let preds = &self.preds[i];
+        let stride = self.cfg.max_block;
+        // SAFETY: predecessors are complete and nobody writes them during this block.
+        let out = |p: usize| unsafe { &(*self.slots[p].get()).out_buf };
+        for c in 0..in_ch {
+            let range = c * stride + frames.start..c * stride + frames.end;
+            // SAFETY: within the buffer (`range.end <= in_ch * stride`), and these frames
+            // are this thread's alone (the caller's promise).
+            let dst = unsafe { std::slice::from_raw_parts_mut(dst.add(range.start), range.len()) };
+            dst.copy_from_slice(&out(preds[0])[range.clone()]);
+            for &p in &preds[1..] {
+                for (d, s) in dst.iter_mut().zip(&out(p)[range.clone()]) {
+                    *d += s;
+                }
+            }
+        }
     }
 
     /// Runs one block with a scheduler of the caller's own: `f` gets a [`NodeRunner`] that
@@ -1529,7 +1598,7 @@ impl NodeRunner<'_> {
         // SAFETY: forwarded to the caller.
         unsafe {
             self.schedule
-                .run_slot(i, &self.ctx, NodeSample::OTHER_THREAD)
+                .run_slot(i, &self.ctx, NodeSample::OTHER_THREAD, false)
         }
     }
 }
