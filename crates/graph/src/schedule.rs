@@ -813,6 +813,33 @@ impl Schedule {
         self.profile.sample(i)
     }
 
+    /// How many nodes have their input sum split across the pool's threads by
+    /// [`process_parallel`](Schedule::process_parallel) in the coming blocks: those whose
+    /// sum took 2 µs or more when last measured (one block in 16 is), on a machine with more
+    /// than one core.
+    ///
+    /// ```
+    /// use downbeat_graph::{nodes::{Noise, Output}, CompileConfig, Graph};
+    /// use downbeat_rt::pool::{Pool, PoolConfig};
+    ///
+    /// let mut g = Graph::new();
+    /// let out = g.add("out", Output::new(1));
+    /// for k in 0..500 {
+    ///     let n = g.add(format!("n{k}"), Noise::new(1, 0.001, k));
+    ///     g.connect(n, out);
+    /// }
+    /// g.set_output(out);
+    /// let mut schedule = g.compile(CompileConfig { sample_rate: 48000.0, max_block: 64 }).unwrap();
+    /// let pool = Pool::new(PoolConfig { workers: Some(1), realtime_priority: None, ..PoolConfig::default() });
+    /// assert_eq!(schedule.split_sums(), 0, "nothing measured yet");
+    /// schedule.process_parallel(64, &pool);
+    /// // The output's sum of 500 inputs, if it took 2 µs, is now split.
+    /// assert!(schedule.split_sums() <= 1);
+    /// ```
+    pub fn split_sums(&self) -> usize {
+        self.parallel.split_nodes().count()
+    }
+
     pub(crate) fn parallel(&self) -> &Parallel {
         &self.parallel
     }

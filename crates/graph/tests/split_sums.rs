@@ -33,18 +33,27 @@ fn wide(width: usize, seed: u64) -> Schedule {
     g.compile(CFG).unwrap()
 }
 
-fn render(mut s: Schedule, pool: Option<&Pool>, blocks: &[usize]) -> Vec<f32> {
+fn render(mut s: Schedule, blocks: &[usize]) -> Vec<f32> {
     let mut out = Vec::new();
     for &frames in blocks {
-        match pool {
-            Some(p) => s.process_parallel(frames, p),
-            None => s.process(frames),
-        }
+        s.process(frames);
         for c in 0..2 {
             out.extend_from_slice(s.output().channel(c));
         }
     }
     out
+}
+
+/// As [`render`], on the pool, with how many sums were split in the last block.
+fn render_split(mut s: Schedule, pool: &Pool, blocks: &[usize]) -> (Vec<f32>, usize) {
+    let mut out = Vec::new();
+    for &frames in blocks {
+        s.process_parallel(frames, pool);
+        for c in 0..2 {
+            out.extend_from_slice(s.output().channel(c));
+        }
+    }
+    (out, s.split_sums())
 }
 
 fn pool(workers: usize) -> Pool {
@@ -61,11 +70,16 @@ fn pool(workers: usize) -> Pool {
 #[test]
 fn split_sums_are_bit_identical_to_serial_at_every_block_size() {
     let blocks: Vec<usize> = (0..120).map(|i| [128, 64, 1, 100, 17, 33][i % 6]).collect();
-    let serial = render(wide(600, 5), None, &blocks);
+    let serial = render(wide(600, 5), &blocks);
     assert!(serial.iter().any(|&s| s != 0.0));
+    assert!(
+        downbeat_rt::pool::available_cores() > 1,
+        "splitting needs two cores"
+    );
     for workers in [1, 3] {
         let pool = pool(workers);
-        let parallel = render(wide(600, 5), Some(&pool), &blocks);
+        let (parallel, split) = render_split(wide(600, 5), &pool, &blocks);
+        assert_eq!(split, 1, "the mix's sum is split, the output's is not");
         let first = serial
             .iter()
             .zip(&parallel)
@@ -96,6 +110,7 @@ fn split_sums_on_the_pool_are_real_time_safe() {
     })
     .1;
     report.assert_clean();
+    assert_eq!(s.split_sums(), 1, "the guarded blocks split the mix's sum");
     let futex = report.allowed_syscall_count("futex");
     let wakes = pool.wakes() - wakes_before;
     assert!(futex <= wakes, "{futex} futex calls, {wakes} counted wakes");
