@@ -118,20 +118,6 @@ pub(crate) fn main(shared: &Shared, parked: &AtomicBool, thread: usize, realtime
     }
 }
 
-/// A wait for a predicted callback at most this long is spun at the worker's real-time
-/// priority. Dropping to normal priority and back is two scheduling calls (a few
-/// microseconds, and the second one lies between the callback's start and the worker's
-/// entry into its work): when callbacks come back to back, as in an offline render, that
-/// was most of the wait, every block; and a spin this short keeps no other thread off the
-/// core for long.
-const SHORT_WAIT: Duration = Duration::from_micros(50);
-
-/// Whether a worker that expects the next callback in `wait` spins for it at normal
-/// priority (see [`SHORT_WAIT`]).
-fn demote_for(wait: Duration) -> bool {
-    wait > SHORT_WAIT
-}
-
 /// Consecutive callbacks a worker remembers to estimate their period.
 const INTERVALS: usize = 8;
 
@@ -213,9 +199,8 @@ fn wait_for_epoch(
         // the other clients of the same audio graph (JACK's, say, at lower real-time
         // priorities) are running, and a real-time thread spinning on their core would starve
         // them. The worker takes its priority back when the callback comes (a system call of
-        // the worker's, not the audio thread's). Unless the callback is due at once.
-        let _normal = demote_for(next.saturating_duration_since(Instant::now()))
-            .then(|| Demoted::new(realtime));
+        // the worker's, not the audio thread's).
+        let _normal = Demoted::new(realtime);
         // A late callback (a timer that fired late, a busy host) still finds the worker
         // awake if it comes within a quarter period; that spinning only happens when the
         // callback is late, and a stream that stopped costs it once.
@@ -289,20 +274,5 @@ impl Drop for Demoted {
         if let Some(p) = self.0 {
             let _ = super::set_current_thread_realtime(p);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_a_long_wait_for_the_next_callback_is_spun_at_normal_priority() {
-        // A JACK period of 64 frames at 48 kHz, woken a lead of 200 µs early: demoted.
-        assert!(demote_for(Duration::from_micros(200)));
-        // Back-to-back callbacks of an offline render, the next due in a few µs: not.
-        assert!(!demote_for(Duration::from_micros(5)));
-        assert!(!demote_for(Duration::ZERO));
-        assert!(!demote_for(SHORT_WAIT));
     }
 }
