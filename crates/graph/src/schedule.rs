@@ -32,6 +32,10 @@ pub const DEFAULT_EVENT_CAPACITY: usize = 1024;
 /// block size.
 pub const CONTROL_FRAMES: u64 = 32;
 
+/// Frames of an input sum added up at once, input after input: 16 `f32`s, a cache line
+/// (and one or two vector registers).
+const SUM_CHUNK: usize = 16;
+
 /// How long a [`Change::Set`] takes to reach its value by default: long enough that a jump
 /// of a gain or a frequency makes no click, short enough to feel immediate.
 pub const DEFAULT_SMOOTHING: Duration = Duration::from_millis(5);
@@ -764,15 +768,37 @@ impl Schedule {
         // SAFETY: predecessors are complete and nobody writes them during this block.
         let out = |p: usize| unsafe { &(*self.slots[p].get()).out_buf };
         for c in 0..in_ch {
-            let range = c * stride + frames.start..c * stride + frames.end;
-            // SAFETY: within the buffer (`range.end <= in_ch * stride`), and these frames
-            // are this thread's alone (the caller's promise).
-            let dst = unsafe { std::slice::from_raw_parts_mut(dst.add(range.start), range.len()) };
-            dst.copy_from_slice(&out(preds[0])[range.clone()]);
-            for &p in &preds[1..] {
-                for (d, s) in dst.iter_mut().zip(&out(p)[range.clone()]) {
-                    *d += s;
+            let mut at = c * stride + frames.start;
+            let end = c * stride + frames.end;
+            while at < end {
+                let n = (end - at).min(SUM_CHUNK);
+                let range = at..at + n;
+                // SAFETY: within the buffer (`range.end <= in_ch * stride`), and these
+                // frames are this thread's alone (the caller's promise).
+                let dst = unsafe { std::slice::from_raw_parts_mut(dst.add(at), n) };
+                if let Ok(dst) = <&mut [f32; SUM_CHUNK]>::try_from(&mut *dst) {
+                    // A whole chunk: the running sums stay in registers while every input
+                    // is added, instead of going through memory once per input; the
+                    // loads of many inputs are then in flight at once.
+                    let mut acc: [f32; SUM_CHUNK] =
+                        out(preds[0])[range.clone()].try_into().expect("a chunk");
+                    for &p in &preds[1..] {
+                        let src: &[f32; SUM_CHUNK] =
+                            out(p)[range.clone()].try_into().expect("a chunk");
+                        for (a, s) in acc.iter_mut().zip(src) {
+                            *a += s;
+                        }
+                    }
+                    *dst = acc;
+                } else {
+                    dst.copy_from_slice(&out(preds[0])[range.clone()]);
+                    for &p in &preds[1..] {
+                        for (d, s) in dst.iter_mut().zip(&out(p)[range.clone()]) {
+                            *d += s;
+                        }
+                    }
                 }
+                at += n;
             }
         }
     }

@@ -116,3 +116,41 @@ fn split_sums_on_the_pool_are_real_time_safe() {
     assert!(futex <= wakes, "{futex} futex calls, {wakes} counted wakes");
     assert!(s.output().channel(0).iter().any(|&x| x != 0.0));
 }
+
+/// The schedule's sum of a node's inputs, in whole chunks of frames and the ragged end of a
+/// block alike, is each frame's inputs added in index order, as written out here from each
+/// source rendered alone.
+#[test]
+fn split_sums_add_each_frame_in_input_order() {
+    const WIDTH: u64 = 40;
+    let level = |k: u64| 0.5 / (1.0 + (k % 13) as f32 * 80.0);
+    let blocks = [128, 17, 100, 1, 64];
+    let alone = |k: u64| {
+        let mut g = Graph::new();
+        let n = g.add("n", Noise::new(2, level(k), 100 + k));
+        let out = g.add("out", Output::new(2));
+        g.connect(n, out);
+        g.set_output(out);
+        render(g.compile(CFG).unwrap(), &blocks)
+    };
+    let mut want = alone(0);
+    for k in 1..WIDTH {
+        for (w, x) in want.iter_mut().zip(alone(k)) {
+            *w += x;
+        }
+    }
+    let mut g = Graph::new();
+    let out = g.add("out", Output::new(2));
+    for k in 0..WIDTH {
+        let n = g.add(format!("n{k}"), Noise::new(2, level(k), 100 + k));
+        g.connect(n, out);
+    }
+    g.set_output(out);
+    let got = render(g.compile(CFG).unwrap(), &blocks);
+    assert!(want.iter().any(|&x| x != 0.0));
+    let first = want
+        .iter()
+        .zip(&got)
+        .position(|(a, b)| a.to_bits() != b.to_bits());
+    assert_eq!(first, None, "the first sample summed in another order");
+}
