@@ -824,6 +824,8 @@ fn small_case(common: &Common, report: &mut Report, notes: &mut Vec<String>) {
     ));
     for shape in small::SHAPES {
         let mut per_run = vec![Vec::new(); KINDS.len()];
+        // Input sums the pool split across threads at the end of each pooled run.
+        let mut split = Vec::new();
         for run in 0..common.runs() {
             for kind in alternating(&KINDS, run) {
                 let k = KINDS.iter().position(|&x| x == kind).unwrap();
@@ -843,8 +845,14 @@ fn small_case(common: &Common, report: &mut Report, notes: &mut Vec<String>) {
                     .collect();
                 times.sort_by(f64::total_cmp);
                 per_run[k].push(quantile(&times, 0.5));
+                if kind == Scheduler::Downbeat {
+                    split.push(s.split_sums());
+                }
             }
         }
+        report.notes.push(format!(
+            "small_{shape}: input sums split across the pool's threads, per run: {split:?}"
+        ));
         let case = format!("small_{shape}");
         for (k, &kind) in KINDS.iter().enumerate() {
             report.add(&case, kind.name(false), "us/block", &per_run[k]);

@@ -32,7 +32,8 @@ pub(crate) const TIME_EVERY: u64 = 16;
 pub struct NodeSample {
     /// When the node started, counted from the start of the block.
     pub start: Duration,
-    /// How long it ran (summing its inputs included).
+    /// How long it ran (summing its inputs included, unless the parallel processor split
+    /// the sum across threads: then the sum's parts are not counted).
     pub time: Duration,
     /// The thread that ran it: 0 for the caller of `process` or `process_parallel`, `k + 1`
     /// for the pool's worker `k`; [`NodeSample::OTHER_THREAD`] for a block run through
@@ -63,6 +64,8 @@ pub(crate) struct Profile {
     start: Box<[AtomicU64]>,
     time: Box<[AtomicU64]>,
     thread: Box<[AtomicUsize]>,
+    /// Per node: how long it spent summing its inputs itself in the last timed block.
+    sum: Box<[AtomicU64]>,
     total: Box<[AtomicU64]>,
 }
 
@@ -77,6 +80,7 @@ impl Profile {
             start: zeros(),
             time: zeros(),
             thread: (0..n).map(|_| AtomicUsize::new(0)).collect(),
+            sum: zeros(),
             total: zeros(),
         }
     }
@@ -98,9 +102,28 @@ impl Profile {
         self.timing.then(now).flatten()
     }
 
+    /// Records that node `i`, which started at `started` (if the block is timed), has just
+    /// summed its inputs.
+    pub(crate) fn summed(&self, i: usize, started: Option<Instant>) {
+        if let Some(t0) = started {
+            self.sum[i].store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// How long node `i` spent summing its inputs itself in the last timed block where it
+    /// did, in nanoseconds (0: never; the parts of a split sum are timed apart).
+    pub(crate) fn sum_nanos(&self, i: usize) -> u64 {
+        self.sum[i].load(Ordering::Relaxed)
+    }
+
     /// Records that node `i` ran on `thread`, since `started` if the block is timed.
     pub(crate) fn ran(&self, i: usize, thread: usize, started: Option<Instant>) {
-        self.thread[i].store(thread, Ordering::Relaxed);
+        // Written only when it changes: nodes next to each other in this array run on
+        // different threads, and a store of the same value would still take the cache line
+        // from the other core every block.
+        if self.thread[i].load(Ordering::Relaxed) != thread {
+            self.thread[i].store(thread, Ordering::Relaxed);
+        }
         let (Some(t0), Some(began)) = (started, self.began) else {
             return;
         };

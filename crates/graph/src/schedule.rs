@@ -32,6 +32,10 @@ pub const DEFAULT_EVENT_CAPACITY: usize = 1024;
 /// block size.
 pub const CONTROL_FRAMES: u64 = 32;
 
+/// Frames of an input sum added up at once, input after input: 16 `f32`s, a cache line
+/// (and one or two vector registers).
+const SUM_CHUNK: usize = 16;
+
 /// How long a [`Change::Set`] takes to reach its value by default: long enough that a jump
 /// of a gain or a frequency makes no click, short enough to feel immediate.
 pub const DEFAULT_SMOOTHING: Duration = Duration::from_millis(5);
@@ -552,7 +556,7 @@ impl Schedule {
         for i in 0..self.slots.len() {
             // SAFETY: `&mut self` excludes every other access, and slots run in
             // topological order, so predecessors are complete.
-            unsafe { self.run_slot(i, &ctx, 0) };
+            unsafe { self.run_slot(i, &ctx, 0, false) };
         }
         self.end(frames);
     }
@@ -566,7 +570,9 @@ impl Schedule {
     /// [`set_profiling`](Schedule::set_profiling)). The output is bit-identical to
     /// [`process`](Schedule::process): every thread flushes subnormals to zero, the calling
     /// one while this runs, the pool's workers for their whole life; a node's result must not
-    /// depend on the thread that ran it.
+    /// depend on the thread that ran it. A node whose input sum takes long (measured) has it
+    /// added up by every thread, each over its own frames, before it runs; each frame is
+    /// summed in the serial order, so that too keeps the bits.
     ///
     /// Real-time safe: every structure it uses was allocated by `compile`; the only system
     /// call is the pool's counted wake of parked workers.
@@ -576,6 +582,12 @@ impl Schedule {
     pub fn process_parallel(&mut self, frames: usize, pool: &Pool) {
         let _flush = FlushDenormals::new();
         let ctx = self.begin(frames);
+        // Where the split sums write: taken here, with the slots held exclusively, and
+        // published to the pool's threads by its opening of the block.
+        for (c, i) in self.parallel.split_nodes() {
+            let ptr = self.slots[i].get_mut().in_buf.as_mut_ptr();
+            self.parallel.set_buffer(c, ptr);
+        }
         self.parallel.start(&self.profile);
         pool.run(&Kahn {
             schedule: self,
@@ -603,7 +615,8 @@ impl Schedule {
     fn end(&mut self, frames: usize) {
         if self.timed {
             let profile = &self.profile;
-            self.parallel.rerank(&self.succs, |i| profile.nanos(i));
+            self.parallel
+                .rerank(&self.succs, |i| profile.nanos(i), |i| profile.sum_nanos(i));
         }
         self.position += frames as u64;
         self.frames = frames;
@@ -614,10 +627,20 @@ impl Schedule {
     /// (and, for a moving parameter the node does not follow itself, every
     /// [`CONTROL_FRAMES`]).
     ///
+    /// With `summed`, the input sum was already added up (by the parts of a split sum, see
+    /// [`sum_part`](Schedule::sum_part)) and is not repeated.
+    ///
     /// # Safety
     /// No other thread may access slot `i`, and every predecessor of `i` must be complete
-    /// for this block with its writes visible to this thread.
-    pub(crate) unsafe fn run_slot(&self, i: usize, ctx: &ProcessContext, thread: usize) {
+    /// for this block with its writes visible to this thread (with `summed`, every part of
+    /// its sum too).
+    pub(crate) unsafe fn run_slot(
+        &self,
+        i: usize,
+        ctx: &ProcessContext,
+        thread: usize,
+        summed: bool,
+    ) {
         let started = self.profile.starting();
         let stride = self.cfg.max_block;
         let frames = ctx.frames;
@@ -626,17 +649,11 @@ impl Schedule {
         // SAFETY: predecessors are complete and nobody writes them during this block;
         // they are other slots than `i` (the graph is acyclic), so no aliasing with `slot`.
         let pred = |p: usize| unsafe { &*self.slots[p].get() };
-        if let InputPlan::Sum(preds) = &slot.input {
-            for c in 0..slot.in_ch {
-                let range = c * stride..c * stride + frames;
-                let dst = &mut slot.in_buf[range.clone()];
-                dst.copy_from_slice(&pred(preds[0]).out_buf[range.clone()]);
-                for &p in &preds[1..] {
-                    for (d, s) in dst.iter_mut().zip(&pred(p).out_buf[range.clone()]) {
-                        *d += s;
-                    }
-                }
-            }
+        if let (InputPlan::Sum(_), false) = (&slot.input, summed) {
+            // SAFETY: `in_buf` holds `in_ch` channels of `stride` frames (`compile`), this
+            // thread has the slot to itself, and the predecessors are complete.
+            unsafe { self.sum_inputs(i, slot.in_ch, slot.in_buf.as_mut_ptr(), 0..frames) };
+            self.profile.summed(i, started);
         }
         let Slot {
             node,
@@ -709,6 +726,84 @@ impl Schedule {
         self.profile.ran(i, thread, started);
     }
 
+    /// Adds up frames `frames` of node `i`'s input sum, every channel, into its input
+    /// buffer at `dst`: one part of a split sum, run by the parallel processor on any
+    /// thread before node `i` runs (which then gets `summed`).
+    ///
+    /// # Safety
+    /// `dst` must be node `i`'s input buffer for this block; every predecessor of `i` must
+    /// be complete with its writes visible to this thread; no other thread may access these
+    /// frames of the buffer, nor slot `i` mutably, until this returns and is ordered before.
+    pub(crate) unsafe fn sum_part(
+        &self,
+        i: usize,
+        dst: *mut f32,
+        frames: std::ops::Range<usize>,
+        ctx: &ProcessContext,
+    ) {
+        debug_assert!(frames.end <= ctx.frames);
+        // SAFETY: nothing writes slot `i`'s fields until every part is done (the caller's
+        // promise), so a shared look at its channel count races with nothing.
+        let in_ch = unsafe { &*self.slots[i].get() }.in_ch;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.sum_inputs(i, in_ch, dst, frames) };
+    }
+
+    /// The one loop that sums node `i`'s inputs, for the serial processor and for each
+    /// part of a split sum alike: frame by frame, the inputs are added in index order, so
+    /// any cut of the frames gives the same bits.
+    ///
+    /// # Safety
+    /// `dst` points to `in_ch` channels of `max_block` frames that only this thread
+    /// accesses in `frames` for the duration; every predecessor of `i` is complete with its
+    /// writes visible to this thread.
+    unsafe fn sum_inputs(
+        &self,
+        i: usize,
+        in_ch: usize,
+        dst: *mut f32,
+        frames: std::ops::Range<usize>,
+    ) {
+        let preds = &self.preds[i];
+        let stride = self.cfg.max_block;
+        // SAFETY: predecessors are complete and nobody writes them during this block.
+        let out = |p: usize| unsafe { &(*self.slots[p].get()).out_buf };
+        for c in 0..in_ch {
+            let mut at = c * stride + frames.start;
+            let end = c * stride + frames.end;
+            while at < end {
+                let n = (end - at).min(SUM_CHUNK);
+                let range = at..at + n;
+                // SAFETY: within the buffer (`range.end <= in_ch * stride`), and these
+                // frames are this thread's alone (the caller's promise).
+                let dst = unsafe { std::slice::from_raw_parts_mut(dst.add(at), n) };
+                if let Ok(dst) = <&mut [f32; SUM_CHUNK]>::try_from(&mut *dst) {
+                    // A whole chunk: the running sums stay in registers while every input
+                    // is added, instead of going through memory once per input; the
+                    // loads of many inputs are then in flight at once.
+                    let mut acc: [f32; SUM_CHUNK] =
+                        out(preds[0])[range.clone()].try_into().expect("a chunk");
+                    for &p in &preds[1..] {
+                        let src: &[f32; SUM_CHUNK] =
+                            out(p)[range.clone()].try_into().expect("a chunk");
+                        for (a, s) in acc.iter_mut().zip(src) {
+                            *a += s;
+                        }
+                    }
+                    *dst = acc;
+                } else {
+                    dst.copy_from_slice(&out(preds[0])[range.clone()]);
+                    for &p in &preds[1..] {
+                        for (d, s) in dst.iter_mut().zip(&out(p)[range.clone()]) {
+                            *d += s;
+                        }
+                    }
+                }
+                at += n;
+            }
+        }
+    }
+
     /// Runs one block with a scheduler of the caller's own: `f` gets a [`NodeRunner`] that
     /// processes single nodes, and must run every node exactly once, each after all of its
     /// predecessors. This is how the benchmarks drive rival schedulers over the very same
@@ -743,6 +838,33 @@ impl Schedule {
     /// close a parallel block came to its limit; see [`NodeSample`].
     pub fn node_sample(&self, i: usize) -> NodeSample {
         self.profile.sample(i)
+    }
+
+    /// How many nodes have their input sum split across the pool's threads by
+    /// [`process_parallel`](Schedule::process_parallel) in the coming blocks: those whose
+    /// sum took 2 µs or more when last measured (one block in 16 is), on a machine with more
+    /// than one core.
+    ///
+    /// ```
+    /// use downbeat_graph::{nodes::{Noise, Output}, CompileConfig, Graph};
+    /// use downbeat_rt::pool::{Pool, PoolConfig};
+    ///
+    /// let mut g = Graph::new();
+    /// let out = g.add("out", Output::new(1));
+    /// for k in 0..500 {
+    ///     let n = g.add(format!("n{k}"), Noise::new(1, 0.001, k));
+    ///     g.connect(n, out);
+    /// }
+    /// g.set_output(out);
+    /// let mut schedule = g.compile(CompileConfig { sample_rate: 48000.0, max_block: 64 }).unwrap();
+    /// let pool = Pool::new(PoolConfig { workers: Some(1), realtime_priority: None, ..PoolConfig::default() });
+    /// assert_eq!(schedule.split_sums(), 0, "nothing measured yet");
+    /// schedule.process_parallel(64, &pool);
+    /// // The output's sum of 500 inputs, if it took 2 µs, is now split.
+    /// assert!(schedule.split_sums() <= 1);
+    /// ```
+    pub fn split_sums(&self) -> usize {
+        self.parallel.split_nodes().count()
     }
 
     pub(crate) fn parallel(&self) -> &Parallel {
@@ -1530,7 +1652,7 @@ impl NodeRunner<'_> {
         // SAFETY: forwarded to the caller.
         unsafe {
             self.schedule
-                .run_slot(i, &self.ctx, NodeSample::OTHER_THREAD)
+                .run_slot(i, &self.ctx, NodeSample::OTHER_THREAD, false)
         }
     }
 }

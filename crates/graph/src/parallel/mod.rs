@@ -19,9 +19,14 @@
 //! * **Cache affinity.** A ready task goes to the queue of the thread that ran it last, so
 //!   its state tends to stay in that core's cache; a thread whose queue is empty steals from
 //!   the others, oldest first.
+//! * **Wide sums split** ([`split`]). A node whose input sum takes [`split::SPLIT_NANOS`] or
+//!   more (measured) has it added up by one *part* task per thread, each over a range of
+//!   frames, before the node itself runs: the bits stay the serial ones, since every frame
+//!   is summed in the same order.
 
 mod chains;
 mod queue;
+mod split;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -32,6 +37,7 @@ use crate::profile::Profile;
 use crate::schedule::Schedule;
 use chains::Tasks;
 use queue::{Claim, Padded, ReadyQueue};
+use split::Splits;
 
 /// Sources whose longest paths lie within `1 / RANK_BUCKETS` of each other count as equal
 /// and start in topological order: the leaves of a fan-in then finish group by group, so
@@ -52,7 +58,10 @@ const UNTIMED: u64 = u64::MAX / 4;
 /// The parallel processor's state, allocated by `compile` and reset every block.
 pub(crate) struct Parallel {
     tasks: Tasks,
-    /// Per task: finished tasks it still waits for in this block.
+    /// The sums that may be split; their parts are tasks numbered after the chains'.
+    splits: Splits,
+    /// Per chain task: finished tasks it still waits for in this block (for a node whose
+    /// sum is split: its inputs, then its sum's parts).
     remaining: Box<[AtomicUsize]>,
     /// Tasks not yet finished in this block. On a cache line of its own: every run
     /// decrements it, and every idle thread polls it, so sharing its line with the fields
@@ -61,7 +70,8 @@ pub(crate) struct Parallel {
     queues: Box<[ReadyQueue]>,
     /// Longest path from each node to the end of the graph, the node included.
     rank: Box<[u64]>,
-    /// Each task's nodes' summed times in the last timed block ([`UNTIMED`] before one).
+    /// Each task's nodes' summed times in the last timed block ([`UNTIMED`] before one; a
+    /// part of a split sum is always `UNTIMED`, so that it goes alone).
     cost: Box<[u64]>,
     /// Tasks without predecessors, highest rank first.
     sources: Box<[usize]>,
@@ -96,28 +106,44 @@ impl Parallel {
     pub(crate) fn new(preds: &[Box<[usize]>], succs: &[Box<[usize]>], threads: usize) -> Self {
         let tasks = Tasks::new(preds, succs);
         let t = tasks.len();
+        let mut head_task = vec![usize::MAX; preds.len()];
+        for k in 0..t {
+            head_task[tasks.head(k)] = k;
+        }
+        let splits = Splits::new(preds, threads, t, |i| head_task[i]);
+        // Every task, part tasks included, is queued at most once per block.
+        let all = t + splits.max_parts();
         let mut p = Self {
             remaining: (0..t).map(|_| AtomicUsize::new(0)).collect(),
             to_do: Padded(AtomicUsize::new(0)),
-            queues: (0..threads.max(1)).map(|_| ReadyQueue::new(t)).collect(),
+            queues: (0..threads.max(1)).map(|_| ReadyQueue::new(all)).collect(),
             rank: vec![0; preds.len()].into_boxed_slice(),
-            cost: vec![UNTIMED; t].into_boxed_slice(),
+            cost: vec![UNTIMED; all].into_boxed_slice(),
             sources: (0..t).filter(|&k| tasks.waits(k) == 0).collect(),
             tasks,
+            splits,
         };
-        p.rerank(succs, |_| 0);
+        p.rerank(succs, |_| 0, |_| 0);
         p
     }
 
     /// Ranks every node again and costs every task with `nanos(i)` as node `i`'s time (0:
-    /// not timed). Real-time safe: no allocation (the sort is in place).
-    pub(crate) fn rerank(&mut self, succs: &[Box<[usize]>], nanos: impl Fn(usize) -> u64) {
+    /// not timed), and decides which sums to split with `sum(i)` as the time node `i` spent
+    /// summing its inputs itself (0: not timed, or split). Real-time safe: no allocation
+    /// (the sort is in place).
+    pub(crate) fn rerank(
+        &mut self,
+        succs: &[Box<[usize]>],
+        nanos: impl Fn(usize) -> u64,
+        sum: impl Fn(usize) -> u64,
+    ) {
+        self.splits.decide(sum);
         // Successors come later in topological order, so one backward pass suffices.
         for i in (0..self.rank.len()).rev() {
             let below = succs[i].iter().map(|&s| self.rank[s]).max().unwrap_or(0);
             self.rank[i] = nanos(i).max(1) + below;
         }
-        for (t, cost) in self.cost.iter_mut().enumerate() {
+        for (t, cost) in self.cost[..self.tasks.len()].iter_mut().enumerate() {
             let nodes = self.tasks.nodes(t);
             *cost = if nodes.iter().any(|&i| nanos(i) == 0) {
                 UNTIMED
@@ -150,35 +176,69 @@ impl Parallel {
         for &t in self.sources.iter() {
             self.push(t, profile);
         }
-        self.to_do.store(self.tasks.len(), Ordering::Release);
+        self.to_do
+            .store(self.tasks.len() + self.splits.active(), Ordering::Release);
+    }
+
+    /// The split sums of this block and the nodes they sum for, to record where each
+    /// node's summed input is ([`set_buffer`](Parallel::set_buffer)) before the block.
+    pub(crate) fn split_nodes(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.splits.split_nodes()
+    }
+
+    /// Records where split candidate `c`'s node keeps its summed input this block.
+    pub(crate) fn set_buffer(&self, c: usize, ptr: *mut f32) {
+        self.splits.set_buffer(c, ptr);
+    }
+
+    /// The part of a split sum that task `task` is, if it is one.
+    fn part(&self, task: usize) -> Option<split::Part> {
+        let k = task.checked_sub(self.tasks.len())?;
+        Some(self.splits.part(k))
     }
 
     fn push(&self, task: usize, profile: &Profile) {
-        let thread = profile.thread(self.tasks.head(task));
+        // A part goes to its own thread's queue: each thread sums the same frames every
+        // block, and the parts start on all threads at once.
+        let thread = match self.part(task) {
+            Some(part) => part.index,
+            None => profile.thread(self.tasks.head(task)),
+        };
         self.queues[thread % self.queues.len()].push(task);
     }
 
     fn task_rank(&self, task: usize) -> u64 {
-        self.rank[self.tasks.head(task)]
+        match self.part(task) {
+            Some(part) => self.rank[part.node],
+            None => self.rank[self.tasks.head(task)],
+        }
     }
 
     /// Counts one finished predecessor of each of `task`'s successors (held back while
-    /// the same successor follows).
-    fn finished(&self, task: usize, out: &mut Released, profile: &Profile) {
+    /// the same successor follows); for a part of a split sum, one finished part of the
+    /// sum, the last of which makes the node ready.
+    fn finished(&self, task: usize, out: &mut Released, thread: usize, profile: &Profile) {
+        if let Some(part) = self.part(task) {
+            if self.splits.part_done(part.candidate) {
+                self.offer(self.splits.task(part.candidate), out, profile);
+            }
+            return;
+        }
         for &next in self.tasks.succs(task) {
             match &mut out.pending {
                 Some((t, count)) if *t == next => *count += 1,
                 _ => {
-                    self.flush(out, profile);
+                    self.flush(out, thread, profile);
                     out.pending = Some((next, 1));
                 }
             }
         }
     }
 
-    /// Applies the held-back decrement; a task it makes ready is reserved for the calling
-    /// thread if it ranks highest so far, else queued.
-    fn flush(&self, out: &mut Released, profile: &Profile) {
+    /// Applies the held-back decrement. A task it makes ready is reserved for the calling
+    /// thread if it ranks highest so far, else queued; a node whose sum is split gets its
+    /// sum's parts made ready instead, one per thread.
+    fn flush(&self, out: &mut Released, thread: usize, profile: &Profile) {
         let Some((next, count)) = out.pending.take() else {
             return;
         };
@@ -187,6 +247,24 @@ impl Parallel {
         if self.remaining[next].fetch_sub(count, Ordering::AcqRel) != count {
             return;
         }
+        let Some(c) = self.splits.split_task(next) else {
+            return self.offer(next, out, profile);
+        };
+        self.splits.arm(c);
+        let (first, parts) = (self.tasks.len(), self.splits.parts());
+        for index in 0..parts {
+            let part = self.splits.part_task(first, c, index);
+            if index == thread % self.queues.len() {
+                self.offer(part, out, profile);
+            } else {
+                self.push(part, profile);
+            }
+        }
+    }
+
+    /// Reserves a ready `next` for the calling thread if it ranks above the one reserved so
+    /// far (which is then queued), else queues it.
+    fn offer(&self, next: usize, out: &mut Released, profile: &Profile) {
         match out.reserved {
             Some(r) if self.task_rank(r) >= self.task_rank(next) => self.push(next, profile),
             Some(r) => {
@@ -226,19 +304,43 @@ pub(crate) struct Kahn<'a> {
 // one thread only, or as a reserved successor) and only after its predecessors' decrements
 // of its `remaining` reached zero, whose AcqRel ordering (and the queue's Release/Acquire)
 // makes the predecessors' outputs visible. A task's nodes are a chain, run in order by that
-// one thread. Nodes are `Send`, so running them on any thread is sound.
+// one thread. The parts of a split sum run only after the node's inputs are done (the same
+// count), write disjoint frames of the node's input through the pointer `process_parallel`
+// recorded, and the node runs only after the last part's AcqRel count. Nodes are `Send`, so
+// running them on any thread is sound.
 unsafe impl Sync for Kahn<'_> {}
 
 impl Kahn<'_> {
     fn run_task(&self, task: usize, thread: usize, out: &mut Released) {
         let s = self.schedule;
         let p = s.parallel();
-        for &i in p.tasks.nodes(task) {
-            // SAFETY: see the `Sync` impl: the task is ours alone, its predecessors are
-            // done, and the chain's earlier nodes ran just before on this thread.
-            unsafe { s.run_slot(i, &self.ctx, thread) };
+        if let Some(part) = p.part(task) {
+            let started = s.profile().starting();
+            let frames = split::frames(part.index, p.splits.parts(), self.ctx.frames);
+            // SAFETY: see the `Sync` impl: the node's inputs are done, and no other part
+            // writes these frames nor does the node run until every part is done.
+            unsafe {
+                s.sum_part(
+                    part.node,
+                    p.splits.buffer(part.candidate),
+                    frames,
+                    &self.ctx,
+                )
+            };
+            if let Some(t0) = started {
+                p.splits
+                    .timed(task - p.tasks.len(), t0.elapsed().as_nanos() as u64);
+            }
+        } else {
+            let summed = p.splits.split_task(task).is_some();
+            for (k, &i) in p.tasks.nodes(task).iter().enumerate() {
+                // SAFETY: see the `Sync` impl: the task is ours alone, its predecessors
+                // (and the parts of its first node's sum, if split) are done, and the
+                // chain's earlier nodes ran just before on this thread.
+                unsafe { s.run_slot(i, &self.ctx, thread, summed && k == 0) };
+            }
         }
-        p.finished(task, out, s.profile());
+        p.finished(task, out, thread, s.profile());
     }
 }
 
@@ -264,7 +366,7 @@ impl WorkList for Kahn<'_> {
                 1
             }
         };
-        p.flush(&mut out, self.schedule.profile());
+        p.flush(&mut out, thread, self.schedule.profile());
         // After the pushes: a thread that sees no task left sees nothing queued either.
         p.to_do.fetch_sub(done, Ordering::Release);
         out.reserved.map(Run::Reserved)
@@ -344,12 +446,12 @@ mod tests {
         // Timed: node 1 took 10000 ns, everything else 1 ns. The chain's 3 ns and the other
         // sources' 1 ns are all within an eighth of 10000: they keep topological order, and
         // the tiny ones go in one run.
-        p.rerank(&succs, |i| if i == 1 { 10_000 } else { 1 });
+        p.rerank(&succs, |i| if i == 1 { 10_000 } else { 1 }, |_| 0);
         p.start(&profile);
         assert_eq!(drain(&p, 0), [vec![1], vec![0, 2, 3]]);
         // Node 1 at 20 ns: the chain's 3 ns is more than an eighth below, 0 and 2 too;
         // all fit in one run, in rank order.
-        p.rerank(&succs, |i| if i == 1 { 20 } else { 1 });
+        p.rerank(&succs, |i| if i == 1 { 20 } else { 1 }, |_| 0);
         p.start(&profile);
         assert_eq!(drain(&p, 0), [[1, 3, 0, 2]]);
     }
@@ -363,8 +465,8 @@ mod tests {
         p.start(&profile);
         assert_eq!(claim(&p, 0), Some(vec![0]));
         let mut out = Released::default();
-        p.finished(0, &mut out, &profile);
-        p.flush(&mut out, &profile);
+        p.finished(0, &mut out, 0, &profile);
+        p.flush(&mut out, 0, &profile);
         assert_eq!(out.reserved, Some(2));
         assert_eq!(p.tasks.nodes(2), [2, 3]);
         assert_eq!(drain(&p, 0), [[1]]);
@@ -377,24 +479,75 @@ mod tests {
         let (preds, succs) = lists(&edges, 9);
         let mut p = Parallel::new(&preds, &succs, 1);
         let profile = Profile::new(9);
-        p.rerank(&succs, |_| RUN_NANOS / 4);
+        p.rerank(&succs, |_| RUN_NANOS / 4, |_| 0);
         p.start(&profile);
         // Four sources fill a run.
         let first = claim(&p, 0).unwrap();
         assert_eq!(first, [0, 1, 2, 3]);
         let mut out = Released::default();
         for &t in &first {
-            p.finished(t, &mut out, &profile);
+            p.finished(t, &mut out, 0, &profile);
         }
         // Held back, not yet counted.
         assert_eq!(p.remaining[8].load(Ordering::Relaxed), 8);
-        p.flush(&mut out, &profile);
+        p.flush(&mut out, 0, &profile);
         assert_eq!(p.remaining[8].load(Ordering::Relaxed), 4);
         assert_eq!(out.reserved, None);
         for t in claim(&p, 0).unwrap() {
-            p.finished(t, &mut out, &profile);
+            p.finished(t, &mut out, 0, &profile);
         }
-        p.flush(&mut out, &profile);
+        p.flush(&mut out, 0, &profile);
         assert_eq!(out.reserved, Some(8), "the mix is ready after the last run");
+    }
+
+    #[test]
+    fn a_split_sum_readies_one_part_per_thread_and_the_node_after_the_last() {
+        // Sources 0, 1, 2 into 3, whose sum is measured long; 3 feeds 4 (same task).
+        let (preds, succs) = lists(&[(0, 3), (1, 3), (2, 3), (3, 4)], 5);
+        let mut p = Parallel::new(&preds, &succs, 2);
+        let profile = Profile::new(5);
+        p.rerank(
+            &succs,
+            |_| 1,
+            |i| if i == 3 { split::SPLIT_NANOS } else { 0 },
+        );
+        p.start(&profile);
+        let mix = 3;
+        assert_eq!(p.tasks.nodes(mix), [3, 4]);
+        // Three sources and two parts to do.
+        assert_eq!(p.to_do.load(Ordering::Relaxed), 4 + 2);
+        let sources = claim(&p, 1).unwrap();
+        assert_eq!(sources, [0, 1, 2]);
+        // Thread 1 finishes the inputs: it keeps part 1 and queues part 0 on thread 0.
+        let mut out = Released::default();
+        for &t in &sources {
+            p.finished(t, &mut out, 1, &profile);
+        }
+        p.flush(&mut out, 1, &profile);
+        let part = |index| p.splits.part_task(p.tasks.len(), 0, index);
+        assert_eq!(out.reserved, Some(part(1)));
+        assert_eq!(p.queues[0].len(), 1);
+        assert_eq!(claim(&p, 0), Some(vec![part(0)]));
+        // The node waits for both parts, whichever finishes last.
+        let mut first = Released::default();
+        p.finished(part(1), &mut first, 1, &profile);
+        p.flush(&mut first, 1, &profile);
+        assert_eq!(first.reserved, None);
+        let mut last = Released::default();
+        p.finished(part(0), &mut last, 0, &profile);
+        p.flush(&mut last, 0, &profile);
+        assert_eq!(last.reserved, Some(mix));
+        // Measured short again (parts' times recorded): the sum is not split next block.
+        p.splits.timed(0, 100);
+        p.splits.timed(1, 100);
+        p.rerank(&succs, |_| 1, |_| 0);
+        p.start(&profile);
+        assert_eq!(p.to_do.load(Ordering::Relaxed), 4);
+        let mut out = Released::default();
+        for t in claim(&p, 0).unwrap() {
+            p.finished(t, &mut out, 0, &profile);
+        }
+        p.flush(&mut out, 0, &profile);
+        assert_eq!(out.reserved, Some(mix));
     }
 }
