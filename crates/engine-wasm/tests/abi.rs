@@ -242,7 +242,11 @@ fn a_full_event_list_is_refused_and_counted() {
     assert_eq!(load(PROJECT, "x.toml"), 0);
     let gain = param(&table(), "g", "gain");
     for i in 0..EVENT_CAPACITY {
-        assert_eq!(db_event_room() as usize, EVENT_CAPACITY - i, "room before event {i}");
+        assert_eq!(
+            db_event_room() as usize,
+            EVENT_CAPACITY - i,
+            "room before event {i}"
+        );
         assert_eq!(event(2, gain, i as u64, 0.5, 0.0, 0), 0, "event {i}");
     }
     assert_eq!(db_event_room(), 0);
