@@ -1,7 +1,5 @@
 //! [`Engine`]: runs a [`Schedule`] for a device callback and measures its load.
 
-use std::time::Instant;
-
 use downbeat_graph::nodes::Capture;
 use downbeat_graph::Schedule;
 use downbeat_rt::pool::{Pool, PoolConfig};
@@ -12,6 +10,7 @@ use crate::control::{ControlInputs, Controller};
 use crate::load::{LoadMeter, LoadSummary};
 use crate::midi::{MidiInput, MIDI_CAPACITY};
 use crate::swap::{self, ScheduleSender, Swapper};
+#[cfg(not(target_arch = "wasm32"))]
 use crate::watch::{Watcher, Watchers};
 
 /// Blocks of load history kept exactly by default: about 10 minutes at 48 kHz / 256.
@@ -80,6 +79,7 @@ pub struct Engine {
     control: ControlInputs,
     midi: MidiInput,
     record: Option<RecordTap>,
+    #[cfg(not(target_arch = "wasm32"))]
     watch: Watchers,
 }
 
@@ -108,6 +108,7 @@ impl Engine {
             control,
             midi: MidiInput::new(MIDI_CAPACITY),
             record: None,
+            #[cfg(not(target_arch = "wasm32"))]
             watch: Watchers::default(),
         }
     }
@@ -215,6 +216,7 @@ impl Engine {
     /// which the audio thread's values reach a display. Turns on the schedule's level
     /// metering. Make watchers before the run; each sees every block, and a dropped one costs
     /// the audio thread one atomic load. After a schedule swap, make a new one.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn watch(&mut self) -> Watcher {
         self.watch.add(&mut self.schedule, true)
     }
@@ -234,6 +236,7 @@ impl Engine {
     /// assert_eq!(watcher.output().frames, 256);
     /// assert!(watcher.levels().is_empty());
     /// ```
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn watch_output(&mut self) -> Watcher {
         self.watch.add(&mut self.schedule, false)
     }
@@ -314,7 +317,7 @@ impl Engine {
     /// If `out.len()` is not a multiple of [`channels`](Engine::channels), or a non-empty
     /// `input` does not hold as many frames as `out`.
     pub fn process_with_input(&mut self, input: &[f32], out: &mut [f32]) {
-        let start = Instant::now();
+        let start = crate::clock::Stopwatch::start();
         // Every device calls here on its own thread: flush subnormals for the callback and
         // give the thread back as it came (the pool's workers flush for their whole life).
         let _flush = downbeat_rt::denormals::FlushDenormals::new();
@@ -351,10 +354,11 @@ impl Engine {
             }
         }
         let frames = out.len() / ch;
-        if frames > 0 {
+        if let (true, Some(seconds)) = (frames > 0, start.seconds()) {
             let budget = frames as f64 * self.seconds_per_frame;
-            self.meter.record(start.elapsed().as_secs_f64() / budget);
+            self.meter.record(seconds / budget);
         }
+        #[cfg(not(target_arch = "wasm32"))]
         self.watch.block(&mut self.schedule, out, self.meter.last());
     }
 

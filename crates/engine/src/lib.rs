@@ -1,17 +1,26 @@
 //! Downbeat: a real-time audio runtime. This crate holds the [`Engine`], the devices that
 //! drive it, project files and live control; the `downbeat` command-line tool is the
 //! `downbeat-cli` crate.
+//!
+//! On `wasm32` (the engine in a browser, `downbeat-engine-wasm`) the crate holds the engine,
+//! project files, MIDI files and control; the devices, recording and watchers, which need
+//! threads, files or the operating system's clocks, are native only, and the engine runs
+//! serially and does not measure its load (the target has no clock).
 #![warn(missing_docs)]
 
+mod clock;
 pub mod control;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod device;
 pub mod engine;
 pub mod load;
 pub mod midi;
 pub mod project;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod record;
 pub mod report;
 pub mod swap;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod watch;
 
 pub use engine::Engine;

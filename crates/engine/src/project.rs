@@ -391,6 +391,28 @@ impl Project {
         }
     }
 
+    /// An error about node `index` (in [`nodes`](Project::nodes) order), located at its
+    /// `type`, worded like the parser's: for a front end that refuses a node the parser
+    /// accepts (the browser engine refuses node types that need the operating system).
+    ///
+    /// ```
+    /// use downbeat::project::Project;
+    /// let p = Project::parse("[nodes.out]\ntype = \"output\"\n", "x.toml").unwrap();
+    /// let e = p.node_error(0, "not here");
+    /// assert_eq!((e.line, e.column), (2, 8));
+    /// assert!(e.to_string().starts_with("not here\n  --> x.toml:2:8"));
+    /// ```
+    ///
+    /// # Panics
+    /// If `index` is not a node's.
+    pub fn node_error(&self, index: usize, message: impl Into<String>) -> ProjectError {
+        ProjectError::at(
+            &self.source(),
+            self.spans.node_types[index].clone(),
+            message,
+        )
+    }
+
     /// Builds every node and compiles the graph into a [`Schedule`].
     pub fn build(&self) -> Result<Schedule, ProjectError> {
         let cfg = NodeConfig {

@@ -8,12 +8,27 @@ use symphonia::core::audio::SampleBuffer;
 use symphonia::core::codecs::{self, DecoderOptions, CODEC_TYPE_NULL};
 use symphonia::core::errors::{Error as SymphoniaError, SeekErrorKind};
 use symphonia::core::formats::{FormatOptions, FormatReader, SeekMode, SeekTo};
-use symphonia::core::io::MediaSourceStream;
+use symphonia::core::io::{MediaSource, MediaSourceStream};
 use symphonia::core::meta::MetadataOptions;
 use symphonia::core::probe::Hint;
 use symphonia::core::units::TimeBase;
 
 use crate::{FileError, FileInfo};
+
+/// `path` opened for reading, refused if it is a folder.
+fn open_file(path: &Path) -> Result<File, FileError> {
+    let file = File::open(path).map_err(|source| FileError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        return Err(FileError::Open {
+            path: path.to_path_buf(),
+            source: io::Error::other("is a directory"),
+        });
+    }
+    Ok(file)
+}
 
 /// A streaming decoder: interleaved `f32` frames at the file's own rate and channel count.
 ///
@@ -128,18 +143,15 @@ impl Decoder {
     ///
     /// Errors: [`FileError::Open`] when the file cannot be opened, [`FileError::Unsupported`]
     /// when it is not audio we decode, [`FileError::Corrupt`] for a damaged header.
+    ///
+    /// A path handed over as bytes ([`memory::add_file`](crate::memory::add_file)) is
+    /// decoded from those bytes, without looking at the disk.
     pub fn open(path: &Path) -> Result<Decoder, FileError> {
-        let file = File::open(path).map_err(|source| FileError::Open {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-            return Err(FileError::Open {
-                path: path.to_path_buf(),
-                source: io::Error::other("is a directory"),
-            });
-        }
-        let stream = MediaSourceStream::new(Box::new(file), Default::default());
+        let source: Box<dyn MediaSource> = match crate::memory::lookup(path) {
+            Some(bytes) => Box::new(io::Cursor::new(bytes)),
+            None => Box::new(open_file(path)?),
+        };
+        let stream = MediaSourceStream::new(source, Default::default());
         let options = FormatOptions {
             enable_gapless: true,
             ..Default::default()

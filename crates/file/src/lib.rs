@@ -39,6 +39,7 @@ mod decoder;
 mod error;
 mod info;
 mod kernel;
+pub mod memory;
 pub mod player;
 mod resampler;
 pub mod sampler;

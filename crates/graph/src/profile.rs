@@ -45,6 +45,15 @@ impl NodeSample {
     pub const OTHER_THREAD: usize = usize::MAX;
 }
 
+/// The clock for node times; wasm32-unknown-unknown has none (`Instant::now` panics there),
+/// so nodes run untimed in the browser.
+fn now() -> Option<Instant> {
+    #[cfg(not(target_arch = "wasm32"))]
+    return Some(Instant::now());
+    #[cfg(target_arch = "wasm32")]
+    return None;
+}
+
 pub(crate) struct Profile {
     on: AtomicBool,
     /// Whether the current block is timed: profiling, or one block in [`TIME_EVERY`].
@@ -80,13 +89,13 @@ impl Profile {
     pub(crate) fn begin(&mut self) -> bool {
         self.timing = self.on.load(Ordering::Relaxed) || self.blocks % TIME_EVERY == 0;
         self.blocks += 1;
-        self.began = self.timing.then(Instant::now);
+        self.began = self.timing.then(now).flatten();
         self.timing
     }
 
     /// The clock reading to pass to [`ran`](Profile::ran), if this block is timed.
     pub(crate) fn starting(&self) -> Option<Instant> {
-        self.timing.then(Instant::now)
+        self.timing.then(now).flatten()
     }
 
     /// Records that node `i` ran on `thread`, since `started` if the block is timed.

@@ -15,6 +15,7 @@ pub struct OsError(pub i32);
 
 impl OsError {
     /// The calling thread's last error (`errno`).
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     pub(crate) fn last() -> Self {
         Self(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
     }

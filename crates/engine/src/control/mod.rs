@@ -59,16 +59,18 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+#[cfg(not(target_arch = "wasm32"))]
 use std::time::Instant;
 
+use crate::clock::now_ns;
 use downbeat_graph::{
     Change, ControlError, Event, NodeKey, NoteEvent, ParamId, ParamTable, Ramp, Schedule, Shape,
     Target,
 };
 use downbeat_ring::{Consumer, Producer, RingBuffer};
-use downbeat_rt::clock::now_ns;
 
 pub mod automation;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod osc;
 pub mod record;
 
@@ -87,7 +89,8 @@ pub enum When {
     Frame(u64),
     /// At this instant, mapped onto the timeline through the latest block's start time
     /// (the virtual and offline devices' frames are the clock's; a sound card's drift
-    /// between two blocks is not modelled).
+    /// between two blocks is not modelled). Native only: wasm32 has no clock.
+    #[cfg(not(target_arch = "wasm32"))]
     At(Instant),
 }
 
@@ -248,11 +251,13 @@ impl Controller {
         match when {
             When::Now => None,
             When::Frame(f) => Some(f),
+            #[cfg(not(target_arch = "wasm32"))]
             When::At(instant) => Some(self.frame_at(instant)),
         }
     }
 
     /// The timeline frame at `instant`, extrapolated from the latest block's start.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn frame_at(&self, instant: Instant) -> u64 {
         let (frame, ns) = self.anchor.read();
         let (now, now_ns) = (Instant::now(), now_ns());

@@ -45,20 +45,31 @@
 //! assert_eq!(work.total.load(Ordering::Relaxed), 4950);
 //! ```
 
+#[cfg(target_arch = "wasm32")]
+mod serial;
 mod thread;
+// On wasm32 only `work_until_done` is used: the pool there has no workers.
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
 mod worker;
+
+#[cfg(target_arch = "wasm32")]
+pub use serial::Pool;
 
 pub use thread::{
     available_cores, pin_current_thread, set_current_thread_realtime,
     set_current_thread_round_robin, ThreadError,
 };
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
+#[cfg(not(target_arch = "wasm32"))]
+use std::sync::{atomic::Ordering, Arc};
+#[cfg(not(target_arch = "wasm32"))]
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use worker::{work_until_done, JobRef, CLOSED};
+use worker::JobRef;
+#[cfg(not(target_arch = "wasm32"))]
+use worker::{work_until_done, CLOSED};
 
 /// A list of work for one callback, processed by the audio thread and the pool's workers.
 ///
@@ -117,6 +128,7 @@ impl Default for PoolConfig {
     }
 }
 
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
 pub(crate) struct Shared {
     pub(crate) epoch: AtomicU64,
     /// When the current epoch's callback began, in nanoseconds since `base`: workers
@@ -132,12 +144,14 @@ pub(crate) struct Shared {
     pub(crate) lead: Duration,
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 struct Worker {
     thread: std::thread::Thread,
     parked: Arc<AtomicBool>,
 }
 
 /// A pool of real-time worker threads for [`WorkList`]s. See the [module docs](self).
+#[cfg(not(target_arch = "wasm32"))]
 pub struct Pool {
     shared: Arc<Shared>,
     workers: Vec<Worker>,
@@ -146,6 +160,7 @@ pub struct Pool {
     notes: Vec<String>,
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl Pool {
     /// Starts the workers. Real-time priority and pinning are attempted and, where the
     /// system refuses them, skipped with a note in [`notes`](Pool::notes).
@@ -283,6 +298,7 @@ impl Pool {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl Drop for Pool {
     fn drop(&mut self) {
         self.shared.shutdown.store(true, Ordering::SeqCst);

@@ -1,0 +1,342 @@
+//! The Downbeat engine for WebAssembly: the native engine, project files and MIDI files
+//! behind a small C ABI (`/work/helpers/ABI.md` in the repository's history; the exports'
+//! docs here are the reference), for an AudioWorklet or Node.
+//!
+//! Built for `wasm32-unknown-unknown` (`web/packages/engine/scripts/build-wasm.sh`), it
+//! imports nothing and exports `memory` and the `db_*` functions. One engine per module
+//! instance: the state lives in a static, so no handle is passed. Every export that can
+//! fail returns an `i32`, `>= 0` on success, a negative [`Code`] on failure, and leaves the
+//! message at [`db_error_ptr`] / [`db_error_len`]: for a project, the text `downbeat run`
+//! prints after `error: `.
+//!
+//! The exports are thin: [`Session`] does the work, through the same code as native
+//! (`Project::parse`/`build`, `Engine::process`, the `Controller`'s checks and queue, the
+//! MIDI-file reader), so a render equals `downbeat run --device offline`. It builds natively
+//! too, where it is unit-tested (each test thread has its own state).
+//!
+//! Frames are `u64`s passed as two `u32`s (`lo`, `hi`); `lo = hi = 0xFFFF_FFFF` means "now".
+//!
+//! ```
+//! use downbeat_engine_wasm::*;
+//! let text = b"edges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\n[nodes.out]\ntype = \"output\"\n";
+//! let name = b"x.toml";
+//! // SAFETY: both slices are valid for the given lengths.
+//! let rc = unsafe { db_load(text.as_ptr(), text.len() as u32, name.as_ptr(), name.len() as u32) };
+//! assert_eq!(rc, 0);
+//! assert_eq!(db_render(db_block_size()), 256);
+//! assert!(db_peak(0) > 0.0);
+//! ```
+#![warn(missing_docs)]
+
+mod error;
+mod refused;
+mod session;
+mod table;
+
+use std::cell::RefCell;
+
+pub use error::{Code, Error};
+pub use refused::REFUSED;
+pub use session::{Op, Session, ALL, EVENT_CAPACITY};
+
+/// The module's state: the session, and the last error's message.
+struct State {
+    session: Option<Session>,
+    error: String,
+}
+
+thread_local! {
+    // One per thread: on wasm32 the module's one, natively one per test thread.
+    static STATE: RefCell<State> = const {
+        RefCell::new(State { session: None, error: String::new() })
+    };
+}
+
+/// Runs `f` on the session, turning its error (or a missing session) into the code, with
+/// the message kept for [`db_error_ptr`].
+fn with_session<T>(f: impl FnOnce(&mut Session) -> Result<T, Error>) -> Result<T, i32> {
+    STATE.with(|s| {
+        let mut state = s.borrow_mut();
+        let result = match state.session.as_mut() {
+            Some(session) => f(session),
+            None => Err(Error::new(
+                Code::NoProject,
+                "no project is loaded: call db_load first",
+            )),
+        };
+        result.map_err(|e| fail(&mut state, e))
+    })
+}
+
+/// Keeps `e`'s message (in the room the previous one left, so a short one allocates
+/// nothing) and gives its code.
+fn fail(state: &mut State, e: Error) -> i32 {
+    state.error.clear();
+    state.error.push_str(&e.message);
+    e.code as i32
+}
+
+fn fail_now(e: Error) -> i32 {
+    STATE.with(|s| fail(&mut s.borrow_mut(), e))
+}
+
+/// `frame_lo`/`frame_hi` as a frame, `None` for "now".
+fn frame(lo: u32, hi: u32) -> Option<u64> {
+    (lo != u32::MAX || hi != u32::MAX).then(|| u64::from(hi) << 32 | u64::from(lo))
+}
+
+/// A slice from a pointer and length handed over by JavaScript.
+///
+/// # Safety
+/// `ptr` must point to `len` readable bytes (or `len` be 0).
+unsafe fn bytes<'a>(ptr: *const u8, len: u32) -> &'a [u8] {
+    if len == 0 {
+        return &[];
+    }
+    // SAFETY: the caller promises `len` readable bytes at `ptr`.
+    unsafe { std::slice::from_raw_parts(ptr, len as usize) }
+}
+
+/// A UTF-8 string handed over by JavaScript, or the error naming `what`.
+///
+/// # Safety
+/// As [`bytes`].
+unsafe fn text<'a>(ptr: *const u8, len: u32, what: &str) -> Result<&'a str, Error> {
+    // SAFETY: passed on from the caller.
+    let b = unsafe { bytes(ptr, len) };
+    std::str::from_utf8(b).map_err(|e| {
+        Error::new(
+            Code::BadInput,
+            format!("the {what} is not UTF-8 (byte {})", e.valid_up_to()),
+        )
+    })
+}
+
+/// Allocates `len` zeroed bytes for JavaScript to write input into; give them back with
+/// [`db_dealloc`]. Null if `len` cannot be allocated.
+#[no_mangle]
+pub extern "C" fn db_alloc(len: u32) -> *mut u8 {
+    let mut v: Vec<u8> = Vec::new();
+    if v.try_reserve_exact(len as usize).is_err() {
+        return std::ptr::null_mut();
+    }
+    v.resize(len as usize, 0);
+    Box::into_raw(v.into_boxed_slice()).cast()
+}
+
+/// Gives back bytes from [`db_alloc`].
+///
+/// # Safety
+/// `ptr` and `len` must be exactly what one [`db_alloc`] call gave and took, not yet given
+/// back.
+#[no_mangle]
+pub unsafe extern "C" fn db_dealloc(ptr: *mut u8, len: u32) {
+    if ptr.is_null() {
+        return;
+    }
+    // SAFETY: `ptr` is a boxed slice of `len` bytes from `db_alloc`, given back once.
+    drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len as usize)) });
+}
+
+/// Hands over the bytes of the file the project names as `path` (exactly as written in the
+/// project, e.g. `../samples/kick.wav`), before [`db_load`]: a `sampler` decodes and
+/// resamples them by the same code as native. Returns 0.
+///
+/// # Safety
+/// Each pointer must point to its length of readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn db_add_file(
+    path_ptr: *const u8,
+    path_len: u32,
+    bytes_ptr: *const u8,
+    bytes_len: u32,
+) -> i32 {
+    // SAFETY: passed on from the caller.
+    let path = match unsafe { text(path_ptr, path_len, "file's path") } {
+        Ok(p) => p,
+        Err(e) => return fail_now(e),
+    };
+    // SAFETY: passed on from the caller.
+    let data = unsafe { bytes(bytes_ptr, bytes_len) };
+    downbeat_file::memory::add_file(path, data);
+    0
+}
+
+/// Parses and builds project `text` (`name` is used in messages, e.g. `drums.toml`),
+/// replacing any loaded one. Returns 0, or -2 with the CLI's message, or -6 for a node type
+/// that needs the operating system (`player`, `echoes`, `lv2`, `clap`, `input`), naming the
+/// node and its line.
+///
+/// # Safety
+/// Each pointer must point to its length of readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn db_load(
+    text_ptr: *const u8,
+    text_len: u32,
+    name_ptr: *const u8,
+    name_len: u32,
+) -> i32 {
+    // SAFETY: passed on from the caller.
+    let loaded = unsafe { text(text_ptr, text_len, "project text") }.and_then(|t| {
+        // SAFETY: passed on from the caller.
+        let name = unsafe { text(name_ptr, name_len, "project name") }?;
+        Session::load(t, name)
+    });
+    STATE.with(|s| {
+        let mut state = s.borrow_mut();
+        state.session = None;
+        match loaded {
+            Ok(session) => {
+                state.session = Some(session);
+                0
+            }
+            Err(e) => fail(&mut state, e),
+        }
+    })
+}
+
+/// Puts Standard MIDI File `bytes` on the timeline exactly as `downbeat run --midi` does.
+/// Returns 0, -1 or -2 (the byte offset and what was expected there).
+///
+/// # Safety
+/// `bytes_ptr` must point to `bytes_len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn db_load_midi(bytes_ptr: *const u8, bytes_len: u32) -> i32 {
+    // SAFETY: passed on from the caller.
+    let data = unsafe { bytes(bytes_ptr, bytes_len) };
+    with_session(|s| s.load_midi(data)).map_or_else(|code| code, |_| 0)
+}
+
+/// Frames a run playing the MIDI file lasts (last event plus the longest release), as the
+/// CLI computes it; 0 without one.
+#[no_mangle]
+pub extern "C" fn db_midi_frames() -> f64 {
+    with_session(|s| Ok(s.midi_frames() as f64)).unwrap_or(0.0)
+}
+
+/// The project's sample rate (0 without a project).
+#[no_mangle]
+pub extern "C" fn db_sample_rate() -> u32 {
+    with_session(|s| Ok(s.sample_rate())).unwrap_or(0)
+}
+
+/// The project's block size (0 without a project).
+#[no_mangle]
+pub extern "C" fn db_block_size() -> u32 {
+    with_session(|s| Ok(s.block_size() as u32)).unwrap_or(0)
+}
+
+/// Output channels (0 without a project).
+#[no_mangle]
+pub extern "C" fn db_channels() -> u32 {
+    with_session(|s| Ok(s.channels() as u32)).unwrap_or(0)
+}
+
+/// The JSON table of what the event exports address (see [`db_table_len`]); null without a
+/// project. Valid until the next [`db_load`] or [`db_unload`].
+#[no_mangle]
+pub extern "C" fn db_table_ptr() -> *const u8 {
+    with_session(|s| Ok(s.table_json().as_ptr())).unwrap_or(std::ptr::null())
+}
+
+/// Length in bytes of the table at [`db_table_ptr`].
+#[no_mangle]
+pub extern "C" fn db_table_len() -> u32 {
+    with_session(|s| Ok(s.table_json().len() as u32)).unwrap_or(0)
+}
+
+/// Drops the engine.
+#[no_mangle]
+pub extern "C" fn db_unload() {
+    STATE.with(|s| s.borrow_mut().session = None);
+}
+
+/// Queues one event, applied at its frame as the native `Controller` applies it. `op`: 1
+/// set, 2 step, 3 ramp (`extra` seconds), 4 note on (`id` an instrument or `0xFFFF_FFFF`
+/// for all, `value` the note, `extra` the velocity 0..127, `channel` 0..15), 5 note off, 6
+/// all notes off (`channel` or `0xFFFF_FFFF`). Returns 0 or -1, -2 (no such op), -3, -4,
+/// -5 (counted in [`db_dropped`]). Allocates nothing unless it fails.
+#[no_mangle]
+pub extern "C" fn db_event(
+    op: u32,
+    id: u32,
+    frame_lo: u32,
+    frame_hi: u32,
+    value: f32,
+    extra: f32,
+    channel: u32,
+) -> i32 {
+    with_session(|s| {
+        let op = Op::from_number(op)
+            .ok_or_else(|| Error::new(Code::BadInput, format!("no event op {op}: give 1 to 6")))?;
+        s.event(op, id, frame(frame_lo, frame_hi), value, extra, channel)
+    })
+    .map_or_else(|code| code, |()| 0)
+}
+
+/// Renders the next `frames` frames (1 to the block size) as the native engine's `process`
+/// does; returns `frames`, or -1 or -2. Allocates nothing.
+#[no_mangle]
+pub extern "C" fn db_render(frames: u32) -> i32 {
+    with_session(|s| s.render(frames as usize)).map_or_else(|code| code, |n| n as i32)
+}
+
+/// Channel `channel` of the last render, planar (valid until the next call into the
+/// module); null for no such channel or no project.
+#[no_mangle]
+pub extern "C" fn db_output_ptr(channel: u32) -> *const f32 {
+    with_session(|s| {
+        Ok((channel < s.channels() as u32)
+            .then(|| s.output(channel as usize).as_ptr())
+            .unwrap_or(std::ptr::null()))
+    })
+    .unwrap_or(std::ptr::null())
+}
+
+/// Frames rendered since load.
+#[no_mangle]
+pub extern "C" fn db_position() -> f64 {
+    with_session(|s| Ok(s.position() as f64)).unwrap_or(0.0)
+}
+
+/// Peak of `channel` in the last render.
+#[no_mangle]
+pub extern "C" fn db_peak(channel: u32) -> f32 {
+    with_session(|s| Ok(s.peak(channel as usize))).unwrap_or(0.0)
+}
+
+/// RMS of `channel` in the last render.
+#[no_mangle]
+pub extern "C" fn db_rms(channel: u32) -> f32 {
+    with_session(|s| Ok(s.rms(channel as usize))).unwrap_or(0.0)
+}
+
+/// The current value of parameter or output `id` (NaN, with the error kept, for an
+/// unknown id).
+#[no_mangle]
+pub extern "C" fn db_value(id: u32) -> f32 {
+    with_session(|s| s.value(id)).unwrap_or(f32::NAN)
+}
+
+/// Events refused so far because the event list was full.
+#[no_mangle]
+pub extern "C" fn db_dropped() -> f64 {
+    with_session(|s| Ok(s.dropped() as f64)).unwrap_or(0.0)
+}
+
+/// The last error's message, UTF-8 (see [`db_error_len`]); valid until the next failure.
+#[no_mangle]
+pub extern "C" fn db_error_ptr() -> *const u8 {
+    STATE.with(|s| s.borrow().error.as_ptr())
+}
+
+/// Length in bytes of the message at [`db_error_ptr`].
+#[no_mangle]
+pub extern "C" fn db_error_len() -> u32 {
+    STATE.with(|s| s.borrow().error.len() as u32)
+}
+
+/// The last error's message, for Rust callers and tests.
+pub fn last_error() -> String {
+    STATE.with(|s| s.borrow().error.clone())
+}

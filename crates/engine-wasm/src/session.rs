@@ -1,0 +1,420 @@
+//! [`Session`]: one loaded project, its engine and the buffers the exports hand out.
+//!
+//! Everything the exports do is here, as safe Rust with typed errors, so that it is tested
+//! natively; `lib.rs` only moves bytes across the wasm boundary.
+
+use std::fmt::Write as _;
+
+use downbeat::control::{Controller, When};
+use downbeat::midi::{play, MidiFile};
+use downbeat::project::Project;
+use downbeat::Engine;
+use downbeat_graph::{Change, ControlError, NodeKey, NoteEvent, ParamId, ParamTable, Ramp, Shape};
+
+use crate::error::{Code, Error};
+use crate::refused;
+
+/// Events the engine's list holds between two renders (the controller's queue): far more
+/// than a block's worth of control traffic.
+pub const EVENT_CAPACITY: usize = 4096;
+
+/// The id meaning "every instrument" (for notes) or "every channel" (all notes off).
+pub const ALL: u32 = u32::MAX;
+
+/// Room kept for an error message, so that the per-block exports' errors do not allocate.
+const MESSAGE_ROOM: usize = 1024;
+
+/// One event, as [`Session::event`] takes it (the ABI's `db_event` arguments).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Op {
+    /// Moves a parameter to `value`, smoothed as natively.
+    Set,
+    /// Jumps a parameter to `value`.
+    Step,
+    /// Ramps a parameter linearly to `value` over `extra` seconds.
+    Ramp,
+    /// Starts note `value` with velocity `extra` (0..=127) on `channel`.
+    NoteOn,
+    /// Releases note `value` on `channel`.
+    NoteOff,
+    /// Releases every note on `channel` ([`ALL`]: on every channel).
+    AllNotesOff,
+}
+
+impl Op {
+    /// The op of ABI number `n` (1 to 6).
+    pub fn from_number(n: u32) -> Option<Op> {
+        Some(match n {
+            1 => Op::Set,
+            2 => Op::Step,
+            3 => Op::Ramp,
+            4 => Op::NoteOn,
+            5 => Op::NoteOff,
+            6 => Op::AllNotesOff,
+            _ => return None,
+        })
+    }
+}
+
+/// A loaded project running in an [`Engine`], driven block by block.
+///
+/// ```
+/// use downbeat_engine_wasm::{Op, Session};
+/// let text = "edges = [\"s -> g -> out\"]\n[nodes.s]\ntype = \"sine\"\n\
+///             [nodes.g]\ntype = \"gain\"\n[nodes.out]\ntype = \"output\"\n";
+/// let mut s = Session::load(text, "x.toml").unwrap();
+/// let gain = s.param_id("g", "gain").unwrap();
+/// s.event(Op::Step, gain, Some(0), 0.0, 0.0, 0).unwrap();
+/// s.render(256).unwrap();
+/// assert!(s.output(0).iter().all(|&x| x == 0.0));
+/// ```
+pub struct Session {
+    project: Project,
+    engine: Engine,
+    controller: Controller,
+    table: ParamTable,
+    /// Parameters and outputs by ABI id.
+    params: Vec<ParamId>,
+    /// Instruments by ABI id.
+    instruments: Vec<NodeKey>,
+    table_json: String,
+    interleaved: Vec<f32>,
+    /// The last block, channel after channel, `block_size` frames each.
+    planar: Vec<f32>,
+    peak: Vec<f32>,
+    rms: Vec<f32>,
+    frames: usize,
+    position: u64,
+    dropped: u64,
+    midi_frames: Option<u64>,
+}
+
+impl Session {
+    /// Parses and builds project `text` (`name` is used in messages), as `downbeat run`
+    /// does, and makes every buffer the exports use.
+    ///
+    /// # Errors
+    /// [`Code::BadInput`] with the CLI's message for a project it refuses;
+    /// [`Code::Unsupported`] naming the node, located at its `type`, for a node type that
+    /// needs the operating system.
+    pub fn load(text: &str, name: &str) -> Result<Session, Error> {
+        refused::register();
+        let project =
+            Project::parse(text, name).map_err(|e| Error::new(Code::BadInput, e.to_string()))?;
+        for (i, node) in project.nodes.iter().enumerate() {
+            if let Some(why) = refused::refusal(&node.kind) {
+                let message = refused::message(&node.name, &node.kind, why);
+                return Err(Error::new(
+                    Code::Unsupported,
+                    project.node_error(i, message).to_string(),
+                ));
+            }
+        }
+        let schedule = project
+            .build()
+            .map_err(|e| Error::new(Code::BadInput, e.to_string()))?;
+        let mut engine = Engine::new(schedule);
+        let controller = engine.controller(EVENT_CAPACITY);
+        // A block of no frames publishes the instrument count to the controller, so that
+        // notes sent before the first render are accepted; it renders nothing.
+        engine.process(&mut []);
+        let table = engine.schedule().param_table();
+        let params: Vec<ParamId> = table.watched().collect();
+        let instruments: Vec<NodeKey> = table.note_nodes().collect();
+        let channels = engine.channels();
+        let block = engine.block_size();
+        let table_json = crate::table::json(&engine, &table, &params, &instruments);
+        Ok(Session {
+            project,
+            controller,
+            table,
+            params,
+            instruments,
+            table_json,
+            interleaved: vec![0.0; block * channels],
+            planar: vec![0.0; block * channels],
+            peak: vec![0.0; channels],
+            rms: vec![0.0; channels],
+            frames: 0,
+            position: 0,
+            dropped: 0,
+            midi_frames: None,
+            engine,
+        })
+    }
+
+    /// Puts Standard MIDI File `bytes` on the timeline as `downbeat run --midi` does;
+    /// returns the frames a run playing it lasts (as [`midi_frames`](Session::midi_frames)).
+    ///
+    /// # Errors
+    /// [`Code::BadInput`]: a malformed file (the byte offset and what was expected there),
+    /// or a `[midi.cc]` entry of the project that names no live parameter.
+    pub fn load_midi(&mut self, bytes: &[u8]) -> Result<u64, Error> {
+        let bad = |e: &dyn std::fmt::Display| Error::new(Code::BadInput, format!("--midi: {e}"));
+        let file = MidiFile::parse(bytes).map_err(|e| bad(&e))?;
+        let rate = self.engine.sample_rate();
+        let cc = self
+            .project
+            .cc_mappings(&self.table)
+            .map_err(|e| Error::new(Code::BadInput, e.to_string()))?;
+        let events = play::events(&file, &self.table, &cc, rate).map_err(|e| bad(&e))?;
+        self.engine
+            .schedule_mut()
+            .add_to_timeline(events)
+            .map_err(|e| bad(&e))?;
+        let frames = play::run_frames(&file, &self.table, rate);
+        self.midi_frames = Some(frames);
+        Ok(frames)
+    }
+
+    /// The frames a run playing the MIDI file lasts, as the CLI computes its length (at
+    /// least 1); 0 before [`load_midi`](Session::load_midi).
+    pub fn midi_frames(&self) -> u64 {
+        self.midi_frames.map_or(0, |f| f.max(1))
+    }
+
+    /// The id of live parameter (or output) `param` of node `node` in the table.
+    pub fn param_id(&self, node: &str, param: &str) -> Option<u32> {
+        let id = self.table.resolve_watched(node, param).ok()?;
+        self.params.iter().position(|&p| p == id).map(|i| i as u32)
+    }
+
+    /// The id of instrument `node` in the table.
+    pub fn instrument_id(&self, node: &str) -> Option<u32> {
+        let key = self.table.node_key(node)?;
+        self.instruments
+            .iter()
+            .position(|&k| k == key)
+            .map(|i| i as u32)
+    }
+
+    /// Queues one event at timeline frame `frame` (`None`: the start of the next block),
+    /// checked and sent exactly as the native [`Controller`] does. Allocates nothing
+    /// unless it fails.
+    ///
+    /// # Errors
+    /// [`Code::UnknownId`], [`Code::OutOfRange`] (the message names the range),
+    /// [`Code::Full`] (counted in [`dropped`](Session::dropped)).
+    pub fn event(
+        &mut self,
+        op: Op,
+        id: u32,
+        frame: Option<u64>,
+        value: f32,
+        extra: f32,
+        channel: u32,
+    ) -> Result<(), Error> {
+        let when = frame.map_or(When::Now, When::Frame);
+        let result = match op {
+            Op::Set | Op::Step | Op::Ramp => {
+                let Some(&param) = self.params.get(id as usize) else {
+                    return Err(unknown("parameter", id, self.params.len()));
+                };
+                if self.table.is_output(param) {
+                    let (node, name) = self.table.names(param);
+                    return Err(Error::new(
+                        Code::UnknownId,
+                        format!("id {id} is `{node}.{name}`, an output: it can be read, not set"),
+                    ));
+                }
+                let change = match op {
+                    Op::Set => Change::Set(value),
+                    Op::Step => Change::Step(value),
+                    _ => {
+                        let frames = self
+                            .table
+                            .ramp_frames(param, f64::from(extra))
+                            .map_err(|e| Error::new(Code::OutOfRange, e.to_string()))?;
+                        Change::Ramp(Ramp {
+                            shape: Shape::Linear,
+                            from: None,
+                            to: value,
+                            frames,
+                        })
+                    }
+                };
+                self.controller.send(when, param, change)
+            }
+            Op::NoteOn | Op::NoteOff | Op::AllNotesOff => {
+                let note = self.note(op, value, extra, channel)?;
+                if id == ALL {
+                    self.controller.send_note(when, note)
+                } else {
+                    let Some(&key) = self.instruments.get(id as usize) else {
+                        return Err(unknown("instrument", id, self.instruments.len()));
+                    };
+                    self.controller.send_note_to(when, key, note)
+                }
+            }
+        };
+        result.map_err(|e| self.refused(e))
+    }
+
+    /// The note event of a note op, its numbers checked as the OSC note messages check
+    /// theirs.
+    fn note(&self, op: Op, value: f32, extra: f32, channel: u32) -> Result<NoteEvent, Error> {
+        let channel = match (op, channel) {
+            (Op::AllNotesOff, ALL) => None,
+            (_, c) if c <= u32::from(downbeat_graph::MAX_CHANNEL) => Some(c as u8),
+            (_, c) => {
+                return Err(Error::new(
+                    Code::OutOfRange,
+                    format!("channel {c} is outside 0 to 15 (MIDI channels 1 to 16)"),
+                ))
+            }
+        };
+        let note_ok = (0.0..=f32::from(downbeat_graph::MAX_NOTE)).contains(&value);
+        if op != Op::AllNotesOff && !note_ok {
+            return Err(Error::new(
+                Code::OutOfRange,
+                format!("note {value} is outside 0 to 127 (MIDI note numbers; 69 is A4)"),
+            ));
+        }
+        let channel_of = |c: Option<u8>| c.unwrap_or(0);
+        Ok(match op {
+            Op::NoteOn => {
+                if !(0.0..=127.0).contains(&extra) {
+                    return Err(Error::new(
+                        Code::OutOfRange,
+                        format!(
+                            "velocity {extra} is outside 0 to 127 (as in MIDI; 0 is a note off)"
+                        ),
+                    ));
+                }
+                NoteEvent::On {
+                    channel: channel_of(channel),
+                    note: value,
+                    velocity: extra / 127.0,
+                }
+            }
+            Op::NoteOff => NoteEvent::Off {
+                channel: channel_of(channel),
+                note: value,
+            },
+            _ => NoteEvent::AllNotesOff { channel },
+        })
+    }
+
+    /// A controller's refusal as an ABI error; a full queue counts as dropped.
+    fn refused(&mut self, e: ControlError) -> Error {
+        let code = match e {
+            ControlError::QueueFull { .. } => {
+                self.dropped += 1;
+                Code::Full
+            }
+            ControlError::NoInstrument => Code::UnknownId,
+            _ => Code::OutOfRange,
+        };
+        let mut message = String::with_capacity(MESSAGE_ROOM);
+        let _ = write!(message, "{}", e.message());
+        Error::new(code, message)
+    }
+
+    /// Renders the next `frames` frames (1 to the block size) as the native engine's
+    /// `process` does. Allocates nothing.
+    ///
+    /// # Errors
+    /// [`Code::BadInput`] for a count of 0 or above the block size.
+    pub fn render(&mut self, frames: usize) -> Result<usize, Error> {
+        let block = self.engine.block_size();
+        if frames == 0 || frames > block {
+            return Err(Error::new(
+                Code::BadInput,
+                format!("render {frames} frames: give 1 to {block} (the project's block_size)"),
+            ));
+        }
+        let ch = self.engine.channels();
+        let out = &mut self.interleaved[..frames * ch];
+        self.engine.process(out);
+        for c in 0..ch {
+            let plane = &mut self.planar[c * block..c * block + frames];
+            let (mut peak, mut sum) = (0.0f32, 0.0f64);
+            for (dst, frame) in plane.iter_mut().zip(out.chunks_exact(ch)) {
+                let x = frame[c];
+                *dst = x;
+                peak = peak.max(x.abs());
+                sum += f64::from(x) * f64::from(x);
+            }
+            self.peak[c] = peak;
+            self.rms[c] = (sum / frames as f64).sqrt() as f32;
+        }
+        self.frames = frames;
+        self.position += frames as u64;
+        Ok(frames)
+    }
+
+    /// Channel `channel` of the last rendered block (empty for a channel the project does
+    /// not have).
+    pub fn output(&self, channel: usize) -> &[f32] {
+        let block = self.engine.block_size();
+        if channel >= self.engine.channels() {
+            return &[];
+        }
+        &self.planar[channel * block..channel * block + self.frames]
+    }
+
+    /// Peak of channel `channel` in the last rendered block (0 for no such channel).
+    pub fn peak(&self, channel: usize) -> f32 {
+        self.peak.get(channel).copied().unwrap_or(0.0)
+    }
+
+    /// RMS of channel `channel` in the last rendered block (0 for no such channel).
+    pub fn rms(&self, channel: usize) -> f32 {
+        self.rms.get(channel).copied().unwrap_or(0.0)
+    }
+
+    /// The current value of parameter (or output) `id`.
+    ///
+    /// # Errors
+    /// [`Code::UnknownId`].
+    pub fn value(&self, id: u32) -> Result<f32, Error> {
+        let &param = self
+            .params
+            .get(id as usize)
+            .ok_or_else(|| unknown("parameter", id, self.params.len()))?;
+        self.engine
+            .schedule()
+            .param_value(param)
+            .ok_or_else(|| unknown("parameter", id, self.params.len()))
+    }
+
+    /// Frames rendered since load.
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// Events refused because the event list was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// The JSON table of parameters and instruments (see the ABI).
+    pub fn table_json(&self) -> &str {
+        &self.table_json
+    }
+
+    /// The project's sample rate.
+    pub fn sample_rate(&self) -> u32 {
+        self.engine.sample_rate()
+    }
+
+    /// The project's block size.
+    pub fn block_size(&self) -> usize {
+        self.engine.block_size()
+    }
+
+    /// Output channels.
+    pub fn channels(&self) -> usize {
+        self.engine.channels()
+    }
+}
+
+/// An unknown id of a `what` (there are `count`).
+fn unknown(what: &str, id: u32, count: usize) -> Error {
+    let mut message = String::with_capacity(MESSAGE_ROOM);
+    let _ = match count {
+        0 => write!(message, "no {what} has id {id}: the project has none"),
+        n => write!(message, "no {what} has id {id}: ids go from 0 to {}", n - 1),
+    };
+    Error::new(Code::UnknownId, message)
+}

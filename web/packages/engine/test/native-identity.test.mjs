@@ -1,0 +1,179 @@
+// The wasm engine, instantiated in Node, against `downbeat run --device offline`: every example
+// project the browser can run and one project per built-in node type render to the same length
+// and within 1e-6 per sample (how many samples are bit-identical is printed); the projects that
+// need the operating system are refused naming the node; a project with an error gives the
+// CLI's message; an event queued at frame N shows at frame N, as a native --replay of it does.
+//
+//   node --test web/packages/engine/test/native-identity.test.mjs
+
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { compare, nativeError, prepare, renderNative, renderWasm, scratch } from './native-harness.mjs';
+
+const TOLERANCE = 1e-6;
+const SECONDS = 2;
+
+before(prepare);
+
+/** Renders both ways and checks length and tolerance; logs the identity count. */
+function same(project, options = {}) {
+    const wasm = renderWasm(project, options);
+    assert.equal(wasm.rc, 0, `db_load ${project}: ${wasm.error}`);
+    const native = renderNative(project, options);
+    const r = compare(wasm.out, native);
+    const pct = ((100 * r.identical) / r.total).toFixed(2);
+    console.log(
+        `${project}: ${r.frames[1]} frames x ${r.channels[1]} ch, ${r.identical}/${r.total} ` +
+            `bit-identical (${pct}%), largest difference ${r.maxDiff.toExponential(3)}` +
+            (r.at >= 0 ? ` at frame ${r.at}` : ''),
+    );
+    assert.deepEqual(r.channels, [native.length, native.length], `${project}: channels`);
+    assert.deepEqual(r.frames, [native[0].length, native[0].length], `${project}: frames`);
+    assert.ok(r.total > 0, `${project}: rendered nothing`);
+    assert.ok(
+        r.maxDiff <= TOLERANCE,
+        `${project}: largest difference ${r.maxDiff} at frame ${r.at} exceeds ${TOLERANCE}`,
+    );
+    assert.ok(
+        wasm.out.some((ch) => ch.some((x) => x !== 0)),
+        `${project}: the render is silent, which proves nothing`,
+    );
+    return { wasm, native, r };
+}
+
+describe('example projects', () => {
+    test('hello', () => same('examples/projects/hello.toml', { seconds: SECONDS }));
+    test('synth with tune.mid (the run lasts the file)', () =>
+        same('examples/projects/synth.toml', { midi: 'examples/projects/tune.mid' }));
+    test('drums with drums.mid, samples handed over as bytes', () =>
+        same('examples/projects/drums.toml', { midi: 'examples/projects/drums.mid' }));
+    test('fanin84', () => same('examples/projects/fanin84.toml', { seconds: 1 }));
+
+    for (const [project, node] of [
+        ['examples/projects/echoes.toml', 'echoes'],
+        ['examples/projects/player.toml', 'file'],
+        ['examples/projects/overdrive-lv2.toml', 'in'],
+    ]) {
+        test(`${project} is refused naming node \`${node}\``, () => {
+            const r = renderWasm(project, { seconds: 0.1 });
+            assert.equal(r.rc, -6, `expected -6, got ${r.rc}: ${r.error}`);
+            assert.match(r.error, new RegExp(`node \`${node}\` is of type`));
+            assert.match(r.error, /not supported in the browser/);
+            assert.match(r.error, new RegExp(`--> ${project.replace(/\./g, '\\.')}:\\d+:\\d+`));
+        });
+    }
+});
+
+describe('one project per node type', () => {
+    const s = scratch();
+    after(s.done);
+    const head = 'sample_rate = 48000\nblock_size = 128\n';
+    const out = '[nodes.out]\ntype = "output"\n';
+    const types = {
+        sine: `edges = ["a -> out"]\n[nodes.a]\ntype = "sine"\nfreq = 443.0\namp = 0.5\n`,
+        noise: `edges = ["a -> out"]\n[nodes.a]\ntype = "noise"\namp = 0.3\n`,
+        gain: `edges = ["a -> g -> out"]\n[nodes.a]\ntype = "sine"\nfreq = 200.0\n[nodes.g]\ntype = "gain"\ngain = 0.7\n`,
+        mix: `edges = ["a -> m", "b -> m", "m -> out"]\n[nodes.a]\ntype = "sine"\nfreq = 300.0\n[nodes.b]\ntype = "noise"\namp = 0.1\n[nodes.m]\ntype = "mix"\ngain_db = -4.5\n`,
+        biquad: `edges = ["a -> f -> out"]\n[nodes.a]\ntype = "noise"\n[nodes.f]\ntype = "biquad"\nmode = "bandpass"\nfreq = 1200.0\nq = 3.0\n`,
+        karplus: `edges = ["a -> out"]\n[nodes.a]\ntype = "karplus"\nnotes = [45, 52, 57, 64]\ninterval = 0.3\nlength = 0.25\n`,
+        synth: `edges = ["a -> out"]\n[nodes.a]\ntype = "synth"\nwave = "saw"\ncutoff = 1800.0\n`,
+        spectral_compressor: `edges = ["a -> c -> out"]\n[nodes.a]\ntype = "karplus"\ninterval = 0.25\nlength = 0.2\n[nodes.c]\ntype = "spectral_compressor"\nthreshold_db = -30.0\nratio = 4.0\n`,
+        sampler: `edges = ["a -> out"]\n[nodes.a]\ntype = "sampler"\nsample = "../../examples/samples/snare.wav"\nroot = 60\n`,
+    };
+    const midi = new Set(['synth', 'sampler']);
+    for (const [type, body] of Object.entries(types)) {
+        test(type, () => {
+            const file = join(s.dir, `${type}.toml`);
+            writeFileSync(file, head + body + out);
+            const options = midi.has(type) ? { midi: 'examples/projects/tune.mid' } : { seconds: SECONDS };
+            same(s.rel(file), options);
+        });
+    }
+});
+
+describe('errors', () => {
+    const s = scratch();
+    after(s.done);
+    const cases = {
+        'syntax error': 'sample_rate = 48000\nedges = ["a -> out"\n[nodes.a]\ntype = "sine"\n',
+        'parameter out of range': 'edges = ["a -> out"]\n[nodes.a]\ntype = "sine"\nfreq = -5.0\n[nodes.out]\ntype = "output"\n',
+        'unknown node in an edge': 'edges = ["a -> b"]\n[nodes.a]\ntype = "sine"\n[nodes.out]\ntype = "output"\n',
+    };
+    for (const [name, text] of Object.entries(cases)) {
+        test(`${name}: the CLI's message, word for word`, () => {
+            const file = join(s.dir, `${name.replace(/ /g, '-')}.toml`);
+            writeFileSync(file, text);
+            const native = nativeError(s.rel(file));
+            assert.equal(native.status, 2, `the CLI should refuse it: ${native.stderr}`);
+            const r = renderWasm(s.rel(file), { seconds: 0.1 });
+            assert.equal(r.rc, -2);
+            assert.equal(`error: ${r.error}\n`, native.stderr);
+        });
+    }
+});
+
+test('unknown node type: the CLI\'s message; the list of valid types adds `lv2`', () => {
+    // The browser refuses `lv2` by name (-6), so it knows the type; a default CLI build (without
+    // the `lv2` feature) does not. Every other word, and the order of the types, is the CLI's.
+    const s = scratch();
+    try {
+        const file = join(s.dir, 'unknown-type.toml');
+        writeFileSync(file, 'edges = ["a -> out"]\n[nodes.a]\ntype = "sinus"\n[nodes.out]\ntype = "output"\n');
+        const native = nativeError(s.rel(file));
+        assert.equal(native.status, 2, native.stderr);
+        const r = renderWasm(s.rel(file), { seconds: 0.1 });
+        assert.equal(r.rc, -2);
+        const expected = native.stderr.replace(/(valid types are .*)\n$/, '$1, `lv2`\n');
+        assert.notEqual(expected, native.stderr, 'the CLI lists the valid types');
+        assert.equal(`error: ${r.error}\n`, expected);
+    } finally {
+        s.done();
+    }
+});
+
+describe('events', () => {
+    const s = scratch();
+    after(s.done);
+    const N = 1000; // inside the 8th block of 128 frames, not on a block boundary
+    const text =
+        'sample_rate = 48000\nblock_size = 128\nedges = ["a -> g -> out", "k -> g"]\n' +
+        '[nodes.a]\ntype = "sine"\nfreq = 330.0\n[nodes.k]\ntype = "synth"\n' +
+        '[nodes.g]\ntype = "gain"\ngain = 1.0\n[nodes.out]\ntype = "output"\n';
+
+    test('a step, a ramp and a note at frame N land at frame N, as a native replay of them', () => {
+        const file = join(s.dir, 'events.toml');
+        writeFileSync(file, text);
+        const project = s.rel(file);
+        const events = (table) => {
+            const gain = table.params.find((p) => p.node === 'g' && p.name === 'gain').id;
+            const k = table.instruments.find((i) => i.node === 'k').id;
+            return [
+                [2, gain, N, 0.25], // step
+                [3, gain, 3 * N, 2.0, 0.01], // ramp over 0.01 s = 480 frames
+                [4, k, 2 * N, 69, 100, 0], // note on, velocity 100
+                [5, k, 4 * N, 69, 0, 0], // note off
+            ];
+        };
+        const plain = renderWasm(project, { seconds: 0.2 }).out;
+        const moved = renderWasm(project, { seconds: 0.2, events }).out;
+        const first = moved[0].findIndex((x, i) => x !== plain[0][i]);
+        assert.equal(first, N, `the step shows from frame ${first}, not ${N}`);
+        assert.equal(moved[0][N], plain[0][N] * 0.25);
+        const native = renderNative(project, {
+            seconds: 0.2,
+            replay: [
+                { frame: N, node: 'g', param: 'gain', change: 'step', value: 0.25 },
+                { frame: 2 * N, node: 'k', change: 'note_on', channel: 0, note: 69.0, velocity: 100 / 127 },
+                { frame: 3 * N, node: 'g', param: 'gain', change: 'linear', to: 2.0, frames: 480 },
+                { frame: 4 * N, node: 'k', change: 'note_off', channel: 0, note: 69.0 },
+            ],
+        });
+        const r = compare(moved, native);
+        console.log(`events: ${r.identical}/${r.total} bit-identical, largest difference ${r.maxDiff}`);
+        assert.deepEqual(r.frames, [native[0].length, native[0].length]);
+        assert.ok(r.maxDiff <= TOLERANCE, `largest difference ${r.maxDiff} at frame ${r.at}`);
+    });
+});
