@@ -32,6 +32,9 @@ const MIN_PERIOD: f64 = 3.0;
 /// A string whose loop samples all stay below this for a whole period is silenced: it
 /// outputs exact zeros until its next pluck (so its loop never reaches subnormal numbers).
 const FLUSH: f64 = 1e-30;
+/// Every this many periods, a ringing string checks whether it fell silent: a pass over its
+/// ring, so rarely enough to cost little per sample.
+const SILENCE_CHECK: u64 = 16;
 /// Longest run of samples computed at once: its buffers live on the stack.
 const CHUNK: usize = 64;
 /// Incoming plucks a string holds for later frames; more are refused (`NoteError::Full`).
@@ -77,6 +80,24 @@ impl Default for KarplusSettings {
 
 const DEFAULT_NOTES: &[f64] = &[60.0, 64.0, 67.0, 72.0];
 
+/// The averaged loop samples, the allpass's feed-forward part and its output, for one chunk.
+#[derive(Debug)]
+struct Scratch {
+    avg: [f64; CHUNK],
+    b: [f64; CHUNK],
+    y: [f64; CHUNK],
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Self {
+            avg: [0.0; CHUNK],
+            b: [0.0; CHUNK],
+            y: [0.0; CHUNK],
+        }
+    }
+}
+
 /// Tuning of one note: integer delay and fractional allpass.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Tuning {
@@ -105,6 +126,67 @@ impl Tuning {
             allpass,
         })
     }
+}
+
+/// Whether every sample of `ring` is below `FLUSH` in magnitude.
+fn below_flush(ring: &[f64]) -> bool {
+    let mut peak = 0.0f64;
+    for &x in ring {
+        let magnitude = x.abs();
+        peak = if magnitude > peak { magnitude } else { peak };
+    }
+    peak < FLUSH
+}
+
+/// The allpass's feedback `y[n] = b[n] - c y[n-1]` over `b`, into `y`, in groups of
+/// four samples aligned to the pluck: within a group, `y[k] = B[k] + (-c)^(k+1) y0`
+/// where `y0` is the last output before the group and `B[k] = b[k] - c B[k-1]`
+/// (`B[0] = b[0]`), which does not wait for `y0`. The same operations in the same order
+/// whatever the block boundaries (a group split across calls carries `B` and `y0`), so
+/// the output does not depend on block sizes, and on every target. `state` is the
+/// position in the group, its `B` so far and `y0`, as returned by the previous call.
+#[inline]
+fn allpass(c: f64, state: (usize, f64, f64), b: &[f64], y: &mut [f64]) -> (usize, f64, f64) {
+    let c2 = c * c;
+    let powers = [-c, c2, -(c2 * c), c2 * c2];
+    let (mut k, mut bk, mut y0) = state;
+    let mut j = 0;
+    // The rest of a group begun in an earlier call, one sample at a time.
+    while k != 0 && j < b.len() {
+        bk = b[j] - c * bk;
+        y[j] = bk + powers[k] * y0;
+        j += 1;
+        k = (k + 1) % 4;
+        if k == 0 {
+            y0 = y[j - 1];
+        }
+    }
+    // Whole groups.
+    let whole = (b.len() - j) / 4 * 4;
+    for (bs, ys) in b[j..j + whole]
+        .chunks_exact(4)
+        .zip(y[j..j + whole].chunks_exact_mut(4))
+    {
+        let b0 = bs[0];
+        let b1 = bs[1] - c * b0;
+        let b2 = bs[2] - c * b1;
+        let b3 = bs[3] - c * b2;
+        ys[0] = b0 + powers[0] * y0;
+        ys[1] = b1 + powers[1] * y0;
+        ys[2] = b2 + powers[2] * y0;
+        ys[3] = b3 + powers[3] * y0;
+        y0 = ys[3];
+        bk = b3;
+    }
+    j += whole;
+    // The start of a group that the next call finishes.
+    while j < b.len() {
+        bk = if k == 0 { b[j] } else { b[j] - c * bk };
+        y[j] = bk + powers[k] * y0;
+        j += 1;
+        k += 1;
+    }
+    (k, bk, y0)
 }
 
 fn midi_to_hz(note: f64) -> f64 {
@@ -160,17 +242,18 @@ pub struct Karplus {
     write: usize,
     tuning: Tuning,
     /// Allpass memory: previous input, and the last output before the current group of
-    /// four (see [`Karplus::allpass`]).
+    /// four (see [`allpass`]).
     ap_x1: f64,
     ap_y1: f64,
     /// Position in the current group of four samples of the allpass, and its partial `B`.
     group_k: usize,
     group_b: f64,
-    /// Largest `|y|` over the last `peak_span` samples: a whole period of them below
-    /// `FLUSH` silences the string.
-    peak: f64,
-    peak_span: usize,
-    /// Below `FLUSH` for a whole period since the last pluck: outputs zeros, computes nothing.
+    /// Periods completed since the pluck: every `SILENCE_CHECK`th, the ring is checked.
+    periods: u64,
+    /// Buffers of one chunk of `ring_out`.
+    scratch: Box<Scratch>,
+    /// Its whole ring was below `FLUSH` at a check since the last pluck: outputs zeros,
+    /// computes nothing.
     silent: bool,
     decay: f64,
     rng: Pcg32,
@@ -272,9 +355,9 @@ impl Karplus {
             ap_y1: 0.0,
             group_k: 0,
             group_b: 0.0,
-            peak: 0.0,
-            peak_span: 0,
+            periods: 0,
             silent: false,
+            scratch: Box::default(),
             decay: s.decay,
             rng: Pcg32::new(s.seed, 0),
             time: 0,
@@ -329,8 +412,7 @@ impl Karplus {
         self.ap_y1 = 0.0;
         self.group_k = 0;
         self.group_b = 0.0;
-        self.peak = 0.0;
-        self.peak_span = 0;
+        self.periods = 0;
         self.silent = false;
         self.remaining = self.length_samples;
     }
@@ -391,131 +473,84 @@ impl Karplus {
     /// Writes the next `out.len()` samples of the ringing string, each times `amp(j)`.
     ///
     /// The loop's only serial dependency is the allpass feedback, a chain of a multiply and
-    /// a subtraction per sample. To keep it off the critical path, samples go in chunks no
-    /// longer than the delay line (so every input of a chunk is already in the ring): the
-    /// averager and the allpass's feed-forward part are whole-chunk loops, and the feedback
-    /// is unrolled four samples at a time ([`Karplus::allpass`]), so the chain is one
-    /// multiply-add per four samples. A string whose every sample over a whole period is
-    /// below `FLUSH` is marked silent: it then costs a fill until its next pluck.
+    /// a subtraction per sample. To keep it off the critical path, samples go in chunks that
+    /// stop at the end of the ring (so a chunk reads and writes contiguous slots, and every
+    /// input it needs is already there): the averager and the allpass's feed-forward part are whole-chunk loops, and the feedback
+    /// is unrolled four samples at a time ([`allpass`]), so the chain is one
+    /// multiply-add per four samples. A string whose ring is all below `FLUSH` (checked
+    /// every `SILENCE_CHECK` periods) is marked silent: it then costs a fill until its next pluck.
     #[inline]
     fn ring_out(&mut self, out: &mut [f32], amp: impl Fn(usize) -> f64) {
         let len = self.tuning.ring_len;
         let c = self.tuning.allpass;
         let decay = self.decay;
-        let mut seg = [0.0f64; CHUNK + 1];
-        let mut b = [0.0f64; CHUNK];
-        let mut y = [0.0f64; CHUNK];
         let mut done = 0;
         while done < out.len() {
             if self.silent {
                 out[done..].fill(0.0);
-                return;
+                break;
             }
-            let n = (out.len() - done).min(CHUNK).min(len - 1);
             let write = self.write;
-            // seg[j] = ring[write + j], j = 0..=n, across the wrap: read before any write.
-            let first = (len - write).min(n + 1);
-            seg[..first].copy_from_slice(&self.ring[write..write + first]);
-            seg[first..=n].copy_from_slice(&self.ring[..n + 1 - first]);
+            // A chunk stops at the end of the ring, so what it reads (`ring[write..=write +
+            // n]`) and writes (`ring[write..write + n]`) is contiguous; the last slot pairs
+            // with the first, alone.
+            let n = if write + 1 == len {
+                1
+            } else {
+                (out.len() - done).min(CHUNK).min(len - 1 - write)
+            };
+            let next = if write + 1 == len { 0 } else { write + 1 };
             // The averager, then the allpass's feed-forward half `c * a[n] + a[n-1]`.
-            let mut x1 = self.ap_x1;
-            for (bj, pair) in b[..n].iter_mut().zip(seg[..=n].windows(2)) {
-                let averaged = 0.5 * (pair[0] + pair[1]);
-                *bj = c * averaged + x1;
-                x1 = averaged;
-            }
-            self.ap_x1 = x1;
-            self.allpass(&b[..n], &mut y[..n]);
-            // The loss, back into the ring (across the wrap), and the output.
-            let mut peak = self.peak;
-            let first = (len - write).min(n);
-            let (tail, head) = y[..n].split_at(first);
-            for (r, &yj) in self.ring[write..write + first].iter_mut().zip(tail) {
-                *r = decay * yj;
-            }
-            for (r, &yj) in self.ring[..n - first].iter_mut().zip(head) {
-                *r = decay * yj;
-            }
-            for (j, (&yj, o)) in y[..n].iter().zip(&mut out[done..done + n]).enumerate() {
-                let s = decay * yj;
-                let magnitude = yj.abs();
-                if magnitude > peak {
-                    peak = magnitude;
+            // Plain indexed loops over equal-length slices: they vectorise.
+            // Kept in the node, not on the stack: zeroing them for every call cost more than
+            // the loop.
+            let Scratch { avg, b, y } = &mut *self.scratch;
+            let avg = &mut avg[..n];
+            if n == 1 {
+                avg[0] = 0.5 * (self.ring[write] + self.ring[next]);
+            } else {
+                let (r0, r1) = (
+                    &self.ring[write..write + n],
+                    &self.ring[write + 1..=write + n],
+                );
+                for j in 0..n {
+                    avg[j] = 0.5 * (r0[j] + r1[j]);
                 }
+            }
+            let b = &mut b[..n];
+            b[0] = c * avg[0] + self.ap_x1;
+            for j in 1..n {
+                b[j] = c * avg[j] + avg[j - 1];
+            }
+            self.ap_x1 = avg[n - 1];
+            let y = &mut y[..n];
+            let (k, bk, y0) = allpass(c, (self.group_k, self.group_b, self.ap_y1), b, y);
+            (self.group_k, self.group_b, self.ap_y1) = (k, bk, y0);
+            // The loss, back into the ring, and the output.
+            let ring = &mut self.ring[write..write + n];
+            for j in 0..n {
+                ring[j] = decay * y[j];
+            }
+            let out = &mut out[done..done + n];
+            for j in 0..n {
                 // Below `TINY` (a quiet string times a tiny amp), 0 whatever the flush mode.
-                *o = flush((amp(done + j) * s) as f32);
+                out[j] = flush((amp(done + j) * ring[j]) as f32);
             }
             self.write = if write + n < len {
                 write + n
             } else {
                 write + n - len
             };
-            self.peak = peak;
-            self.peak_span += n;
-            if self.peak_span >= len {
-                if self.peak < FLUSH {
-                    // A whole period below FLUSH: every sample in the ring is, so the string
-                    // can only ring on below the flush threshold. Silence it for good.
+            if self.write == 0 {
+                self.periods += 1;
+                if self.periods % SILENCE_CHECK == 0 && below_flush(&self.ring[..len]) {
+                    // Every sample in the loop is below FLUSH: the string can only ring on
+                    // below the flush threshold. Silence it until the next pluck.
                     self.silent = true;
                 }
-                self.peak = 0.0;
-                self.peak_span = 0;
             }
             done += n;
         }
-    }
-
-    /// The allpass's feedback `y[n] = b[n] - c y[n-1]` over `b`, into `y`, in groups of
-    /// four samples aligned to the pluck: within a group, `y[k] = B[k] + (-c)^(k+1) y0`
-    /// where `y0` is the last output before the group and `B[k] = b[k] - c B[k-1]`
-    /// (`B[0] = b[0]`), which does not wait for `y0`. The same operations in the same order
-    /// whatever the block boundaries (a group split across calls carries `B` and `y0`), so
-    /// the output does not depend on block sizes, and on every target.
-    #[inline]
-    fn allpass(&mut self, b: &[f64], y: &mut [f64]) {
-        let c = self.tuning.allpass;
-        let c2 = c * c;
-        let powers = [-c, c2, -(c2 * c), c2 * c2];
-        let (mut k, mut bk, mut y0) = (self.group_k, self.group_b, self.ap_y1);
-        let mut j = 0;
-        // The rest of a group begun in an earlier call, one sample at a time.
-        while k != 0 && j < b.len() {
-            bk = b[j] - c * bk;
-            y[j] = bk + powers[k] * y0;
-            j += 1;
-            k = (k + 1) % 4;
-            if k == 0 {
-                y0 = y[j - 1];
-            }
-        }
-        // Whole groups.
-        let whole = (b.len() - j) / 4 * 4;
-        for (bs, ys) in b[j..j + whole]
-            .chunks_exact(4)
-            .zip(y[j..j + whole].chunks_exact_mut(4))
-        {
-            let b0 = bs[0];
-            let b1 = bs[1] - c * b0;
-            let b2 = bs[2] - c * b1;
-            let b3 = bs[3] - c * b2;
-            ys[0] = b0 + powers[0] * y0;
-            ys[1] = b1 + powers[1] * y0;
-            ys[2] = b2 + powers[2] * y0;
-            ys[3] = b3 + powers[3] * y0;
-            y0 = ys[3];
-            bk = b3;
-        }
-        j += whole;
-        // The start of a group that the next call finishes.
-        while j < b.len() {
-            bk = if k == 0 { b[j] } else { b[j] - c * bk };
-            y[j] = bk + powers[k] * y0;
-            j += 1;
-            k += 1;
-        }
-        self.group_k = k;
-        self.group_b = bk;
-        self.ap_y1 = y0;
     }
 }
 
