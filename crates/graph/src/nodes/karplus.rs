@@ -35,8 +35,6 @@ const FLUSH: f64 = 1e-30;
 /// Every this many periods, a ringing string checks whether it fell silent: a pass over its
 /// ring, so rarely enough to cost little per sample.
 const SILENCE_CHECK: u64 = 16;
-/// Longest run of samples computed at once: its buffers live on the stack.
-const CHUNK: usize = 64;
 /// Incoming plucks a string holds for later frames; more are refused (`NoteError::Full`).
 pub const KARPLUS_PENDING: usize = 256;
 
@@ -80,24 +78,6 @@ impl Default for KarplusSettings {
 
 const DEFAULT_NOTES: &[f64] = &[60.0, 64.0, 67.0, 72.0];
 
-/// The averaged loop samples, the allpass's feed-forward part and its output, for one chunk.
-#[derive(Debug)]
-struct Scratch {
-    avg: [f64; CHUNK],
-    b: [f64; CHUNK],
-    y: [f64; CHUNK],
-}
-
-impl Default for Scratch {
-    fn default() -> Self {
-        Self {
-            avg: [0.0; CHUNK],
-            b: [0.0; CHUNK],
-            y: [0.0; CHUNK],
-        }
-    }
-}
-
 /// Tuning of one note: integer delay and fractional allpass.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Tuning {
@@ -136,57 +116,6 @@ fn below_flush(ring: &[f64]) -> bool {
         peak = if magnitude > peak { magnitude } else { peak };
     }
     peak < FLUSH
-}
-
-/// The allpass's feedback `y[n] = b[n] - c y[n-1]` over `b`, into `y`, in groups of
-/// four samples aligned to the pluck: within a group, `y[k] = B[k] + (-c)^(k+1) y0`
-/// where `y0` is the last output before the group and `B[k] = b[k] - c B[k-1]`
-/// (`B[0] = b[0]`), which does not wait for `y0`. The same operations in the same order
-/// whatever the block boundaries (a group split across calls carries `B` and `y0`), so
-/// the output does not depend on block sizes, and on every target. `state` is the
-/// position in the group, its `B` so far and `y0`, as returned by the previous call.
-#[inline]
-fn allpass(c: f64, state: (usize, f64, f64), b: &[f64], y: &mut [f64]) -> (usize, f64, f64) {
-    let c2 = c * c;
-    let powers = [-c, c2, -(c2 * c), c2 * c2];
-    let (mut k, mut bk, mut y0) = state;
-    let mut j = 0;
-    // The rest of a group begun in an earlier call, one sample at a time.
-    while k != 0 && j < b.len() {
-        bk = b[j] - c * bk;
-        y[j] = bk + powers[k] * y0;
-        j += 1;
-        k = (k + 1) % 4;
-        if k == 0 {
-            y0 = y[j - 1];
-        }
-    }
-    // Whole groups.
-    let whole = (b.len() - j) / 4 * 4;
-    for (bs, ys) in b[j..j + whole]
-        .chunks_exact(4)
-        .zip(y[j..j + whole].chunks_exact_mut(4))
-    {
-        let b0 = bs[0];
-        let b1 = bs[1] - c * b0;
-        let b2 = bs[2] - c * b1;
-        let b3 = bs[3] - c * b2;
-        ys[0] = b0 + powers[0] * y0;
-        ys[1] = b1 + powers[1] * y0;
-        ys[2] = b2 + powers[2] * y0;
-        ys[3] = b3 + powers[3] * y0;
-        y0 = ys[3];
-        bk = b3;
-    }
-    j += whole;
-    // The start of a group that the next call finishes.
-    while j < b.len() {
-        bk = if k == 0 { b[j] } else { b[j] - c * bk };
-        y[j] = bk + powers[k] * y0;
-        j += 1;
-        k += 1;
-    }
-    (k, bk, y0)
 }
 
 fn midi_to_hz(note: f64) -> f64 {
@@ -250,8 +179,6 @@ pub struct Karplus {
     group_b: f64,
     /// Periods completed since the pluck: every `SILENCE_CHECK`th, the ring is checked.
     periods: u64,
-    /// Buffers of one chunk of `ring_out`.
-    scratch: Box<Scratch>,
     /// Its whole ring was below `FLUSH` at a check since the last pluck: outputs zeros,
     /// computes nothing.
     silent: bool,
@@ -357,7 +284,6 @@ impl Karplus {
             group_b: 0.0,
             periods: 0,
             silent: false,
-            scratch: Box::default(),
             decay: s.decay,
             rng: Pcg32::new(s.seed, 0),
             time: 0,
@@ -472,18 +398,24 @@ impl Karplus {
 
     /// Writes the next `out.len()` samples of the ringing string, each times `amp(j)`.
     ///
-    /// The loop's only serial dependency is the allpass feedback, a chain of a multiply and
-    /// a subtraction per sample. To keep it off the critical path, samples go in chunks that
-    /// stop at the end of the ring (so a chunk reads and writes contiguous slots, and every
-    /// input it needs is already there): the averager and the allpass's feed-forward part are whole-chunk loops, and the feedback
-    /// is unrolled four samples at a time ([`allpass`]), so the chain is one
-    /// multiply-add per four samples. A string whose ring is all below `FLUSH` (checked
-    /// every `SILENCE_CHECK` periods) is marked silent: it then costs a fill until its next pluck.
+    /// The loop's only serial dependency is the allpass feedback `y[n] = b[n] - c y[n-1]`
+    /// (`b[n] = c a[n] + a[n-1]`, `a` the averaged loop samples), a multiply and a
+    /// subtraction per sample. It is unrolled four samples at a time, the groups aligned
+    /// to the pluck: within a group, `y[k] = B[k] + (-c)^(k+1) y0`, where `y0` is the last
+    /// output before the group and `B[k] = b[k] - c B[k-1]` (`B[0] = b[0]`) does not wait
+    /// for `y0`; so the chain is one multiply and one addition per four samples. A group
+    /// split across calls (or by the end of the ring) goes one sample at a time with the
+    /// same operations, so the output does not depend on block sizes, and is the same on
+    /// every target. A string whose ring is all below `FLUSH` (checked every
+    /// `SILENCE_CHECK` periods) is marked silent: it then costs a fill until its next pluck.
     #[inline]
     fn ring_out(&mut self, out: &mut [f32], amp: impl Fn(usize) -> f64) {
         let len = self.tuning.ring_len;
         let c = self.tuning.allpass;
+        let c2 = c * c;
+        let powers = [-c, c2, -(c2 * c), c2 * c2];
         let decay = self.decay;
+        let (mut x1, mut k, mut bk, mut y0) = (self.ap_x1, self.group_k, self.group_b, self.ap_y1);
         let mut done = 0;
         while done < out.len() {
             if self.silent {
@@ -491,56 +423,66 @@ impl Karplus {
                 break;
             }
             let write = self.write;
-            // A chunk stops at the end of the ring, so what it reads (`ring[write..=write +
-            // n]`) and writes (`ring[write..write + n]`) is contiguous; the last slot pairs
-            // with the first, alone.
+            // A chunk stops at the end of the ring, so it reads (`ring[write..=write + n]`)
+            // and writes (`ring[write..write + n]`) contiguous slots; the last slot, which
+            // pairs with the first, goes alone.
             let n = if write + 1 == len {
                 1
             } else {
-                (out.len() - done).min(CHUNK).min(len - 1 - write)
+                (out.len() - done).min(len - 1 - write)
             };
-            let next = if write + 1 == len { 0 } else { write + 1 };
-            // The averager, then the allpass's feed-forward half `c * a[n] + a[n-1]`.
-            // Plain indexed loops over equal-length slices: they vectorise.
-            // Kept in the node, not on the stack: zeroing them for every call cost more than
-            // the loop.
-            let Scratch { avg, b, y } = &mut *self.scratch;
-            let avg = &mut avg[..n];
-            if n == 1 {
-                avg[0] = 0.5 * (self.ring[write] + self.ring[next]);
-            } else {
-                let (r0, r1) = (
-                    &self.ring[write..write + n],
-                    &self.ring[write + 1..=write + n],
-                );
-                for j in 0..n {
-                    avg[j] = 0.5 * (r0[j] + r1[j]);
+            let mut j = 0;
+            while j < n {
+                if k == 0 && n - j >= 4 {
+                    // Whole groups of four: nothing on the chain but `y0`.
+                    let end = j + (n - j) / 4 * 4;
+                    while j < end {
+                        let r = &mut self.ring[write + j..write + j + 5];
+                        let a0 = 0.5 * (r[0] + r[1]);
+                        let a1 = 0.5 * (r[1] + r[2]);
+                        let a2 = 0.5 * (r[2] + r[3]);
+                        let a3 = 0.5 * (r[3] + r[4]);
+                        let b0 = c * a0 + x1;
+                        let b1 = (c * a1 + a0) - c * b0;
+                        let b2 = (c * a2 + a1) - c * b1;
+                        let b3 = (c * a3 + a2) - c * b2;
+                        x1 = a3;
+                        let y3 = b3 + powers[3] * y0;
+                        r[0] = decay * (b0 + powers[0] * y0);
+                        r[1] = decay * (b1 + powers[1] * y0);
+                        r[2] = decay * (b2 + powers[2] * y0);
+                        r[3] = decay * y3;
+                        y0 = y3;
+                        bk = b3;
+                        let o = &mut out[done + j..done + j + 4];
+                        for q in 0..4 {
+                            // Below `TINY` (a quiet string times a tiny amp), 0 whatever
+                            // the flush mode.
+                            o[q] = flush((amp(done + j + q) * r[q]) as f32);
+                        }
+                        j += 4;
+                    }
+                    continue;
                 }
+                // One sample of a group begun before, or of one that the next chunk ends.
+                let i = write + j;
+                let next = if i + 1 == len { 0 } else { i + 1 };
+                let a = 0.5 * (self.ring[i] + self.ring[next]);
+                let b = c * a + x1;
+                x1 = a;
+                bk = if k == 0 { b } else { b - c * bk };
+                let y = bk + powers[k] * y0;
+                k += 1;
+                if k == 4 {
+                    k = 0;
+                    y0 = y;
+                }
+                let s = decay * y;
+                self.ring[i] = s;
+                out[done + j] = flush((amp(done + j) * s) as f32);
+                j += 1;
             }
-            let b = &mut b[..n];
-            b[0] = c * avg[0] + self.ap_x1;
-            for j in 1..n {
-                b[j] = c * avg[j] + avg[j - 1];
-            }
-            self.ap_x1 = avg[n - 1];
-            let y = &mut y[..n];
-            let (k, bk, y0) = allpass(c, (self.group_k, self.group_b, self.ap_y1), b, y);
-            (self.group_k, self.group_b, self.ap_y1) = (k, bk, y0);
-            // The loss, back into the ring, and the output.
-            let ring = &mut self.ring[write..write + n];
-            for j in 0..n {
-                ring[j] = decay * y[j];
-            }
-            let out = &mut out[done..done + n];
-            for j in 0..n {
-                // Below `TINY` (a quiet string times a tiny amp), 0 whatever the flush mode.
-                out[j] = flush((amp(done + j) * ring[j]) as f32);
-            }
-            self.write = if write + n < len {
-                write + n
-            } else {
-                write + n - len
-            };
+            self.write = if write + n == len { 0 } else { write + n };
             if self.write == 0 {
                 self.periods += 1;
                 if self.periods % SILENCE_CHECK == 0 && below_flush(&self.ring[..len]) {
@@ -551,6 +493,7 @@ impl Karplus {
             }
             done += n;
         }
+        (self.ap_x1, self.group_k, self.group_b, self.ap_y1) = (x1, k, bk, y0);
     }
 }
 
