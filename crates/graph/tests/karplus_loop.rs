@@ -1,7 +1,7 @@
 //! The `karplus` string's loop, computed in chunks with its allpass feedback unrolled four
 //! samples at a time, still is the Karplus-Strong recursion; its output does not depend on
 //! block sizes; and a string that has decayed below the flush level goes silent (computes
-//! nothing) without changing anything the full computation would have output.
+//! nothing) without changing any output bit.
 #![allow(clippy::disallowed_methods)] // the reference tuning uses std's sin
 
 use downbeat_graph::nodes::{Karplus, KarplusSettings};
@@ -115,39 +115,54 @@ fn the_output_does_not_depend_on_block_sizes() {
 }
 
 #[test]
-fn a_decayed_string_goes_silent_as_the_full_computation_would_sound() {
+fn a_rung_out_string_goes_silent_with_the_output_the_full_computation_gives() {
     // A high note losing 20% a period dies within a few thousand samples, long before its
-    // 5 s `length` would cut it.
-    let (note, decay) = (100.0, 0.8);
-    let mut k = Karplus::new(1, SR, &one_note(note, decay, 5.0)).unwrap();
-    let frames = 48_000;
+    // 5 s `length` would cut it; at the loudest `amp`, so the silence is hardest to earn.
+    let (note, decay, amp) = (100.0, 0.8, 16.0f32);
+    let settings = KarplusSettings {
+        amp,
+        ..one_note(note, decay, 5.0)
+    };
+    let mut k = Karplus::new(1, SR, &settings).unwrap();
+    let frames = 24_000;
     let out = render(&mut k, &[128], frames);
-    let last = out
-        .iter()
-        .rposition(|&x| x != 0.0)
-        .expect("the string rang");
-    assert!(
-        last < frames / 2,
-        "still computed at frame {last}: a decayed string must go silent before its length"
-    );
-    // It rang exactly as the recursion says until then.
-    assert!(recursion_error(&out[..=last], note, decay) < 1e-6 * 0.05);
-    // Carried on from the last samples, the full computation stays far below audibility
-    // (and below what the node outputs for a loop sample under its flush level).
+    assert!(k.is_silent(), "the string rang out but still computes");
+    let s: Vec<f32> = out.iter().map(|&x| x / amp).collect();
+    let last = s.iter().rposition(|&x| x != 0.0).expect("the string rang");
+    // Until then it rang as the recursion says.
+    assert!(recursion_error(&s[..=last], note, decay) < 1e-6 * 0.05);
+    // Carried on from there, the full computation would have output nothing but what the
+    // flush turns into 0 (below 2^-100), as the silent string does.
     let (n, c) = tuning(note);
-    let mut s: Vec<f64> = out[..=last].iter().map(|&x| f64::from(x)).collect();
+    let mut s: Vec<f64> = s[..=last].iter().map(|&x| f64::from(x)).collect();
     for i in last + 1..frames {
         let a = |s: &[f64], i: usize| 0.5 * (s[i - n - 1] + s[i - n]);
         let y = c * a(&s, i) + a(&s, i - 1) - c * s[i - 1] / decay;
         s.push(decay * y);
     }
     let rest = s[last + 1..].iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let tiny = f64::from(downbeat_graph::dsp::denormal::TINY);
     assert!(
-        rest < 1e-28,
-        "the silenced string would still have output {rest}"
+        f64::from(amp) * rest < tiny,
+        "computed on, the string would still have output {}",
+        f64::from(amp) * rest
     );
     assert!(
         out[last + 1..].iter().all(|&x| x.to_bits() == 0),
         "+0.0 once silent"
     );
+    // A pluck wakes it.
+    let mut k = Karplus::new(1, SR, &settings).unwrap();
+    render(&mut k, &[128], frames);
+    k.note(
+        0,
+        downbeat_graph::NoteEvent::On {
+            channel: 0,
+            note: 60.0,
+            velocity: 0.8,
+        },
+    )
+    .unwrap();
+    assert!(render(&mut k, &[128], 128).iter().any(|&x| x != 0.0));
+    assert!(!k.is_silent());
 }

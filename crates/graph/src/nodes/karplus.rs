@@ -10,7 +10,7 @@
 use std::f64::consts::TAU;
 
 use crate::buffer::{AudioMut, AudioRef};
-use crate::dsp::denormal::flush;
+use crate::dsp::denormal::{flush, TINY};
 use crate::dsp::math;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{
@@ -29,9 +29,11 @@ const HIGHEST_NOTE: f64 = 108.0;
 const MIN_FRACTION: f64 = 0.1;
 /// Shortest accepted period in samples: notes above a third of the sample rate are refused.
 const MIN_PERIOD: f64 = 3.0;
-/// A string whose loop samples all stay below this for a whole period is silenced: it
-/// outputs exact zeros until its next pluck (so its loop never reaches subnormal numbers).
-const FLUSH: f64 = 1e-30;
+/// A string whose loop samples are all below this is silent for good: whatever its future
+/// samples (an allpass can raise a peak, at most threefold) times the largest `amp` (16),
+/// they are below [`TINY`], which the output flushes to 0. So skipping it changes no output
+/// bit, and the loop never nears subnormal numbers.
+const SILENT: f64 = TINY as f64 / 64.0;
 /// Every this many periods, a ringing string checks whether it fell silent: a pass over its
 /// ring, so rarely enough to cost little per sample.
 const SILENCE_CHECK: u64 = 16;
@@ -108,14 +110,14 @@ impl Tuning {
     }
 }
 
-/// Whether every sample of `ring` is below `FLUSH` in magnitude.
-fn below_flush(ring: &[f64]) -> bool {
+/// Whether every sample of `ring` is below `SILENT` in magnitude.
+fn below_silent(ring: &[f64]) -> bool {
     let mut peak = 0.0f64;
     for &x in ring {
         let magnitude = x.abs();
         peak = if magnitude > peak { magnitude } else { peak };
     }
-    peak < FLUSH
+    peak < SILENT
 }
 
 fn midi_to_hz(note: f64) -> f64 {
@@ -179,7 +181,7 @@ pub struct Karplus {
     group_b: f64,
     /// Periods completed since the pluck: every `SILENCE_CHECK`th, the ring is checked.
     periods: u64,
-    /// Its whole ring was below `FLUSH` at a check since the last pluck: outputs zeros,
+    /// Its whole ring was below `SILENT` at a check since the last pluck: outputs zeros,
     /// computes nothing.
     silent: bool,
     decay: f64,
@@ -301,6 +303,30 @@ impl Karplus {
         Ok(string)
     }
 
+    /// Whether the string has rung out: its loop is so quiet that all it could output is
+    /// flushed to 0, so it outputs zeros and computes nothing until its next pluck. (Its
+    /// output is the same as if it computed on.)
+    ///
+    /// ```
+    /// use downbeat_graph::nodes::{Karplus, KarplusSettings};
+    /// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
+    ///
+    /// // A high note losing 20% a period, ringing for up to 5 s.
+    /// let settings = KarplusSettings { notes: vec![100.0], interval: 6.0, length: 5.0, decay: 0.8, ..KarplusSettings::default() };
+    /// let mut string = Karplus::new(1, 48000.0, &settings).unwrap();
+    /// let ctx = ProcessContext { sample_rate: 48000.0, frames: 4800, position: 0 };
+    /// let mut out = vec![0.0f32; 4800];
+    /// string.process(&ctx, AudioRef::new(&[], 0, 4800, 4800), AudioMut::new(&mut out, 1, 4800, 4800));
+    /// assert!(!string.is_silent());
+    /// for _ in 0..5 {
+    ///     string.process(&ctx, AudioRef::new(&[], 0, 4800, 4800), AudioMut::new(&mut out, 1, 4800, 4800));
+    /// }
+    /// assert!(string.is_silent());
+    /// ```
+    pub fn is_silent(&self) -> bool {
+        self.silent
+    }
+
     /// The settings this string was built with.
     pub fn settings(&self) -> &KarplusSettings {
         &self.settings
@@ -406,7 +432,7 @@ impl Karplus {
     /// for `y0`; so the chain is one multiply and one addition per four samples. A group
     /// split across calls (or by the end of the ring) goes one sample at a time with the
     /// same operations, so the output does not depend on block sizes, and is the same on
-    /// every target. A string whose ring is all below `FLUSH` (checked every
+    /// every target. A string whose ring is all below `SILENT` (checked every
     /// `SILENCE_CHECK` periods) is marked silent: it then costs a fill until its next pluck.
     #[inline]
     fn ring_out(&mut self, out: &mut [f32], amp: impl Fn(usize) -> f64) {
@@ -485,9 +511,9 @@ impl Karplus {
             self.write = if write + n == len { 0 } else { write + n };
             if self.write == 0 {
                 self.periods += 1;
-                if self.periods % SILENCE_CHECK == 0 && below_flush(&self.ring[..len]) {
-                    // Every sample in the loop is below FLUSH: the string can only ring on
-                    // below the flush threshold. Silence it until the next pluck.
+                if self.periods % SILENCE_CHECK == 0 && below_silent(&self.ring[..len]) {
+                    // Every sample in the loop is below SILENT: all the string could still
+                    // output is flushed to 0. Skip it until the next pluck.
                     self.silent = true;
                 }
             }
