@@ -10,7 +10,7 @@
 use std::f64::consts::TAU;
 
 use crate::buffer::{AudioMut, AudioRef};
-use crate::dsp::denormal::{flush, TINY};
+use crate::dsp::denormal::flush;
 use crate::dsp::math;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{
@@ -29,13 +29,10 @@ const HIGHEST_NOTE: f64 = 108.0;
 const MIN_FRACTION: f64 = 0.1;
 /// Shortest accepted period in samples: notes above a third of the sample rate are refused.
 const MIN_PERIOD: f64 = 3.0;
-/// A string whose loop samples are all below this is silent for good: whatever its future
-/// samples (an allpass can raise a peak, at most threefold) times the largest `amp` (16),
-/// they are below [`TINY`], which the output flushes to 0. So skipping it changes no output
-/// bit, and the loop never nears subnormal numbers.
-const SILENT: f64 = TINY as f64 / 64.0;
-/// Every this many periods, a ringing string checks whether it fell silent: a pass over its
-/// ring, so rarely enough to cost little per sample.
+/// Loop samples smaller than this are flushed to exactly zero (no subnormals).
+const FLUSH: f64 = 1e-30;
+/// Every this many periods, a ringing string checks whether its loop holds only zeros: a
+/// pass over its ring, rarely enough to cost little per sample.
 const SILENCE_CHECK: u64 = 16;
 /// Incoming plucks a string holds for later frames; more are refused (`NoteError::Full`).
 pub const KARPLUS_PENDING: usize = 256;
@@ -110,16 +107,6 @@ impl Tuning {
     }
 }
 
-/// Whether every sample of `ring` is below `SILENT` in magnitude.
-fn below_silent(ring: &[f64]) -> bool {
-    let mut peak = 0.0f64;
-    for &x in ring {
-        let magnitude = x.abs();
-        peak = if magnitude > peak { magnitude } else { peak };
-    }
-    peak < SILENT
-}
-
 fn midi_to_hz(note: f64) -> f64 {
     440.0 * math::exp2((note - 69.0) / 12.0)
 }
@@ -172,17 +159,13 @@ pub struct Karplus {
     /// Index of the oldest sample of the ring, where the next output is written.
     write: usize,
     tuning: Tuning,
-    /// Allpass memory: previous input, and the last output before the current group of
-    /// four (see [`allpass`]).
+    /// Allpass memory: previous input and output.
     ap_x1: f64,
     ap_y1: f64,
-    /// Position in the current group of four samples of the allpass, and its partial `B`.
-    group_k: usize,
-    group_b: f64,
     /// Periods completed since the pluck: every `SILENCE_CHECK`th, the ring is checked.
     periods: u64,
-    /// Its whole ring was below `SILENT` at a check since the last pluck: outputs zeros,
-    /// computes nothing.
+    /// Its loop held only zeros at a check since the last pluck: outputs zeros, computes
+    /// nothing.
     silent: bool,
     decay: f64,
     rng: Pcg32,
@@ -282,8 +265,6 @@ impl Karplus {
             write: 0,
             ap_x1: 0.0,
             ap_y1: 0.0,
-            group_k: 0,
-            group_b: 0.0,
             periods: 0,
             silent: false,
             decay: s.decay,
@@ -303,9 +284,9 @@ impl Karplus {
         Ok(string)
     }
 
-    /// Whether the string has rung out: its loop is so quiet that all it could output is
-    /// flushed to 0, so it outputs zeros and computes nothing until its next pluck. (Its
-    /// output is the same as if it computed on.)
+    /// Whether the string has rung out: its loop holds only zeros (every sample decayed
+    /// below the flush level), so it outputs zeros and computes nothing until its next
+    /// pluck, exactly what computing on would give.
     ///
     /// ```
     /// use downbeat_graph::nodes::{Karplus, KarplusSettings};
@@ -362,8 +343,6 @@ impl Karplus {
         self.write = 0;
         self.ap_x1 = 0.0;
         self.ap_y1 = 0.0;
-        self.group_k = 0;
-        self.group_b = 0.0;
         self.periods = 0;
         self.silent = false;
         self.remaining = self.length_samples;
@@ -424,102 +403,57 @@ impl Karplus {
 
     /// Writes the next `out.len()` samples of the ringing string, each times `amp(j)`.
     ///
-    /// The loop's only serial dependency is the allpass feedback `y[n] = b[n] - c y[n-1]`
-    /// (`b[n] = c a[n] + a[n-1]`, `a` the averaged loop samples), a multiply and a
-    /// subtraction per sample. It is unrolled four samples at a time, the groups aligned
-    /// to the pluck: within a group, `y[k] = B[k] + (-c)^(k+1) y0`, where `y0` is the last
-    /// output before the group and `B[k] = b[k] - c B[k-1]` (`B[0] = b[0]`) does not wait
-    /// for `y0`; so the chain is one multiply and one addition per four samples. A group
-    /// split across calls (or by the end of the ring) goes one sample at a time with the
-    /// same operations, so the output does not depend on block sizes, and is the same on
-    /// every target. A string whose ring is all below `SILENT` (checked every
-    /// `SILENCE_CHECK` periods) is marked silent: it then costs a fill until its next pluck.
+    /// One sample at a time: the allpass feedback is a serial chain (a multiply, a
+    /// subtraction and the flush per sample). Unrolling it four samples a group measured no
+    /// faster in WebAssembly and slower natively (issue 30's report), so it stays plain.
+    /// Every `SILENCE_CHECK` periods a string whose loop is all exact zeros (its samples
+    /// flushed below `FLUSH`) is marked silent: computing on would only give zeros, so it
+    /// then costs a fill until its next pluck.
     #[inline]
     fn ring_out(&mut self, out: &mut [f32], amp: impl Fn(usize) -> f64) {
         let len = self.tuning.ring_len;
         let c = self.tuning.allpass;
-        let c2 = c * c;
-        let powers = [-c, c2, -(c2 * c), c2 * c2];
         let decay = self.decay;
-        let (mut x1, mut k, mut bk, mut y0) = (self.ap_x1, self.group_k, self.group_b, self.ap_y1);
         let mut done = 0;
         while done < out.len() {
             if self.silent {
                 out[done..].fill(0.0);
                 break;
             }
-            let write = self.write;
-            // A chunk stops at the end of the ring, so it reads (`ring[write..=write + n]`)
-            // and writes (`ring[write..write + n]`) contiguous slots; the last slot, which
-            // pairs with the first, goes alone.
-            let n = if write + 1 == len {
-                1
-            } else {
-                (out.len() - done).min(len - 1 - write)
-            };
-            let mut j = 0;
-            while j < n {
-                if k == 0 && n - j >= 4 {
-                    // Whole groups of four: nothing on the chain but `y0`.
-                    let end = j + (n - j) / 4 * 4;
-                    while j < end {
-                        let r = &mut self.ring[write + j..write + j + 5];
-                        let a0 = 0.5 * (r[0] + r[1]);
-                        let a1 = 0.5 * (r[1] + r[2]);
-                        let a2 = 0.5 * (r[2] + r[3]);
-                        let a3 = 0.5 * (r[3] + r[4]);
-                        let b0 = c * a0 + x1;
-                        let b1 = (c * a1 + a0) - c * b0;
-                        let b2 = (c * a2 + a1) - c * b1;
-                        let b3 = (c * a3 + a2) - c * b2;
-                        x1 = a3;
-                        let y3 = b3 + powers[3] * y0;
-                        r[0] = decay * (b0 + powers[0] * y0);
-                        r[1] = decay * (b1 + powers[1] * y0);
-                        r[2] = decay * (b2 + powers[2] * y0);
-                        r[3] = decay * y3;
-                        y0 = y3;
-                        bk = b3;
-                        let o = &mut out[done + j..done + j + 4];
-                        for q in 0..4 {
-                            // Below `TINY` (a quiet string times a tiny amp), 0 whatever
-                            // the flush mode.
-                            o[q] = flush((amp(done + j + q) * r[q]) as f32);
-                        }
-                        j += 4;
-                    }
-                    continue;
+            // Up to the end of the ring, where a silence check may come due.
+            let n = (out.len() - done).min(len - self.write);
+            let ring = &mut self.ring[..len];
+            let (mut x1, mut y1, mut write) = (self.ap_x1, self.ap_y1, self.write);
+            for (j, o) in out[done..done + n].iter_mut().enumerate() {
+                let next = if write + 1 == len { 0 } else { write + 1 };
+                // ring[write] holds y[n-N-1], ring[next] holds y[n-N].
+                let averaged = 0.5 * (ring[write] + ring[next]);
+                let mut y = c * averaged + x1 - c * y1;
+                if y.abs() < FLUSH {
+                    y = 0.0;
                 }
-                // One sample of a group begun before, or of one that the next chunk ends.
-                let i = write + j;
-                let next = if i + 1 == len { 0 } else { i + 1 };
-                let a = 0.5 * (self.ring[i] + self.ring[next]);
-                let b = c * a + x1;
-                x1 = a;
-                bk = if k == 0 { b } else { b - c * bk };
-                let y = bk + powers[k] * y0;
-                k += 1;
-                if k == 4 {
-                    k = 0;
-                    y0 = y;
-                }
+                x1 = averaged;
+                y1 = y;
                 let s = decay * y;
-                self.ring[i] = s;
-                out[done + j] = flush((amp(done + j) * s) as f32);
-                j += 1;
+                ring[write] = s;
+                write = next;
+                // Below `TINY` (a quiet string times a tiny amp), 0 whatever the flush mode.
+                *o = flush((amp(done + j) * s) as f32);
             }
-            self.write = if write + n == len { 0 } else { write + n };
-            if self.write == 0 {
+            (self.ap_x1, self.ap_y1, self.write) = (x1, y1, write);
+            if write == 0 {
                 self.periods += 1;
-                if self.periods % SILENCE_CHECK == 0 && below_silent(&self.ring[..len]) {
-                    // Every sample in the loop is below SILENT: all the string could still
-                    // output is flushed to 0. Skip it until the next pluck.
+                if self.periods % SILENCE_CHECK == 0
+                    && x1 == 0.0
+                    && y1 == 0.0
+                    && ring.iter().all(|&v| v == 0.0)
+                {
+                    // The loop holds nothing but zeros: it can only ever output zeros.
                     self.silent = true;
                 }
             }
             done += n;
         }
-        (self.ap_x1, self.group_k, self.group_b, self.ap_y1) = (x1, k, bk, y0);
     }
 }
 
