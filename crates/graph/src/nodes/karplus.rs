@@ -31,6 +31,9 @@ const MIN_FRACTION: f64 = 0.1;
 const MIN_PERIOD: f64 = 3.0;
 /// Loop samples smaller than this are flushed to exactly zero (no subnormals).
 const FLUSH: f64 = 1e-30;
+/// Every this many periods, a ringing string checks whether its loop holds only zeros: a
+/// pass over its ring, rarely enough to cost little per sample.
+const SILENCE_CHECK: u64 = 16;
 /// Incoming plucks a string holds for later frames; more are refused (`NoteError::Full`).
 pub const KARPLUS_PENDING: usize = 256;
 
@@ -159,6 +162,11 @@ pub struct Karplus {
     /// Allpass memory: previous input and output.
     ap_x1: f64,
     ap_y1: f64,
+    /// Periods completed since the pluck: every `SILENCE_CHECK`th, the ring is checked.
+    periods: u64,
+    /// Its loop held only zeros at a check since the last pluck: outputs zeros, computes
+    /// nothing.
+    silent: bool,
     decay: f64,
     rng: Pcg32,
     /// Samples produced so far.
@@ -257,6 +265,8 @@ impl Karplus {
             write: 0,
             ap_x1: 0.0,
             ap_y1: 0.0,
+            periods: 0,
+            silent: false,
             decay: s.decay,
             rng: Pcg32::new(s.seed, 0),
             time: 0,
@@ -272,6 +282,30 @@ impl Karplus {
         };
         string.next_onset = string.onset(0);
         Ok(string)
+    }
+
+    /// Whether the string has rung out: its loop holds only zeros (every sample decayed
+    /// below the flush level), so it outputs zeros and computes nothing until its next
+    /// pluck, exactly what computing on would give.
+    ///
+    /// ```
+    /// use downbeat_graph::nodes::{Karplus, KarplusSettings};
+    /// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
+    ///
+    /// // A high note losing 20% a period, ringing for up to 5 s.
+    /// let settings = KarplusSettings { notes: vec![100.0], interval: 6.0, length: 5.0, decay: 0.8, ..KarplusSettings::default() };
+    /// let mut string = Karplus::new(1, 48000.0, &settings).unwrap();
+    /// let ctx = ProcessContext { sample_rate: 48000.0, frames: 4800, position: 0 };
+    /// let mut out = vec![0.0f32; 4800];
+    /// string.process(&ctx, AudioRef::new(&[], 0, 4800, 4800), AudioMut::new(&mut out, 1, 4800, 4800));
+    /// assert!(!string.is_silent());
+    /// for _ in 0..5 {
+    ///     string.process(&ctx, AudioRef::new(&[], 0, 4800, 4800), AudioMut::new(&mut out, 1, 4800, 4800));
+    /// }
+    /// assert!(string.is_silent());
+    /// ```
+    pub fn is_silent(&self) -> bool {
+        self.silent
     }
 
     /// The settings this string was built with.
@@ -309,6 +343,8 @@ impl Karplus {
         self.write = 0;
         self.ap_x1 = 0.0;
         self.ap_y1 = 0.0;
+        self.periods = 0;
+        self.silent = false;
         self.remaining = self.length_samples;
     }
 
@@ -366,32 +402,58 @@ impl Karplus {
     }
 
     /// Writes the next `out.len()` samples of the ringing string, each times `amp(j)`.
+    ///
+    /// One sample at a time: the allpass feedback is a serial chain (a multiply, a
+    /// subtraction and the flush per sample). Unrolling it four samples a group measured no
+    /// faster in WebAssembly and slower natively (issue 30's report), so it stays plain.
+    /// Every `SILENCE_CHECK` periods a string whose loop is all exact zeros (its samples
+    /// flushed below `FLUSH`) is marked silent: computing on would only give zeros, so it
+    /// then costs a fill until its next pluck.
     #[inline]
     fn ring_out(&mut self, out: &mut [f32], amp: impl Fn(usize) -> f64) {
         let len = self.tuning.ring_len;
-        let ring = &mut self.ring[..len];
         let c = self.tuning.allpass;
         let decay = self.decay;
-        let (mut x1, mut y1, mut write) = (self.ap_x1, self.ap_y1, self.write);
-        for (j, o) in out.iter_mut().enumerate() {
-            let next = if write + 1 == len { 0 } else { write + 1 };
-            // ring[write] holds y[n-N-1], ring[next] holds y[n-N].
-            let averaged = 0.5 * (ring[write] + ring[next]);
-            let mut y = c * averaged + x1 - c * y1;
-            if y.abs() < FLUSH {
-                y = 0.0;
+        let mut done = 0;
+        while done < out.len() {
+            if self.silent {
+                out[done..].fill(0.0);
+                break;
             }
-            x1 = averaged;
-            y1 = y;
-            let s = decay * y;
-            ring[write] = s;
-            write = next;
-            // Below `TINY` (a quiet string times a tiny amp), 0 whatever the flush mode.
-            *o = flush((amp(j) * s) as f32);
+            // Up to the end of the ring, where a silence check may come due.
+            let n = (out.len() - done).min(len - self.write);
+            let ring = &mut self.ring[..len];
+            let (mut x1, mut y1, mut write) = (self.ap_x1, self.ap_y1, self.write);
+            for (j, o) in out[done..done + n].iter_mut().enumerate() {
+                let next = if write + 1 == len { 0 } else { write + 1 };
+                // ring[write] holds y[n-N-1], ring[next] holds y[n-N].
+                let averaged = 0.5 * (ring[write] + ring[next]);
+                let mut y = c * averaged + x1 - c * y1;
+                if y.abs() < FLUSH {
+                    y = 0.0;
+                }
+                x1 = averaged;
+                y1 = y;
+                let s = decay * y;
+                ring[write] = s;
+                write = next;
+                // Below `TINY` (a quiet string times a tiny amp), 0 whatever the flush mode.
+                *o = flush((amp(done + j) * s) as f32);
+            }
+            (self.ap_x1, self.ap_y1, self.write) = (x1, y1, write);
+            if write == 0 {
+                self.periods += 1;
+                if self.periods % SILENCE_CHECK == 0
+                    && x1 == 0.0
+                    && y1 == 0.0
+                    && ring.iter().all(|&v| v == 0.0)
+                {
+                    // The loop holds nothing but zeros: it can only ever output zeros.
+                    self.silent = true;
+                }
+            }
+            done += n;
         }
-        self.ap_x1 = x1;
-        self.ap_y1 = y1;
-        self.write = write;
     }
 }
 

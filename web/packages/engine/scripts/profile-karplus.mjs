@@ -1,0 +1,174 @@
+#!/usr/bin/env node
+// CPU cost of Karplus-Strong strings, offline in Node: the wasm engine (N `karplus` nodes ->
+// `mix` -> `out`, the demo's project) against the hand-written JavaScript processor
+// (web/demo/karplus-processor.js, its own process() loop), both strummed like the demo (every
+// string at once, strength 0.5..1, again every `--strum-ms`) and rendered in 128-frame blocks.
+// Prints microseconds per 128 frames per string for each, rounds alternating A/B so a loaded
+// machine slows both alike; the ratio is the number to read, the median over rounds.
+//
+//   node web/packages/engine/scripts/profile-karplus.mjs [--strings 1000] [--seconds 2]
+//        [--rounds 5] [--strum-ms 200] [--wasm PATH] [--emit-project FILE]
+//
+// `--emit-project FILE` writes the project and exits, for the native side of the same
+// measurement: `downbeat run FILE --device offline --threads 1 --seconds S` (its strings are
+// silent until strummed, so pass a project whose strings ring: the script's strums are
+// note ons, which the CLI does not send; see the report's command for a ringing variant).
+// On a loaded machine the best round (the minimum) is steadier than the median; both are
+// printed.
+//
+// Builds the wasm (scripts/build-wasm.sh) when it is missing. `node --cpu-prof` on this script
+// profiles the wasm too.
+
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, '../../../..');
+
+function args() {
+    const o = { strings: 1000, seconds: 2, rounds: 5, strumMs: 200, wasm: resolve(here, '../dist/downbeat_engine.wasm') };
+    const a = process.argv.slice(2);
+    for (let i = 0; i < a.length; i += 2) {
+        const [k, v] = [a[i], a[i + 1]];
+        if (v === undefined) throw new Error(`${k}: needs a value`);
+        if (k === '--strings') o.strings = +v;
+        else if (k === '--seconds') o.seconds = +v;
+        else if (k === '--rounds') o.rounds = +v;
+        else if (k === '--strum-ms') o.strumMs = +v;
+        else if (k === '--wasm') o.wasm = resolve(v);
+        else if (k === '--emit-project') o.emit = resolve(v);
+        else throw new Error(`unknown option ${k}`);
+    }
+    for (const k of ['strings', 'seconds', 'rounds', 'strumMs']) {
+        if (!(o[k] > 0)) throw new Error(`--${k}: expected a positive number, got ${o[k]}`);
+    }
+    return o;
+}
+
+const RATE = 48000;
+const BLOCK = 128;
+const stringNote = (i) => 45 + (i % 36);
+const stringName = (i) => `k${String(i).padStart(5, '0')}`;
+
+/** The stress page's project (web/demo/projects.js `karplusProject`, branch h-web-demo). */
+function karplusProject(n) {
+    const edges = [];
+    for (let i = 0; i < n; i++) edges.push(`${stringName(i)} -> mix`);
+    edges.push('mix -> out');
+    const lines = [`sample_rate = ${RATE}`, `block_size = ${BLOCK}`, 'edges = [', ...edges.map((e) => `    "${e}",`), ']', ''];
+    const gainDb = 20 * Math.log10(0.25 / Math.sqrt(n));
+    for (let i = 0; i < n; i++) {
+        lines.push(`[nodes.${stringName(i)}]`, 'type = "karplus"', 'channels = 1', `notes = [${stringNote(i)}]`,
+            'offset = 3600.0', 'interval = 60.0', 'length = 30.0', 'decay = 0.996', 'amp = 1.0', `seed = ${i + 1}`, '');
+    }
+    lines.push('[nodes.mix]', 'type = "mix"', 'channels = 1', `gain_db = ${gainDb.toFixed(3)}`, '', '[nodes.out]', 'type = "output"', 'channels = 1', '');
+    return lines.join('\n');
+}
+
+/** Strengths of every strum, the same for both sides: a seeded xorshift, 0.5..1. */
+function strengths(n, strums) {
+    let x = 0x12345678;
+    const s = new Float32Array(n * strums);
+    for (let k = 0; k < s.length; k++) {
+        x ^= x << 13;
+        x ^= x >>> 17;
+        x ^= x << 5;
+        s[k] = 0.5 + 0.5 * ((x >>> 0) / 2 ** 32);
+    }
+    return s;
+}
+
+function wasmSide(o, blocks, strumEvery, strength) {
+    const { exports: x } = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(o.wasm)), {});
+    const text = Buffer.from(karplusProject(o.strings));
+    const name = Buffer.from('karplus.toml');
+    const put = (b) => {
+        const p = x.db_alloc(b.length);
+        new Uint8Array(x.memory.buffer, p, b.length).set(b);
+        return p;
+    };
+    const rc = x.db_load(put(text), text.length, put(name), name.length);
+    const error = () => Buffer.from(new Uint8Array(x.memory.buffer, x.db_error_ptr(), x.db_error_len())).toString();
+    if (rc !== 0) throw new Error(`db_load: ${rc}: ${error()}`);
+    const table = JSON.parse(Buffer.from(new Uint8Array(x.memory.buffer, x.db_table_ptr(), x.db_table_len())).toString());
+    const id = new Map(table.instruments.map((t) => [t.node, t.id]));
+    const ids = Array.from({ length: o.strings }, (_, i) => id.get(stringName(i)));
+    let sum = 0;
+    const t0 = process.hrtime.bigint();
+    for (let b = 0, strum = 0; b < blocks; b++) {
+        if (b % strumEvery === 0) {
+            for (let i = 0; i < o.strings; i++) {
+                const velocity = Math.max(1, Math.min(127, Math.round(127 * strength[strum * o.strings + i])));
+                const r = x.db_event(4, ids[i], 0xffffffff, 0xffffffff, stringNote(i), velocity, 0);
+                if (r !== 0) throw new Error(`note on ${i}: ${r}: ${error()}`);
+            }
+            strum++;
+        }
+        if (x.db_render(BLOCK) !== BLOCK) throw new Error(`db_render: ${error()}`);
+        sum += x.db_peak(0);
+    }
+    const ns = Number(process.hrtime.bigint() - t0);
+    if (!(sum > 0)) throw new Error('the wasm engine rendered silence');
+    return ns;
+}
+
+let Processor;
+async function loadProcessor() {
+    // The worklet file as it ships, with the worklet's globals stubbed (postmessage mode: the
+    // ring module is not needed; the port's per-block frame goes nowhere).
+    const src = readFileSync(resolve(repo, 'web/demo/karplus-processor.js'), 'utf8').replace(/^import .*$/m, '');
+    const stub = `const sampleRate = ${RATE};
+class AudioWorkletProcessor { constructor() { this.port = { postMessage() {}, onmessage: null }; } }
+let registered; function registerProcessor(_n, c) { registered = c; }
+const ParameterReader = null, RingBuffer = null;\n`;
+    const url = `data:text/javascript,${encodeURIComponent(stub + src + '\nexport { registered };')}`;
+    Processor = (await import(url)).registered;
+}
+
+function jsSide(o, blocks, strumEvery, strength) {
+    const p = new Processor({ processorOptions: { mode: 'postmessage', strings: o.strings } });
+    const out = [[new Float32Array(BLOCK)]];
+    let sum = 0;
+    const t0 = process.hrtime.bigint();
+    for (let b = 0, strum = 0; b < blocks; b++) {
+        if (b % strumEvery === 0) {
+            for (let i = 0; i < o.strings; i++) p.strum(i, strength[strum * o.strings + i]);
+            strum++;
+        }
+        p.process([], out);
+        sum += Math.abs(out[0][0][0]);
+    }
+    const ns = Number(process.hrtime.bigint() - t0);
+    if (!(sum > 0)) throw new Error('the JavaScript processor rendered silence');
+    return ns;
+}
+
+const o = args();
+if (o.emit) {
+    writeFileSync(o.emit, karplusProject(o.strings));
+    process.exit(0);
+}
+if (!existsSync(o.wasm)) execFileSync('bash', [resolve(here, 'build-wasm.sh')], { stdio: 'inherit' });
+await loadProcessor();
+const blocks = Math.ceil((o.seconds * RATE) / BLOCK);
+const strumEvery = Math.max(1, Math.round((o.strumMs / 1000) * RATE / BLOCK));
+const strength = strengths(o.strings, Math.ceil(blocks / strumEvery) + 1);
+const per = (ns) => ns / 1000 / blocks / o.strings;
+const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
+console.log(`${o.strings} strings, ${blocks} blocks of ${BLOCK} (${o.seconds} s), strum every ${strumEvery} blocks; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+const w = [];
+const j = [];
+for (let r = 0; r < o.rounds; r++) {
+    // Alternate which side goes first, so a change in load hits both.
+    const pair = r % 2 === 0 ? [() => w.push(per(wasmSide(o, blocks, strumEvery, strength))), () => j.push(per(jsSide(o, blocks, strumEvery, strength)))]
+        : [() => j.push(per(jsSide(o, blocks, strumEvery, strength))), () => w.push(per(wasmSide(o, blocks, strumEvery, strength)))];
+    pair[0]();
+    pair[1]();
+    console.log(`round ${r + 1}: wasm ${w.at(-1).toFixed(4)} us, js ${j.at(-1).toFixed(4)} us per string per block (js/wasm ${(j.at(-1) / w.at(-1)).toFixed(2)})`);
+}
+const min = (v) => Math.min(...v);
+console.log(`best: wasm ${min(w).toFixed(4)} us, js ${min(j).toFixed(4)} us per string per block; js/wasm ${(min(j) / min(w)).toFixed(2)}`);
+console.log(`median: wasm ${median(w).toFixed(4)} us, js ${median(j).toFixed(4)} us per string per block; js/wasm ${median(j.map((v, i) => v / w[i])).toFixed(2)} (target >= 2); load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
