@@ -256,7 +256,8 @@ async function offlineWasm(c) {
 /** One native render of the same project: wall milliseconds of the whole `downbeat run`. */
 function offlineNative(c, bin, dir) {
   const out = join(dir, `${c.id}.wav`);
-  const argv = ["run", join(REPO, "examples/projects", c.project), "--device", "offline", "--out", out];
+  // One thread, as the wasm engine runs: `downbeat run` uses every core by default.
+  const argv = ["run", join(REPO, "examples/projects", c.project), "--device", "offline", "--threads", "1", "--out", out];
   if (c.midi) argv.push("--midi", join(REPO, "examples/projects", c.midi));
   if (c.seconds) argv.push("--seconds", String(c.seconds));
   const t = performance.now();
