@@ -14,13 +14,16 @@
 //! Before measuring, this suite asks Cargo to build the children in this binary's profile,
 //! so they are never stale; without Cargo, or with `DOWNBEAT_BENCH_PREBUILT` set, it uses
 //! the ones next to this binary and says so in a note.
-//! Every run starts each child once, in alternating order (forward on even runs, backward
-//! on odd ones), so drift in what else the machine does spreads over all of them.
+//! Every run starts each child once per case, the children of one case back to back in
+//! alternating order (forward on even runs, backward on odd ones), and the ratios are medians
+//! of the per-run ratios of those pairs, so drift in what the machine does (on this VM, the
+//! host) lands on both halves of a pair.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::slice;
 
 use crate::report::{Better, Report};
 use crate::Common;
@@ -206,28 +209,27 @@ fn measure(common: &Common) -> Result<Report, RingError> {
     report.notes.extend(build_note);
     let arguments = sizes.arguments(common);
 
-    // (case, implementation) -> one figure per run.
+    // (case, implementation) -> one figure per run, in run order, so that the i-th figures
+    // of two libraries were measured back to back.
     let mut samples: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
     let mut notes = Vec::new();
     for run in 0..runs {
-        let mut order: Vec<usize> = (0..CHILDREN.len()).collect();
-        if run % 2 == 1 {
-            order.reverse();
-        }
-        for k in order {
-            let child = &CHILDREN[k];
-            let (values, child_notes) = run_child(&binaries[k], &arguments)?;
-            notes.extend(child_notes);
-            for (case, value) in values {
-                let implementation = match child.implementation {
-                    "" if case.starts_with("roundtrip") => FLOOR,
-                    "" => MEMCPY,
-                    name => name,
-                };
-                samples
-                    .entry((case, implementation.to_owned()))
-                    .or_default()
-                    .push(value);
+        for argument in &arguments {
+            for k in child_order(run) {
+                let child = &CHILDREN[k];
+                let (values, child_notes) = run_child(&binaries[k], slice::from_ref(argument))?;
+                notes.extend(child_notes);
+                for (case, value) in values {
+                    let implementation = match child.implementation {
+                        "" if case.starts_with("roundtrip") => FLOOR,
+                        "" => MEMCPY,
+                        name => name,
+                    };
+                    samples
+                        .entry((case, implementation.to_owned()))
+                        .or_default()
+                        .push(value);
+                }
             }
         }
     }
@@ -246,7 +248,14 @@ fn measure(common: &Common) -> Result<Report, RingError> {
     }
     for rival in RIVALS {
         for (case, _, better) in CASES {
-            report.ratio(case, case, OURS, rival, better);
+            let pair = |name: &str| samples.get(&(case.to_owned(), name.to_owned()));
+            if let (Some(ours), Some(theirs)) = (pair(OURS), pair(rival)) {
+                if let Some(r) = paired_ratio(ours, theirs, better) {
+                    report
+                        .ratios
+                        .insert(format!("{case}_vs_{rival}"), (r * 1000.0).round() / 1000.0);
+                }
+            }
         }
     }
     // How close each ring comes to the machine: floor / ring, so 1.0 would be the floor.
@@ -282,8 +291,10 @@ fn measure(common: &Common) -> Result<Report, RingError> {
     report.notes.extend(notes);
     report.notes.push(format!(
         "each library in its own binary (ring-downbeat, ring-rtrb, ring-ringbuf, \
-         ring-crossbeam; ring-floor for the limits), started once per run in alternating \
-         order, {runs} run(s); producer pinned to CPU 0, consumer to CPU 1. \
+         ring-crossbeam; ring-floor for the limits), started once per case and run, \
+         {runs} run(s), each case's binaries back to back in alternating order; ratios are \
+         medians of the per-run ratios of those back-to-back pairs; producer pinned to CPU \
+         0, consumer to CPU 1. \
          uncontended: queue of 65536 u64, {} items; contended: capacity 4, {} items; \
          bulk: ring of 8 blocks, {} blocks of 512 stereo f32 frames (4 KiB); \
          bulk_480: ring of 3000 samples, {} blocks of 480 stereo frames (3840 B); \
@@ -296,6 +307,47 @@ fn measure(common: &Common) -> Result<Report, RingError> {
         sizes.round_trips
     ));
     Ok(report)
+}
+
+/// The order in which run `run` starts the children: forward on even runs, backward on odd
+/// ones, so no library always goes first.
+fn child_order(run: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..CHILDREN.len()).collect();
+    if run % 2 == 1 {
+        order.reverse();
+    }
+    order
+}
+
+/// Ours against a rival as the median of per-run ratios (`> 1` means ours is better), from
+/// figures where the i-th of each was measured back to back. Pairing is what makes the ratio
+/// survive this VM's swings: for minutes at a time every ring runs several times slower
+/// (the host, not the guest, moves), so a ratio of medians compares one library's fast runs
+/// with another's slow ones whenever the swing lands between them, where the two halves of
+/// a pair nearly always share it.
+fn paired_ratio(ours: &[f64], theirs: &[f64], better: Better) -> Option<f64> {
+    if ours.len() != theirs.len() {
+        return None;
+    }
+    let mut ratios: Vec<f64> = ours
+        .iter()
+        .zip(theirs)
+        .map(|(&a, &b)| match better {
+            Better::Higher => a / b,
+            Better::Lower => b / a,
+        })
+        .filter(|r| r.is_finite())
+        .collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    ratios.sort_by(f64::total_cmp);
+    let n = ratios.len();
+    Some(if n % 2 == 1 {
+        ratios[n / 2]
+    } else {
+        (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0
+    })
 }
 
 /// Starts one child and collects its figures and notes.
@@ -445,6 +497,25 @@ fn child_binaries() -> Result<(Vec<PathBuf>, Option<String>), RingError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratios_pair_runs_so_a_swing_between_them_does_not_count() {
+        // Run 3 is slow for us and fast for the rival: the host swung between the two halves
+        // of a pair only there. A ratio of medians (2 / 9) would report us at a fifth.
+        let ours = [10.0, 10.0, 2.0, 2.0, 2.0];
+        let theirs = [9.0, 9.0, 9.0, 1.8, 1.8];
+        let r = paired_ratio(&ours, &theirs, Better::Higher).unwrap();
+        assert!((r - 10.0 / 9.0).abs() < 1e-9, "{r}");
+        // Times: less is better, so the rival's time over ours.
+        let r = paired_ratio(
+            &[140.0, 150.0, 600.0],
+            &[150.0, 150.0, 620.0],
+            Better::Lower,
+        );
+        assert!((r.unwrap() - 620.0 / 600.0).abs() < 1e-9, "{r:?}");
+        assert_eq!(paired_ratio(&[1.0, 2.0], &[1.0], Better::Higher), None);
+        assert_eq!(paired_ratio(&[], &[], Better::Higher), None);
+    }
 
     #[test]
     fn child_lines_parse_and_bad_ones_are_named() {

@@ -95,24 +95,30 @@ fn throughput<Q: Queue>(capacity: usize, items: u64) -> f64 {
     items as f64 / elapsed.as_secs_f64() / 1e6
 }
 
+/// A block on a cache line of its own: where each binary's stack frame happened to put the
+/// blocks moved every library's copies by a few percent, since a copy's speed depends on how
+/// source and destination sit in their lines.
+#[repr(C, align(64))]
+struct Aligned<const N: usize>([f32; N]);
+
 /// GB/s moving `blocks` blocks of `N` samples through a ring of `capacity` samples.
 fn bulk<B: Bulk<N>, const N: usize>(capacity: usize, blocks: u64) -> f64 {
     assert!(blocks < 1 << 24, "block numbers must be exact in f32");
     let (mut tx, mut rx) = B::new(capacity);
     let (count, elapsed) = two_threads(
         move || {
-            let mut block = [0.25f32; N];
+            let mut block = Aligned([0.25f32; N]);
             for i in 0..blocks {
-                block[0] = i as f32;
-                block[N - 1] = i as f32;
-                while !B::write(&mut tx, black_box(&block)) {}
+                block.0[0] = i as f32;
+                block.0[N - 1] = i as f32;
+                while !B::write(&mut tx, black_box(&block.0)) {}
             }
         },
         move || {
-            let mut block = [0f32; N];
+            let mut block = Aligned([0f32; N]);
             for i in 0..blocks {
-                while !B::read(&mut rx, &mut block) {}
-                let b = black_box(&block);
+                while !B::read(&mut rx, &mut block.0) {}
+                let b = black_box(&block.0);
                 // First and last sample: a block torn at the wrap or out of order fails.
                 assert!(
                     b[0] == i as f32 && b[N - 1] == i as f32,
