@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::slice;
 
-use crate::report::{Better, Report};
+use crate::report::{Better, Report, Summary};
 use crate::Common;
 
 const OURS: &str = "downbeat";
@@ -436,25 +436,17 @@ fn paired_ratio(ours: &[f64], theirs: &[f64], better: Better) -> Option<f64> {
     if ours.len() != theirs.len() {
         return None;
     }
-    let mut ratios: Vec<f64> = ours
+    let ratios: Vec<f64> = ours
         .iter()
         .zip(theirs)
         .map(|(&a, &b)| match better {
             Better::Higher => a / b,
             Better::Lower => b / a,
         })
-        .filter(|r| r.is_finite())
         .collect();
-    if ratios.is_empty() {
-        return None;
-    }
-    ratios.sort_by(f64::total_cmp);
-    let n = ratios.len();
-    Some(if n % 2 == 1 {
-        ratios[n / 2]
-    } else {
-        (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0
-    })
+    // The median of the finite ratios; NaN when there are none.
+    let median = Summary::of(&ratios).median;
+    median.is_finite().then_some(median)
 }
 
 /// Starts one child and collects its figures and notes.
