@@ -9,8 +9,7 @@
 // they are missing. Exit status 0, or 1 with the engine's message (the CLI's) on stderr, or 2
 // for bad arguments.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -84,18 +83,17 @@ export function ensureBuilt() {
  * message is then the CLI's).
  */
 export async function renderInChromium({ project, seconds, midi }) {
-  const { chromium } = await import("playwright-core");
   const { startServer } = await import("../demo/serve.mjs");
-  const { CHROMIUM_ARGS, EXECUTABLE } = await import("../test-browser/chromium.mjs");
+  const { EXECUTABLE, launchChromium } = await import("../test-browser/chromium.mjs");
   if (!existsSync(EXECUTABLE)) throw new Error(`no Chromium at ${EXECUTABLE} (apt-get install chromium, or set CHROMIUM=...)`);
   const text = readFileSync(project, "utf8");
   const files = Object.fromEntries(Object.entries(referencedFiles(project, text)).map(([k, v]) => [k, v.toString("base64")]));
   const midiBytes = midi ? readFileSync(midi).toString("base64") : null;
   const server = await startServer({ port: 0, demoRoot: WEB });
-  const profile = mkdtempSync(join(tmpdir(), "downbeat-render-"));
-  let browser;
+  let close;
   try {
-    browser = await chromium.launchPersistentContext(profile, { executablePath: EXECUTABLE, headless: false, args: CHROMIUM_ARGS });
+    let browser;
+    ({ browser, close } = await launchChromium());
     const page = await browser.newPage();
     const errors = [];
     page.on("pageerror", (e) => errors.push(e.message));
@@ -148,9 +146,8 @@ export async function renderInChromium({ project, seconds, midi }) {
     }
     return { channels, sampleRate: result.sampleRate, frames: result.frames };
   } finally {
-    await browser?.close();
+    await close?.();
     await server.close();
-    rmSync(profile, { recursive: true, force: true });
   }
 }
 

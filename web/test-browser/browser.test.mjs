@@ -8,18 +8,16 @@
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
 import { RINGBUF_ROOT as DEFAULT_RINGBUF_ROOT, startServer } from "../demo/serve.mjs";
-import { CHROMIUM_ARGS, EXECUTABLE } from "./chromium.mjs";
+import { EXECUTABLE, launchChromium } from "./chromium.mjs";
 
 const RINGBUF_ROOT = process.env.RINGBUF_DIST ?? DEFAULT_RINGBUF_ROOT;
 
 let server;
 let browser;
-let profile;
+let closeBrowser;
 
 before(async () => {
   assert.ok(existsSync(EXECUTABLE), `no Chromium at ${EXECUTABLE} (set CHROMIUM=...)`);
@@ -28,19 +26,12 @@ before(async () => {
     `${RINGBUF_ROOT}/index.js is missing: build @downbeat/ringbuf first (cd web && npm run build)`,
   );
   server = await startServer({ port: 0, ringbufRoot: RINGBUF_ROOT });
-  profile = mkdtempSync(join(tmpdir(), "downbeat-chromium-"));
-  // headless: false: see chromium.mjs. The persistent context gives a fresh profile.
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: EXECUTABLE,
-    headless: false,
-    args: CHROMIUM_ARGS,
-  });
+  ({ browser, close: closeBrowser } = await launchChromium());
 });
 
 after(async () => {
-  await browser?.close();
+  await closeBrowser?.();
   await server?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
 });
 
 /** Opens `path` on the server in a new page; page errors fail the test that made it. */

@@ -9,20 +9,18 @@
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
 import { ENGINE_ROOT as DEFAULT_ENGINE_ROOT, RINGBUF_ROOT, startServer } from "../demo/serve.mjs";
 import { stringNote } from "../demo/projects.js";
-import { CHROMIUM_ARGS, EXECUTABLE } from "./chromium.mjs";
+import { EXECUTABLE, launchChromium } from "./chromium.mjs";
 
 const ENGINE_ROOT = process.env.ENGINE_DIST ?? DEFAULT_ENGINE_ROOT;
 const hz = (note) => 440 * Math.pow(2, (note - 69) / 12);
 
 let server;
 let browser;
-let profile;
+let closeBrowser;
 
 before(async () => {
   assert.ok(existsSync(EXECUTABLE), `no Chromium at ${EXECUTABLE} (set CHROMIUM=...)`);
@@ -34,19 +32,12 @@ before(async () => {
   }
   assert.ok(existsSync(join(ENGINE_ROOT, "downbeat_engine.wasm")), `${ENGINE_ROOT}/downbeat_engine.wasm is missing: cd web && npm run build`);
   server = await startServer({ port: 0, engineRoot: ENGINE_ROOT });
-  profile = mkdtempSync(join(tmpdir(), "downbeat-chromium-"));
-  // headless: false: see chromium.mjs. The persistent context gives a fresh profile.
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: EXECUTABLE,
-    headless: false,
-    args: CHROMIUM_ARGS,
-  });
+  ({ browser, close: closeBrowser } = await launchChromium());
 });
 
 after(async () => {
-  await browser?.close();
+  await closeBrowser?.();
   await server?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
 });
 
 /**

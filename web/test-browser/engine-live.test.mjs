@@ -16,14 +16,12 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
 import { startServer } from "../demo/serve.mjs";
 import { ensureBuilt } from "../scripts/render.mjs";
-import { CHROMIUM_ARGS, EXECUTABLE } from "./chromium.mjs";
+import { EXECUTABLE, launchChromium } from "./chromium.mjs";
 
 const WEB = resolve(fileURLToPath(new URL("..", import.meta.url)));
 const ROOT = resolve(WEB, "..");
@@ -32,20 +30,18 @@ const read = (p) => readFileSync(join(WEB, p), "utf8");
 
 let server;
 let browser;
-let profile;
+let closeBrowser;
 
 before(async () => {
   assert.ok(existsSync(EXECUTABLE), `no Chromium at ${EXECUTABLE} (set CHROMIUM=...)`);
   ensureBuilt();
   server = await startServer({ port: 0, demoRoot: WEB });
-  profile = mkdtempSync(join(tmpdir(), "downbeat-engine-live-"));
-  browser = await chromium.launchPersistentContext(profile, { executablePath: EXECUTABLE, headless: false, args: CHROMIUM_ARGS });
+  ({ browser, close: closeBrowser } = await launchChromium());
 });
 
 after(async () => {
-  await browser?.close();
+  await closeBrowser?.();
   await server?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
 });
 
 async function open() {
