@@ -343,7 +343,7 @@ struct HostGate {
     /// The fastest probe so far, ns.
     best: Option<f64>,
     /// The probe before the current round, ns.
-    before: f64,
+    before_ns: f64,
     /// Rounds measured again, and rounds kept after the last retry anyway.
     repeated: usize,
     kept_far: usize,
@@ -357,7 +357,7 @@ impl HostGate {
 
     /// The probe before a round.
     fn before(&mut self, floor: &Path) -> Result<(), RingError> {
-        self.before = self.probe(floor)?;
+        self.before_ns = self.probe(floor)?;
         Ok(())
     }
 
@@ -367,10 +367,10 @@ impl HostGate {
         Ok(self.keep(after))
     }
 
-    /// Whether a round whose probes were `self.before` and `after` counts.
+    /// Whether a round whose probes were `self.before_ns` and `after` counts.
     fn keep(&mut self, after: f64) -> bool {
         let limit = 2.0 * self.best.unwrap_or(f64::INFINITY);
-        if self.before.max(after) <= limit {
+        if self.before_ns.max(after) <= limit {
             self.retries = 0;
             return true;
         }
@@ -602,7 +602,7 @@ mod tests {
         let mut gate = HostGate::default();
         let round = |gate: &mut HostGate, before: f64, after: f64| {
             gate.seen(before);
-            gate.before = before;
+            gate.before_ns = before;
             gate.seen(after);
             gate.keep(after)
         };
