@@ -7,43 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Every suite, by name; `graph-plugin` is `graph --case plugin` in a build with LV2.
-suites=(ring clock notify alloc graph gc control synth files engines)
+suites=(ring clock notify alloc graph gc control synth files engines fuzz)
 
-# LV2 plugin case: x42's darc compressor, hosted through lilv (as crates/plugin/ci.sh installs),
-# and its CLAP-against-LV2 rows: zam-plugins' ZaMultiCompX2 in both formats.
-lv2_packages=(liblilv-dev x42-plugins zam-plugins pkg-config)
-missing=()
-for p in "${lv2_packages[@]}"; do
-    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "installing ${missing[*]} (Debian packages) for the LV2 case of bench graph"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-
-# `files` decodes and resamples beside sox and ffmpeg, and streams beside creek (files made by sox).
-if ! command -v sox >/dev/null || ! command -v ffmpeg >/dev/null; then
-    echo "installing sox, libsox-fmt-all and ffmpeg (Debian) for bench files"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sox libsox-fmt-all ffmpeg >/dev/null
-fi
-
-# bench engines: SuperCollider's two servers, a JACK server for its real-time case, libjack
-# to build Downbeat's JACK device, Node and npm for node-web-audio-api (the suite runs
-# `npm ci` in bench/engines itself).
-need=()
-command -v scsynth >/dev/null || need+=(supercollider-server)
-command -v supernova >/dev/null || need+=(supercollider-supernova)
-command -v jackd >/dev/null || need+=(jackd2)
-[ -e /usr/include/jack/jack.h ] || need+=(libjack-jackd2-dev)
-command -v node >/dev/null || need+=(nodejs)
-command -v npm >/dev/null || need+=(npm)
-if [ ${#need[@]} -gt 0 ]; then
-    echo "installing ${need[*]} (Debian packages) for bench engines"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+# What the suites run against (x42 and zam plugins through lilv, sox and ffmpeg, SuperCollider's
+# servers, JACK, Node.js for node-web-audio-api, cyclictest): scripts/deps.sh.
+bash scripts/deps.sh
 
 target="${CARGO_TARGET_DIR:-target}"
 # The engines suite runs the downbeat binary itself, built with JACK for its real-time case.
@@ -87,6 +55,9 @@ for suite in "${suites[@]}"; do
         # Small sizes, 1 s renders, 2 s real-time trials; the suite itself fails when an
         # engine's output does not carry Downbeat's signal (RMS within 1%, same peak).
         engines) smoke engines "$bench" engines --downbeat "$target/release/downbeat" ;;
+        # One second per fuzz target from its seeds (cargo-fuzz and nightly, which the
+        # suite needs, come from scripts/deps.sh); a finding fails the run.
+        fuzz) smoke fuzz "$bench" fuzz ;;
         *) smoke "$suite" "$bench" "$suite" ;;
     esac
 done

@@ -44,10 +44,8 @@ run_tests() {
 }
 
 step "packages"
-command -v node >/dev/null || { echo "web: Node.js 20 or later is required"; exit 1; }
-if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    npm ci --no-audit --no-fund --loglevel=error
-fi
+# Node.js 20 or later, the npm packages from the lock file, Chromium, nightly Rust with rust-src.
+bash ../scripts/deps.sh
 npm run --silent build
 npm run --silent typecheck
 
@@ -70,11 +68,6 @@ bash packages/engine/scripts/build-wasm.sh
 run_tests packages/engine/test/native-*.test.mjs
 
 step "browser: demo and OfflineAudioContext in headless Chromium"
-if ! command -v chromium >/dev/null; then
-    echo "installing chromium (Debian package) for the browser tests"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-fi
 run_tests test-browser/browser.test.mjs
 
 step "@downbeat/engine: the worklet core (stand-in and real wasm, no GC), then in headless Chromium"

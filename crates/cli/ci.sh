@@ -6,28 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-need=()
-command -v chromium >/dev/null || need+=(chromium)
-command -v jackd >/dev/null || need+=(jackd2)
-command -v jack_rec >/dev/null || need+=(jackd2)
-[ -e /usr/include/jack/jack.h ] || need+=(libjack-jackd2-dev)
-command -v jack_metro >/dev/null || need+=(jackd2)
-command -v pulseaudio >/dev/null || need+=(pulseaudio)
-command -v parecord >/dev/null || need+=(pulseaudio-utils)
-[ -e /usr/include/alsa/asoundlib.h ] || need+=(libasound2-dev)
-# The --all-features build below includes LV2 hosting (lilv, found through pkg-config).
-[ -e /usr/include/lilv-0/lilv/lilv.h ] || need+=(liblilv-dev)
-command -v pkg-config >/dev/null || need+=(pkg-config)
-# The tests run every example project; examples/projects/overdrive-lv2.toml hosts mda's Overdrive.
-dpkg -s mda-lv2 >/dev/null 2>&1 || need+=(mda-lv2)
-# ALSA's PulseAudio plugin: how an ALSA program (cpal's default host) reaches the server.
-[ -n "$(find /usr/lib -name 'libasound_module_pcm_pulse.so' -print -quit 2>/dev/null)" ] ||
-    need+=(libasound2-plugins)
-if [ ${#need[@]} -gt 0 ]; then
-    echo "installing ${need[*]} (Debian packages) for the engine's device and report tests"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+# The packages (jackd2, PulseAudio, ALSA, lilv, mda-lv2, chromium) come from scripts/deps.sh.
+bash scripts/deps.sh
 
 echo "--- JACK device (each test starts its own jackd -d dummy -r 48000 -p 256)"
 export JACK_NO_AUDIO_RESERVATION=1

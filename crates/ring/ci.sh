@@ -8,16 +8,8 @@ cd "$(dirname "$0")/../.."
 step() { printf '\n--> ring: %s\n' "$*"; }
 
 step "toolchains"
-if ! rustup toolchain list | grep -q '^nightly'; then
-    rustup toolchain install nightly --profile minimal
-fi
-installed=$(rustup component list --toolchain nightly --installed)
-if ! grep -q '^miri' <<<"$installed" || ! grep -q '^rust-src' <<<"$installed"; then
-    rustup component add miri rust-src --toolchain nightly
-fi
-if ! rustup target list --installed | grep -q '^wasm32-unknown-unknown$'; then
-    rustup target add wasm32-unknown-unknown
-fi
+# Nightly with Miri and rust-src, the wasm32 target: scripts/deps.sh.
+bash scripts/deps.sh
 
 step "loom"
 RUSTFLAGS="--cfg loom" cargo test -p downbeat-ring --test loom --release \

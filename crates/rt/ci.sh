@@ -11,11 +11,7 @@ RUST_BACKTRACE=1 cargo test --release -p downbeat-rt --tests
 # RealtimeSanitizer on top of the guard (feature `rtsan`), linked against
 # Debian's LLVM runtime. Its own target dir, so the build above stays cached.
 rtsan_lib=/usr/lib/llvm-22/lib/clang/22/lib/linux/libclang_rt.rtsan-x86_64.a
-if [ ! -e "$rtsan_lib" ]; then
-    echo "installing libclang-rt-22-dev (Debian package) for the rtsan feature"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-rt-22-dev >/dev/null
-fi
+[ -e "$rtsan_lib" ] || { echo "rt: $rtsan_lib is missing (scripts/deps.sh installs libclang-rt-22-dev)" >&2; exit 1; }
 echo "--- guard with RealtimeSanitizer (--features rtsan)"
 export RTSAN_ENABLE=1 RTSAN_LIB_PATH="$rtsan_lib"
 rtsan_target="${CARGO_TARGET_DIR:-target}/rtsan"

@@ -179,7 +179,7 @@ fn setup(args: &EnginesArgs) -> Result<Setup, EnginesError> {
             .unwrap_or(true)
         {
             return Err(EnginesError::Setup(format!(
-                "{tool} is not installed (bench/ci.sh installs it: Debian supercollider-server, supercollider-supernova, nodejs, npm)"
+                "{tool} is not installed (scripts/deps.sh installs it: Debian supercollider-server, supercollider-supernova, nodejs, npm)"
             )));
         }
     }

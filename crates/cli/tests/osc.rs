@@ -2,8 +2,8 @@
 //! `liblo-tools`). `oscsend` cannot send bundles, so bundles are sent from here with `rosc`.
 //! A plugin's parameters changed over OSC survive in its saved state (issue 29).
 //!
-//! Without `oscsend` these tests print why and pass, unless `DOWNBEAT_REQUIRE_OSCSEND=1`
-//! (set by `./test`, which installs it), which makes that a failure.
+//! Without `oscsend` these tests fail (`scripts/deps.sh`, run by `./test`, installs it): a
+//! missing client must never pass as a skipped test.
 
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, UdpSocket};
@@ -25,20 +25,10 @@ fn constant() -> String {
     support::constant_through_gain(64)
 }
 
-/// Whether `oscsend` can be run; `false` means skip (or fail under
-/// `DOWNBEAT_REQUIRE_OSCSEND=1`).
-fn have_oscsend(test: &str) -> bool {
-    match Command::new("oscsend").output() {
-        Ok(_) => true,
-        Err(e) => {
-            assert!(
-                std::env::var("DOWNBEAT_REQUIRE_OSCSEND").as_deref() != Ok("1"),
-                "DOWNBEAT_REQUIRE_OSCSEND=1 but oscsend cannot be run ({e}); \
-                 install liblo-tools"
-            );
-            eprintln!("{test}: skipped: oscsend cannot be run ({e}); install liblo-tools");
-            false
-        }
+/// Asserts that `oscsend` can be run: the OSC tests never skip to green without their client.
+fn require_oscsend(test: &str) {
+    if let Err(e) = Command::new("oscsend").output() {
+        panic!("{test}: oscsend cannot be run ({e}); install liblo-tools (scripts/deps.sh does)");
     }
 }
 
@@ -145,9 +135,7 @@ fn bundle_at(at: SystemTime, messages: Vec<OscMessage>) -> Vec<u8> {
 
 #[test]
 fn oscsend_steps_and_ramps_a_gain_and_a_bundle_lands_at_its_timetag() {
-    if !have_oscsend("oscsend_steps_and_ramps") {
-        return;
-    }
+    require_oscsend("oscsend_steps_and_ramps");
     let dir = scratch("effects");
     std::fs::write(dir.join("p.toml"), constant()).unwrap();
     let (wav, ev) = (dir.join("live.wav"), dir.join("ev.jsonl"));
@@ -226,9 +214,7 @@ fn oscsend_steps_and_ramps_a_gain_and_a_bundle_lands_at_its_timetag() {
 
 #[test]
 fn bad_packets_are_logged_counted_and_change_nothing() {
-    if !have_oscsend("bad_packets") {
-        return;
-    }
+    require_oscsend("bad_packets");
     let dir = scratch("bad");
     std::fs::write(dir.join("p.toml"), constant()).unwrap();
     let (wav, ev) = (dir.join("live.wav"), dir.join("ev.jsonl"));
@@ -291,9 +277,7 @@ fn bad_packets_are_logged_counted_and_change_nothing() {
 /// offline from the recording, gives the same WAV sample for sample.
 #[test]
 fn a_live_oscsend_performance_replays_offline_bit_identically() {
-    if !have_oscsend("replay") {
-        return;
-    }
+    require_oscsend("replay");
     let dir = scratch("replay");
     let project = dir.join("p.toml");
     std::fs::copy(
@@ -366,8 +350,7 @@ fn a_live_oscsend_performance_replays_offline_bit_identically() {
 const SYNTH: &str = "block_size = 64\nedges = [\"s -> out\"]\n[nodes.s]\ntype = \"synth\"\n\
                      [nodes.out]\ntype = \"output\"\n";
 
-/// Notes over OSC, sent with `oscsend` (this test needs it, whatever
-/// `DOWNBEAT_REQUIRE_OSCSEND` says): each is recorded at the frame it took effect at, the
+/// Notes over OSC, sent with `oscsend`: each is recorded at the frame it took effect at, the
 /// live output is the one a controller playing the same notes at those frames makes (so
 /// every note sounds at its frame, at its pitch and velocity), the recording replays to the
 /// same output, and bad arguments are refused, logged and counted.
@@ -497,9 +480,7 @@ fn probe_project(extra: &str) -> String {
 #[cfg(feature = "clap")]
 #[test]
 fn a_state_saved_after_osc_changes_reloads_into_the_same_render() {
-    if !have_oscsend("state") {
-        return;
-    }
+    require_oscsend("state");
     let dir = scratch("state");
     std::fs::write(dir.join("p.toml"), probe_project("")).unwrap();
     let (live_wav, ev, states) = (
