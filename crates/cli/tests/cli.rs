@@ -70,6 +70,26 @@ fn missing_file_and_bad_arguments_exit_2() {
     }
 }
 
+/// README's example of exit 1: a WAV file that cannot be written once the run is under way
+/// (the device full), as opposed to a path that cannot be opened (bad input, exit 2 above).
+#[test]
+fn a_recording_that_cannot_be_written_exits_1_and_names_the_file() {
+    let out = downbeat(&[
+        "run",
+        "examples/projects/hello.toml",
+        "--device",
+        "offline",
+        "--seconds",
+        "1",
+        "--out",
+        "/dev/full",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot write `/dev/full`"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
 #[test]
 fn example_projects_check_clean() {
     for p in [
