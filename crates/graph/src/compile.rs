@@ -3,10 +3,11 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::buffer::{AudioMut, AudioRef};
+use crate::edit::{Previous, StandIn};
 use crate::error::GraphError;
 use crate::graph::{Endpoint, Entry, Graph};
 use crate::node::{Node, ProcessContext};
-use crate::schedule::{InputPlan, Schedule, Slot};
+use crate::schedule::{InputPlan, Kept, Schedule, Slot};
 
 /// The audio format a schedule is compiled for.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -47,6 +48,18 @@ impl Graph {
     /// }
     /// ```
     pub fn compile(self, cfg: CompileConfig) -> Result<Schedule, GraphError> {
+        self.compile_after(cfg, None)
+    }
+
+    /// [`compile`](Graph::compile) for an [`Editor`](crate::Editor): the entries marked
+    /// `keep` are stand-ins for nodes running in `previous`, and so is every latency delay
+    /// `previous` already has with the same name and channels (the same edge, the same
+    /// length), so that its contents carry over.
+    pub(crate) fn compile_after(
+        self,
+        cfg: CompileConfig,
+        previous: Option<&Previous>,
+    ) -> Result<Schedule, GraphError> {
         assert!(cfg.max_block > 0, "max_block must be at least 1");
         let n = self.nodes.len();
         let mut by_name: HashMap<&str, usize> = HashMap::with_capacity(n);
@@ -123,7 +136,7 @@ impl Graph {
         })?;
 
         let mut nodes = self.nodes;
-        let order = compensate_latency(&mut nodes, &mut edges, order);
+        let order = compensate_latency(&mut nodes, &mut edges, order, previous);
         let n = nodes.len();
 
         let mut slot_of = vec![0usize; n];
@@ -140,8 +153,15 @@ impl Graph {
         let mut entries: Vec<Option<_>> = nodes.into_iter().map(Some).collect();
         let mut slots = Vec::with_capacity(n);
         let mut names = Vec::with_capacity(n);
+        let mut kept = Kept {
+            from: previous.map(|p| p.schedule),
+            slots: Vec::new(),
+        };
         for (slot, &node) in order.iter().enumerate() {
-            let entry = entries[node].take().expect("each node is placed once");
+            let entry: Entry = entries[node].take().expect("each node is placed once");
+            if let Some(there) = entry.keep {
+                kept.slots.push((slot as u32, there as u32));
+            }
             let in_ch = entry.node.input_channels();
             let out_ch = entry.node.output_channels();
             let mut p = std::mem::take(&mut preds[slot]);
@@ -152,12 +172,16 @@ impl Graph {
                 _ => (InputPlan::Sum(p), crate::prefaulted(in_ch * cfg.max_block)),
             };
             names.push(entry.name);
-            slots.push(Slot::new(
-                entry.node,
-                input,
-                in_buf,
-                crate::prefaulted(out_ch * cfg.max_block),
-            ));
+            // A kept node brings its own output buffer (with the last block in it, which a
+            // successor reading it directly may still see); a stand-in needs none.
+            let out_buf = match entry.keep {
+                Some(_) => Vec::new(),
+                None => crate::prefaulted(out_ch * cfg.max_block),
+            };
+            slots.push(Slot::new(entry.node, input, in_buf, out_buf));
+        }
+        if kept.slots.is_empty() {
+            kept.from = None;
         }
 
         Ok(Schedule::new(
@@ -167,6 +191,7 @@ impl Graph {
             order,
             slot_of[output],
             cfg,
+            kept,
         ))
     }
 }
@@ -178,6 +203,7 @@ fn compensate_latency(
     nodes: &mut Vec<Entry>,
     edges: &mut Vec<(usize, usize)>,
     order: Vec<usize>,
+    previous: Option<&Previous>,
 ) -> Vec<usize> {
     let n = nodes.len();
     let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -198,10 +224,18 @@ fn compensate_latency(
             continue;
         }
         let delay = nodes.len();
-        nodes.push(Entry {
-            name: format!("{} -> {} (latency {lag})", nodes[from].name, nodes[to].name),
-            node: Box::new(LatencyDelay::new(nodes[from].node.output_channels(), lag)),
-        });
+        let name = format!("{} -> {} (latency {lag})", nodes[from].name, nodes[to].name);
+        let channels = nodes[from].node.output_channels();
+        // The same edge delayed by the same length before the edit: keep its contents, so
+        // that the path it aligns plays on without a gap.
+        let running = previous
+            .and_then(|p| p.slots.get(&name))
+            .filter(|s| s.channels == (channels, channels));
+        let (node, keep): (Box<dyn Node>, _) = match running {
+            Some(s) => (Box::new(StandIn::delay(channels, lag)), Some(s.position)),
+            None => (Box::new(LatencyDelay::new(channels, lag)), None),
+        };
+        nodes.push(Entry { name, node, keep });
         edges[e] = (from, delay);
         edges.push((delay, to));
         inserted = true;

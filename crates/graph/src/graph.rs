@@ -52,6 +52,9 @@ pub struct Edge {
 pub(crate) struct Entry {
     pub(crate) name: String,
     pub(crate) node: Box<dyn Node>,
+    /// For a stand-in an [`Editor`](crate::Editor) put here: the running node's position
+    /// in the schedule it runs in.
+    pub(crate) keep: Option<usize>,
 }
 
 /// An audio graph under construction: named nodes, edges, and which node is the output.
@@ -93,6 +96,7 @@ impl Graph {
         self.nodes.push(Entry {
             name: name.into(),
             node,
+            keep: None,
         });
         NodeId(self.nodes.len() - 1)
     }

@@ -10,6 +10,7 @@
 mod buffer;
 mod compile;
 pub mod dsp;
+mod edit;
 mod error;
 mod event;
 mod graph;
@@ -28,6 +29,7 @@ mod state;
 
 pub use buffer::{prefaulted, AudioMut, AudioRef};
 pub use compile::CompileConfig;
+pub use edit::{EditError, Editor};
 pub use error::GraphError;
 pub use event::{
     Applied, Change, ControlError, Event, EventStats, NodeEvent, ParamId, ParamTable, Ramp,

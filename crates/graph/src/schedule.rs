@@ -120,6 +120,34 @@ impl Slot {
     }
 }
 
+impl Slot {
+    /// Takes over `old`'s node and everything that belongs to the node rather than to the
+    /// plan (its output buffer, parameter segments, reported outputs, counters, level),
+    /// leaving this slot's stand-ins in `old`. The input plan and input buffer stay: they
+    /// belong to this schedule's edges. Real-time safe: fields are swapped, nothing is
+    /// allocated or freed.
+    fn adopt(&mut self, old: &mut Slot) {
+        std::mem::swap(&mut self.node, &mut old.node);
+        std::mem::swap(&mut self.out_buf, &mut old.out_buf);
+        std::mem::swap(&mut self.params, &mut old.params);
+        std::mem::swap(&mut self.outputs, &mut old.outputs);
+        std::mem::swap(&mut self.moving, &mut old.moving);
+        std::mem::swap(&mut self.touched, &mut old.touched);
+        std::mem::swap(&mut self.refused, &mut old.refused);
+        std::mem::swap(&mut self.level, &mut old.level);
+    }
+}
+
+/// The nodes a new schedule keeps from the one it will replace: see
+/// [`Schedule::take_over`].
+#[derive(Debug, Default)]
+pub(crate) struct Kept {
+    /// The id of the schedule the kept nodes run in.
+    pub(crate) from: Option<u64>,
+    /// (position in the new schedule, position in `from`).
+    pub(crate) slots: Vec<(u32, u32)>,
+}
+
 /// Where one live parameter is on the timeline.
 #[derive(Clone, Copy, Debug)]
 struct ParamState {
@@ -479,6 +507,12 @@ pub struct Schedule {
     offline: bool,
     /// Whether `process` sets the flush mode ([`Schedule::set_flush_denormals`]).
     flush: bool,
+    /// The nodes this schedule keeps from the one it replaces (an [`Editor`](crate::Editor)'s
+    /// commit): (position here, position there). Their slots hold stand-ins until
+    /// [`take_over`](Schedule::take_over) moves the running instances in.
+    keep: Box<[(u32, u32)]>,
+    /// The schedule `keep` refers to, when it is not empty.
+    predecessor: Option<u64>,
 }
 
 impl Schedule {
@@ -489,6 +523,7 @@ impl Schedule {
         original: Vec<usize>,
         output: usize,
         cfg: CompileConfig,
+        keep: Kept,
     ) -> Self {
         let n = slots.len();
         let preds: Box<[Box<[usize]>]> = slots
@@ -541,6 +576,8 @@ impl Schedule {
             timed: false,
             offline: false,
             flush: true,
+            keep: keep.slots.into_boxed_slice(),
+            predecessor: keep.from,
         }
     }
 
@@ -597,6 +634,11 @@ impl Schedule {
     }
 
     fn begin(&mut self, frames: usize) -> ProcessContext {
+        assert!(
+            self.keep.is_empty(),
+            "this schedule keeps nodes of schedule {:?}: it must take over from it before it processes",
+            self.predecessor
+        );
         assert!(
             frames > 0 && frames <= self.cfg.max_block,
             "block of {frames} frames outside 1..={}",
@@ -1269,7 +1311,11 @@ impl Schedule {
         ok.then_some(i)
     }
 
-    /// Takes over from `old`, the schedule this one replaces at a block boundary: the
+    /// Takes over from `old`, the schedule this one replaces at a block boundary. A schedule
+    /// an [`Editor`](crate::Editor) committed first moves in the running instances of the
+    /// nodes it keeps (each node with its output buffer, parameter values and ramps,
+    /// counters: one swap of a few fields per kept node); `old` is left holding the stand-ins
+    /// and the nodes the edit removed, to be dropped off the audio thread. Then the
     /// timeline goes on from `old`'s position (this schedule's preloaded timeline starts
     /// there: its frame 0 is that frame), the events `old` had queued for later frames move
     /// to the same nodes here (by [`NodeKey`]), and the event counters go on from `old`'s.
@@ -1277,9 +1323,14 @@ impl Schedule {
     /// [`EventStats::stale`], and those its queue has no room for in
     /// [`EventStats::dropped`]; `old` is left without queued events.
     ///
-    /// Real-time safe: bounded by `old`'s event capacity, no allocation (both queues were
-    /// allocated when their schedules were built). Call it on a fresh schedule, before it
-    /// processes its first block.
+    /// Real-time safe: bounded by the kept nodes and `old`'s event capacity, no allocation
+    /// (both queues were allocated when their schedules were built). Call it on a fresh
+    /// schedule, before it processes its first block, and only when
+    /// [`can_take_over`](Schedule::can_take_over) says so.
+    ///
+    /// # Panics
+    /// When [`can_take_over`](Schedule::can_take_over) is false: this schedule keeps nodes
+    /// that run in another schedule than `old`.
     ///
     /// ```
     /// use downbeat_graph::{nodes::{Gain, Output, Sine}, Change, CompileConfig, Event, Graph};
@@ -1309,6 +1360,24 @@ impl Schedule {
     /// assert!(left[36..].iter().all(|&x| x == 0.0));
     /// ```
     pub fn take_over(&mut self, old: &mut Schedule) {
+        assert!(
+            self.can_take_over(old),
+            "schedule {} keeps nodes of schedule {:?}, not of {}",
+            self.id,
+            self.predecessor,
+            old.id
+        );
+        for &(here, there) in self.keep.iter() {
+            let (new, running) = (
+                self.slots[here as usize].get_mut(),
+                old.slots[there as usize].get_mut(),
+            );
+            debug_assert_eq!((new.in_ch, new.out_ch), (running.in_ch, running.out_ch));
+            new.adopt(running);
+        }
+        // Taken: a second take-over (from another schedule) must not move stand-ins in.
+        self.predecessor = None;
+        self.keep = Box::new([]);
         if old.offline != self.offline {
             self.set_offline(old.offline);
         }
@@ -1339,6 +1408,41 @@ impl Schedule {
                 }
             }
         }
+    }
+
+    /// Whether this schedule can [`take_over`](Schedule::take_over) from `old`: always, but
+    /// for a schedule an [`Editor`](crate::Editor) committed, which keeps nodes running in
+    /// one particular schedule (the one the editor committed before it) and can only
+    /// replace that one. Real-time safe.
+    pub fn can_take_over(&self, old: &Schedule) -> bool {
+        self.keep.is_empty() || self.predecessor == Some(old.id)
+    }
+
+    /// Where each node sits in this schedule, by name, for the next edit's compile.
+    pub(crate) fn layout(&self) -> crate::edit::Previous {
+        let slots = self
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let slot = self.slot(i);
+                let at = crate::edit::Placed {
+                    position: i,
+                    channels: (slot.in_ch, slot.out_ch),
+                };
+                (name.clone(), at)
+            })
+            .collect();
+        crate::edit::Previous {
+            schedule: self.id,
+            slots,
+        }
+    }
+
+    /// Nodes this schedule will move in from the one it replaces (0 once it has taken over,
+    /// and for a schedule compiled from a [`Graph`](crate::Graph)).
+    pub fn kept_nodes(&self) -> usize {
+        self.keep.len()
     }
 
     /// Events waiting in the queue for their frame.

@@ -1,0 +1,122 @@
+//! [`StandIn`]: what a new schedule holds in a kept node's place until it takes over.
+
+use crate::buffer::{AudioMut, AudioRef};
+use crate::monitor::SharedMonitor;
+use crate::node::{Node, ProcessContext};
+use crate::param::{ParamKind, ParamSpec};
+
+/// What a compile needs to know of a node without having it: the node itself runs on the
+/// audio thread. Read once, when the node is added, while the editor still holds it.
+#[derive(Clone)]
+pub(crate) struct Description {
+    pub(crate) channels: (usize, usize),
+    pub(crate) latency: usize,
+    pub(crate) params: &'static [ParamSpec],
+    /// Per parameter: whether the node reported a value for it (a live one).
+    pub(crate) live: Box<[bool]>,
+    pub(crate) outputs: &'static [ParamSpec],
+    pub(crate) plays_notes: bool,
+    pub(crate) release_seconds: f64,
+    pub(crate) monitor: Option<SharedMonitor>,
+}
+
+impl Description {
+    pub(crate) fn of(node: &dyn Node) -> Self {
+        let params = node.params();
+        Self {
+            channels: (node.input_channels(), node.output_channels()),
+            latency: node.latency(),
+            params,
+            live: params
+                .iter()
+                .enumerate()
+                .map(|(i, spec)| {
+                    matches!(spec.kind, ParamKind::Float { .. })
+                        && spec.live
+                        && node.get_param(i).is_some()
+                })
+                .collect(),
+            outputs: node.outputs(),
+            plays_notes: node.plays_notes(),
+            release_seconds: node.release_seconds(),
+            monitor: node.monitor(),
+        }
+    }
+}
+
+/// Describes a running node to [`compile`](crate::Graph::compile) exactly as the node
+/// would (channels, latency, parameters, outputs, monitor), so the new schedule's tables
+/// come out as if the node were there; [`Schedule::take_over`](crate::Schedule::take_over)
+/// then swaps the node in, and the stand-in goes back with the old schedule to be dropped.
+/// It never processes: a schedule that keeps nodes refuses to run before taking over.
+pub(crate) struct StandIn(Description);
+
+impl StandIn {
+    pub(crate) fn new(description: Description) -> Self {
+        Self(description)
+    }
+
+    /// A stand-in for a latency delay of `frames` on `channels` channels.
+    pub(crate) fn delay(channels: usize, frames: usize) -> Self {
+        Self(Description {
+            channels: (channels, channels),
+            latency: frames,
+            params: &[],
+            live: Box::new([]),
+            outputs: &[],
+            plays_notes: false,
+            release_seconds: 0.0,
+            monitor: None,
+        })
+    }
+}
+
+impl Node for StandIn {
+    fn input_channels(&self) -> usize {
+        self.0.channels.0
+    }
+
+    fn output_channels(&self) -> usize {
+        self.0.channels.1
+    }
+
+    fn process(&mut self, _: &ProcessContext, _: AudioRef<'_>, mut output: AudioMut<'_>) {
+        for c in 0..output.channels() {
+            output.channel_mut(c).fill(0.0);
+        }
+    }
+
+    fn params(&self) -> &'static [ParamSpec] {
+        self.0.params
+    }
+
+    fn get_param(&self, index: usize) -> Option<f32> {
+        // The value itself comes with the node's parameter state at the take-over.
+        self.0
+            .live
+            .get(index)
+            .copied()
+            .unwrap_or(false)
+            .then_some(0.0)
+    }
+
+    fn outputs(&self) -> &'static [ParamSpec] {
+        self.0.outputs
+    }
+
+    fn latency(&self) -> usize {
+        self.0.latency
+    }
+
+    fn plays_notes(&self) -> bool {
+        self.0.plays_notes
+    }
+
+    fn release_seconds(&self) -> f64 {
+        self.0.release_seconds
+    }
+
+    fn monitor(&self) -> Option<SharedMonitor> {
+        self.0.monitor.clone()
+    }
+}
