@@ -81,6 +81,37 @@ pub struct Engine {
     record: Option<RecordTap>,
     #[cfg(not(target_arch = "wasm32"))]
     watch: Watchers,
+    stop: Stopper,
+}
+
+/// Asks a run to end at its next block boundary: [`Engine::stopper`] makes one for a
+/// control thread, and [`start`](crate::start)'s [`Running`](crate::Running) holds one.
+/// Devices check it between blocks (one atomic load), as they check the run's length.
+///
+/// ```
+/// use downbeat::device::{Device, Offline, RunLength};
+/// use downbeat::{project::Project, Engine};
+///
+/// let p = Project::parse("edges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\n[nodes.out]\ntype = \"output\"\n", "x.toml").unwrap();
+/// let engine = Engine::new(p.build().unwrap());
+/// let stopper = engine.stopper();
+/// stopper.stop(); // before the run: it ends before its first block
+/// let run = Offline::new(None).run(engine, RunLength::UNTIL_STOPPED).unwrap();
+/// assert_eq!(run.report.frames, 0);
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Stopper(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Stopper {
+    /// Asks the run to end at its next block boundary. Real-time safe (one atomic store).
+    pub fn stop(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether [`stop`](Stopper::stop) was called.
+    pub fn is_stopped(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Acquire)
+    }
 }
 
 impl Engine {
@@ -110,7 +141,18 @@ impl Engine {
             record: None,
             #[cfg(not(target_arch = "wasm32"))]
             watch: Watchers::default(),
+            stop: Stopper::default(),
         }
+    }
+
+    /// A [`Stopper`] for this engine's runs: once stopped, a device's run ends at its next
+    /// block boundary (and every later run at once) and hands the engine back.
+    pub fn stopper(&self) -> Stopper {
+        self.stop.clone()
+    }
+
+    pub(crate) fn stopper_ref(&self) -> &Stopper {
+        &self.stop
     }
 
     /// Processes on `threads` threads: the audio thread plus `threads - 1` pool workers

@@ -12,6 +12,8 @@ mod clock;
 pub mod control;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod device;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod edit;
 pub mod engine;
 pub mod load;
 pub mod midi;
@@ -19,9 +21,13 @@ pub mod project;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod record;
 pub mod report;
+#[cfg(not(target_arch = "wasm32"))]
+mod running;
 pub mod swap;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod watch;
 
-pub use engine::Engine;
+pub use engine::{Engine, Stopper};
 pub use load::{LoadMeter, LoadSummary};
+#[cfg(not(target_arch = "wasm32"))]
+pub use running::{start, Running};

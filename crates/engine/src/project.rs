@@ -27,8 +27,8 @@ use std::ops::Range;
 use std::path::Path;
 
 use downbeat_graph::{
-    all_node_types, lookup_node_type, CompileConfig, Graph, GraphError, NodeConfig, ParamError,
-    ParamKind, ParamValue, Schedule,
+    all_node_types, lookup_node_type, CompileConfig, Editor, Graph, GraphError, NodeConfig,
+    ParamError, ParamKind, ParamValue, Schedule,
 };
 use indexmap::IndexMap;
 use serde::Deserialize;
@@ -415,6 +415,26 @@ impl Project {
 
     /// Builds every node and compiles the graph into a [`Schedule`].
     pub fn build(&self) -> Result<Schedule, ProjectError> {
+        let mut schedule = self
+            .graph()?
+            .compile(self.compile_config())
+            .map_err(|e| self.graph_error(e))?;
+        self.preload(&mut schedule)?;
+        Ok(schedule)
+    }
+
+    /// Builds every node and compiles the graph, as [`build`](Project::build) does, and
+    /// returns an [`Editor`] for live edits of it with the schedule
+    /// (see [`Engine::live_editor`](crate::Engine::live_editor)).
+    pub fn editor(&self) -> Result<(Editor, Schedule), ProjectError> {
+        let (editor, mut schedule) =
+            Editor::new(self.graph()?, self.compile_config()).map_err(|e| self.graph_error(e))?;
+        self.preload(&mut schedule)?;
+        Ok((editor, schedule))
+    }
+
+    /// Builds every node into a [`Graph`], not compiled yet.
+    pub fn graph(&self) -> Result<Graph, ProjectError> {
         let cfg = NodeConfig {
             sample_rate: self.sample_rate as f32,
             max_block: self.block_size,
@@ -443,12 +463,18 @@ impl Project {
         for (from, to) in &self.edges {
             graph.connect(from.as_str(), to.as_str());
         }
-        let mut schedule = graph
-            .compile(CompileConfig {
-                sample_rate: self.sample_rate as f32,
-                max_block: self.block_size,
-            })
-            .map_err(|e| self.graph_error(e))?;
+        Ok(graph)
+    }
+
+    fn compile_config(&self) -> CompileConfig {
+        CompileConfig {
+            sample_rate: self.sample_rate as f32,
+            max_block: self.block_size,
+        }
+    }
+
+    /// The project's automation as the schedule's timeline; its `[midi.cc]` entries checked.
+    fn preload(&self, schedule: &mut Schedule) -> Result<(), ProjectError> {
         if !self.automation.is_empty() {
             let events = automation::events(&self.automation, &schedule.param_table())
                 .map_err(|e| located(&self.source(), e))?;
@@ -457,7 +483,7 @@ impl Project {
                 .expect("automation names live parameters of this schedule");
         }
         self.cc_mappings(&schedule.param_table())?;
-        Ok(schedule)
+        Ok(())
     }
 
     /// The `[midi.cc]` entries resolved against the built schedule `table` describes.

@@ -60,6 +60,11 @@ impl ScheduleSender {
             .push(schedule)
             .map_err(|full| SwapError::Full(full.0))
     }
+
+    /// Schedules that can be sent before the engine takes the ones sent already.
+    pub fn room(&self) -> usize {
+        self.tx.available_write()
+    }
 }
 
 /// The engine's end: pending schedules and where old ones go. Schedules still pending when
@@ -68,6 +73,9 @@ pub(crate) struct Swapper {
     rx: Consumer<Box<Schedule>>,
     retirer: Retirer,
     pub(crate) swaps: u64,
+    /// Schedules retired unused because they keep nodes of a schedule that was not running
+    /// (an editor's commit after another sender's swap).
+    pub(crate) refused: u64,
 }
 
 pub(crate) fn channel(current: &Schedule, capacity: usize) -> (ScheduleSender, Swapper, Reclaimer) {
@@ -84,6 +92,7 @@ pub(crate) fn channel(current: &Schedule, capacity: usize) -> (ScheduleSender, S
             rx,
             retirer,
             swaps: 0,
+            refused: 0,
         },
         reclaimer,
     )
@@ -93,12 +102,22 @@ impl Swapper {
     /// Swaps the newest pending schedule into `current`, which [takes over]
     /// (Schedule::take_over) the old one's timeline and queued events; real-time safe (no
     /// free: the old schedule is retired to the reclaimer). Older pending schedules take
-    /// over in turn and are retired unused.
+    /// over in turn and are retired unused. A schedule an
+    /// [`Editor`](downbeat_graph::Editor) committed after another than the running one
+    /// cannot take over (the nodes it keeps are not there): it is retired unused and
+    /// counted in `refused`.
     pub(crate) fn take(&mut self, current: &mut Schedule) {
         while self.retirer.room() > 0 {
             let Some(mut incoming) = self.rx.pop() else {
                 return;
             };
+            if !incoming.can_take_over(current) {
+                self.refused += 1;
+                if self.retirer.retire(incoming).is_err() {
+                    unreachable!("room was checked before popping");
+                }
+                continue;
+            }
             std::mem::swap(current, &mut incoming);
             current.take_over(&mut incoming);
             self.swaps += 1;

@@ -1376,8 +1376,10 @@ impl Schedule {
             new.adopt(running);
         }
         // Taken: a second take-over (from another schedule) must not move stand-ins in.
+        // The list goes with the old schedule, to be freed off the audio thread (`old` runs,
+        // so its own list is empty and dropping it frees nothing).
         self.predecessor = None;
-        self.keep = Box::new([]);
+        old.keep = std::mem::take(&mut self.keep);
         if old.offline != self.offline {
             self.set_offline(old.offline);
         }

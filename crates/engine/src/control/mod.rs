@@ -200,8 +200,8 @@ impl ControlInputs {
 ///
 /// Names resolve against the schedule that ran when the controller was made; the ids it
 /// hands out address nodes by [`NodeKey`], so they stay good across hot swaps that keep
-/// the node. To address a node a swap added, make a new controller (a dropped one frees its
-/// slot).
+/// the node. To address a node a swap added, give the controller the new schedule's table
+/// ([`set_table`](Controller::set_table)).
 pub struct Controller {
     table: Arc<ParamTable>,
     queue: Producer<Event>,
@@ -236,6 +236,13 @@ impl Controller {
     /// The names and ranges of the engine's parameters.
     pub fn table(&self) -> &ParamTable {
         &self.table
+    }
+
+    /// Resolves names against `table` from now on: the table of a schedule swapped in since
+    /// (a [`LiveEditor`](crate::edit::LiveEditor)'s, after an edit that added nodes). Ids
+    /// resolved before stay good for every node the new schedule keeps.
+    pub fn set_table(&mut self, table: Arc<ParamTable>) {
+        self.table = table;
     }
 
     /// The id of live parameter `param` of node `node`.

@@ -62,6 +62,10 @@ pub struct RunLength {
 }
 
 impl RunLength {
+    /// A run that goes on until its engine's [`Stopper`](crate::Stopper) stops it (or the
+    /// device is lost): what [`start`](crate::start) runs.
+    pub const UNTIL_STOPPED: RunLength = RunLength { frames: u64::MAX };
+
     /// The frames in `seconds` of audio at `sample_rate`, rounded up to whole frames.
     pub fn seconds(seconds: f64, sample_rate: u32) -> Self {
         Self {

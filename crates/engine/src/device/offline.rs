@@ -78,12 +78,13 @@ impl Device for Offline {
             let frames = (block as u64).min(renderer.remaining()) as usize;
             renderer.render(frames);
         }
+        let frames = renderer.frames().min(length.frames);
         let (mut engine, recorded) = takes.finish(renderer)?;
         engine.schedule_mut().set_offline(false);
         Ok(Run {
             engine,
             report: DeviceReport {
-                frames: length.frames,
+                frames,
                 wall_seconds: started.elapsed().as_secs_f64(),
                 recorded,
                 ..DeviceReport::default()

@@ -366,9 +366,10 @@ impl Renderer {
         self.frames
     }
 
-    /// True once the requested length has been produced.
+    /// True once the requested length has been produced, or the engine's
+    /// [`Stopper`](crate::Stopper) asked the run to end.
     pub fn done(&self) -> bool {
-        self.left == 0
+        self.left == 0 || self.engine.stopper_ref().is_stopped()
     }
 
     /// Frames still to produce before [`done`](Self::done).

@@ -445,6 +445,7 @@ impl Device for System {
         let out_dev = find(&host, self.output.as_deref(), Direction::Output)?;
         let (out_cfg, out_format) =
             pick_config(&out_dev, Direction::Output, rate, engine.channels())?;
+        let stopper = engine.stopper();
         let (renderer, recorded) =
             prepare(engine, length, &self.record_to, None, WhenFull::CountLost)?;
         let in_ch = renderer.input_channels();
@@ -499,7 +500,7 @@ impl Device for System {
                 break false;
             }
             let frames = status.frames.load(Ordering::Acquire);
-            if frames >= need {
+            if frames >= need || stopper.is_stopped() {
                 break false;
             }
             if frames != seen {
@@ -533,7 +534,7 @@ impl Device for System {
             )));
         };
         let mut report = DeviceReport {
-            frames: need,
+            frames: renderer.frames().min(need),
             xruns: status.xruns.load(Ordering::Relaxed),
             claimed_latency: Some(ClaimedLatency {
                 output: status.output_latency_ns.load(Ordering::Relaxed) * u64::from(rate)
@@ -560,6 +561,7 @@ impl Device for System {
             }
         };
         report.xruns += renderer.input_gaps();
+        report.frames = renderer.frames().min(need);
         report.wall_seconds = started.elapsed().as_secs_f64();
         let (engine, files) = recorded.finish(renderer)?;
         report.recorded = files;

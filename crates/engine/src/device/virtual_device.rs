@@ -86,11 +86,12 @@ impl Device for Virtual {
             prepare(engine, length, &self.record_to, input, WhenFull::CountLost)?;
         let paced = pace(renderer, block, rate);
         let wall_seconds = paced.wall_seconds;
+        let frames = paced.renderer.frames().min(length.frames);
         let (engine, recorded) = takes.finish(paced.renderer)?;
         Ok(Run {
             engine,
             report: DeviceReport {
-                frames: length.frames,
+                frames,
                 wall_seconds,
                 late_wakeups: paced.late,
                 recorded,

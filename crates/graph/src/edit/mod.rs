@@ -388,6 +388,12 @@ impl Editor {
         &self.committed.output
     }
 
+    /// The [id](Schedule::id) of the schedule the next commit replaces: the one the last
+    /// commit (or [`new`](Editor::new)) returned.
+    pub fn schedule_id(&self) -> u64 {
+        self.previous.schedule
+    }
+
     /// The format every schedule of this editor is compiled for.
     pub fn config(&self) -> CompileConfig {
         self.cfg
