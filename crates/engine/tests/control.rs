@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use downbeat::control::record::read_events;
 use downbeat::control::When;
@@ -237,6 +238,122 @@ fn a_recording_replays_to_the_same_output() {
     }
     assert_eq!(out_live, out_replay);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Frames in `d` at the project's 48 kHz, rounded up: how far apart two clock reads can put
+/// a frame.
+fn frames_in(d: Duration) -> u64 {
+    (d.as_secs_f64() * 48_000.0).ceil() as u64
+}
+
+/// `When::At`: an instant maps onto the timeline through the latest block's start (README,
+/// "at an `Instant` mapped onto it"). The block's start time is the clock read at the top of
+/// `Engine::process`, somewhere between `before` and `after`; no clock can be injected, so
+/// the test bounds the frame by what it measured instead of guessing a speed: 10 ms after
+/// `before` is frame 480 after the block's start, minus at most the frames between `before`
+/// and that read, plus at most those `frame_at` spends between its own two clock reads.
+/// Two instants 10 ms apart are 480 frames apart, up to the same clock reads.
+#[test]
+fn an_instant_maps_to_the_frame_of_the_latest_blocks_start_plus_its_distance() {
+    let mut engine = engine();
+    let control = engine.controller(4);
+    let mut block = vec![0.0f32; 64];
+    for _ in 0..10 {
+        engine.process(&mut block);
+    }
+    let before = Instant::now();
+    engine.process(&mut block);
+    let after = Instant::now();
+    assert_eq!(
+        control.position(),
+        640,
+        "the latest block started at frame 640"
+    );
+    let target = before + Duration::from_millis(10);
+    let call = Instant::now();
+    let frame = control.frame_at(target);
+    let returned = Instant::now();
+    // +1: the rounding to a whole frame.
+    let (low, high) = (
+        640 + 480 - frames_in(after - before) - 1,
+        640 + 480 + frames_in(returned - call) + 1,
+    );
+    assert!(
+        (low..=high).contains(&frame),
+        "frame_at(10 ms after the block) = {frame}, expected {low}..={high}"
+    );
+    let call_again = Instant::now();
+    let later = control.frame_at(target + Duration::from_millis(10));
+    // Each call may be late by the time between its own two clock reads, and rounds.
+    let slack = frames_in(returned - call) + frames_in(call_again.elapsed()) + 1;
+    assert!(
+        later.abs_diff(frame + 480) <= slack,
+        "10 ms later is 480 frames later: {frame} then {later}"
+    );
+    // `When::At` is the same mapping; with no block in between, the anchor has not moved.
+    let again = control.frame(When::At(target)).unwrap();
+    assert!(
+        again.abs_diff(frame) <= 1 + frames_in(call.elapsed()),
+        "When::At maps as frame_at does: {again}, {frame}"
+    );
+}
+
+/// An OSC bundle applies all its messages at the one frame its timetag maps to (README,
+/// OSC): two steps in one bundle, on the two gains, change the output in one frame from
+/// `1` (`ga` 1, `gb` 0) to `0.75` (`ga` 0.25, `gb` 0.5); messages landing on different
+/// frames would show `0.25` or `1.5` in between. The timetag is 100 ms ahead; the frame is
+/// bounded as in the test above, by the time the test measured between reading the clocks
+/// and the handler's return (the timetag goes through the system clock and back, so a step
+/// of the system clock in between would move it too).
+#[test]
+fn a_bundles_messages_land_on_the_frame_of_its_timetag_together() {
+    use downbeat::control::osc::{timetag, OscHandler};
+    use rosc::{OscBundle, OscMessage, OscPacket, OscType};
+    use std::time::SystemTime;
+
+    let mut engine = engine();
+    let mut osc = OscHandler::new(engine.controller(4));
+    let mut out = vec![0.0f32; 64 * 11];
+    for block in out.chunks_mut(64) {
+        engine.process(block);
+    }
+    let before = Instant::now();
+    let mut block = vec![0.0f32; 64];
+    engine.process(&mut block);
+    out.extend_from_slice(&block);
+    assert_eq!(osc.controller().position(), 704);
+    let step = |node: &str, value: f32| {
+        OscPacket::Message(OscMessage {
+            addr: format!("/node/{node}/gain/step"),
+            args: vec![OscType::Float(value)],
+        })
+    };
+    let bundle = OscPacket::Bundle(OscBundle {
+        timetag: timetag(SystemTime::now() + Duration::from_millis(100)),
+        content: vec![step("ga", 0.25), step("gb", 0.5)],
+    });
+    let packet = rosc::encoder::encode(&bundle).unwrap();
+    assert_eq!(osc.handle(&packet), Ok(2));
+    let slack = 2 * frames_in(before.elapsed()) + 2;
+    let (low, high) = (704 + 4800 - slack, 704 + 4800 + slack);
+    while (out.len() as u64) < high + 64 {
+        engine.process(&mut block);
+        out.extend_from_slice(&block);
+    }
+    let changed = out
+        .iter()
+        .position(|&x| x != 1.0)
+        .expect("the bundle applied") as u64;
+    assert!(
+        (low..=high).contains(&changed),
+        "the bundle applied at frame {changed}, expected {low}..={high}"
+    );
+    let after: Vec<f32> = out[changed as usize..].to_vec();
+    assert!(
+        after.iter().all(|&x| x == 0.75),
+        "both messages from frame {changed} on: {:?}",
+        &after[..8]
+    );
 }
 
 downbeat_rt::install_guard_allocator!();

@@ -87,9 +87,11 @@ pub enum When {
     /// At this frame of the engine's timeline (frames since the run began; a hot swap does
     /// not restart it).
     Frame(u64),
-    /// At this instant, mapped onto the timeline through the latest block's start time
-    /// (the virtual and offline devices' frames are the clock's; a sound card's drift
-    /// between two blocks is not modelled). Native only: wasm32 has no clock.
+    /// At this instant, mapped onto the timeline through the latest block's start time at
+    /// the nominal sample rate (the virtual device's frames follow the clock; the offline
+    /// device renders as fast as it can, so there an instant is frames from the latest
+    /// block, not wall time; a sound card's drift between two blocks is not modelled).
+    /// Native only: wasm32 has no clock.
     #[cfg(not(target_arch = "wasm32"))]
     At(Instant),
 }

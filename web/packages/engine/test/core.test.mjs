@@ -1,11 +1,12 @@
 // The worklet's core against a stand-in engine (fake-engine.mjs): the FIFO serves 128-frame
 // quanta from project-sized blocks in order, events are applied before the block they belong
 // to, a run with a length ends with the remainder block as the CLI renders it, the recording
-// copies exactly its window, and the status board reports what the engine said.
+// copies exactly its window, its stop fails when frames were lost, and the status board
+// reports what the engine said.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { RingBuffer } from "@downbeat/ringbuf";
-import { Controller, Meters, Op } from "@downbeat/engine";
+import { Controller, Meters, Op, Recording } from "@downbeat/engine";
 import { EngineCore } from "@downbeat/engine/core.js";
 import { fakeEngine, fakeSample } from "./fake-engine.mjs";
 import { processorOptions, readStatus, table } from "./util.mjs";
@@ -160,4 +161,47 @@ test("a read that overlaps the worklet's write is taken again, never torn", () =
   assert.equal(meters.update().position, 0, "no half-written status is taken");
   seq[0] = 4;
   assert.equal(meters.update().position, 77);
+});
+
+test("a recording's stop rejects, saying how many frames were lost, when the ring overflowed", async () => {
+  // Recording writes through a Worker (a browser's; Node has none): a stand-in records what it
+  // is told. The lost frames must fail stop() before the Worker's result or the file is used.
+  const workers = [];
+  const NodeWorker = globalThis.Worker;
+  globalThis.Worker = class {
+    constructor() {
+      this.posted = [];
+      this.terminated = false;
+      workers.push(this);
+    }
+    postMessage(message) {
+      this.posted.push(message);
+    }
+    terminate() {
+      this.terminated = true;
+    }
+  };
+  try {
+    const e = fakeEngine({ blockSize: 256, params: 3 });
+    const options = processorOptions({ params: 3, recordFrames: 1000 });
+    const core = new EngineCore(options, e);
+    const meters = new Meters(options.status, 2, table);
+    const c = new Controller({ control: options.control, table });
+    // As engine.record() does: the start, then the Recording.
+    c._send(Op.RecordStart, 0, undefined, 0, 0, 0, "record");
+    const recording = new Recording(options.record, 2, 48000, "take.wav", meters, c);
+    quanta(core, 16); // 2048 frames into a ring of 1000 that nobody drains
+    const stopped = recording.stop();
+    quanta(core, 2); // the block that takes the stop
+    await assert.rejects(stopped, {
+      message: "the recording lost 1048 frames: its Worker fell behind by more than the ring holds",
+    });
+    assert.equal(workers.length, 1);
+    const [worker] = workers;
+    assert.deepEqual(worker.posted.at(-1), { end: 1000, abort: true }, "the Worker is told to abort");
+    assert.ok(worker.terminated, "and is stopped");
+    assert.equal(recording.finished, true);
+  } finally {
+    globalThis.Worker = NodeWorker;
+  }
 });
