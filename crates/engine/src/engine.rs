@@ -151,6 +151,7 @@ impl Engine {
         self.stop.clone()
     }
 
+    #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn stopper_ref(&self) -> &Stopper {
         &self.stop
     }

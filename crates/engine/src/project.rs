@@ -533,12 +533,17 @@ impl Project {
             GraphError::UnknownNode { known, .. } => known
                 .first()
                 .map(|k| format!("did you mean `{k}`?")),
+            GraphError::UnknownPort { node, .. } => Some(format!(
+                "write `{node}` for its main port, or `{node}:PORT` for one of the ports listed"
+            )),
             _ => None,
         };
         let span = match (&e, e.edge()) {
             (GraphError::UnknownNode { name, .. }, Some(k)) => {
                 let sp = &self.spans.edges[k];
-                if &self.edges[k].0 == name {
+                // The name may be the node part of `node:port`.
+                let end = &self.edges[k].0;
+                if end == name || end.split_once(':').is_some_and(|(n, _)| n == name) {
                     sp.from.clone()
                 } else {
                     sp.to.clone()

@@ -6,8 +6,9 @@ use crate::buffer::{AudioMut, AudioRef};
 use crate::edit::{Previous, StandIn};
 use crate::error::GraphError;
 use crate::graph::{Endpoint, Entry, Graph};
+use crate::node::Port;
 use crate::node::{Node, ProcessContext};
-use crate::schedule::{InputPlan, Kept, Schedule, Slot};
+use crate::schedule::{InputPlan, Kept, Route, RouteFrom, Schedule, Slot};
 
 /// The audio format a schedule is compiled for.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -71,52 +72,115 @@ impl Graph {
             }
         }
 
-        let resolve = |ep: &Endpoint, edge: usize| -> Result<usize, GraphError> {
+        let unknown = |edge: usize, name: &str| {
+            let mut known: Vec<&String> = self.nodes.iter().map(|e| &e.name).collect();
+            known.sort_by_key(|k| (edit_distance(k, name), k.as_str()));
+            GraphError::UnknownNode {
+                edge,
+                name: name.to_string(),
+                known: known.into_iter().cloned().collect(),
+            }
+        };
+        // A node and the port an endpoint names (`None`: `main`). A name that is a node's
+        // whole name wins over a `node:port` reading of it.
+        let resolve = |ep: &Endpoint, edge: usize| -> Result<(usize, Option<String>), GraphError> {
             match ep {
-                Endpoint::Id(id) if id.0 < n => Ok(id.0),
-                Endpoint::Id(id) => Err(GraphError::DanglingEdge { edge, id: id.0 }),
-                Endpoint::Name(name) => by_name.get(name.as_str()).copied().ok_or_else(|| {
-                    let mut known: Vec<&String> = self.nodes.iter().map(|e| &e.name).collect();
-                    known.sort_by_key(|k| (edit_distance(k, name), k.as_str()));
-                    GraphError::UnknownNode {
-                        edge,
-                        name: name.clone(),
-                        known: known.into_iter().cloned().collect(),
-                    }
-                }),
+                Endpoint::Id(id) | Endpoint::Port(id, _) if id.0 >= n => {
+                    Err(GraphError::DanglingEdge { edge, id: id.0 })
+                }
+                Endpoint::Id(id) => Ok((id.0, None)),
+                Endpoint::Port(id, port) => Ok((id.0, Some(port.clone()))),
+                Endpoint::Name(name) => match by_name.get(name.as_str()) {
+                    Some(&i) => Ok((i, None)),
+                    None => match name.split_once(':') {
+                        Some((node, port)) => by_name
+                            .get(node)
+                            .map(|&i| (i, Some(port.to_string())))
+                            .ok_or_else(|| unknown(edge, node)),
+                        None => Err(unknown(edge, name)),
+                    },
+                },
+            }
+        };
+        let in_ports: Vec<Vec<Port>> = self.nodes.iter().map(|e| e.node.input_ports()).collect();
+        let out_ports: Vec<Vec<Port>> = self.nodes.iter().map(|e| e.node.output_ports()).collect();
+        // The channels of `port` (`main` when `None`) among `ports`: (first, count).
+        let find = |ports: &[Port], port: Option<&str>| -> Option<(usize, usize)> {
+            let want = port.unwrap_or(Port::MAIN);
+            let mut first = 0;
+            for p in ports {
+                if p.name == want {
+                    return Some((first, p.channels));
+                }
+                first += p.channels;
+            }
+            // A node whose single port has another name takes edges that name none there.
+            match (port, ports) {
+                (None, [only]) => Some((0, only.channels)),
+                _ => None,
             }
         };
 
         let mut edges: Vec<(usize, usize)> = Vec::with_capacity(self.edges.len());
+        let mut routes: Vec<Route> = Vec::with_capacity(self.edges.len());
         for (k, e) in self.edges.iter().enumerate() {
-            let (from, to) = (resolve(&e.from, k)?, resolve(&e.to, k)?);
-            let name = |i: usize| self.nodes[i].name.clone();
-            if edges.contains(&(from, to)) {
-                return Err(GraphError::DuplicateEdge {
-                    edge: k,
-                    from: name(from),
-                    to: name(to),
-                });
-            }
-            let out_ch = self.nodes[from].node.output_channels();
-            let in_ch = self.nodes[to].node.input_channels();
-            if in_ch == 0 {
+            let ((from, from_port), (to, to_port)) = (resolve(&e.from, k)?, resolve(&e.to, k)?);
+            let name = |i: usize, port: &Option<String>| match port {
+                Some(p) => format!("{}:{p}", self.nodes[i].name),
+                None => self.nodes[i].name.clone(),
+            };
+            if self.nodes[to].node.input_channels() == 0 {
                 return Err(GraphError::NoInputs {
                     edge: k,
-                    from: name(from),
-                    to: name(to),
+                    from: name(from, &from_port),
+                    to: name(to, &to_port),
+                });
+            }
+            let port_error = |node: usize, port: &Option<String>, input: bool| {
+                let ports = if input {
+                    &in_ports[node]
+                } else {
+                    &out_ports[node]
+                };
+                GraphError::UnknownPort {
+                    edge: k,
+                    node: self.nodes[node].name.clone(),
+                    port: port.clone().unwrap_or_else(|| Port::MAIN.to_string()),
+                    input,
+                    known: ports.iter().map(|p| p.name.clone()).collect(),
+                }
+            };
+            let (out_first, out_ch) = find(&out_ports[from], from_port.as_deref())
+                .ok_or_else(|| port_error(from, &from_port, false))?;
+            let (in_first, in_ch) = find(&in_ports[to], to_port.as_deref())
+                .ok_or_else(|| port_error(to, &to_port, true))?;
+            let route = Route {
+                from: out_first,
+                to: in_first,
+                channels: in_ch,
+            };
+            if edges
+                .iter()
+                .zip(&routes)
+                .any(|(&(f, t), r)| (f, t, r.from, r.to) == (from, to, route.from, route.to))
+            {
+                return Err(GraphError::DuplicateEdge {
+                    edge: k,
+                    from: name(from, &from_port),
+                    to: name(to, &to_port),
                 });
             }
             if out_ch != in_ch {
                 return Err(GraphError::ChannelMismatch {
                     edge: k,
-                    from: name(from),
+                    from: name(from, &from_port),
                     from_channels: out_ch,
-                    to: name(to),
+                    to: name(to, &to_port),
                     to_channels: in_ch,
                 });
             }
             edges.push((from, to));
+            routes.push(route);
         }
 
         let output = self.output.ok_or(GraphError::MissingOutput)?.0;
@@ -136,19 +200,31 @@ impl Graph {
         })?;
 
         let mut nodes = self.nodes;
-        let order = compensate_latency(&mut nodes, &mut edges, order, previous);
+        let order = compensate_latency(&mut nodes, &mut edges, &mut routes, order, previous);
         let n = nodes.len();
 
         let mut slot_of = vec![0usize; n];
         for (slot, &node) in order.iter().enumerate() {
             slot_of[node] = slot;
         }
-        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut incoming: Vec<Vec<RouteFrom>> = vec![Vec::new(); n];
         let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for &(f, t) in &edges {
-            preds[slot_of[t]].push(slot_of[f]);
-            succs[slot_of[f]].push(slot_of[t]);
+        for (&(f, t), r) in edges.iter().zip(&routes) {
+            incoming[slot_of[t]].push(RouteFrom {
+                pred: slot_of[f],
+                route: *r,
+            });
+            if !succs[slot_of[f]].contains(&slot_of[t]) {
+                succs[slot_of[f]].push(slot_of[t]);
+            }
         }
+        let out_channels: Vec<usize> = {
+            let mut by_slot = vec![0; n];
+            for (slot, &node) in order.iter().enumerate() {
+                by_slot[slot] = nodes[node].node.output_channels();
+            }
+            by_slot
+        };
 
         let mut entries: Vec<Option<_>> = nodes.into_iter().map(Some).collect();
         let mut slots = Vec::with_capacity(n);
@@ -164,12 +240,28 @@ impl Graph {
             }
             let in_ch = entry.node.input_channels();
             let out_ch = entry.node.output_channels();
-            let mut p = std::mem::take(&mut preds[slot]);
-            p.sort_unstable();
-            let (input, in_buf) = match p.len() {
+            let mut routes = std::mem::take(&mut incoming[slot]);
+            // A fixed order of addition, so serial and parallel sums give the same bits.
+            routes.sort_unstable_by_key(|r| (r.pred, r.route.to, r.route.from));
+            // Edges that each carry a whole output into the whole input sum as before (or
+            // are read in place when there is one); any other routing goes port by port.
+            let whole = routes.iter().all(|r| {
+                r.route.from == 0
+                    && r.route.to == 0
+                    && r.route.channels == in_ch
+                    && out_channels[r.pred] == in_ch
+            }) && routes.windows(2).all(|w| w[0].pred != w[1].pred);
+            let (input, in_buf) = match routes.len() {
                 0 => (InputPlan::Silence, crate::prefaulted(in_ch * cfg.max_block)),
-                1 => (InputPlan::Direct(p[0]), Vec::new()),
-                _ => (InputPlan::Sum(p), crate::prefaulted(in_ch * cfg.max_block)),
+                1 if whole => (InputPlan::Direct(routes[0].pred), Vec::new()),
+                _ if whole => (
+                    InputPlan::Sum(routes.iter().map(|r| r.pred).collect()),
+                    crate::prefaulted(in_ch * cfg.max_block),
+                ),
+                _ => (
+                    InputPlan::Routed(routes),
+                    crate::prefaulted(in_ch * cfg.max_block),
+                ),
             };
             names.push(entry.name);
             // A kept node brings its own output buffer (with the last block in it, which a
@@ -202,6 +294,7 @@ impl Graph {
 fn compensate_latency(
     nodes: &mut Vec<Entry>,
     edges: &mut Vec<(usize, usize)>,
+    routes: &mut Vec<Route>,
     order: Vec<usize>,
     previous: Option<&Previous>,
 ) -> Vec<usize> {
@@ -224,8 +317,21 @@ fn compensate_latency(
             continue;
         }
         let delay = nodes.len();
-        let name = format!("{} -> {} (latency {lag})", nodes[from].name, nodes[to].name);
-        let channels = nodes[from].node.output_channels();
+        let route = routes[e];
+        let name = if route.from == 0 && route.to == 0 {
+            format!("{} -> {} (latency {lag})", nodes[from].name, nodes[to].name)
+        } else {
+            // Two edges between the same nodes on other ports get delays of their own.
+            format!(
+                "{} -> {} (channels {}..{} -> {}.., latency {lag})",
+                nodes[from].name,
+                nodes[to].name,
+                route.from,
+                route.from + route.channels,
+                route.to
+            )
+        };
+        let channels = route.channels;
         // The same edge delayed by the same length before the edit: keep its contents, so
         // that the path it aligns plays on without a gap.
         let running = previous
@@ -237,7 +343,9 @@ fn compensate_latency(
         };
         nodes.push(Entry { name, node, keep });
         edges[e] = (from, delay);
+        routes[e] = Route { to: 0, ..route };
         edges.push((delay, to));
+        routes.push(Route { from: 0, ..route });
         inserted = true;
     }
     if inserted {

@@ -59,6 +59,19 @@ pub enum GraphError {
         /// Its input channels.
         to_channels: usize,
     },
+    /// An edge names a port its node does not have.
+    UnknownPort {
+        /// Index of the edge.
+        edge: usize,
+        /// The node.
+        node: String,
+        /// The missing port.
+        port: String,
+        /// Whether it was to be an input port (the edge's destination).
+        input: bool,
+        /// The ports the node has on that side.
+        known: Vec<String>,
+    },
     /// The edges form a cycle.
     Cycle {
         /// The nodes on the cycle, in edge order; the first follows the last.
@@ -112,6 +125,22 @@ impl fmt::Display for GraphError {
                 "edge `{from}` -> `{to}`: `{from}` has {from_channels} output channel(s) \
                  but `{to}` has {to_channels} input channel(s)"
             ),
+            GraphError::UnknownPort {
+                node,
+                port,
+                input,
+                known,
+                ..
+            } => {
+                let side = if *input { "input" } else { "output" };
+                write!(f, "node `{node}` has no {side} port `{port}`")?;
+                if known.is_empty() {
+                    write!(f, " (it has no {side} ports)")
+                } else {
+                    let list: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+                    write!(f, "; its {side} ports: {}", list.join(", "))
+                }
+            }
             GraphError::Cycle { nodes, .. } => {
                 let mut path: Vec<String> = nodes.iter().map(|n| format!("`{n}`")).collect();
                 if let Some(first) = path.first().cloned() {
@@ -135,6 +164,7 @@ impl GraphError {
             | GraphError::DuplicateEdge { edge, .. }
             | GraphError::NoInputs { edge, .. }
             | GraphError::ChannelMismatch { edge, .. }
+            | GraphError::UnknownPort { edge, .. }
             | GraphError::Cycle { edge, .. } => Some(*edge),
             GraphError::DuplicateName { .. } | GraphError::MissingOutput => None,
         }

@@ -13,13 +13,23 @@ impl NodeId {
     }
 }
 
-/// One end of an edge: a node id, or a node name resolved when the graph is compiled.
+/// One end of an edge: a node (its `main` port) by id, a port of a node by id, or a name
+/// resolved when the graph is compiled: `"comp"` for a node's `main` port, `"comp:sidechain"`
+/// for another port.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Endpoint {
-    /// A node by id.
+    /// A node's `main` port, by the node's id.
     Id(NodeId),
-    /// A node by name.
+    /// A node by name, with `:PORT` after it for another port than `main`.
     Name(String),
+    /// A port of a node, by the node's id and the port's name.
+    Port(NodeId, String),
+}
+
+impl From<(NodeId, &str)> for Endpoint {
+    fn from((id, port): (NodeId, &str)) -> Self {
+        Endpoint::Port(id, port.to_string())
+    }
 }
 
 impl From<NodeId> for Endpoint {
@@ -101,8 +111,10 @@ impl Graph {
         NodeId(self.nodes.len() - 1)
     }
 
-    /// Adds an edge from the output of `from` to the input of `to`, by id or by name.
-    /// Returns the edge's index, which [`GraphError`](crate::GraphError)s refer to.
+    /// Adds an edge from the output of `from` to the input of `to`, by id or by name, each
+    /// its `main` port unless the endpoint names another ([`Endpoint`]): the edge's audio is
+    /// summed into that port's channels. Returns the edge's index, which
+    /// [`GraphError`](crate::GraphError)s refer to.
     pub fn connect(&mut self, from: impl Into<Endpoint>, to: impl Into<Endpoint>) -> usize {
         self.edges.push(Edge {
             from: from.into(),

@@ -37,7 +37,7 @@ pub use event::{
 pub use graph::{Edge, Endpoint, Graph, NodeId};
 pub use key::{NodeKey, Target};
 pub use monitor::{NodeCount, NodeMonitor, SharedMonitor, MEMORY_BYTES};
-pub use node::{Node, ProcessContext};
+pub use node::{Node, Port, ProcessContext};
 pub use note::{note_to_hz, NoteError, NoteEvent, MAX_CHANNEL, MAX_NOTE};
 pub use param::{ParamError, ParamKind, ParamSpec, ParamValue, Params};
 pub use profile::NodeSample;

@@ -18,11 +18,51 @@ pub struct ProcessContext {
     pub position: u64,
 }
 
+/// A named group of a node's input or output channels: `main`, `sidechain`, `aux`. A node's
+/// ports ([`Node::input_ports`], [`Node::output_ports`]) split its channels in order, so a
+/// compressor with a stereo `main` and a stereo `sidechain` input has four input channels,
+/// the sidechain's being channels 2 and 3. An edge connects one output port to one input
+/// port of the same channel count (`"kick -> comp:sidechain"`); an edge that names no port
+/// uses `main`.
+///
+/// ```
+/// use downbeat_graph::Port;
+/// let ports = [Port::main(2), Port::new("sidechain", 2)];
+/// assert_eq!(ports.iter().map(|p| p.channels).sum::<usize>(), 4);
+/// assert_eq!(ports[0].name, Port::MAIN);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Port {
+    /// The port's name, unique among the node's ports on its side.
+    pub name: String,
+    /// Its channels.
+    pub channels: usize,
+}
+
+impl Port {
+    /// The name of the port an edge uses when it names none.
+    pub const MAIN: &'static str = "main";
+
+    /// A port called `name` of `channels` channels.
+    pub fn new(name: impl Into<String>, channels: usize) -> Self {
+        Self {
+            name: name.into(),
+            channels,
+        }
+    }
+
+    /// The `main` port of `channels` channels.
+    pub fn main(channels: usize) -> Self {
+        Self::new(Self::MAIN, channels)
+    }
+}
+
 /// One unit of DSP in a graph.
 ///
-/// A node has one input port and one output port, each with a fixed number of channels.
-/// The schedule sums every edge arriving at a node into its input before calling
-/// [`process`](Node::process), so a node never sees edges, only audio.
+/// A node has input and output channels, grouped in named [`Port`]s (one `main` port on
+/// each side by default). The schedule sums every edge arriving at a port into the port's
+/// channels of the node's input before calling [`process`](Node::process), so a node never
+/// sees edges, only audio.
 ///
 /// `process` runs on the audio thread: it must not allocate, free, lock, or make system
 /// calls. Allocate everything the node needs in its constructor, which runs off the audio
@@ -57,6 +97,24 @@ pub trait Node: Send + 'static {
     /// Computes one block. `input` holds the sum of every incoming edge (silence for a
     /// source); `output` must be fully written, it holds the previous block's data.
     fn process(&mut self, ctx: &ProcessContext, input: AudioRef<'_>, output: AudioMut<'_>);
+
+    /// The input channels grouped in ports, in channel order; their channels add up to
+    /// [`input_channels`](Node::input_channels). Read when the graph is compiled. The
+    /// default is one [`main`](Port::main) port with every input channel (none for a
+    /// source).
+    fn input_ports(&self) -> Vec<Port> {
+        match self.input_channels() {
+            0 => Vec::new(),
+            n => vec![Port::main(n)],
+        }
+    }
+
+    /// The output channels grouped in ports, in channel order; their channels add up to
+    /// [`output_channels`](Node::output_channels). Read when the graph is compiled. The
+    /// default is one [`main`](Port::main) port with every output channel.
+    fn output_ports(&self) -> Vec<Port> {
+        vec![Port::main(self.output_channels())]
+    }
 
     /// Changes the parameter at `index` (its position in the node type's parameter list)
     /// from the audio thread, from the next sample the node computes on: a step, not a ramp

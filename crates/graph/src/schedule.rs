@@ -52,6 +52,26 @@ pub(crate) enum InputPlan {
     /// Several incoming edges: sum the predecessors' outputs, in index order, into the
     /// input buffer. The fixed order makes serial and parallel output bit-identical.
     Sum(Vec<usize>),
+    /// Edges into ports, or from ports, that are not the whole input and output: each
+    /// input channel is the sum, in this order, of the output channels routed to it
+    /// (silence when none is).
+    Routed(Vec<RouteFrom>),
+}
+
+/// Which channels an edge carries: `channels` output channels of its source from channel
+/// `from` on, into the destination's input channels from `to` on (its ports' ranges).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Route {
+    pub(crate) from: usize,
+    pub(crate) to: usize,
+    pub(crate) channels: usize,
+}
+
+/// A [`Route`] from the node at position `pred`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RouteFrom {
+    pub(crate) pred: usize,
+    pub(crate) route: Route,
 }
 
 pub(crate) struct Slot {
@@ -476,6 +496,8 @@ pub struct Schedule {
     slots: Box<[UnsafeCell<Slot>]>,
     // Topology, outside the cells so any thread may read it while nodes run.
     preds: Box<[Box<[usize]>]>,
+    /// Per node with [`InputPlan::Routed`], its routes (empty for every other node).
+    routes: Box<[Box<[RouteFrom]>]>,
     succs: Box<[Box<[usize]>]>,
     parallel: Parallel,
     profile: Profile,
@@ -532,6 +554,18 @@ impl Schedule {
                 InputPlan::Silence => Box::from([]),
                 InputPlan::Direct(p) => Box::from([*p]),
                 InputPlan::Sum(p) => p.clone().into_boxed_slice(),
+                InputPlan::Routed(r) => {
+                    let mut p: Vec<usize> = r.iter().map(|r| r.pred).collect();
+                    p.dedup();
+                    p.into_boxed_slice()
+                }
+            })
+            .collect();
+        let routes = slots
+            .iter()
+            .map(|s| match &s.input {
+                InputPlan::Routed(r) => r.clone().into_boxed_slice(),
+                _ => Box::from([]),
             })
             .collect();
         let succs: Box<[Box<[usize]>]> = succs.into_iter().map(Vec::into_boxed_slice).collect();
@@ -555,6 +589,7 @@ impl Schedule {
         Self {
             slots: slots.into_iter().map(UnsafeCell::new).collect(),
             preds,
+            routes,
             succs,
             parallel,
             profile: Profile::new(n),
@@ -691,7 +726,7 @@ impl Schedule {
         // SAFETY: predecessors are complete and nobody writes them during this block;
         // they are other slots than `i` (the graph is acyclic), so no aliasing with `slot`.
         let pred = |p: usize| unsafe { &*self.slots[p].get() };
-        if let (InputPlan::Sum(_), false) = (&slot.input, summed) {
+        if let (InputPlan::Sum(_) | InputPlan::Routed(_), false) = (&slot.input, summed) {
             // SAFETY: `in_buf` holds `in_ch` channels of `stride` frames (`compile`), this
             // thread has the slot to itself, and the predecessors are complete.
             unsafe { self.sum_inputs(i, slot.in_ch, slot.in_buf.as_mut_ptr(), 0..frames) };
@@ -713,7 +748,7 @@ impl Schedule {
         } = slot;
         let input_data: &[f32] = match input {
             InputPlan::Direct(p) => &pred(*p).out_buf,
-            InputPlan::Silence | InputPlan::Sum(_) => &in_buf[..],
+            InputPlan::Silence | InputPlan::Sum(_) | InputPlan::Routed(_) => &in_buf[..],
         };
         let (lo, hi) = self.events.ranges[i];
         let events = &self.events.block[lo as usize..hi as usize];
@@ -810,6 +845,12 @@ impl Schedule {
         let stride = self.cfg.max_block;
         // SAFETY: predecessors are complete and nobody writes them during this block.
         let out = |p: usize| unsafe { &(*self.slots[p].get()).out_buf };
+        let routes = &self.routes[i];
+        if !routes.is_empty() {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.sum_routes(routes, in_ch, dst, frames) };
+            return;
+        }
         for c in 0..in_ch {
             let mut at = c * stride + frames.start;
             let end = c * stride + frames.end;
@@ -842,6 +883,49 @@ impl Schedule {
                     }
                 }
                 at += n;
+            }
+        }
+    }
+
+    /// [`sum_inputs`](Schedule::sum_inputs) for a node whose edges go port to port: each
+    /// input channel gets, frame by frame, the routed output channels added in the routes'
+    /// order (so any cut of the frames gives the same bits), or silence.
+    ///
+    /// # Safety
+    /// As for `sum_inputs`.
+    unsafe fn sum_routes(
+        &self,
+        routes: &[RouteFrom],
+        in_ch: usize,
+        dst: *mut f32,
+        frames: std::ops::Range<usize>,
+    ) {
+        let stride = self.cfg.max_block;
+        for c in 0..in_ch {
+            let at = c * stride + frames.start;
+            // SAFETY: within the buffer (`c < in_ch`, `frames.end <= stride`), and these
+            // frames are this thread's alone (the caller's promise).
+            let dst = unsafe { std::slice::from_raw_parts_mut(dst.add(at), frames.len()) };
+            let mut first = true;
+            for r in routes {
+                let Route { from, to, channels } = r.route;
+                if c < to || c >= to + channels {
+                    continue;
+                }
+                let src_at = (from + c - to) * stride + frames.start;
+                // SAFETY: predecessors are complete and nobody writes them during this block.
+                let src = unsafe { &(*self.slots[r.pred].get()).out_buf };
+                let src = &src[src_at..src_at + frames.len()];
+                if std::mem::take(&mut first) {
+                    dst.copy_from_slice(src);
+                } else {
+                    for (d, s) in dst.iter_mut().zip(src) {
+                        *d += s;
+                    }
+                }
+            }
+            if first {
+                dst.fill(0.0);
             }
         }
     }

@@ -61,6 +61,14 @@ impl Model {
         self.nodes.iter().any(|(n, _)| n == name)
     }
 
+    /// The node an edge's end names: `node` or `node:port`.
+    fn node_of<'a>(&self, end: &'a str) -> &'a str {
+        match end.split_once(':') {
+            Some((node, _)) if !self.has(end) => node,
+            _ => end,
+        }
+    }
+
     fn unknown(&self, name: &str) -> EditError {
         let mut known: Vec<String> = self.nodes.iter().map(|(n, _)| n.clone()).collect();
         known.sort_by_key(|k| (edit_distance(k, name), k.clone()));
@@ -149,6 +157,10 @@ impl Editor {
                 .nodes
                 .get(*i)
                 .map_or_else(String::new, |e| e.name.clone()),
+            Endpoint::Port(NodeId(i), port) => graph
+                .nodes
+                .get(*i)
+                .map_or_else(String::new, |e| format!("{}:{port}", e.name)),
         };
         let model = Model {
             nodes: graph
@@ -225,20 +237,30 @@ impl Editor {
             });
         }
         self.working.nodes.retain(|(n, _)| n != name);
-        self.working.edges.retain(|(f, t)| f != name && t != name);
+        let model = &self.working;
+        let keep: Vec<bool> = model
+            .edges
+            .iter()
+            .map(|(f, t)| model.node_of(f) != name && model.node_of(t) != name)
+            .collect();
+        let mut k = keep.iter();
+        self.working
+            .edges
+            .retain(|_| *k.next().expect("one flag per edge"));
         self.fresh.remove(name);
         Ok(())
     }
 
-    /// Adds an edge from the output of `from` to the input of `to`.
+    /// Adds an edge from the output of `from` to the input of `to`: each a node's name for
+    /// its `main` port, or `node:port` for another (see [`Port`](crate::Port)).
     ///
     /// # Errors
     /// [`EditError::UnknownNode`], [`EditError::EdgeExists`], and
-    /// [`EditError::Graph`] with [`GraphError::NoInputs`] when `to` is a source; channel
-    /// counts and cycles are checked by [`commit`](Editor::commit).
+    /// [`EditError::Graph`] with [`GraphError::NoInputs`] when `to` is a source; ports,
+    /// channel counts and cycles are checked by [`commit`](Editor::commit).
     pub fn connect(&mut self, from: &str, to: &str) -> Result<(), EditError> {
-        self.working.require(from)?;
-        if self.working.require(to)?.channels.0 == 0 {
+        self.working.require(self.working.node_of(from))?;
+        if self.working.require(self.working.node_of(to))?.channels.0 == 0 {
             return Err(EditError::Graph(GraphError::NoInputs {
                 edge: self.working.edges.len(),
                 from: from.to_string(),
@@ -260,8 +282,8 @@ impl Editor {
     /// # Errors
     /// [`EditError::UnknownNode`], [`EditError::NoSuchEdge`].
     pub fn disconnect(&mut self, from: &str, to: &str) -> Result<(), EditError> {
-        self.working.require(from)?;
-        self.working.require(to)?;
+        self.working.require(self.working.node_of(from))?;
+        self.working.require(self.working.node_of(to))?;
         let before = self.working.edges.len();
         self.working.edges.retain(|(f, t)| !(f == from && t == to));
         if self.working.edges.len() == before {

@@ -2,7 +2,7 @@
 
 use crate::buffer::{AudioMut, AudioRef};
 use crate::monitor::SharedMonitor;
-use crate::node::{Node, ProcessContext};
+use crate::node::{Node, Port, ProcessContext};
 use crate::param::{ParamKind, ParamSpec};
 
 /// What a compile needs to know of a node without having it: the node itself runs on the
@@ -10,6 +10,7 @@ use crate::param::{ParamKind, ParamSpec};
 #[derive(Clone)]
 pub(crate) struct Description {
     pub(crate) channels: (usize, usize),
+    pub(crate) ports: (Vec<Port>, Vec<Port>),
     pub(crate) latency: usize,
     pub(crate) params: &'static [ParamSpec],
     /// Per parameter: whether the node reported a value for it (a live one).
@@ -25,6 +26,7 @@ impl Description {
         let params = node.params();
         Self {
             channels: (node.input_channels(), node.output_channels()),
+            ports: (node.input_ports(), node.output_ports()),
             latency: node.latency(),
             params,
             live: params
@@ -60,6 +62,7 @@ impl StandIn {
     pub(crate) fn delay(channels: usize, frames: usize) -> Self {
         Self(Description {
             channels: (channels, channels),
+            ports: (vec![Port::main(channels)], vec![Port::main(channels)]),
             latency: frames,
             params: &[],
             live: Box::new([]),
@@ -84,6 +87,14 @@ impl Node for StandIn {
         for c in 0..output.channels() {
             output.channel_mut(c).fill(0.0);
         }
+    }
+
+    fn input_ports(&self) -> Vec<Port> {
+        self.0.ports.0.clone()
+    }
+
+    fn output_ports(&self) -> Vec<Port> {
+        self.0.ports.1.clone()
     }
 
     fn params(&self) -> &'static [ParamSpec] {
