@@ -1,8 +1,9 @@
 // `npm run render` against the native CLI: every example project the browser can run and one
 // project per node type, rendered in headless Chromium through an OfflineAudioContext and the
-// wasm engine, must have the native render's length and channels and equal it within 1e-6 per
-// sample (the count of bit-identical samples is reported). A project with an error must fail
-// with the CLI's message, word for word; projects with nodes that need the OS are refused.
+// wasm engine, must have the native render's length and channels and equal it bit for bit,
+// every sample of every channel (docs/ARCHITECTURE.md, "The same arithmetic on every target").
+// A project with an error must fail with the CLI's message, word for word; projects with nodes
+// that need the OS are refused.
 //
 //   cd web && node --test test-browser/engine-render.test.mjs
 //
@@ -34,6 +35,9 @@ before(() => {
   tmp = mkdtempSync(join(tmpdir(), "downbeat-engine-render-"));
   process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
 });
+
+/** A sample's bits as eight hex digits. */
+const hex = (bits) => bits.toString(16).padStart(8, "0");
 
 /** `npm run render -- args` from web/ (through npm, as a user runs it). */
 function render(args) {
@@ -77,26 +81,29 @@ describe("npm run render equals downbeat run --device offline", () => {
       assert.equal(b.frames, a.frames, "length in frames");
       assert.ok(a.frames > 0);
       let max = 0;
-      let worst = -1;
       let same = 0;
       let loud = 0;
+      let first = null;
       for (let c = 0; c < a.channels.length; c++) {
         const x = a.channels[c];
         const y = b.channels[c];
+        // Bits, not values: one ulp, or -0 against +0, is a difference.
+        const xb = new Uint32Array(x.buffer, x.byteOffset, x.length);
+        const yb = new Uint32Array(y.buffer, y.byteOffset, y.length);
         for (let i = 0; i < a.frames; i++) {
-          const d = Math.abs(x[i] - y[i]);
-          if (!(d <= max)) {
-            max = d;
-            worst = i;
+          if (xb[i] === yb[i]) {
+            same++;
+          } else {
+            max = Math.max(max, Math.abs(x[i] - y[i]));
+            first ??= `channel ${c}, frame ${i}: web ${y[i]} (0x${hex(yb[i])}) against native ${x[i]} (0x${hex(xb[i])})`;
           }
-          if (Object.is(x[i], y[i])) same++;
           if (Math.abs(x[i]) > 1e-3) loud++;
         }
       }
       const total = a.frames * a.channels.length;
       t.diagnostic(`${a.frames} frames x ${a.channels.length}: ${same} of ${total} samples bit-identical, max difference ${max}`);
       assert.ok(loud > total / 100, "the render is not (nearly) silent: the comparison means something");
-      assert.ok(max <= 1e-6, `max difference ${max} at frame ${worst}`);
+      assert.equal(first, null, `${total - same} of ${total} samples differ; the first: ${first}`);
     });
   }
 });

@@ -15,7 +15,12 @@
 //! * **params**: one parameter, `gain` (0 to 2, default 1), applied at its sample offset;
 //!   every `process` also calls `request_flush` (the host must take it on the audio thread
 //!   without allocating).
-//! * **state**: the gain, as [`STATE_MAGIC`] then the gain's `f32` in little-endian bytes.
+//! * **state**: the gain, as [`STATE_MAGIC`] then the gain's `f32` in little-endian bytes;
+//!   then, only when it is not 0, the flood count below as a little-endian `u32`.
+//! * **log flood** (a test mode, set through the state, so that the probe's parameters and
+//!   the audit stay as they are): with a flood count N, every `process` call also logs N
+//!   messages [`FLOOD_MESSAGE`], to fill the host's ring of audio-thread messages and
+//!   overflow it.
 //! * **audio ports**: a stereo main input and output, and a mono sidechain input whose
 //!   samples are added to both outputs: output equals input times gain only when the host
 //!   feeds the sidechain silence.
@@ -48,6 +53,10 @@ pub const HOST_PROBE_ID: &str = "org.downbeat.test.host-probe";
 pub const PROBE_LATENCY: u32 = 32;
 /// The first bytes of the probe's state.
 pub const STATE_MAGIC: &[u8; 8] = b"DBPROBE1";
+
+/// What the log flood logs, N times per `process` call.
+pub const FLOOD_MESSAGE: &str = "log flood";
+static FLOOD: &CStr = c"log flood";
 
 const GAIN: u32 = 0;
 /// How many `process` calls log a message.
@@ -91,15 +100,18 @@ pub(crate) fn create<'a>(
     )
 }
 
-/// The gain, which both threads and the state see.
+/// The gain and the flood count, which both threads and the state see.
 pub(crate) struct Shared {
     gain: AtomicU32,
+    /// Messages every `process` call logs besides the first calls' own (the log flood).
+    flood: AtomicU32,
 }
 
 impl Default for Shared {
     fn default() -> Self {
         Self {
             gain: AtomicU32::new(1f32.to_bits()),
+            flood: AtomicU32::new(0),
         }
     }
 }
@@ -205,9 +217,12 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Processor<'a> {
         mut audio: Audio,
         events: Events,
     ) -> Result<ProcessStatus, PluginError> {
-        if self.calls < LOGGED_CALLS {
-            if let Some(log) = &self.log {
+        if let Some(log) = &self.log {
+            if self.calls < LOGGED_CALLS {
                 log.log(&self.host, LogSeverity::Info, MESSAGES[self.calls as usize]);
+            }
+            for _ in 0..self.shared.flood.load(Ordering::Relaxed) {
+                log.log(&self.host, LogSeverity::Info, FLOOD);
             }
         }
         self.calls = self.calls.saturating_add(1);
@@ -374,17 +389,27 @@ impl PluginStateImpl for MainThread<'_> {
     fn save(&self, output: &mut OutputStream) -> Result<(), PluginError> {
         output.write_all(STATE_MAGIC)?;
         output.write_all(&self.shared.gain().to_le_bytes())?;
+        let flood = self.shared.flood.load(Ordering::Relaxed);
+        if flood != 0 {
+            output.write_all(&flood.to_le_bytes())?;
+        }
         Ok(())
     }
 
     fn load(&self, input: &mut InputStream) -> Result<(), PluginError> {
-        let mut bytes = [0u8; 12];
-        input.read_exact(&mut bytes)?;
+        let mut bytes = Vec::new();
+        input.read_to_end(&mut bytes)?;
+        let flood = match bytes.len() {
+            12 => 0,
+            16 => u32::from_le_bytes(bytes[12..].try_into().expect("four bytes")),
+            _ => return Err(PluginError::Message("not a host-probe state")),
+        };
         if &bytes[..8] != STATE_MAGIC {
             return Err(PluginError::Message("not a host-probe state"));
         }
-        let gain = f32::from_le_bytes(bytes[8..].try_into().expect("four bytes"));
+        let gain = f32::from_le_bytes(bytes[8..12].try_into().expect("four bytes"));
         self.shared.set_gain(f64::from(gain));
+        self.shared.flood.store(flood, Ordering::Relaxed);
         Ok(())
     }
 }

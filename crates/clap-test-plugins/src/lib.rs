@@ -12,7 +12,8 @@
 //!   test can read where and which notes arrived.
 //! * [`HOST_PROBE_ID`]: a stereo gain that uses the host's extensions as real plugins do
 //!   (latency from `deactivate` without a check, as DPF does; log and thread-check from
-//!   `process`; state; a sidechain input): see `host_probe.rs`.
+//!   `process`; state; a sidechain input; a log flood, set through its state, that fills
+//!   the host's log ring): see `host_probe.rs`.
 //! * [`CRASH_ACTIVATE_ID`], [`CRASH_PROCESS_ID`], [`CRASH_DEACTIVATE_ID`]: plugins that crash
 //!   the host with `SIGSEGV` in that phase, on purpose (`crashing.rs`).
 //!
@@ -29,7 +30,7 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 mod host_probe;
-pub use host_probe::{HOST_PROBE_ID, PROBE_LATENCY, STATE_MAGIC};
+pub use host_probe::{FLOOD_MESSAGE, HOST_PROBE_ID, PROBE_LATENCY, STATE_MAGIC};
 
 use clack_extensions::audio_ports::{
     AudioPortFlags, AudioPortInfo, AudioPortInfoWriter, AudioPortType, PluginAudioPorts,

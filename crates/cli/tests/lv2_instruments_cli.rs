@@ -2,7 +2,7 @@
 //! MIDI file at the right pitch (the spectrum's peak at the note's frequency) and avldrums
 //! plays a drum pattern (sound starting at the pattern's times, silence before). Offline, the
 //! node waits for the plugins' workers (avldrums loads its kit there), so the renders are
-//! complete however slow the machine. A missing plugin fails the test under CI (ci.sh
+//! complete however slow the machine. A missing plugin fails the test (`scripts/deps.sh`
 //! installs `synthv1-lv2` and `avldrums.lv2`).
 
 // Built with the `lv2` feature only (crates/plugin/ci.sh turns it on).
@@ -17,20 +17,15 @@ const SYNTH: &str = "http://synthv1.sourceforge.net/lv2";
 const DRUMS: &str = "http://gareus.org/oss/lv2/avldrums#BlackPearl";
 const RATE: usize = 48000;
 
-/// Whether `uri` is installed (`lv2info` knows it); under CI a missing one panics.
-fn have(uri: &str) -> bool {
-    let ok = Command::new("lv2info")
-        .arg(uri)
-        .output()
-        .is_ok_and(|o| o.status.success() && !o.stdout.is_empty());
-    if !ok {
-        assert!(
-            !std::env::var("CI").is_ok_and(|v| v == "true"),
-            "LV2 plugin <{uri}> (or lv2info) is not installed; crates/plugin/ci.sh installs it"
-        );
-        eprintln!("skipped: <{uri}> is not installed");
-    }
-    ok
+/// Panics, failing the test, unless `uri` is installed (`lv2info` knows it); `package` is
+/// the Debian package that installs it.
+fn require(uri: &str, package: &str) {
+    let lv2info = Command::new("lv2info").arg(uri).output();
+    assert!(
+        lv2info.is_ok_and(|o| o.status.success() && !o.stdout.is_empty()),
+        "LV2 plugin <{uri}> (Debian package {package}) or lv2info (lilv-utils) is not \
+         installed; `bash scripts/deps.sh` installs them"
+    );
 }
 
 /// A format-0 Standard MIDI File at 120 bpm, 480 ticks per quarter note (a tick is 1/960 s):
@@ -131,9 +126,7 @@ fn rms(x: &[f32]) -> f32 {
 
 #[test]
 fn synthv1_plays_a_midi_file_at_the_notes_pitch() {
-    if !have(SYNTH) {
-        return;
-    }
+    require(SYNTH, "synthv1-lv2");
     // A4 (440 Hz) from 0.25 s to 1.25 s; the second oscillator, two octaves down in the
     // default patch, at the note's octave too.
     let out = play(
@@ -158,9 +151,7 @@ fn synthv1_plays_a_midi_file_at_the_notes_pitch() {
 
 #[test]
 fn avldrums_plays_a_drum_pattern_at_its_times() {
-    if !have(DRUMS) {
-        return;
-    }
+    require(DRUMS, "avldrums.lv2");
     // Kick, snare, kick, snare every half second from 0.25 s (ticks of 1/960 s).
     let hits = [(36, 240), (38, 720), (36, 1200), (38, 1680)];
     let notes: Vec<(u8, u8, u32, u32)> = hits.iter().map(|&(k, t)| (9, k, t, t + 96)).collect();

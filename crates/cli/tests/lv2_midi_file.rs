@@ -10,7 +10,7 @@ mod lv2_support;
 use downbeat::midi::{MidiFile, MidiMessage};
 use downbeat_graph::{Node, NodeConfig};
 use downbeat_plugin::lv2::{ControlValue, Lv2Node};
-use lv2_support::{have_plugin, render};
+use lv2_support::{render, require_plugin};
 
 const EPIANO: &str = "http://drobilla.net/plugins/mda/EPiano";
 const RATE: u32 = 48000;
@@ -31,9 +31,7 @@ fn song() -> Vec<u8> {
 
 #[test]
 fn epiano_plays_a_midi_file_at_its_frames() {
-    if !have_plugin(EPIANO) {
-        return;
-    }
+    require_plugin(EPIANO);
     let midi = MidiFile::parse(&song()).unwrap();
     let cfg = NodeConfig {
         sample_rate: RATE as f32,

@@ -16,7 +16,7 @@ use downbeat::Engine;
 use downbeat_graph::nodes::Output;
 use downbeat_graph::{CompileConfig, Graph, NodeConfig};
 use downbeat_plugin::lv2::{ControlValue, Lv2Node};
-use lv2_support::have_plugin;
+use lv2_support::require_plugin;
 
 const DELAY: &str = "urn:ardour:a-delay";
 const RATE: f32 = 48000.0;
@@ -49,9 +49,7 @@ fn engine() -> Engine {
 
 #[test]
 fn a_delays_delay_time_follows_the_tempo_through_the_watcher() {
-    if !have_plugin(DELAY) {
-        return;
-    }
+    require_plugin(DELAY);
     let mut engine = engine();
     let mut watcher = engine.watch();
     let mut control = engine.controller(16);

@@ -65,25 +65,19 @@ fn write_input(path: &Path) {
     w.finalize().unwrap();
 }
 
-/// Whether mda Overdrive is installed (`lv2info` knows it); under CI a missing one panics.
-fn have_overdrive() -> bool {
+/// Panics, failing the test, unless mda Overdrive is installed (`lv2info` knows it).
+fn require_overdrive() {
     let lv2info = Command::new("lv2info").arg(OVERDRIVE).output();
-    let ok = lv2info.is_ok_and(|o| o.status.success() && !o.stdout.is_empty());
-    if !ok {
-        assert!(
-            !std::env::var("CI").is_ok_and(|v| v == "true"),
-            "mda Overdrive (mda-lv2) or lv2info is missing; crates/plugin/ci.sh installs them"
-        );
-        eprintln!("skipped: mda Overdrive is not installed");
-    }
-    ok
+    assert!(
+        lv2info.is_ok_and(|o| o.status.success() && !o.stdout.is_empty()),
+        "mda Overdrive (Debian package mda-lv2) or lv2info (lilv-utils) is not installed; \
+         `bash scripts/deps.sh` installs them"
+    );
 }
 
 #[test]
 fn a_saved_state_renders_what_the_run_rendered_after_its_changes() {
-    if !have_overdrive() {
-        return;
-    }
+    require_overdrive();
     let dir = support::tmp("lv2-state-cli", "run");
     std::fs::create_dir_all(&dir).unwrap();
     let input = dir.join("in.wav");
@@ -148,9 +142,7 @@ fn a_saved_state_renders_what_the_run_rendered_after_its_changes() {
 
 #[test]
 fn a_bad_state_file_is_bad_input_naming_it() {
-    if !have_overdrive() {
-        return;
-    }
+    require_overdrive();
     let dir = support::tmp("lv2-state-cli", "bad");
     std::fs::create_dir_all(&dir).unwrap();
     let input = dir.join("in.wav");

@@ -34,6 +34,7 @@ mod session;
 mod table;
 
 use std::cell::RefCell;
+use std::fmt::Write as _;
 
 pub use error::{Code, Error};
 pub use refused::REFUSED;
@@ -59,14 +60,31 @@ fn with_session<T>(f: impl FnOnce(&mut Session) -> Result<T, Error>) -> Result<T
         let mut state = s.borrow_mut();
         let result = match state.session.as_mut() {
             Some(session) => f(session),
-            None => Err(Error::new(
-                Code::NoProject,
-                "no project is loaded: call db_load first",
-            )),
+            None => Err(Error::new(Code::NoProject, NO_PROJECT)),
         };
         result.map_err(|e| fail(&mut state, e))
     })
 }
+
+/// Runs a per-block call on the session, which says why it refuses in the module's message
+/// itself: in the room [`install`] made for it, so that refusing allocates nothing.
+fn with_session_to<T>(
+    f: impl FnOnce(&mut Session, &mut String) -> Result<T, Code>,
+) -> Result<T, i32> {
+    STATE.with(|s| {
+        let state = &mut *s.borrow_mut();
+        match state.session.as_mut() {
+            Some(session) => f(session, &mut state.error).map_err(|code| code as i32),
+            None => {
+                state.error.clear();
+                state.error.push_str(NO_PROJECT);
+                Err(Code::NoProject as i32)
+            }
+        }
+    })
+}
+
+const NO_PROJECT: &str = "no project is loaded: call db_load first";
 
 /// Keeps `e`'s message (in the room the previous one left, so a short one allocates
 /// nothing) and gives its code.
@@ -182,17 +200,16 @@ pub unsafe extern "C" fn db_load(
         let name = unsafe { text(name_ptr, name_len, "project name") }?;
         Session::load(t, name)
     });
-    STATE.with(|s| {
-        let mut state = s.borrow_mut();
-        state.session = None;
-        match loaded {
-            Ok(session) => {
-                state.session = Some(session);
-                0
-            }
-            Err(e) => fail(&mut state, e),
+    match loaded {
+        Ok(session) => {
+            drop(install(Some(session)));
+            0
         }
-    })
+        Err(e) => {
+            drop(install(None));
+            fail_now(e)
+        }
+    }
 }
 
 /// Puts Standard MIDI File `bytes` on the timeline exactly as `downbeat run --midi` does.
@@ -248,14 +265,36 @@ pub extern "C" fn db_table_len() -> u32 {
 /// Drops the engine.
 #[no_mangle]
 pub extern "C" fn db_unload() {
-    STATE.with(|s| s.borrow_mut().session = None);
+    drop(install(None));
+}
+
+/// Makes `session` this thread's loaded project, as [`db_load`] does with the one it
+/// builds, and gives back the one it replaces (`None` unloads). Moves only: it allocates
+/// and frees nothing, so a native host can load a [`Session`] on another thread, install
+/// it on its audio thread and drop the old one elsewhere (the guard test drives the
+/// exports so).
+pub fn install(mut session: Option<Session>) -> Option<Session> {
+    STATE.with(|s| {
+        let state = &mut *s.borrow_mut();
+        if let Some(room) = session.as_mut().map(Session::room) {
+            if state.error.capacity() < room.capacity() {
+                // The message keeps its text in the larger room; the smaller one goes with
+                // the session, so nothing is freed here.
+                std::mem::swap(&mut state.error, room);
+                state.error.push_str(room);
+            }
+        }
+        std::mem::replace(&mut state.session, session)
+    })
 }
 
 /// Queues one event, applied at its frame as the native `Controller` applies it. `op`: 1
 /// set, 2 step, 3 ramp (`extra` seconds), 4 note on (`id` an instrument or `0xFFFF_FFFF`
 /// for all, `value` the note, `extra` the velocity 0..127, `channel` 0..15), 5 note off, 6
 /// all notes off (`channel` or `0xFFFF_FFFF`). Returns 0 or -1, -2 (no such op), -3, -4,
-/// -5 (counted in [`db_dropped`]). Allocates nothing unless it fails.
+/// -5 (counted in [`db_dropped`]). Allocates nothing, also when it refuses, except for a
+/// value outside the parameter's range or a bad ramp duration: the native `Controller`'s
+/// check that refuses those builds its error with the node's name.
 #[no_mangle]
 pub extern "C" fn db_event(
     op: u32,
@@ -266,10 +305,21 @@ pub extern "C" fn db_event(
     extra: f32,
     channel: u32,
 ) -> i32 {
-    with_session(|s| {
-        let op = Op::from_number(op)
-            .ok_or_else(|| Error::new(Code::BadInput, format!("no event op {op}: give 1 to 6")))?;
-        s.event(op, id, frame(frame_lo, frame_hi), value, extra, channel)
+    with_session_to(|s, message| {
+        let Some(op) = Op::from_number(op) else {
+            message.clear();
+            let _ = write!(message, "no event op {op}: give 1 to 6");
+            return Err(Code::BadInput);
+        };
+        s.event_to(
+            op,
+            id,
+            frame(frame_lo, frame_hi),
+            value,
+            extra,
+            channel,
+            message,
+        )
     })
     .map_or_else(|code| code, |()| 0)
 }
@@ -278,7 +328,8 @@ pub extern "C" fn db_event(
 /// does; returns `frames`, or -1 or -2. Allocates nothing.
 #[no_mangle]
 pub extern "C" fn db_render(frames: u32) -> i32 {
-    with_session(|s| s.render(frames as usize)).map_or_else(|code| code, |n| n as i32)
+    with_session_to(|s, message| s.render_to(frames as usize, message))
+        .map_or_else(|code| code, |n| n as i32)
 }
 
 /// Channel `channel` of the last render, planar (valid until the next call into the
@@ -317,7 +368,7 @@ pub extern "C" fn db_rms(channel: u32) -> f32 {
 /// unknown id).
 #[no_mangle]
 pub extern "C" fn db_value(id: u32) -> f32 {
-    with_session(|s| s.value(id)).unwrap_or(f32::NAN)
+    with_session_to(|s, message| s.value_to(id, message)).unwrap_or(f32::NAN)
 }
 
 /// How many more events [`db_event`] takes before the next [`db_render`] (0 without a

@@ -3,7 +3,7 @@
 //! Everything the exports do is here, as safe Rust with typed errors, so that it is tested
 //! natively; `lib.rs` only moves bytes across the wasm boundary.
 
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 
 use downbeat::control::{Controller, When};
 use downbeat::midi::{play, MidiFile};
@@ -87,6 +87,9 @@ pub struct Session {
     position: u64,
     dropped: u64,
     midi_frames: Option<u64>,
+    /// [`MESSAGE_ROOM`] bytes made at load, for the exports' message when the session is
+    /// installed on a thread whose message has less (see `install` in `lib.rs`).
+    room: String,
 }
 
 impl Session {
@@ -139,6 +142,7 @@ impl Session {
             position: 0,
             dropped: 0,
             midi_frames: None,
+            room: String::with_capacity(MESSAGE_ROOM),
             engine,
         })
     }
@@ -204,17 +208,39 @@ impl Session {
         extra: f32,
         channel: u32,
     ) -> Result<(), Error> {
+        let mut message = String::new();
+        self.event_to(op, id, frame, value, extra, channel, &mut message)
+            .map_err(|code| Error::new(code, message))
+    }
+
+    /// [`event`](Session::event) for the exports: a refusal's message is written into
+    /// `message` (whose room the module keeps), so that refusing allocates nothing.
+    // The ABI's event record is six words; the seventh argument is where a refusal says why.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn event_to(
+        &mut self,
+        op: Op,
+        id: u32,
+        frame: Option<u64>,
+        value: f32,
+        extra: f32,
+        channel: u32,
+        message: &mut String,
+    ) -> Result<(), Code> {
         let when = frame.map_or(When::Now, When::Frame);
         let result = match op {
             Op::Set | Op::Step | Op::Ramp => {
                 let Some(&param) = self.params.get(id as usize) else {
-                    return Err(unknown("parameter", id, self.params.len()));
+                    return Err(unknown(message, "parameter", id, self.params.len()));
                 };
                 if self.table.is_output(param) {
                     let (node, name) = self.table.names(param);
-                    return Err(Error::new(
+                    return Err(say(
+                        message,
                         Code::UnknownId,
-                        format!("id {id} is `{node}.{name}`, an output: it can be read, not set"),
+                        format_args!(
+                            "id {id} is `{node}.{name}`, an output: it can be read, not set"
+                        ),
                     ));
                 }
                 let change = match op {
@@ -224,7 +250,7 @@ impl Session {
                         let frames = self
                             .table
                             .ramp_frames(param, f64::from(extra))
-                            .map_err(|e| Error::new(Code::OutOfRange, e.to_string()))?;
+                            .map_err(|e| say(message, Code::OutOfRange, format_args!("{e}")))?;
                         Change::Ramp(Ramp {
                             shape: Shape::Linear,
                             from: None,
@@ -236,78 +262,45 @@ impl Session {
                 self.controller.send(when, param, change)
             }
             Op::NoteOn | Op::NoteOff | Op::AllNotesOff => {
-                let note = self.note(op, value, extra, channel)?;
+                let note = note(op, value, extra, channel, message)?;
                 if id == ALL {
                     self.controller.send_note(when, note)
                 } else {
                     let Some(&key) = self.instruments.get(id as usize) else {
-                        return Err(unknown("instrument", id, self.instruments.len()));
+                        return Err(unknown(message, "instrument", id, self.instruments.len()));
                     };
                     self.controller.send_note_to(when, key, note)
                 }
             }
         };
-        result.map_err(|e| self.refused(e))
+        result.map_err(|e| self.refused(e, message))
     }
 
-    /// The note event of a note op, its numbers checked as the OSC note messages check
-    /// theirs.
-    fn note(&self, op: Op, value: f32, extra: f32, channel: u32) -> Result<NoteEvent, Error> {
-        let channel = match (op, channel) {
-            (Op::AllNotesOff, ALL) => None,
-            (_, c) if c <= u32::from(downbeat_graph::MAX_CHANNEL) => Some(c as u8),
-            (_, c) => {
-                return Err(Error::new(
-                    Code::OutOfRange,
-                    format!("channel {c} is outside 0 to 15 (MIDI channels 1 to 16)"),
-                ))
-            }
-        };
-        let note_ok = (0.0..=downbeat_graph::MAX_NOTE).contains(&value);
-        if op != Op::AllNotesOff && !note_ok {
-            return Err(Error::new(
-                Code::OutOfRange,
-                format!("note {value} is outside 0 to 127 (MIDI note numbers; 69 is A4)"),
-            ));
-        }
-        let channel_of = |c: Option<u8>| c.unwrap_or(0);
-        Ok(match op {
-            Op::NoteOn => {
-                if !(0.0..=127.0).contains(&extra) {
-                    return Err(Error::new(
-                        Code::OutOfRange,
-                        format!(
-                            "velocity {extra} is outside 0 to 127 (as in MIDI; 0 is a note off)"
-                        ),
-                    ));
-                }
-                NoteEvent::On {
-                    channel: channel_of(channel),
-                    note: value,
-                    velocity: extra / 127.0,
-                }
-            }
-            Op::NoteOff => NoteEvent::Off {
-                channel: channel_of(channel),
-                note: value,
-            },
-            _ => NoteEvent::AllNotesOff { channel },
-        })
-    }
-
-    /// A controller's refusal as an ABI error; a full queue counts as dropped.
-    fn refused(&mut self, e: ControlError) -> Error {
-        let code = match e {
-            ControlError::QueueFull { .. } => {
+    /// A controller's refusal as an ABI error; a full queue counts as dropped. The two
+    /// refusals that can come without allocating are worded here, because
+    /// `ControlError::message` builds a `String`; the others own the node's name (the check
+    /// that made them has allocated already) or cannot come here (`note` checks first).
+    fn refused(&mut self, e: ControlError, message: &mut String) -> Code {
+        match e {
+            ControlError::QueueFull { capacity } => {
                 self.dropped += 1;
-                Code::Full
+                say(
+                    message,
+                    Code::Full,
+                    format_args!(
+                        "the engine's event list is full ({capacity} events): the event is \
+                         dropped and counted in db_dropped; db_event_room says how many more \
+                         fit before the next db_render"
+                    ),
+                )
             }
-            ControlError::NoInstrument => Code::UnknownId,
-            _ => Code::OutOfRange,
-        };
-        let mut message = String::with_capacity(MESSAGE_ROOM);
-        let _ = write!(message, "{}", e.message());
-        Error::new(code, message)
+            ControlError::NoInstrument => say(
+                message,
+                Code::UnknownId,
+                format_args!("no node of this project plays notes"),
+            ),
+            e => say(message, Code::OutOfRange, format_args!("{}", e.message())),
+        }
     }
 
     /// Renders the next `frames` frames (1 to the block size) as the native engine's
@@ -316,11 +309,22 @@ impl Session {
     /// # Errors
     /// [`Code::BadInput`] for a count of 0 or above the block size.
     pub fn render(&mut self, frames: usize) -> Result<usize, Error> {
+        let mut message = String::new();
+        self.render_to(frames, &mut message)
+            .map_err(|code| Error::new(code, message))
+    }
+
+    /// [`render`](Session::render) for the exports, a refusal said in `message` (see
+    /// [`event_to`](Session::event_to)).
+    pub(crate) fn render_to(&mut self, frames: usize, message: &mut String) -> Result<usize, Code> {
         let block = self.engine.block_size();
         if frames == 0 || frames > block {
-            return Err(Error::new(
+            return Err(say(
+                message,
                 Code::BadInput,
-                format!("render {frames} frames: give 1 to {block} (the project's block_size)"),
+                format_args!(
+                    "render {frames} frames: give 1 to {block} (the project's block_size)"
+                ),
             ));
         }
         let ch = self.engine.channels();
@@ -368,14 +372,19 @@ impl Session {
     /// # Errors
     /// [`Code::UnknownId`].
     pub fn value(&self, id: u32) -> Result<f32, Error> {
-        let &param = self
+        let mut message = String::new();
+        self.value_to(id, &mut message)
+            .map_err(|code| Error::new(code, message))
+    }
+
+    /// [`value`](Session::value) for the exports, a refusal said in `message` (see
+    /// [`event_to`](Session::event_to)).
+    pub(crate) fn value_to(&self, id: u32, message: &mut String) -> Result<f32, Code> {
+        let value = self
             .params
             .get(id as usize)
-            .ok_or_else(|| unknown("parameter", id, self.params.len()))?;
-        self.engine
-            .schedule()
-            .param_value(param)
-            .ok_or_else(|| unknown("parameter", id, self.params.len()))
+            .and_then(|&param| self.engine.schedule().param_value(param));
+        value.ok_or_else(|| unknown(message, "parameter", id, self.params.len()))
     }
 
     /// Frames rendered since load.
@@ -413,14 +422,86 @@ impl Session {
     pub fn channels(&self) -> usize {
         self.engine.channels()
     }
+
+    /// The room made at load for the exports' message.
+    pub(crate) fn room(&mut self) -> &mut String {
+        &mut self.room
+    }
 }
 
-/// An unknown id of a `what` (there are `count`).
-fn unknown(what: &str, id: u32, count: usize) -> Error {
-    let mut message = String::with_capacity(MESSAGE_ROOM);
-    let _ = match count {
-        0 => write!(message, "no {what} has id {id}: the project has none"),
-        n => write!(message, "no {what} has id {id}: ids go from 0 to {}", n - 1),
+/// Writes `args` over `message` and gives `code`: a refusal said without allocating while
+/// it fits in the room `message` has.
+fn say(message: &mut String, code: Code, args: fmt::Arguments<'_>) -> Code {
+    message.clear();
+    let _ = message.write_fmt(args);
+    code
+}
+
+/// The note event of a note op, its numbers checked as the OSC note messages check theirs.
+fn note(
+    op: Op,
+    value: f32,
+    extra: f32,
+    channel: u32,
+    message: &mut String,
+) -> Result<NoteEvent, Code> {
+    let channel = match (op, channel) {
+        (Op::AllNotesOff, ALL) => None,
+        (_, c) if c <= u32::from(downbeat_graph::MAX_CHANNEL) => Some(c as u8),
+        (_, c) => {
+            return Err(say(
+                message,
+                Code::OutOfRange,
+                format_args!("channel {c} is outside 0 to 15 (MIDI channels 1 to 16)"),
+            ))
+        }
     };
-    Error::new(Code::UnknownId, message)
+    let note_ok = (0.0..=downbeat_graph::MAX_NOTE).contains(&value);
+    if op != Op::AllNotesOff && !note_ok {
+        return Err(say(
+            message,
+            Code::OutOfRange,
+            format_args!("note {value} is outside 0 to 127 (MIDI note numbers; 69 is A4)"),
+        ));
+    }
+    let channel_of = |c: Option<u8>| c.unwrap_or(0);
+    Ok(match op {
+        Op::NoteOn => {
+            if !(0.0..=127.0).contains(&extra) {
+                return Err(say(
+                    message,
+                    Code::OutOfRange,
+                    format_args!(
+                        "velocity {extra} is outside 0 to 127 (as in MIDI; 0 is a note off)"
+                    ),
+                ));
+            }
+            NoteEvent::On {
+                channel: channel_of(channel),
+                note: value,
+                velocity: extra / 127.0,
+            }
+        }
+        Op::NoteOff => NoteEvent::Off {
+            channel: channel_of(channel),
+            note: value,
+        },
+        _ => NoteEvent::AllNotesOff { channel },
+    })
+}
+
+/// An unknown id of a `what` (there are `count`), said in `message`.
+fn unknown(message: &mut String, what: &str, id: u32, count: usize) -> Code {
+    match count {
+        0 => say(
+            message,
+            Code::UnknownId,
+            format_args!("no {what} has id {id}: the project has none"),
+        ),
+        n => say(
+            message,
+            Code::UnknownId,
+            format_args!("no {what} has id {id}: ids go from 0 to {}", n - 1),
+        ),
+    }
 }

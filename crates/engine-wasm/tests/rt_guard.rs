@@ -43,3 +43,120 @@ fn events_and_renders_are_real_time_safe() {
     assert_eq!(s.dropped(), 0);
     assert_eq!(s.position(), 41 * 64);
 }
+
+/// The last error's message, as JavaScript reads it: borrowed from the module, so reading
+/// it allocates nothing.
+fn error_message() -> &'static [u8] {
+    // SAFETY: the message is `db_error_len` bytes at `db_error_ptr` until the next failure;
+    // each caller reads it before the next call into the module.
+    unsafe { std::slice::from_raw_parts(db_error_ptr(), db_error_len() as usize) }
+}
+
+/// The exports themselves, as the worklet's `process()` calls them every block: the events
+/// the control ring carries (every op, at a frame and "now"), a render, the output, the
+/// meters and values; then every refusal those calls can give, with its code and message
+/// read back as JavaScript reads them. The project is loaded off the guard's thread and
+/// installed on it, because the exports keep their state per thread.
+///
+/// Not here: a value outside a parameter's range and a bad ramp duration. The native
+/// `Controller`'s check refuses them with a `ControlError` that owns the node's name
+/// (`ParamTable::check` and `ramp_frames` in `downbeat-graph`), so those refusals allocate;
+/// `@downbeat/engine`'s `Controller` refuses both on the main thread, so no record the
+/// worklet pops carries them.
+#[test]
+fn the_exports_per_block_calls_and_their_refusals_are_real_time_safe() {
+    const NOW: u32 = u32::MAX;
+    let session = Session::load(PROJECT, "g.toml").unwrap();
+    let gain = session.param_id("g", "gain").unwrap();
+    let freq = session.param_id("a", "freq").unwrap();
+    let synth = session.instrument_id("k").unwrap();
+    let block = session.block_size() as u32;
+    // Each refusal: what it returned, and whether its message was the expected one.
+    let mut refusals = [(0i32, false); 12];
+    let mut peaks = 0.0f32;
+    let (session, report) = guard::check_with(&guard::Options::new(), || {
+        assert!(install(Some(session)).is_none());
+        for b in 0..40u32 {
+            let at = block * (b + 1);
+            let rc = db_event(1, freq, at + 3, 0, 200.0 + b as f32, 0.0, 0)
+                | db_event(2, gain, at + 10, 0, 0.5, 0.0, 0)
+                | db_event(3, gain, at + 20, 0, 1.0, 0.001, 0)
+                | db_event(4, ALL, at + 5, 0, 60.0, 100.0, 1)
+                | db_event(4, synth, NOW, NOW, 64.0, 90.0, 2)
+                | db_event(5, ALL, at + 40, 0, 60.0, 0.0, 1)
+                | db_event(6, ALL, at + 60, 0, 0.0, 0.0, ALL);
+            assert_eq!(rc, 0);
+            assert_eq!(db_render(block), block as i32);
+            // SAFETY: channel 1 of the last render holds `block` samples.
+            let right = unsafe { std::slice::from_raw_parts(db_output_ptr(1), block as usize) };
+            peaks += right[block as usize - 1].abs() + db_peak(0) + db_rms(1) + db_value(gain);
+            assert!(db_position() > 0.0 && db_event_room() > 0 && db_dropped() == 0.0);
+        }
+        let mut refused = |i: usize, rc: i32, expected: &[u8]| {
+            refusals[i] = (rc, error_message().starts_with(expected));
+        };
+        refused(
+            0,
+            db_event(9, gain, NOW, NOW, 1.0, 0.0, 0),
+            b"no event op 9: give 1 to 6",
+        );
+        refused(
+            1,
+            db_event(2, 999, NOW, NOW, 1.0, 0.0, 0),
+            b"no parameter has id 999:",
+        );
+        refused(
+            2,
+            db_event(4, 5, NOW, NOW, 60.0, 100.0, 0),
+            b"no instrument has id 5:",
+        );
+        refused(
+            3,
+            db_event(4, ALL, NOW, NOW, 128.0, 100.0, 0),
+            b"note 128 is outside",
+        );
+        refused(
+            4,
+            db_event(4, ALL, NOW, NOW, 60.0, 200.0, 0),
+            b"velocity 200 is outside",
+        );
+        refused(
+            5,
+            db_event(5, synth, NOW, NOW, 60.0, 0.0, 16),
+            b"channel 16 is outside",
+        );
+        refused(6, db_render(0), b"render 0 frames: give 1 to 64");
+        refused(7, db_render(block + 1), b"render 65 frames: give 1 to 64");
+        let value = if db_value(999).is_nan() { -3 } else { 0 };
+        refused(8, value, b"no parameter has id 999:");
+        assert!(db_output_ptr(2).is_null() && db_peak(2) == 0.0 && db_rms(2) == 0.0);
+        // The list full: as many events as it has room for are taken, the next is dropped.
+        for _ in 0..db_event_room() {
+            assert_eq!(db_event(2, gain, NOW, NOW, 0.5, 0.0, 0), 0);
+        }
+        refused(
+            9,
+            db_event(2, gain, NOW, NOW, 0.5, 0.0, 0),
+            b"the engine's event list is full",
+        );
+        refused(
+            10,
+            db_event(4, ALL, NOW, NOW, 60.0, 1.0, 0),
+            b"the engine's event list is full",
+        );
+        // A render makes room again, and a success leaves the last message as it was.
+        refused(11, db_render(block), b"the engine's event list is full");
+        assert_eq!(db_event(2, gain, NOW, NOW, 0.5, 0.0, 0), 0);
+        install(None)
+    });
+    report.assert_clean();
+    let expected = [-2, -3, -3, -4, -4, -4, -2, -2, -3, -5, -5, block as i32];
+    for (i, (&(rc, said), want)) in refusals.iter().zip(expected).enumerate() {
+        assert_eq!(rc, want, "refusal {i}");
+        assert!(said, "refusal {i}: the message was not the expected one");
+    }
+    let session = session.expect("the session was installed");
+    assert_eq!(session.dropped(), 2);
+    assert_eq!(session.position(), 41 * u64::from(block));
+    assert!(peaks.is_finite() && peaks > 40.0, "{peaks}");
+}

@@ -244,6 +244,86 @@ fn planar_driver_callback_with_input_and_port_writes_is_clean() {
     assert!(h.iter().any(|&s| s != 0.0));
 }
 
+/// `--record-input`: the run records what its `input` nodes hear through a `RecordTap`
+/// into a writer thread (`device::takes`), here beside `--out`'s, in a planar driver
+/// callback. With a writer that keeps up, the file holds the capture frame for frame; with
+/// one too slow for its ring, the tap counts the frames it cannot hand over as lost. Both
+/// paths run under the guard.
+#[test]
+fn record_input_tap_is_clean_when_the_writer_keeps_up_and_when_it_falls_behind() {
+    use downbeat::device::{Renderer, MAX_CALLBACK_FRAMES};
+    use downbeat::record::{RecordOptions, Recorder, WhenFull};
+    use std::time::Duration;
+
+    let dir = std::env::temp_dir().join(format!("downbeat-rt-guard-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let slow = RecordOptions {
+        ring_seconds: 0.05,
+        write_pause: Duration::from_secs(10),
+        ..RecordOptions::default()
+    };
+    let longest = MAX_CALLBACK_FRAMES + 4096;
+    let sizes = [256, 1024, 77, longest, 512];
+    let total: usize = 256 + sizes.iter().sum::<usize>();
+    let ins: Vec<Vec<f32>> = (0..2).map(|c| signal(longest, 1, c + 5)).collect();
+    for (name, options) in [
+        ("keeps up", RecordOptions::default()),
+        ("falls behind", slow),
+    ] {
+        let capture = Capture::new(2, 128);
+        let engine = through_gain(&capture);
+        let heard_path = dir.join(format!("{}-input.wav", name.replace(' ', "-")));
+        let played_path = dir.join(format!("{}-out.wav", name.replace(' ', "-")));
+        let start = |path: &std::path::Path, options: &RecordOptions| {
+            Recorder::start(path, 2, 48_000, options, WhenFull::CountLost).unwrap()
+        };
+        let (heard, input_tap) = start(&heard_path, &options);
+        let (played, out_tap) = start(&played_path, &RecordOptions::default());
+        let mut r = Renderer::new(engine, total as u64)
+            .record_stream(out_tap)
+            .record_input_stream(input_tap);
+        let mut outs: Vec<Vec<f32>> = (0..2)
+            .map(|_| downbeat_graph::prefaulted(longest))
+            .collect();
+        r.render_planar(256, ins.as_slice(), outs.as_mut_slice());
+        let report = guard::check(|| {
+            for n in sizes {
+                r.render_planar(n, ins.as_slice(), outs.as_mut_slice());
+            }
+        });
+        support::assert_complete(&report);
+        assert!(report.is_clean(), "{name}:\n{report}");
+        assert!(r.done(), "{name}: the run is {} frames long", r.frames());
+        drop(r); // ends the taps: the writers drain what is queued
+        let played = played.finish().unwrap();
+        assert_eq!(
+            (played.frames, played.lost_frames),
+            (total as u64, 0),
+            "{name}"
+        );
+        if name == "falls behind" {
+            assert!(
+                heard.lost_frames() > 0,
+                "the ring never filled, so the lost path was not under the guard"
+            );
+            drop(heard); // its thread ends after the pause; nothing waits for it
+            continue;
+        }
+        let recorded = heard.finish().unwrap();
+        assert_eq!((recorded.frames, recorded.lost_frames), (total as u64, 0));
+        // Every callback read its ports from the start: the capture is each one's first
+        // frames, interleaved.
+        let want: Vec<f32> = std::iter::once(256)
+            .chain(sizes)
+            .flat_map(|n| (0..n).flat_map(|f| [ins[0][f], ins[1][f]]))
+            .collect();
+        let mut file = hound::WavReader::open(&heard_path).unwrap();
+        let got: Vec<f32> = file.samples::<f32>().map(Result::unwrap).collect();
+        support::assert_bit_identical(&got, &want, "the recorded input");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn interleaved_duplex_callbacks_are_clean() {
     use downbeat::device::{CaptureSender, Renderer};

@@ -131,3 +131,78 @@ fn the_state_saved_after_a_change_loads_into_a_new_node_with_its_parameter_value
     assert_eq!(err.key(), "state");
     assert!(err.to_string().contains("probe.clapstate"), "{err}");
 }
+
+/// Messages the probe's log flood logs per `process` call (`host_probe.rs`).
+const FLOOD: usize = 40;
+/// Slots in the host's ring of messages logged from the audio thread (`src/clap/log.rs`).
+const RING_SLOTS: usize = 64;
+
+#[test]
+fn a_plugin_filling_the_log_ring_from_process_is_real_time_safe_and_the_overflow_is_counted() {
+    // The probe's log flood, set through its state (magic, gain 1, flood count): every
+    // process call logs FLOOD messages on top of the first three calls' own.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("clap-host-log-flood");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("flood.clapstate");
+    let mut state = b"DBPROBE1".to_vec();
+    state.extend_from_slice(&1f32.to_le_bytes());
+    state.extend_from_slice(&(FLOOD as u32).to_le_bytes());
+    std::fs::write(&file, &state).unwrap();
+    let node = ClapNode::load_with_state(
+        &test_plugins(),
+        Some(HOST_PROBE_ID),
+        48000.0,
+        FRAMES,
+        Some(&file),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let line = |m: &str| format!("[downbeat] clap {PROBE_NAME}: INFO: {m}");
+
+    // Block 0 starts processing outside the guard and fills the ring partway (1 + FLOOD);
+    // blocks 1 to 3, guarded, fill the rest of it and then find every slot taken.
+    let (mut node, report) = std::thread::spawn(move || {
+        let mut node = node;
+        let input = ramp();
+        let mut output = vec![0.0f32; 2 * FRAMES];
+        block(&mut node, &input, &mut output, 0);
+        let report = downbeat_rt::guard::check(|| {
+            for b in 1..4u64 {
+                block(&mut node, &input, &mut output, b * FRAMES as u64);
+            }
+        });
+        (node, report)
+    })
+    .join()
+    .unwrap();
+    report.assert_clean();
+    let logged = 3 + 4 * FLOOD;
+    let lost = logged - RING_SLOTS;
+    assert_eq!(node.log_dropped(), lost as u64);
+    // The ring keeps the first 64 in the order logged; the loss is said last.
+    let mut want = vec![line("process call 1")];
+    want.extend((0..FLOOD).map(|_| line("log flood")));
+    want.push(line("process call 2"));
+    want.extend((0..RING_SLOTS - FLOOD - 2).map(|_| line("log flood")));
+    want.push(format!(
+        "[downbeat] clap {PROBE_NAME}: {lost} more message(s) logged from the audio thread \
+         were lost: all {RING_SLOTS} slots of the node's log ring were waiting for the main \
+         thread"
+    ));
+    assert_eq!(node.take_log(), want);
+
+    // Drained, the ring takes messages again; the loss is told once.
+    let (node, report) = std::thread::spawn(move || {
+        let input = ramp();
+        let mut output = vec![0.0f32; 2 * FRAMES];
+        let report = downbeat_rt::guard::check(|| {
+            block(&mut node, &input, &mut output, 4 * FRAMES as u64);
+        });
+        (node, report)
+    })
+    .join()
+    .unwrap();
+    report.assert_clean();
+    let mut node = node;
+    assert_eq!(node.take_log(), vec![line("log flood"); FLOOD]);
+    assert_eq!(node.log_dropped(), lost as u64);
+}

@@ -17,7 +17,7 @@ mod lv2_support;
 use std::process::Command;
 
 use downbeat_plugin::lv2::{ControlValue, Lv2Node};
-use lv2_support::{have_plugin, have_tool, read_wav, render, signal, tmp, write_wav};
+use lv2_support::{read_wav, render, require_plugin, require_tool, signal, tmp, write_wav};
 
 const RATE: u32 = 48000;
 const TOLERANCE: f32 = 1e-5;
@@ -70,9 +70,8 @@ fn compare(
 }
 
 fn check(name: &str, uri: &str, channels: usize, controls: &[(&str, f64)], blocks: &[usize]) {
-    if !have_tool("lv2apply") || !have_plugin(uri) {
-        return;
-    }
+    require_tool("lv2apply", "lilv-utils");
+    require_plugin(uri);
     for &block in blocks {
         let (diff, at) = compare(name, uri, channels, controls, block);
         assert!(

@@ -11,7 +11,7 @@ mod lv2_support;
 use downbeat_graph::NodeConfig;
 use downbeat_plugin::audit::{audit, AuditOptions};
 use downbeat_plugin::lv2::Lv2Node;
-use lv2_support::have_plugin;
+use lv2_support::require_plugin;
 
 downbeat_rt::install_guard_allocator!();
 
@@ -32,9 +32,8 @@ fn run(uri: &str) -> downbeat_plugin::audit::AuditReport {
 fn clean_mda_plugins_are_reported_clean() {
     let overdrive = "http://drobilla.net/plugins/mda/Overdrive";
     let epiano = "http://drobilla.net/plugins/mda/EPiano";
-    if !have_plugin(overdrive) || !have_plugin(epiano) {
-        return;
-    }
+    require_plugin(overdrive);
+    require_plugin(epiano);
     let report = run(overdrive);
     assert!(report.clean, "{}", report.table());
     assert_eq!(report.params_moved, ["drive", "muffle", "output"]);
@@ -46,9 +45,7 @@ fn clean_mda_plugins_are_reported_clean() {
 #[test]
 fn a_plugin_that_calls_the_system_while_automated_is_reported() {
     let early = "urn:dragonfly:early";
-    if !have_plugin(early) {
-        return;
-    }
+    require_plugin(early);
     let report = run(early);
     assert!(!report.clean);
     assert!(report.violations > 0);

@@ -9,7 +9,7 @@ mod lv2_support;
 
 use downbeat_graph::{lookup_node_type, Node, NodeConfig, ParamError, ParamKind, ParamValue};
 use downbeat_plugin::lv2::{self, ControlValue, Lv2Error, Lv2Node};
-use lv2_support::{have_plugin, render};
+use lv2_support::{render, require_plugin};
 
 downbeat_rt::install_guard_allocator!();
 
@@ -31,9 +31,8 @@ fn num(s: &str, v: f64) -> (String, ControlValue) {
 
 #[test]
 fn channels_are_the_audio_ports_and_controls_are_live_parameters() {
-    if !have_plugin(OVERDRIVE) || !have_plugin(NODELAY) {
-        return;
-    }
+    require_plugin(OVERDRIVE);
+    require_plugin(NODELAY);
     let od = Lv2Node::load(OVERDRIVE, &[], &CFG).unwrap();
     assert_eq!((od.input_channels(), od.output_channels()), (2, 2));
     let names: Vec<_> = od.params().iter().map(|p| p.name).collect();
@@ -66,9 +65,9 @@ fn channels_are_the_audio_ports_and_controls_are_live_parameters() {
 
 #[test]
 fn port_properties_decide_what_a_value_means() {
-    if !have_plugin(COMBO) || !have_plugin(NODELAY) || !have_plugin(DARC) {
-        return;
-    }
+    require_plugin(COMBO);
+    require_plugin(NODELAY);
+    require_plugin(DARC);
     // lv2:enumeration: only the scale points, by value or label.
     let err = Lv2Node::load(COMBO, &[num("model", 0.4)], &CFG)
         .err()
@@ -128,9 +127,7 @@ fn port_properties_decide_what_a_value_means() {
 fn a_plugin_requiring_the_worker_loads_and_counts_its_requests() {
     // zeroconvolv was refused before Downbeat had the worker (the refusal of a feature
     // nobody provides is tested in lv2_worker.rs, with a plugin made to need one).
-    if !have_plugin(ZEROCONVOLV) {
-        return;
-    }
+    require_plugin(ZEROCONVOLV);
     let node = Lv2Node::load(ZEROCONVOLV, &[], &CFG).unwrap();
     let monitor = node.monitor().expect("a worker plugin has a monitor");
     let names: Vec<_> = monitor.counts().iter().map(|c| c.name).collect();
@@ -156,9 +153,7 @@ fn bad_uris_and_keys_are_errors_naming_them() {
     );
     let err = factory.create(Vec::new(), &CFG).err().unwrap();
     assert!(err.to_string().contains("uri"), "{err}");
-    if !have_plugin(OVERDRIVE) {
-        return;
-    }
+    require_plugin(OVERDRIVE);
     let err = factory
         .create(
             vec![
@@ -188,9 +183,7 @@ fn bad_uris_and_keys_are_errors_naming_them() {
 
 #[test]
 fn reported_latency_is_the_nodes_and_the_audio_agrees() {
-    if !have_plugin(NODELAY) {
-        return;
-    }
+    require_plugin(NODELAY);
     // report_latency 1: delay and report it.
     let values = [num("delay", 100.0), num("report_latency", 1.0)];
     let node = Lv2Node::load(NODELAY, &values, &CFG).unwrap();
@@ -209,9 +202,7 @@ fn reported_latency_is_the_nodes_and_the_audio_agrees() {
 
 #[test]
 fn a_live_parameter_changes_the_sound() {
-    if !have_plugin(OVERDRIVE) {
-        return;
-    }
+    require_plugin(OVERDRIVE);
     let input = lv2_support::signal(2, 2048, 48000.0);
     let quiet = render(
         Box::new(Lv2Node::load(OVERDRIVE, &[num("output", 0.1)], &CFG).unwrap()),
@@ -234,9 +225,7 @@ fn a_live_parameter_changes_the_sound() {
 
 #[test]
 fn running_a_clean_plugin_does_not_allocate_lock_or_call_the_system() {
-    if !have_plugin(OVERDRIVE) {
-        return;
-    }
+    require_plugin(OVERDRIVE);
     use downbeat_graph::nodes::Output;
     use downbeat_graph::{CompileConfig, Graph};
     let mut g = Graph::new();

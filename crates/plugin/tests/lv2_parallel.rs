@@ -11,7 +11,7 @@ use downbeat_graph::nodes::{Gain, Mix, Output};
 use downbeat_graph::{CompileConfig, Graph, Node, NodeConfig, Schedule};
 use downbeat_plugin::lv2::{ControlValue, Lv2Node};
 use downbeat_rt::pool::{Pool, PoolConfig};
-use lv2_support::{have_plugin, signal, Player};
+use lv2_support::{require_plugin, signal, Player};
 
 const PLUGINS: [&str; 4] = [
     "http://gareus.org/oss/lv2/darc#mono",
@@ -76,8 +76,8 @@ fn render(mut schedule: Schedule, pool: Option<&Pool>) -> Vec<f32> {
 
 #[test]
 fn plugins_on_the_pool_match_serial_bit_for_bit_with_latency_compensated() {
-    if !PLUGINS.iter().all(|u| have_plugin(u)) {
-        return;
+    for uri in PLUGINS {
+        require_plugin(uri);
     }
     let node_cfg = NodeConfig {
         sample_rate: CFG.sample_rate,

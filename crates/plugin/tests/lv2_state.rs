@@ -12,7 +12,7 @@ mod lv2_support;
 
 use downbeat_graph::{lookup_node_type, Node, NodeConfig, ParamError, ParamValue};
 use downbeat_plugin::lv2::{self, ControlValue, Lv2Error, Lv2Node, Start};
-use lv2_support::{have_plugin, render, signal, tmp};
+use lv2_support::{render, require_plugin, signal, tmp};
 
 downbeat_rt::install_guard_allocator!();
 
@@ -56,9 +56,7 @@ fn comp_render(node: Lv2Node) -> Vec<f32> {
 
 #[test]
 fn a_preset_sets_the_ports_it_names() {
-    if !have_plugin(COMP) {
-        return;
-    }
+    require_plugin(COMP);
     let preset = Lv2Node::load_with(COMP, &[], &start(Some("PoppySnare"), None), &CFG).unwrap();
     for (symbol, value) in POPPY {
         assert_eq!(preset.control(symbol), Some(value as f32), "{symbol}");
@@ -85,9 +83,7 @@ fn a_preset_sets_the_ports_it_names() {
 
 #[test]
 fn an_unknown_preset_is_an_error_listing_the_presets() {
-    if !have_plugin(COMP) {
-        return;
-    }
+    require_plugin(COMP);
     lv2::register().unwrap();
     let factory = lookup_node_type("lv2").unwrap();
     let err = factory
@@ -114,9 +110,7 @@ fn an_unknown_preset_is_an_error_listing_the_presets() {
 
 #[test]
 fn a_saved_state_restores_the_parameters_and_renders_bit_for_bit() {
-    if !have_plugin(COMP) {
-        return;
-    }
+    require_plugin(COMP);
     let mut node = Lv2Node::load(COMP, &[], &CFG).unwrap();
     // Changed as a controller changes them.
     for (symbol, value) in POPPY {
@@ -144,9 +138,8 @@ fn a_saved_state_restores_the_parameters_and_renders_bit_for_bit() {
 
 #[test]
 fn a_state_of_another_plugin_or_no_file_is_an_error_naming_it() {
-    if !have_plugin(COMP) || !have_plugin(DELAY) {
-        return;
-    }
+    require_plugin(COMP);
+    require_plugin(DELAY);
     let mut comp = Lv2Node::load(COMP, &[], &CFG).unwrap();
     let dir = tmp("lv2-state-wrong");
     let file = dir.join("comp.ttl");
@@ -183,9 +176,7 @@ fn a_state_of_another_plugin_or_no_file_is_an_error_naming_it() {
 
 #[test]
 fn a_plugins_own_state_survives_a_save_and_a_restore() {
-    if !have_plugin(SYNTH) {
-        return;
-    }
+    require_plugin(SYNTH);
     // synthv1 starts a Qt application; without a display it needs the offscreen platform.
     std::env::set_var("QT_QPA_PLATFORM", "offscreen");
     let mut synth = Lv2Node::load(SYNTH, &values(&[("DCF1_CUTOFF", 0.25)]), &CFG).unwrap();
@@ -207,9 +198,7 @@ fn a_plugins_own_state_survives_a_save_and_a_restore() {
 
 #[test]
 fn a_restored_node_runs_without_allocating_or_locking() {
-    if !have_plugin(COMP) {
-        return;
-    }
+    require_plugin(COMP);
     let mut node = Lv2Node::load(COMP, &values(&POPPY), &CFG).unwrap();
     let dir = tmp("lv2-state-guard");
     let file = dir.join("comp.ttl");

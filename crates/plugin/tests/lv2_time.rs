@@ -11,7 +11,7 @@ mod lv2_support;
 
 use downbeat_graph::{AudioMut, AudioRef, Node, NodeConfig, ProcessContext};
 use downbeat_plugin::lv2::{ControlValue, Lv2Node};
-use lv2_support::{have_plugin, render_outputs};
+use lv2_support::{render_outputs, require_plugin};
 
 downbeat_rt::install_guard_allocator!();
 
@@ -70,9 +70,7 @@ fn delaytime(outputs: &[(&str, f32)]) -> f32 {
 
 #[test]
 fn a_delay_synced_to_the_tempo_takes_the_host_bpm() {
-    if !have_plugin(DELAY) {
-        return;
-    }
+    require_plugin(DELAY);
     // The default tempo, 120 bpm: a quarter note is 500 ms.
     let node = synced(&[]);
     assert_eq!(node.bpm(), Some(120.0));
@@ -101,9 +99,7 @@ fn a_delay_synced_to_the_tempo_takes_the_host_bpm() {
 
 #[test]
 fn a_live_tempo_change_reaches_the_plugin_and_its_output_follows() {
-    if !have_plugin(DELAY) {
-        return;
-    }
+    require_plugin(DELAY);
     let mut node = synced(&[]);
     let bpm = param(&node, "host_bpm");
     assert_eq!(node.get_param(bpm), Some(120.0));
@@ -119,9 +115,7 @@ fn a_live_tempo_change_reaches_the_plugin_and_its_output_follows() {
 
 #[test]
 fn unsynced_the_plugin_ignores_the_host_tempo() {
-    if !have_plugin(DELAY) {
-        return;
-    }
+    require_plugin(DELAY);
     // The control for the test above: with sync off, the time is the `time` control's.
     let node = synced(&[("sync", 0.0), ("time", 250.0), ("host_bpm", 90.0)]);
     let (at, delay) = echo_frame(node, 0.5);
@@ -134,9 +128,7 @@ fn unsynced_the_plugin_ignores_the_host_tempo() {
 
 #[test]
 fn the_transport_reaches_the_plugin_without_allocating_or_locking() {
-    if !have_plugin(DELAY) {
-        return;
-    }
+    require_plugin(DELAY);
     let mut node = synced(&[]);
     let bpm = param(&node, "host_bpm");
     let speed = param(&node, "host_speed");

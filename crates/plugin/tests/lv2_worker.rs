@@ -203,3 +203,29 @@ fn a_request_from_the_main_thread_is_worked_at_once_and_answered_at_the_first_ru
     let restored_answer = block(&mut node, 1, &mut out);
     assert_eq!(restored_answer, 1.0, "then run 0's answer");
 }
+
+#[test]
+fn a_worker_thread_that_cannot_start_is_an_error_at_load_naming_the_plugin() {
+    // Without its thread a worker plugin's requests are never worked: offline, every block
+    // would wait out the worker's patience (two minutes) for an answer that never comes.
+    setup();
+    downbeat_plugin::lv2::worker::fail_next_spawn();
+    let err = Lv2Node::load(URI, &[], &CFG)
+        .err()
+        .expect("a plugin whose worker thread did not start was loaded");
+    match &err {
+        Lv2Error::WorkerThread { uri, .. } => assert_eq!(uri, URI),
+        other => panic!("expected Lv2Error::WorkerThread, got {other:?}"),
+    }
+    let message = err.to_string();
+    assert!(
+        message.contains(URI) && message.contains("worker thread"),
+        "{message}"
+    );
+    // The hook is used up: the next load starts its worker.
+    let mut node = load(&[]);
+    node.set_offline(true);
+    let mut out = vec![0.0f32; BLOCK];
+    block(&mut node, 0, &mut out);
+    assert_eq!(count(&node, "worker_late"), 0);
+}

@@ -14,7 +14,7 @@
 //! Every callback is allocation-free on the audio thread; the ones CLAP restricts to the main
 //! thread run there.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use clack_extensions::audio_ports::{AudioPortRescanFlags, HostAudioPorts, HostAudioPortsImpl};
 use clack_extensions::latency::{HostLatency, HostLatencyImpl};
@@ -29,7 +29,7 @@ use clack_extensions::state::{HostState, HostStateImpl};
 use clack_extensions::thread_check::{HostThreadCheck, HostThreadCheckImpl};
 use clack_host::prelude::*;
 
-use super::log::LogRing;
+use super::log::{LogRing, SLOTS};
 use super::thread::{in_audio_thread, ThreadMark};
 
 /// How a plugin's log message is printed.
@@ -62,6 +62,8 @@ pub(crate) struct HostShared {
     /// The thread that built the host.
     main: ThreadMark,
     pub(crate) log: LogRing,
+    /// The ring's count of lost messages when the main thread last said how many were lost.
+    log_dropped_told: AtomicU64,
     pub(crate) flags: HostFlags,
 }
 
@@ -72,14 +74,18 @@ impl HostShared {
             name,
             main: ThreadMark::current(),
             log: LogRing::new(),
+            log_dropped_told: AtomicU64::new(0),
             flags: HostFlags::default(),
         }
     }
 
-    /// Takes the messages logged from the audio thread, as the lines the host prints.
-    /// Main thread.
+    /// Takes the messages logged from the audio thread, as the lines the host prints, and
+    /// a last line saying how many were lost to a full ring since the last time, if any
+    /// were: a run drains the ring only at its end, so without it a chatty plugin's later
+    /// messages would vanish without a word. Main thread.
     pub(crate) fn take_log(&self) -> Vec<String> {
-        self.log
+        let mut lines: Vec<String> = self
+            .log
             .drain()
             .into_iter()
             .map(|m| {
@@ -87,7 +93,19 @@ impl HostShared {
                     .map_or_else(|| m.severity.to_string(), |s| s.to_string());
                 log_line(&self.name, &severity, &m.text)
             })
-            .collect()
+            .collect();
+        let dropped = self.log.dropped();
+        let told = self.log_dropped_told.swap(dropped, Ordering::Relaxed);
+        if dropped > told {
+            lines.push(format!(
+                "[downbeat] clap {}: {} more message(s) logged from the audio thread were \
+                 lost: all {SLOTS} slots of the node's log ring were waiting for the main \
+                 thread",
+                self.name,
+                dropped - told
+            ));
+        }
+        lines
     }
 
     /// Prints the messages logged from the audio thread to stderr. Main thread.

@@ -32,7 +32,7 @@
 //!   slots of atomics, without allocation or system call, and printed when the main thread
 //!   next drains them ([`ClapNode::main_thread_tick`], [`Node::save_state`], the node's drop);
 //!   when all 64 are waiting, further messages are counted ([`ClapNode::log_dropped`]) and
-//!   lost.
+//!   lost, and the next drain says how many after the messages it prints.
 //! * `clap.thread-check`: the main thread is the thread that built the node; the audio thread
 //!   is whichever thread is inside the node's `process` (a thread-local raised around the
 //!   call, so every pool worker processing a plugin is one). An offline render processing on

@@ -541,8 +541,9 @@ impl ClapNode {
     }
 
     /// Takes the messages the plugin logged from the audio thread since the last drain, as
-    /// the lines the host would print (`[downbeat] clap <name>: <SEVERITY>: <message>`),
-    /// instead of printing them. Main thread.
+    /// the lines the host would print (`[downbeat] clap <name>: <SEVERITY>: <message>`, and
+    /// last a line saying how many messages were lost to a full ring since the last drain,
+    /// if any were), instead of printing them. Main thread.
     ///
     /// ```no_run
     /// use downbeat_plugin::clap::ClapNode;

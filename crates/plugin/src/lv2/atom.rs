@@ -16,6 +16,34 @@ pub const ATOM_BUFFER_BYTES: usize = 16 * 1024;
 /// MIDI messages the node holds for coming blocks.
 pub const NOTE_CAPACITY: usize = 512;
 
+/// The smallest page size of the machines Downbeat runs on: [`prefault_spare`] and
+/// [`AtomBuffer::new`] store once per this many bytes.
+const PAGE: usize = 4096;
+
+/// Offsets, `PAGE` apart, of a byte on every page of a region of `len` bytes however it is
+/// aligned (the last byte too, whose page the stride can skip).
+fn page_offsets(len: usize) -> impl Iterator<Item = usize> {
+    (0..len).step_by(PAGE).chain(len.checked_sub(1))
+}
+
+/// Stores a byte on every page of `v`'s spare capacity, so that filling it later does not
+/// fault on the audio thread: the allocator hands out fresh memory the kernel maps only at
+/// its first store, and a page fault is a trip into the kernel (the guard counts it).
+pub(crate) fn prefault_spare<T>(v: &mut Vec<T>) {
+    let spare = v.spare_capacity_mut();
+    let len = std::mem::size_of_val(spare);
+    let base = spare.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>();
+    for offset in page_offsets(len) {
+        // SAFETY: `offset < len`, inside the spare capacity the vector owns; it holds no
+        // value yet, so storing an uninitialised-typed byte there changes nothing anyone
+        // reads. Volatile, so the store is not dropped as dead.
+        unsafe {
+            base.add(offset)
+                .write_volatile(std::mem::MaybeUninit::new(0))
+        };
+    }
+}
+
 /// The URIDs atom buffers are written with.
 #[derive(Clone, Copy, Debug)]
 pub struct AtomUrids {
@@ -56,11 +84,19 @@ pub struct AtomBuffer {
 }
 
 impl AtomBuffer {
-    /// A zeroed buffer of [`ATOM_BUFFER_BYTES`].
+    /// A zeroed buffer of [`ATOM_BUFFER_BYTES`], every page of it already mapped.
     pub fn new() -> Self {
-        AtomBuffer {
-            words: vec![0; ATOM_BUFFER_BYTES / 8].into_boxed_slice(),
+        let mut words = vec![0u64; ATOM_BUFFER_BYTES / 8].into_boxed_slice();
+        // A zeroed allocation comes from calloc, whose fresh pages are mapped only at their
+        // first store: without these, a block with many events (or a plugin writing a long
+        // output) would take that fault on the audio thread.
+        for offset in page_offsets(ATOM_BUFFER_BYTES) {
+            let word: *mut u64 = &mut words[offset / 8];
+            // SAFETY: a live element of `words`; it already holds 0. Volatile, because a
+            // store of zero into calloc'd memory is otherwise removed as having no effect.
+            unsafe { word.write_volatile(0) };
         }
+        AtomBuffer { words }
     }
 
     /// Where the plugin reads or writes.

@@ -33,6 +33,14 @@ pub enum Lv2Error {
         /// The plugin.
         uri: String,
     },
+    /// The thread that does the plugin's worker requests (`worker:schedule`) could not be
+    /// started: without it no request would ever be worked.
+    WorkerThread {
+        /// The plugin.
+        uri: String,
+        /// Why the system refused the thread.
+        reason: String,
+    },
     /// The plugin has no control input with this symbol.
     UnknownControl {
         /// The symbol given.
@@ -92,6 +100,11 @@ impl fmt::Display for Lv2Error {
             Lv2Error::Instantiate { uri } => {
                 write!(f, "LV2 plugin <{uri}> failed to instantiate")
             }
+            Lv2Error::WorkerThread { uri, reason } => write!(
+                f,
+                "LV2 plugin <{uri}>: cannot start its worker thread ({reason}); the plugin \
+                 asks for the LV2 worker, whose requests would never be worked"
+            ),
             Lv2Error::UnknownControl { symbol, valid } if valid.is_empty() => write!(
                 f,
                 "unknown parameter `{symbol}`: this plugin has no control inputs"

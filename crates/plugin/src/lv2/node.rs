@@ -12,7 +12,7 @@ use downbeat_graph::{
 };
 use lilv::instance::ActiveInstance;
 
-use super::atom::{to_midi, AtomBuffer, AtomUrids, Midi, NOTE_CAPACITY};
+use super::atom::{prefault_spare, to_midi, AtomBuffer, AtomUrids, Midi, NOTE_CAPACITY};
 use super::error::Lv2Error;
 use super::features::{HostFeatures, SUPPORTED};
 use super::outputs::output_specs;
@@ -601,18 +601,6 @@ impl Lv2Node {
         // SAFETY: every port the plugin requires is connected (audio ports are connected
         // again before each run, and below to scratch buffers before the latency query).
         let instance = unsafe { instance.activate() };
-        if let Some(w) = &mut worker {
-            let inner = instance.instance();
-            // SAFETY: the interface, if the plugin has one, is static data of its library,
-            // and the handle is the instance's; both stay valid until the node stops the
-            // worker, before it frees the instance.
-            unsafe {
-                let iface = inner
-                    .extension_data::<lv2_sys::LV2_Worker_Interface>(worker::INTERFACE)
-                    .map_or(std::ptr::null(), |p| p.as_ptr().cast_const());
-                w.start(inner.handle(), iface);
-            }
-        }
         let of_kind = |kind: PortKind| -> Vec<usize> {
             info.ports
                 .iter()
@@ -628,6 +616,9 @@ impl Lv2Node {
         let transport = info
             .follows_time()
             .then(|| (Transport::new(cfg.sample_rate), TimeUrids::new()));
+        let mut pending = Vec::with_capacity(NOTE_CAPACITY);
+        // The notes are queued on the audio thread: their first pages are mapped here.
+        prefault_spare(&mut pending);
         let mut node = Lv2Node {
             instance: ManuallyDrop::new(instance),
             worker,
@@ -646,14 +637,38 @@ impl Lv2Node {
             transport,
             out_ports,
             out_specs,
-            pending: Vec::with_capacity(NOTE_CAPACITY),
+            pending,
             latency: 0,
             max_block,
             info,
         };
         debug_assert_eq!(node.audio_in.len(), node.info.count(PortKind::AudioIn));
+        // Started once the node owns the instance, so that a failure drops it the usual way
+        // (worker stopped, instance freed under the world's lock).
+        node.start_worker()?;
         node.apply_values(values)?;
         Ok(node)
+    }
+
+    /// Starts the worker thread of a plugin that has a worker interface.
+    fn start_worker(&mut self) -> Result<(), Lv2Error> {
+        let Some(w) = &mut self.worker else {
+            return Ok(());
+        };
+        let inner = self.instance.instance();
+        // SAFETY: the interface, if the plugin has one, is static data of its library, and
+        // the handle is the instance's; both stay valid until the node stops the worker,
+        // before it frees the instance (`Drop`).
+        let started = unsafe {
+            let iface = inner
+                .extension_data::<lv2_sys::LV2_Worker_Interface>(worker::INTERFACE)
+                .map_or(std::ptr::null(), |p| p.as_ptr().cast_const());
+            w.start(inner.handle(), iface)
+        };
+        started.map_err(|e| Lv2Error::WorkerThread {
+            uri: self.info.uri.clone(),
+            reason: e.to_string(),
+        })
     }
 
     /// The plugin's reported latency: its latency port after blocks of silence (a run of

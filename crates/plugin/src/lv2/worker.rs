@@ -22,6 +22,7 @@
 //!   before the plugin's interface is known (from inside `instantiate`) waits in the ring for
 //!   the worker thread.
 
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -52,6 +53,21 @@ const IDLE: Duration = Duration::from_millis(1);
 /// How long an offline run waits for the worker before it runs the plugin anyway (and counts
 /// the run as [`WorkerCounts::late`]): loading a large sample kit takes seconds.
 const OFFLINE_PATIENCE: Duration = Duration::from_secs(120);
+
+thread_local! {
+    /// Set by [`fail_next_spawn`]: the next worker thread this thread starts fails to start.
+    static FAIL_NEXT_SPAWN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A test hook: the next worker thread that the calling thread starts (in the next
+/// [`Lv2Node::load`](super::Lv2Node::load) of a plugin with a worker) fails to start, as
+/// when the system refuses a thread, so that a test can watch the load refuse the plugin.
+/// Only the calling thread is affected (tests running beside it are not); used up by the
+/// first start.
+#[doc(hidden)]
+pub fn fail_next_spawn() {
+    FAIL_NEXT_SPAWN.with(|f| f.set(true));
+}
 
 /// What the worker did, readable from any thread (the node's monitor reports them).
 #[derive(Debug, Default)]
@@ -191,19 +207,31 @@ impl Worker {
     /// `worker:interface`, or null when it has none) and starts the worker thread. Off the
     /// audio thread.
     ///
+    /// # Errors
+    /// The system's reason when the thread cannot be started (the worker is then left
+    /// without one, and the plugin must not be run: its requests would never be worked).
+    ///
     /// # Safety
     /// `handle` and `iface` must stay valid until [`stop`](Worker::stop) has returned.
-    pub unsafe fn start(&mut self, handle: *mut c_void, iface: *const LV2_Worker_Interface) {
+    pub unsafe fn start(
+        &mut self,
+        handle: *mut c_void,
+        iface: *const LV2_Worker_Interface,
+    ) -> std::io::Result<()> {
         if iface.is_null() || self.thread.is_some() {
-            return;
+            return Ok(());
+        }
+        let Some(mut requests) = self.requests.take() else {
+            return Ok(());
+        };
+        if FAIL_NEXT_SPAWN.with(|f| f.replace(false)) {
+            return Err(std::io::Error::other(
+                "refused by the test hook worker::fail_next_spawn",
+            ));
         }
         let plugin = PluginSide { handle, iface };
-        self.scheduler.plugin = Some(plugin);
-        let Some(mut requests) = self.requests.take() else {
-            return;
-        };
         let shared = Arc::clone(&self.scheduler.shared);
-        self.thread = std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("lv2-worker".into())
             .spawn(move || {
                 let mut message = vec![0u8; RING_BYTES];
@@ -217,8 +245,12 @@ impl Worker {
                         None => std::thread::sleep(IDLE),
                     }
                 }
-            })
-            .ok();
+            })?;
+        // Connected only once the thread runs: a worker without one must not take requests
+        // it can never work.
+        self.scheduler.plugin = Some(plugin);
+        self.thread = Some(thread);
+        Ok(())
     }
 
     /// The worker's counters, shared.

@@ -1,5 +1,5 @@
-//! Shared by the LV2 tests: finding plugins and tools (required in CI, skipped with a note
-//! elsewhere), float WAV files, and running a node through a compiled graph.
+//! Shared by the LV2 tests: requiring plugins and tools (a missing one fails the test,
+//! whatever the environment), float WAV files, and running a node through a compiled graph.
 
 #![allow(dead_code)]
 
@@ -9,35 +9,54 @@ use downbeat_graph::nodes::Output;
 use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, Node, ProcessContext};
 use downbeat_plugin::lv2::PluginInfo;
 
-/// True under CI (`CI=true`), where a missing plugin or tool fails instead of skipping.
-pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
+/// The Debian package of each plugin family the tests load (by URI prefix, the most
+/// specific first), so that a failure says what to install.
+const PACKAGES: [(&str, &str); 8] = [
+    ("http://drobilla.net/plugins/mda/", "mda-lv2"),
+    ("http://gareus.org/oss/lv2/avldrums", "avldrums.lv2"),
+    ("http://gareus.org/oss/lv2/", "x42-plugins"),
+    ("http://synthv1.sourceforge.net/", "synthv1-lv2"),
+    ("urn:ardour:", "ardour-lv2-plugins"),
+    ("urn:dragonfly:", "dragonfly-reverb-lv2"),
+    ("urn:zamaudio:", "zam-plugins"),
+    ("http://lsp-plug.in/", "lsp-plugins-lv2"),
+];
+
+/// The Debian package that installs the LV2 plugin `uri`, as far as [`PACKAGES`] knows.
+pub fn package_of(uri: &str) -> &'static str {
+    PACKAGES
+        .iter()
+        .find(|(prefix, _)| uri.starts_with(prefix))
+        .map_or("its Debian package", |(_, package)| package)
 }
 
-/// Whether `uri` is installed. Under CI a missing plugin panics: the test must not pass
-/// by skipping what it tests.
-pub fn have_plugin(uri: &str) -> bool {
-    match PluginInfo::find(uri, 48000.0) {
-        Ok(_) => true,
-        Err(e) if in_ci() => panic!("{e} (ci.sh installs it)"),
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            false
-        }
+/// Panics, failing the test, unless the LV2 plugin `uri` is installed: a test must not pass
+/// by skipping what it tests, whatever the environment (`CI` or not) says.
+pub fn require_plugin(uri: &str) {
+    if let Err(e) = PluginInfo::find(uri, 48000.0) {
+        panic!(
+            "{e}; this test needs it: `bash scripts/deps.sh` installs it (Debian package {})",
+            package_of(uri)
+        );
     }
 }
 
-/// Whether the program `name` runs (`name --version`); under CI, a panic when it does not.
-pub fn have_tool(name: &str) -> bool {
-    let ok = std::process::Command::new(name)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(!in_ci(), "{name} is not installed (ci.sh installs it)");
-        eprintln!("skipped: {name} is not installed");
+/// Panics, failing the test, unless the program `name` runs (`name --version`); `package`
+/// is the Debian package that installs it.
+pub fn require_tool(name: &str, package: &str) {
+    let ran = std::process::Command::new(name).arg("--version").output();
+    match ran {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => panic!(
+            "`{name} --version` failed ({}): this test needs {name}; `bash scripts/deps.sh` \
+             installs it (Debian package {package})",
+            o.status
+        ),
+        Err(e) => panic!(
+            "{name} cannot be run ({e}): this test needs it; `bash scripts/deps.sh` installs \
+             it (Debian package {package})"
+        ),
     }
-    ok
 }
 
 /// A fresh directory under the target dir for one test's files.
