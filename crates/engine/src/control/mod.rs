@@ -34,8 +34,10 @@
 //!   [`Engine::stale_events`](crate::Engine::stale_events); those its event list has no
 //!   room for are counted as undelivered. The move is bounded by the old list's capacity
 //!   and allocates nothing.
-//! * A kept node starts from the new schedule's values (a project edited on disk sets the
-//!   parameters it says); only its queued events carry over.
+//! * A schedule a [`LiveEditor`](crate::edit::LiveEditor) committed keeps its nodes' running
+//!   instances, with their parameter values and ramps. A schedule rebuilt from a project has
+//!   fresh instances: a node kept by name starts from the new schedule's values (a project
+//!   edited on disk sets the parameters it says); only its queued events carry over.
 //!
 //! ```
 //! use downbeat::{control::When, project::Project, Engine};
