@@ -3,11 +3,12 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::buffer::{AudioMut, AudioRef};
-use crate::edit::{Previous, StandIn};
+use crate::edit::{Description, Previous, StandIn};
 use crate::error::GraphError;
 use crate::graph::{Endpoint, Entry, Graph};
 use crate::node::Port;
 use crate::node::{Node, ProcessContext};
+use crate::nodes::{EdgeGain, EDGE_GAIN_FLOOR_DB};
 use crate::schedule::{InputPlan, Kept, Route, RouteFrom, Schedule, Slot};
 
 /// The audio format a schedule is compiled for.
@@ -123,6 +124,8 @@ impl Graph {
 
         let mut edges: Vec<(usize, usize)> = Vec::with_capacity(self.edges.len());
         let mut routes: Vec<Route> = Vec::with_capacity(self.edges.len());
+        // Per edge with a level: its index, name and level (nodes put on it after the checks).
+        let mut levels: Vec<(usize, String, f64)> = Vec::new();
         for (k, e) in self.edges.iter().enumerate() {
             let ((from, from_port), (to, to_port)) = (resolve(&e.from, k)?, resolve(&e.to, k)?);
             let name = |i: usize, port: &Option<String>| match port {
@@ -179,6 +182,19 @@ impl Graph {
                     to_channels: in_ch,
                 });
             }
+            if let Some(db) = e.gain_db {
+                let range = EDGE_GAIN_FLOOR_DB..=24.0;
+                if !range.contains(&db) {
+                    return Err(GraphError::EdgeGain {
+                        edge: k,
+                        from: name(from, &from_port),
+                        to: name(to, &to_port),
+                        gain_db: db,
+                    });
+                }
+                let edge_name = format!("{} -> {}", name(from, &from_port), name(to, &to_port));
+                levels.push((k, edge_name, db));
+            }
             edges.push((from, to));
             routes.push(route);
         }
@@ -200,6 +216,7 @@ impl Graph {
         })?;
 
         let mut nodes = self.nodes;
+        let order = put_levels(&mut nodes, &mut edges, &mut routes, levels, order, previous);
         let order = compensate_latency(&mut nodes, &mut edges, &mut routes, order, previous);
         let n = nodes.len();
 
@@ -288,6 +305,55 @@ impl Graph {
     }
 }
 
+/// Puts an [`EdgeGain`] named after its edge on each edge that has a level, kept from
+/// `previous` when it has one of that name and channels. Returns the processing order of the
+/// new graph.
+fn put_levels(
+    nodes: &mut Vec<Entry>,
+    edges: &mut Vec<(usize, usize)>,
+    routes: &mut Vec<Route>,
+    levels: Vec<(usize, String, f64)>,
+    order: Vec<usize>,
+    previous: Option<&Previous>,
+) -> Vec<usize> {
+    if levels.is_empty() {
+        return order;
+    }
+    for (e, name, db) in levels {
+        let (from, to) = edges[e];
+        let route = routes[e];
+        let at = nodes.len();
+        let (node, keep) = implicit(&name, EdgeGain::new(route.channels, db as f32), previous);
+        nodes.push(Entry { name, node, keep });
+        edges[e] = (from, at);
+        routes[e] = Route { to: 0, ..route };
+        edges.push((at, to));
+        routes.push(Route { from: 0, ..route });
+    }
+    topological_order(nodes.len(), edges).expect("a node on an edge keeps the graph acyclic")
+}
+
+/// A node compile makes itself (a level, a latency delay), or a stand-in for the one
+/// `previous` runs under the same name with the same channels: a live edit that leaves its
+/// edge alone keeps it (its level and ramp, its delay line's contents).
+fn implicit(
+    name: &str,
+    fresh: impl Node,
+    previous: Option<&Previous>,
+) -> (Box<dyn Node>, Option<usize>) {
+    let channels = (fresh.input_channels(), fresh.output_channels());
+    match previous
+        .and_then(|p| p.slots.get(name))
+        .filter(|s| s.channels == channels)
+    {
+        Some(s) => (
+            Box::new(StandIn::new(Description::of(&fresh))),
+            Some(s.position),
+        ),
+        None => (Box::new(fresh), None),
+    }
+}
+
 /// Aligns every path into each node: computes, in topological `order`, the frame at which
 /// each node's input and output lag the sources, and puts a [`LatencyDelay`] on each edge
 /// that arrives early. Returns the processing order of the new graph.
@@ -331,16 +397,9 @@ fn compensate_latency(
                 route.to
             )
         };
-        let channels = route.channels;
         // The same edge delayed by the same length before the edit: keep its contents, so
         // that the path it aligns plays on without a gap.
-        let running = previous
-            .and_then(|p| p.slots.get(&name))
-            .filter(|s| s.channels == (channels, channels));
-        let (node, keep): (Box<dyn Node>, _) = match running {
-            Some(s) => (Box::new(StandIn::delay(channels, lag)), Some(s.position)),
-            None => (Box::new(LatencyDelay::new(channels, lag)), None),
-        };
+        let (node, keep) = implicit(&name, LatencyDelay::new(route.channels, lag), previous);
         nodes.push(Entry { name, node, keep });
         edges[e] = (from, delay);
         routes[e] = Route { to: 0, ..route };

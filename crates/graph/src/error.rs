@@ -5,7 +5,7 @@ use std::fmt;
 /// Why [`Graph::compile`](crate::Graph::compile) refused a graph. Every variant names the
 /// nodes involved; edge variants also give the edge's index as returned by
 /// [`Graph::connect`](crate::Graph::connect), so callers can point at its source.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum GraphError {
     /// Two nodes share a name.
     DuplicateName {
@@ -71,6 +71,17 @@ pub enum GraphError {
         input: bool,
         /// The ports the node has on that side.
         known: Vec<String>,
+    },
+    /// An edge's level is outside -144 to +24 dB (or not a number).
+    EdgeGain {
+        /// Index of the edge.
+        edge: usize,
+        /// Source node.
+        from: String,
+        /// Destination node.
+        to: String,
+        /// The level.
+        gain_db: f64,
     },
     /// The edges form a cycle.
     Cycle {
@@ -141,6 +152,12 @@ impl fmt::Display for GraphError {
                     write!(f, "; its {side} ports: {}", list.join(", "))
                 }
             }
+            GraphError::EdgeGain {
+                from, to, gain_db, ..
+            } => write!(
+                f,
+                "edge `{from}` -> `{to}`: a level of {gain_db} dB is outside -144 to +24 dB"
+            ),
             GraphError::Cycle { nodes, .. } => {
                 let mut path: Vec<String> = nodes.iter().map(|n| format!("`{n}`")).collect();
                 if let Some(first) = path.first().cloned() {
@@ -165,6 +182,7 @@ impl GraphError {
             | GraphError::NoInputs { edge, .. }
             | GraphError::ChannelMismatch { edge, .. }
             | GraphError::UnknownPort { edge, .. }
+            | GraphError::EdgeGain { edge, .. }
             | GraphError::Cycle { edge, .. } => Some(*edge),
             GraphError::DuplicateName { .. } | GraphError::MissingOutput => None,
         }

@@ -51,12 +51,14 @@ impl From<String> for Endpoint {
 }
 
 /// A directed edge: the output of `from` is summed into the input of `to`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Edge {
     /// The node whose output is read.
     pub from: Endpoint,
     /// The node whose input receives it.
     pub to: Endpoint,
+    /// The edge's level in dB, for an edge that has one ([`Graph::connect_gain`]).
+    pub gain_db: Option<f64>,
 }
 
 pub(crate) struct Entry {
@@ -119,8 +121,26 @@ impl Graph {
         self.edges.push(Edge {
             from: from.into(),
             to: to.into(),
+            gain_db: None,
         });
         self.edges.len() - 1
+    }
+
+    /// [`connect`](Graph::connect) with a level: the edge's audio is scaled by `gain_db` dB
+    /// on its way (a send: `"vox -> reverb @ -12 dB"` in a project). The level is a live
+    /// parameter, `gain_db`, of a node compile puts on the edge, named after it
+    /// (`"vox -> reverb"`, with the ports the edge names; see
+    /// [`EdgeGain`](crate::nodes::EdgeGain)), so it moves, ramps and is automated like any
+    /// parameter, sample-accurately.
+    pub fn connect_gain(
+        &mut self,
+        from: impl Into<Endpoint>,
+        to: impl Into<Endpoint>,
+        gain_db: f64,
+    ) -> usize {
+        let k = self.connect(from, to);
+        self.edges[k].gain_db = Some(gain_db);
+        k
     }
 
     /// Marks `node` as the graph's output: its output is what the device plays.

@@ -8,7 +8,7 @@ use crate::error::GraphError;
 /// single edit is refused before it joins the batch, and a refused
 /// [`commit`](crate::Editor::commit) drops the whole batch, leaving the graph as it was at
 /// the last commit.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum EditError {
     /// A node to add has the name of a node the graph already has.
     Exists {

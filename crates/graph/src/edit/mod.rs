@@ -23,8 +23,8 @@ mod stand_in;
 use std::collections::HashMap;
 
 pub use error::EditError;
-use stand_in::Description;
-pub(crate) use stand_in::StandIn;
+
+pub(crate) use stand_in::{Description, StandIn};
 
 use crate::compile::{edit_distance, CompileConfig};
 use crate::error::GraphError;
@@ -52,7 +52,8 @@ pub(crate) struct Previous {
 #[derive(Clone, Default)]
 struct Model {
     nodes: Vec<(String, Description)>,
-    edges: Vec<(String, String)>,
+    /// (from, to, level in dB for an edge that has one).
+    edges: Vec<(String, String, Option<f64>)>,
     output: String,
 }
 
@@ -171,7 +172,7 @@ impl Editor {
             edges: graph
                 .edges
                 .iter()
-                .map(|e| (name_of(&e.from), name_of(&e.to)))
+                .map(|e| (name_of(&e.from), name_of(&e.to), e.gain_db))
                 .collect(),
             output: graph
                 .output
@@ -241,7 +242,7 @@ impl Editor {
         let keep: Vec<bool> = model
             .edges
             .iter()
-            .map(|(f, t)| model.node_of(f) != name && model.node_of(t) != name)
+            .map(|(f, t, _)| model.node_of(f) != name && model.node_of(t) != name)
             .collect();
         let mut k = keep.iter();
         self.working
@@ -259,6 +260,25 @@ impl Editor {
     /// [`EditError::Graph`] with [`GraphError::NoInputs`] when `to` is a source; ports,
     /// channel counts and cycles are checked by [`commit`](Editor::commit).
     pub fn connect(&mut self, from: &str, to: &str) -> Result<(), EditError> {
+        self.connect_edge(from, to, None)
+    }
+
+    /// [`connect`](Editor::connect) with a level of `gain_db` dB on the edge (see
+    /// [`Graph::connect_gain`]): a send. The level is the live parameter `gain_db` of the
+    /// node named `"FROM -> TO"`.
+    ///
+    /// # Errors
+    /// As [`connect`](Editor::connect); a level outside -144 to +24 dB at the commit.
+    pub fn connect_gain(&mut self, from: &str, to: &str, gain_db: f64) -> Result<(), EditError> {
+        self.connect_edge(from, to, Some(gain_db))
+    }
+
+    fn connect_edge(
+        &mut self,
+        from: &str,
+        to: &str,
+        gain_db: Option<f64>,
+    ) -> Result<(), EditError> {
         self.working.require(self.working.node_of(from))?;
         if self.working.require(self.working.node_of(to))?.channels.0 == 0 {
             return Err(EditError::Graph(GraphError::NoInputs {
@@ -273,7 +293,9 @@ impl Editor {
                 to: to.to_string(),
             });
         }
-        self.working.edges.push((from.to_string(), to.to_string()));
+        self.working
+            .edges
+            .push((from.to_string(), to.to_string(), gain_db));
         Ok(())
     }
 
@@ -285,7 +307,9 @@ impl Editor {
         self.working.require(self.working.node_of(from))?;
         self.working.require(self.working.node_of(to))?;
         let before = self.working.edges.len();
-        self.working.edges.retain(|(f, t)| !(f == from && t == to));
+        self.working
+            .edges
+            .retain(|(f, t, _)| !(f == from && t == to));
         if self.working.edges.len() == before {
             return Err(EditError::NoSuchEdge {
                 from: from.to_string(),
@@ -345,8 +369,11 @@ impl Editor {
                 keep,
             });
         }
-        for (from, to) in &model.edges {
-            graph.connect(from.as_str(), to.as_str());
+        for (from, to, gain_db) in &model.edges {
+            match gain_db {
+                Some(db) => graph.connect_gain(from.as_str(), to.as_str(), *db),
+                None => graph.connect(from.as_str(), to.as_str()),
+            };
         }
         graph.output = model
             .nodes
@@ -397,7 +424,7 @@ impl Editor {
         self.committed
             .edges
             .iter()
-            .map(|(f, t)| (f.as_str(), t.as_str()))
+            .map(|(f, t, _)| (f.as_str(), t.as_str()))
     }
 
     /// Whether the committed graph has the edge `from -> to`.
@@ -422,6 +449,9 @@ impl Editor {
     }
 
     fn has_working_edge(&self, from: &str, to: &str) -> bool {
-        self.working.edges.iter().any(|(f, t)| f == from && t == to)
+        self.working
+            .edges
+            .iter()
+            .any(|(f, t, _)| f == from && t == to)
     }
 }

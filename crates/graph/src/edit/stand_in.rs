@@ -57,21 +57,6 @@ impl StandIn {
     pub(crate) fn new(description: Description) -> Self {
         Self(description)
     }
-
-    /// A stand-in for a latency delay of `frames` on `channels` channels.
-    pub(crate) fn delay(channels: usize, frames: usize) -> Self {
-        Self(Description {
-            channels: (channels, channels),
-            ports: (vec![Port::main(channels)], vec![Port::main(channels)]),
-            latency: frames,
-            params: &[],
-            live: Box::new([]),
-            outputs: &[],
-            plays_notes: false,
-            release_seconds: 0.0,
-            monitor: None,
-        })
-    }
 }
 
 impl Node for StandIn {

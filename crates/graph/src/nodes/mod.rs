@@ -19,6 +19,7 @@
 //! | `sampler` | [`Sampler`] | samples held in memory played on notes (built from buffers here; the project-file type, which loads files, is `downbeat-file`'s) |
 
 mod biquad;
+mod edge_gain;
 mod gain;
 mod input;
 mod karplus;
@@ -32,6 +33,7 @@ mod spectral_compressor;
 mod synth;
 
 pub use biquad::{Biquad, FilterMode};
+pub use edge_gain::{EdgeGain, EDGE_GAIN_FLOOR_DB};
 pub use gain::Gain;
 pub use input::{Capture, Input};
 pub use karplus::{Karplus, KarplusSettings, KARPLUS_PENDING};
