@@ -17,7 +17,11 @@ bash scripts/deps.sh
 # early reflections the audit must catch misbehaving); the LV2 worker, state, presets and
 # transport (issue 29): synthv1 and avldrums (instruments that need the worker), Ardour's
 # plugins (a-delay takes the time position, a-comp has presets), and C test plugins built
-# with `cc` against the LV2 headers.
+# with `cc` against the LV2 headers. Named ports and live edits (issue 37): LSP's sidechain
+# compressor ducking a pad through its `sidechain_in` port (tests/lv2_sidechain.rs), an LV2
+# and a zam-plugins CLAP plugin kept across 100 editor commits (tests/plugin_edits.rs); both
+# run in the `cargo test ... --features lv2` below (tests/clap_ports.rs, the CLAP ports and
+# the latency null test, needs no feature: the workspace's `cargo test` runs it).
 echo "--- LV2 hosting (--features lv2)"
 # The command-line differential test (tests/lv2_cli.rs) and the audits below run this
 # executable and its audit probe, copied out of the target directory: a build of the CLI with

@@ -6,7 +6,7 @@
 mod clap_support;
 
 use clap_support::{test_plugins, HOST_PROBE_ID, PROBE_LATENCY, PROBE_NAME};
-use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
+use downbeat_graph::{AudioMut, AudioRef, Node, Port, ProcessContext};
 use downbeat_plugin::clap::{ClapError, ClapNode, STATE_EXTENSION};
 
 downbeat_rt::install_guard_allocator!();
@@ -18,7 +18,11 @@ fn probe() -> ClapNode {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// One block of `input` (2 channels, planar) through the node; the planar output.
+/// The probe's input channels: its stereo `main` port, then its mono `sidechain`.
+const INPUTS: usize = 3;
+
+/// One block of `input` ([`INPUTS`] channels, planar) through the node; the planar output
+/// (2 channels).
 fn block(node: &mut ClapNode, input: &[f32], output: &mut [f32], position: u64) {
     let ctx = ProcessContext {
         sample_rate: 48000.0,
@@ -27,13 +31,16 @@ fn block(node: &mut ClapNode, input: &[f32], output: &mut [f32], position: u64) 
     };
     node.process(
         &ctx,
-        AudioRef::new(input, 2, FRAMES, FRAMES),
+        AudioRef::new(input, INPUTS, FRAMES, FRAMES),
         AudioMut::new(output, 2, FRAMES, FRAMES),
     );
 }
 
+/// A ramp on both main channels, and a silent sidechain.
 fn ramp() -> Vec<f32> {
-    (0..2 * FRAMES).map(|i| (i as f32 / 512.0) - 0.5).collect()
+    let mut input: Vec<f32> = (0..2 * FRAMES).map(|i| (i as f32 / 512.0) - 0.5).collect();
+    input.resize(INPUTS * FRAMES, 0.0);
+    input
 }
 
 #[test]
@@ -42,9 +49,14 @@ fn the_probe_reads_its_latency_and_is_torn_down_calling_the_latency_extension() 
     // process: reaching the end of this test is the check.
     let node = probe();
     assert_eq!(node.latency(), PROBE_LATENCY);
-    // The sidechain port is not one of the node's inputs: it gets silence.
-    assert_eq!(node.input_channels(), 2);
+    // Every audio port is one of the node's: the stereo main input, then the sidechain.
+    assert_eq!(node.input_channels(), INPUTS);
+    assert_eq!(
+        node.input_ports(),
+        [Port::main(2), Port::new("sidechain", 1)]
+    );
     assert_eq!(node.output_channels(), 2);
+    assert_eq!(node.output_ports(), [Port::main(2)]);
     drop(node);
 }
 
@@ -71,7 +83,7 @@ fn log_thread_check_and_flush_requests_from_process_are_real_time_safe_and_truth
     .unwrap();
     report.assert_clean();
     assert_eq!(node.failed_calls(), 0);
-    let expected: Vec<f32> = ramp().iter().map(|x| x * 0.5).collect();
+    let expected: Vec<f32> = ramp()[..2 * FRAMES].iter().map(|x| x * 0.5).collect();
     assert_eq!(
         output, expected,
         "gain 0.5, a silent sidechain, truthful answers"

@@ -85,13 +85,23 @@ fn every_zam_clap_plugin_runs_2_s_of_noise_and_tears_down_with_exit_0() {
     let files = zam_clap_files();
     for file in &files {
         let name = stem(file);
-        // The node's channels decide the project's: noise into the main input, every
-        // output to the device.
+        // The node's ports decide the project's: noise into the main input port (a
+        // sidechain port, which no edge reaches, gets silence), the output port (every
+        // output channel) to the device.
         let node =
             ClapNode::load(file, None, 48000.0, 256).unwrap_or_else(|e| panic!("{name}: {e}"));
         let (ins, outs) = {
-            use downbeat_graph::Node;
-            (node.input_channels(), node.output_channels())
+            use downbeat_graph::{Node, Port};
+            let main = node
+                .input_ports()
+                .into_iter()
+                .find(|p| p.name == Port::MAIN);
+            assert_eq!(
+                node.output_ports(),
+                [Port::main(node.output_channels())],
+                "{name}: the project connects the whole output"
+            );
+            (main.map_or(0, |p| p.channels), node.output_channels())
         };
         drop(node);
         let project = dir.join(format!("{name}.toml"));
@@ -185,27 +195,26 @@ fn the_clap_and_lv2_builds_of_each_zam_effect_give_the_same_output() {
                 assert!(clap.set_param(i, default as f32), "{name}: {}", spec.name);
             }
         }
-        // The CLAP node's input is the main port; the LV2 node's is every audio input,
-        // the sidechain after the main channels: it gets silence, as the CLAP sidechain
-        // does.
-        let (ins, lv2_ins) = (clap.input_channels(), lv2.input_channels());
-        assert!(lv2_ins >= ins, "{name}: {lv2_ins} LV2 inputs, {ins} CLAP");
+        // Both nodes take every audio input of their build, port by port (the sidechain
+        // after the main channels in both): the same channel layout, so the same input,
+        // sidechain included.
+        let channels = |ports: Vec<downbeat_graph::Port>| -> Vec<usize> {
+            ports.iter().map(|p| p.channels).collect()
+        };
+        let ins = clap.input_channels();
+        assert_eq!(
+            channels(clap.input_ports()),
+            channels(lv2.input_ports()),
+            "{name}: the two builds' input ports"
+        );
         assert_eq!(
             clap.output_channels(),
             lv2.output_channels(),
             "{name}: the two builds' outputs"
         );
         let input = signal(ins, 48000, 48000.0);
-        let lv2_input: Vec<f32> = input
-            .chunks(ins.max(1))
-            .flat_map(|frame| {
-                let mut f = frame.to_vec();
-                f.resize(lv2_ins, 0.0);
-                f
-            })
-            .collect();
         let a = render(clap, ins, &input, 48000.0, 256);
-        let b = render(lv2, lv2_ins, &lv2_input, 48000.0, 256);
+        let b = render(lv2, ins, &input, 48000.0, 256);
         let worst = a
             .iter()
             .zip(&b)

@@ -20,10 +20,12 @@
 //! messages. The plugin's reported latency is the node's [`Node::latency`], which the graph
 //! compensates.
 //!
-//! **Audio ports.** The node's input is the plugin's main audio input port (the one flagged
-//! main, else the first). Auxiliary input ports, such as a compressor's sidechain, are not
-//! fed: they get silence, every block. The node's outputs are all the plugin's audio output
-//! ports' channels, port after port.
+//! **Audio ports.** Every audio port of the plugin's `clap.audio-ports` is one of the node's
+//! [ports](downbeat_graph::Port), its channels the node's, port after port on each side: the
+//! main port (the one flagged main, else the first) is `main`, which an edge naming no port
+//! reaches; the others are named by [`port_names`] from the plugin's names for them (lower
+//! case, `_` between words: a port called "Sidechain" is `sidechain`, so
+//! `"kick -> comp:sidechain"`). An input port no edge reaches gets silence.
 //!
 //! **Host extensions** offered to the plugin (details in `host.rs`):
 //!
@@ -101,7 +103,9 @@ use downbeat_graph::{
 };
 
 pub use error::ClapError;
-pub use node::{param_name, ClapInfo, ClapNode, EVENT_CAPACITY, STATE_EXTENSION};
+#[doc(hidden)]
+pub use node::instances_loaded;
+pub use node::{param_name, port_names, ClapInfo, ClapNode, EVENT_CAPACITY, STATE_EXTENSION};
 
 /// The keys every `clap` node takes besides the plugin's parameters: declared so that the
 /// project resolves `state`'s relative path against the project's folder.

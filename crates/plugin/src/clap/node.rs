@@ -3,7 +3,7 @@
 use std::ffi::CString;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use clack_extensions::audio_ports::{AudioPortFlags, AudioPortInfoBuffer, PluginAudioPorts};
 use clack_extensions::latency::PluginLatency;
@@ -16,7 +16,7 @@ use clack_host::prelude::*;
 use clack_host::process::PluginAudioProcessor;
 
 use downbeat_graph::{
-    AudioMut, AudioRef, Node, NodeState, NoteError, NoteEvent, ParamKind, ParamSpec,
+    AudioMut, AudioRef, Node, NodeState, NoteError, NoteEvent, ParamKind, ParamSpec, Port,
     ProcessContext, StateError,
 };
 
@@ -37,6 +37,17 @@ pub const STATE_EXTENSION: &str = "clapstate";
 /// Events a node holds between blocks (parameter changes and notes, including those that
 /// fall in later blocks). Fixed when the node is built, so the audio thread never grows it.
 pub const EVENT_CAPACITY: usize = 1024;
+
+/// Plugin instances created by this process (every successful instantiation).
+static INSTANCES: AtomicU64 = AtomicU64::new(0);
+
+/// How many CLAP plugin instances this process has created so far (one per
+/// [`ClapNode::load`]). For tests that check a live edit of a graph keeps a plugin's
+/// instance instead of loading the plugin again.
+#[doc(hidden)]
+pub fn instances_loaded() -> u64 {
+    INSTANCES.load(Ordering::Relaxed)
+}
 
 /// One parameter of the plugin as the node exposes it.
 #[derive(Clone, Copy, Debug)]
@@ -107,9 +118,11 @@ pub struct ClapInfo {
 
 /// A CLAP plugin instance, activated, as a [`Node`].
 ///
-/// The node's input channels are the plugin's main audio input port's (its auxiliary input
-/// ports, a sidechain, get silence); its output channels are all its audio output ports'
-/// channels, port after port; its parameters are the plugin's, by name (see
+/// The node's input channels are all the plugin's audio input ports' channels, port after
+/// port, and so are its output channels; each audio port is one of the node's
+/// [`Port`]s, the main one (flagged main, else the first) named `main` and the others by
+/// [`port_names`] (a sidechain port called "Sidechain" is `sidechain`: `"kick ->
+/// comp:sidechain"`). An input port no edge reaches gets silence. Its parameters are the plugin's, by name (see
 /// [`param_name`](super::param_name)), with the plugin's ranges and defaults, all live. It
 /// [takes parameter offsets](Node::takes_param_offsets): every block is one call to the
 /// plugin's `process`, with the block's parameter changes and notes in CLAP's input event
@@ -127,11 +140,14 @@ pub struct ClapNode {
     // Field order matters: the processor is deactivated (in `drop`) before the instance goes.
     processor: Option<PluginAudioProcessor<Host>>,
     instance: PluginInstance<Host>,
+    /// Each audio input port's channels in `in_bufs`, which are the node's input channels.
     in_ports: Vec<Range<usize>>,
-    /// The main input port's channels in `in_bufs`: the node's input. The other (auxiliary)
-    /// input ports get silence.
-    main_in: Range<usize>,
+    /// Each audio output port's channels in `out_bufs`, the node's output channels.
     out_ports: Vec<Range<usize>>,
+    /// The node's input ports: the plugin's, named (see [`port_names`]).
+    input_ports: Vec<Port>,
+    /// The node's output ports, likewise.
+    output_ports: Vec<Port>,
     in_bufs: Vec<Vec<f32>>,
     out_bufs: Vec<Vec<f32>>,
     audio_in: AudioPorts,
@@ -193,11 +209,61 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(&bytes[..end]).into_owned()
 }
 
-/// The audio ports of one direction: each port's channel range in the node's channels, and
-/// which port is the main one (the one flagged main, else the first).
+/// The audio ports of one direction: each port's channel range in the node's channels, its
+/// name as the plugin gives it, and which port is the main one (the one flagged main, else
+/// the first).
 struct PortList {
     ranges: Vec<Range<usize>>,
+    names: Vec<String>,
     main: usize,
+}
+
+impl PortList {
+    /// The node's ports for this list: one per plugin port, named by [`port_names`].
+    fn node_ports(&self) -> Vec<Port> {
+        port_names(&self.names, self.main)
+            .into_iter()
+            .zip(&self.ranges)
+            .map(|(name, r)| Port::new(name, r.len()))
+            .collect()
+    }
+}
+
+/// The graph names of a plugin's audio ports of one direction, given their CLAP names in
+/// port order and the index of the main port: the main port is `main`; every other is its
+/// CLAP name made a project-file key as [`param_name`] makes parameter names (lower case,
+/// each run of anything but letters and digits one `_`, so no `:`, `@` or white space is
+/// left), `port<N>` (N its position) when nothing is left, and `_2`, `_3`, … appended to a
+/// name already taken on the same side (`main` always is).
+///
+/// ```
+/// use downbeat_plugin::clap::port_names;
+/// let names = ["Audio Input".to_string(), "Side Chain: L@R".into(), "".into(), "main".into()];
+/// assert_eq!(port_names(&names, 0), ["main", "side_chain_l_r", "port2", "main_2"]);
+/// ```
+pub fn port_names(names: &[String], main: usize) -> Vec<String> {
+    let mut taken = vec![Port::MAIN.to_string()];
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            if i == main {
+                return Port::MAIN.to_string();
+            }
+            let base = match param_name(name) {
+                n if n.is_empty() => format!("port{i}"),
+                n => n,
+            };
+            let mut candidate = base.clone();
+            let mut n = 2;
+            while taken.contains(&candidate) {
+                candidate = format!("{base}_{n}");
+                n += 1;
+            }
+            taken.push(candidate.clone());
+            candidate
+        })
+        .collect()
 }
 
 /// Reads the port list of one direction.
@@ -208,6 +274,7 @@ fn ports(
 ) -> PortList {
     let mut list = PortList {
         ranges: Vec::new(),
+        names: Vec::new(),
         main: 0,
     };
     let Some(ext) = ext else { return list };
@@ -221,6 +288,7 @@ fn ports(
                 main = Some(list.ranges.len());
             }
             list.ranges.push(next..next + n);
+            list.names.push(text(info.name));
             next += n;
         }
     }
@@ -393,6 +461,7 @@ impl ClapNode {
             &host_info(),
         )
         .map_err(|e| fail("instantiation", &e))?;
+        INSTANCES.fetch_add(1, Ordering::Relaxed);
         if let Some(file) = state {
             load_state(&mut instance, file).map_err(|reason| ClapError::State {
                 path: path_buf.clone(),
@@ -406,9 +475,10 @@ impl ClapNode {
         let mut handle = instance.plugin_handle();
         let port_ext = handle.get_extension::<PluginAudioPorts>();
         let in_list = ports(&mut handle, port_ext, true);
-        let main_in = in_list.ranges.get(in_list.main).cloned().unwrap_or(0..0);
-        let in_ports = in_list.ranges;
-        let out_ports = ports(&mut handle, port_ext, false).ranges;
+        let out_list = ports(&mut handle, port_ext, false);
+        let input_ports = in_list.node_ports();
+        let output_ports = out_list.node_ports();
+        let (in_ports, out_ports) = (in_list.ranges, out_list.ranges);
         let instrument = handle
             .get_extension::<PluginNotePorts>()
             .is_some_and(|n| n.count(&handle, true) > 0);
@@ -481,8 +551,9 @@ impl ClapNode {
             audio_in: AudioPorts::with_capacity(n_in, in_ports.len()),
             audio_out: AudioPorts::with_capacity(n_out, out_ports.len()),
             in_ports,
-            main_in,
             out_ports,
+            input_ports,
+            output_ports,
             in_bufs: vec![vec![0.0; max_block]; n_in],
             out_bufs: vec![vec![0.0; max_block]; n_out],
             specs: Box::leak(specs.into_boxed_slice()),
@@ -704,25 +775,32 @@ fn push_note(events: &mut EventBuffer, time: u32, event: NoteEvent) {
 
 impl Node for ClapNode {
     fn input_channels(&self) -> usize {
-        self.main_in.len()
+        self.in_bufs.len()
     }
 
     fn output_channels(&self) -> usize {
         self.out_bufs.len()
     }
 
+    /// One port per audio input port of the plugin: `main` and the others by name (see
+    /// [`port_names`]), in the plugin's port order.
+    fn input_ports(&self) -> Vec<Port> {
+        self.input_ports.clone()
+    }
+
+    /// One port per audio output port of the plugin, named as the inputs are.
+    fn output_ports(&self) -> Vec<Port> {
+        self.output_ports.clone()
+    }
+
     fn process(&mut self, ctx: &ProcessContext, input: AudioRef<'_>, mut output: AudioMut<'_>) {
         // For `thread-check`: this thread is the audio thread while it is in here.
         let _audio = AudioScope::enter();
         let frames = ctx.frames;
+        // Every port's channels, a sidechain's included (the schedule gives a port no edge
+        // reaches silence). Copied every block, whatever the plugin did with the buffers.
         for (c, buf) in self.in_bufs.iter_mut().enumerate() {
-            if self.main_in.contains(&c) {
-                buf[..frames].copy_from_slice(&input.channel(c - self.main_in.start)[..frames]);
-            } else {
-                // An auxiliary input (a sidechain): silence, every block, whatever the
-                // plugin did with the buffer.
-                buf[..frames].fill(0.0);
-            }
+            buf[..frames].copy_from_slice(&input.channel(c)[..frames]);
         }
         self.fill_events(frames);
         self.events_out.clear();

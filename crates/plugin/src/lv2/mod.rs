@@ -18,7 +18,9 @@
 //! through the engine's watchers by their symbols and never set.
 //!
 //! A plugin's audio inputs and outputs become the node's input and output channels in port
-//! order (a mono plugin makes a one-channel node; there is no `channels` key), its control
+//! order (a mono plugin makes a one-channel node; there is no `channels` key), grouped in
+//! named ports by the plugin's port groups ([`groups`]): `main`, and a side chain by its
+//! group's or port's symbol (`"kick -> comp:sidechain_in"`), its control
 //! inputs become live parameters named by their symbols with the plugin's ranges and
 //! defaults, and a MIDI (atom sequence) input receives the node's notes at their frames.
 //! Port properties are honoured as the LV2 specification says (see [`port`]), and a plugin
@@ -34,6 +36,7 @@
 pub mod atom;
 mod error;
 pub mod features;
+pub mod groups;
 mod node;
 mod outputs;
 pub mod port;
@@ -53,6 +56,8 @@ use downbeat_graph::{
 };
 
 pub use error::Lv2Error;
+#[doc(hidden)]
+pub use node::instances_loaded;
 pub use node::{ControlValue, Lv2Node, PluginInfo, PortInfo, Start, HOST_PARAMS};
 pub use state::presets;
 

@@ -4,10 +4,11 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::mem::ManuallyDrop;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use downbeat_graph::{
-    AudioMut, AudioRef, Node, NodeState, NoteError, NoteEvent, ParamKind, ParamSpec,
+    AudioMut, AudioRef, Node, NodeState, NoteError, NoteEvent, ParamKind, ParamSpec, Port,
     ProcessContext, SharedMonitor, StateError,
 };
 use lilv::instance::ActiveInstance;
@@ -15,6 +16,7 @@ use lilv::instance::ActiveInstance;
 use super::atom::{prefault_spare, to_midi, AtomBuffer, AtomUrids, Midi, NOTE_CAPACITY};
 use super::error::Lv2Error;
 use super::features::{HostFeatures, SUPPORTED};
+use super::groups::{audio_groups, AudioGroup, PortGroup};
 use super::outputs::output_specs;
 use super::port::{connection, ControlProps, ControlSpec, PortKind};
 use super::state::{self, Source};
@@ -25,6 +27,20 @@ use super::worker::{self, Worker, WorkerCounts};
 const MAX_LATENCY_BLOCKS: usize = 64;
 
 const LV2_CORE: &str = "http://lv2plug.in/ns/lv2core#";
+const PORT_GROUPS: &str = "http://lv2plug.in/ns/ext/port-groups#";
+
+/// Plugin instances created by this process (every successful `instantiate`, including the
+/// throw-away instance a plugin with a latency port is first queried with).
+static INSTANCES: AtomicU64 = AtomicU64::new(0);
+
+/// How many LV2 plugin instances this process has created so far: [`Lv2Node::load`] makes
+/// one, or two for a plugin with a latency port (the first only answers the latency query).
+/// For tests that check a live edit of a graph keeps a plugin's instance instead of loading
+/// the plugin again.
+#[doc(hidden)]
+pub fn instances_loaded() -> u64 {
+    INSTANCES.load(Ordering::Relaxed)
+}
 
 /// The process' lilv world, loaded once with every installed bundle. Plugins' shared
 /// libraries stay loaded as long as it lives, which is the whole process.
@@ -54,6 +70,10 @@ pub struct PortInfo {
     pub classes: Vec<String>,
     /// For a control input, what it accepts.
     pub control: Option<ControlSpec>,
+    /// For an audio port, the port group it is in (`pg:group`), if any.
+    pub group: Option<PortGroup>,
+    /// For an audio port, `lv2:isSideChain`: it feeds a detector, not the signal path.
+    pub side_chain: bool,
 }
 
 /// What Downbeat knows of a plugin before instantiating it.
@@ -71,6 +91,10 @@ pub struct PluginInfo {
     pub latency_port: Option<usize>,
     /// Whether the plugin asks for the worker (`worker:schedule`, required or optional).
     pub wants_worker: bool,
+    /// The plugin's main input group (`pg:mainInput`), by [`PortGroup::id`].
+    pub main_input: Option<String>,
+    /// The plugin's main output group (`pg:mainOutput`), by [`PortGroup::id`].
+    pub main_output: Option<String>,
 }
 
 impl PluginInfo {
@@ -94,13 +118,19 @@ impl PluginInfo {
         let midi = world.new_uri("http://lv2plug.in/ns/ext/midi#MidiEvent");
         let position = world.new_uri("http://lv2plug.in/ns/ext/time#Position");
         let prop = |name: &str| world.new_uri(&format!("{LV2_CORE}{name}"));
-        let (p_rate, p_int, p_toggle, p_enum, p_optional) = (
+        let (p_rate, p_int, p_toggle, p_enum, p_optional, p_side_chain) = (
             prop("sampleRate"),
             prop("integer"),
             prop("toggled"),
             prop("enumeration"),
             prop("connectionOptional"),
+            prop("isSideChain"),
         );
+        let pg = |name: &str| world.new_uri(&format!("{PORT_GROUPS}{name}"));
+        let (pg_group, pg_side_chain_of) = (pg("group"), pg("sideChainOf"));
+        // A group's identity: its URI, or the Turtle token of a blank node.
+        let id = |n: &lilv::node::Node| n.as_uri().map_or_else(|| n.turtle_token(), str::to_string);
+        let main_group = |name: &str| plugin.value(&pg(name)).iter().next().map(|n| id(&n));
         let mut ports = Vec::new();
         for port in plugin.iter_ports() {
             let symbol = port
@@ -159,6 +189,18 @@ impl PluginInfo {
                     sample_rate,
                 )
             });
+            let audio = matches!(kind, PortKind::AudioIn | PortKind::AudioOut);
+            // The group's symbol and side-chain flag are triples about the group, which
+            // the plugin's data file holds: lilv has them in its world once it read the
+            // plugin's ports.
+            let group = port.get(&pg_group).filter(|_| audio).map(|g| PortGroup {
+                id: id(&g),
+                symbol: world
+                    .symbol(&g)
+                    .and_then(|s| s.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                side_chain: world.ask(Some(&g), Some(&pg_side_chain_of), None),
+            });
             ports.push(PortInfo {
                 index: port.index(),
                 kind,
@@ -166,6 +208,8 @@ impl PluginInfo {
                 symbol,
                 classes,
                 control,
+                group,
+                side_chain: audio && port.has_property(&p_side_chain),
             });
         }
         ports.sort_by_key(|p| p.index);
@@ -183,6 +227,8 @@ impl PluginInfo {
                 .iter()
                 .chain(plugin.optional_features().iter())
                 .any(|f| f.as_uri() == worker::SCHEDULE.to_str().ok()),
+            main_input: main_group("mainInput"),
+            main_output: main_group("mainOutput"),
             ports,
         })
     }
@@ -305,8 +351,11 @@ pub enum ControlValue {
 }
 
 /// An instantiated LV2 plugin: a [`Node`] whose input channels are the plugin's audio
-/// inputs and output channels its audio outputs, in port order, whose live parameters are
-/// its control inputs by symbol, and which plays notes when the plugin has a MIDI input.
+/// inputs and output channels its audio outputs, grouped in the node's ports by the
+/// plugin's port groups (`main`, a side chain such as `sidechain_in`: see
+/// [`groups`](super::groups); one `main` port per side, channels in port order, for a
+/// plugin without groups), whose live parameters are its control inputs by symbol, and
+/// which plays notes when the plugin has a MIDI input.
 ///
 /// ```no_run
 /// use downbeat_graph::NodeConfig;
@@ -328,8 +377,14 @@ pub struct Lv2Node {
     worker: Option<Worker>,
     features: Box<HostFeatures>,
     info: PluginInfo,
+    /// The audio input port indices, in the node's input channel order.
     audio_in: Vec<usize>,
+    /// The audio output port indices, in the node's output channel order.
     audio_out: Vec<usize>,
+    /// The node's input ports: ranges of `audio_in`, in order.
+    input_ports: Vec<Port>,
+    /// The node's output ports: ranges of `audio_out`, in order.
+    output_ports: Vec<Port>,
     /// One value per port index; control ports are connected to their slot for good.
     controls: Box<[f32]>,
     /// (port index, spec) per live parameter, in parameter order.
@@ -549,6 +604,7 @@ impl Lv2Node {
         .ok_or_else(|| Lv2Error::Instantiate {
             uri: uri.to_string(),
         })?;
+        INSTANCES.fetch_add(1, Ordering::Relaxed);
 
         let max_block = cfg.max_block.max(1);
         let mut node_cv = Vec::new();
@@ -608,8 +664,26 @@ impl Lv2Node {
                 .map(|p| p.index)
                 .collect()
         };
-        let audio_in = of_kind(PortKind::AudioIn);
-        let audio_out = of_kind(PortKind::AudioOut);
+        // The audio ports in the order of the node's ports (each port one range of
+        // channels), which is port order unless a plugin interleaves its groups.
+        let layout = |kind: PortKind| -> (Vec<usize>, Vec<Port>) {
+            let groups = audio_groups(&info, kind);
+            let ports = groups
+                .iter()
+                .map(|g| Port::new(g.name.clone(), g.ports.len()))
+                .collect();
+            let channels = groups
+                .into_iter()
+                .flat_map(|g: AudioGroup| g.ports)
+                .collect();
+            (channels, ports)
+        };
+        let (audio_in, input_ports) = layout(PortKind::AudioIn);
+        let (audio_out, mut output_ports) = layout(PortKind::AudioOut);
+        if output_ports.is_empty() {
+            // As the trait's default: one `main` port, of no channels.
+            output_ports.push(Port::main(0));
+        }
         let out_ports = of_kind(PortKind::ControlOut);
         let out_specs = output_specs(&info);
         let specs = param_specs(&info, cfg.sample_rate);
@@ -625,6 +699,8 @@ impl Lv2Node {
             features,
             audio_in,
             audio_out,
+            input_ports,
+            output_ports,
             controls,
             params,
             specs,
@@ -643,6 +719,7 @@ impl Lv2Node {
             info,
         };
         debug_assert_eq!(node.audio_in.len(), node.info.count(PortKind::AudioIn));
+        debug_assert_eq!(node.audio_out.len(), node.info.count(PortKind::AudioOut));
         // Started once the node owns the instance, so that a failure drops it the usual way
         // (worker stopped, instance freed under the world's lock).
         node.start_worker()?;
@@ -818,6 +895,17 @@ impl Node for Lv2Node {
 
     fn output_channels(&self) -> usize {
         self.audio_out.len()
+    }
+
+    /// `main` and the plugin's other input groups, side chains among them (see
+    /// [`groups`](super::groups)).
+    fn input_ports(&self) -> Vec<Port> {
+        self.input_ports.clone()
+    }
+
+    /// `main` and the plugin's other output groups (see [`groups`](super::groups)).
+    fn output_ports(&self) -> Vec<Port> {
+        self.output_ports.clone()
     }
 
     fn process(&mut self, ctx: &ProcessContext, input: AudioRef<'_>, mut output: AudioMut<'_>) {

@@ -58,6 +58,8 @@ mod tests {
             symbol: symbol.to_string(),
             classes: Vec::new(),
             control: None,
+            group: None,
+            side_chain: false,
         }
     }
 
@@ -75,6 +77,8 @@ mod tests {
             required_features: Vec::new(),
             latency_port: None,
             wants_worker: false,
+            main_input: None,
+            main_output: None,
         };
         let names: Vec<&str> = output_specs(&info).iter().map(|s| s.name).collect();
         assert_eq!(names, ["level", "gr"]);

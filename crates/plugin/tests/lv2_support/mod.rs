@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use downbeat_graph::nodes::Output;
-use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, Node, ProcessContext};
+use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, Node, Port, ProcessContext};
 use downbeat_plugin::lv2::PluginInfo;
 
 /// The Debian package of each plugin family the tests load (by URI prefix, the most
@@ -152,6 +152,25 @@ pub struct Player {
     pub data: Vec<f32>,
 }
 
+/// A [`Player`] whose channels are grouped in the given ports, in order, so that it can feed
+/// each port of a node (a side chain too).
+pub struct PortPlayer(pub Player, pub Vec<Port>);
+
+impl Node for PortPlayer {
+    fn input_channels(&self) -> usize {
+        0
+    }
+    fn output_channels(&self) -> usize {
+        self.0.channels
+    }
+    fn output_ports(&self) -> Vec<Port> {
+        self.1.clone()
+    }
+    fn process(&mut self, ctx: &ProcessContext, input: AudioRef<'_>, output: AudioMut<'_>) {
+        self.0.process(ctx, input, output);
+    }
+}
+
 impl Node for Player {
     fn input_channels(&self) -> usize {
         0
@@ -169,8 +188,31 @@ impl Node for Player {
     }
 }
 
+/// Gathers the ports of a node's output (its `ports`) into one port of every channel, in
+/// order: what the graph's output takes.
+pub struct Gather(pub Vec<Port>);
+
+impl Node for Gather {
+    fn input_channels(&self) -> usize {
+        self.0.iter().map(|p| p.channels).sum()
+    }
+    fn output_channels(&self) -> usize {
+        self.input_channels()
+    }
+    fn input_ports(&self) -> Vec<Port> {
+        self.0.clone()
+    }
+    fn process(&mut self, _: &ProcessContext, input: AudioRef<'_>, mut output: AudioMut<'_>) {
+        for c in 0..output.channels() {
+            output.channel_mut(c).copy_from_slice(input.channel(c));
+        }
+    }
+}
+
 /// Runs `input` (interleaved, `in_channels`) through `node` in a compiled graph
 /// (player -> node -> output) in blocks of `block` frames; returns the output interleaved.
+/// The player feeds every input port of the node (a side chain too), channels in the
+/// node's order, and every output port of the node reaches the output.
 pub fn render(
     node: Box<dyn Node>,
     in_channels: usize,
@@ -193,20 +235,30 @@ pub fn render_outputs(
     let frames = input.len() / in_channels.max(1);
     let out_channels = node.output_channels();
     let names: Vec<&'static str> = node.outputs().iter().map(|o| o.name).collect();
+    let (in_ports, out_ports) = (node.input_ports(), node.output_ports());
     let mut g = Graph::new();
     let fx = g.add_boxed("fx", node);
     if in_channels > 0 {
         let player = g.add(
             "player",
-            Player {
-                channels: in_channels,
-                data: input.to_vec(),
-            },
+            PortPlayer(
+                Player {
+                    channels: in_channels,
+                    data: input.to_vec(),
+                },
+                in_ports.clone(),
+            ),
         );
-        g.connect(player, fx);
+        for p in &in_ports {
+            g.connect((player, p.name.as_str()), (fx, p.name.as_str()));
+        }
     }
     let out = g.add("out", Output::new(out_channels));
-    g.connect(fx, out);
+    let gather = g.add("gather", Gather(out_ports.clone()));
+    for p in &out_ports {
+        g.connect((fx, p.name.as_str()), (gather, p.name.as_str()));
+    }
+    g.connect(gather, out);
     g.set_output(out);
     let mut schedule = g
         .compile(CompileConfig {
