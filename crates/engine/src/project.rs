@@ -234,8 +234,12 @@ pub struct Project {
     pub block_size: usize,
     /// Nodes, in file order.
     pub nodes: Vec<ProjectNode>,
-    /// Edges as `(from, to)` node names, chains expanded.
+    /// Edges as `(from, to)` node names (`node:port` for another port than `main`), chains
+    /// expanded.
     pub edges: Vec<(String, String)>,
+    /// Per edge of [`edges`](Project::edges), its level in dB when the file gives one
+    /// (`"vox -> reverb @ -12 dB"`).
+    pub edge_gains: Vec<Option<f64>>,
     /// `[[automation]]` entries (see [`automation`]), put in
     /// the schedule's timeline by [`build`](Project::build).
     pub automation: Vec<Automation>,
@@ -312,8 +316,9 @@ impl Project {
         }
 
         let mut edges = Vec::new();
+        let mut edge_gains = Vec::new();
         for edge in &raw.edges {
-            parse_edge(&src, edge, &mut edges, &mut spans)?;
+            parse_edge(&src, edge, &mut edges, &mut edge_gains, &mut spans)?;
         }
 
         let automation = automation::parse(raw.automation).map_err(|e| located(&src, e))?;
@@ -353,6 +358,7 @@ impl Project {
             block_size: block_size as usize,
             nodes,
             edges,
+            edge_gains,
             text: text.to_string(),
             spans,
         };
@@ -441,29 +447,49 @@ impl Project {
         };
         let mut graph = Graph::new();
         for (i, n) in self.nodes.iter().enumerate() {
-            let ty = lookup_node_type(&n.kind).expect("type checked while parsing");
-            let node = ty.create(n.params.clone(), &cfg).map_err(|e| {
-                // Point at the offending value when the file spells it out.
-                let span = match &e {
-                    ParamError::Invalid { name, .. } | ParamError::Unknown { name, .. } => {
-                        self.spans.params[i]
-                            .iter()
-                            .find(|(p, _)| p == name)
-                            .map(|(_, s)| s.clone())
-                    }
-                };
-                let span = span.unwrap_or_else(|| self.spans.node_names[i].clone());
-                ProjectError::at(&self.source(), span, format!("node `{}`: {e}", n.name))
-            })?;
+            let node = self.build_node(i, &cfg)?;
             let id = graph.add_boxed(n.name.clone(), node);
             if n.kind == "output" {
                 graph.set_output(id);
             }
         }
-        for (from, to) in &self.edges {
-            graph.connect(from.as_str(), to.as_str());
+        for ((from, to), gain_db) in self.edges.iter().zip(&self.edge_gains) {
+            match gain_db {
+                Some(db) => graph.connect_gain(from.as_str(), to.as_str(), *db),
+                None => graph.connect(from.as_str(), to.as_str()),
+            };
         }
         Ok(graph)
+    }
+
+    /// Builds node `index` (in [`nodes`](Project::nodes) order) for `cfg`: what
+    /// [`graph`](Project::graph) does for each node, and what a reload does for the nodes it
+    /// adds to a running graph ([`project_diff`](crate::project_diff)), built for the
+    /// running engine's format rather than the file's.
+    ///
+    /// # Errors
+    /// The node type refuses the parameters: located at the value when the file spells it
+    /// out, else at the node's name.
+    pub(crate) fn build_node(
+        &self,
+        index: usize,
+        cfg: &NodeConfig,
+    ) -> Result<Box<dyn downbeat_graph::Node>, ProjectError> {
+        let n = &self.nodes[index];
+        let ty = lookup_node_type(&n.kind).expect("type checked while parsing");
+        ty.create(n.params.clone(), cfg).map_err(|e| {
+            // Point at the offending value when the file spells it out.
+            let span = match &e {
+                ParamError::Invalid { name, .. } | ParamError::Unknown { name, .. } => {
+                    self.spans.params[index]
+                        .iter()
+                        .find(|(p, _)| p == name)
+                        .map(|(_, s)| s.clone())
+                }
+            };
+            let span = span.unwrap_or_else(|| self.spans.node_names[index].clone());
+            ProjectError::at(&self.source(), span, format!("node `{}`: {e}", n.name))
+        })
     }
 
     fn compile_config(&self) -> CompileConfig {
@@ -520,7 +546,11 @@ impl Project {
             .collect()
     }
 
-    fn graph_error(&self, e: GraphError) -> ProjectError {
+    /// `e` as an error in this file, located at the edge `e` names (by its index in
+    /// [`edges`](Project::edges)) or at what else it is about. Also for the graph errors of
+    /// a reload ([`project_diff`](crate::project_diff)), with the edge index mapped to this
+    /// project's.
+    pub(crate) fn graph_error(&self, e: GraphError) -> ProjectError {
         let src = self.source();
         let help = match &e {
             GraphError::Cycle { .. } => Some("audio must flow one way: remove one edge of the cycle".to_string()),
@@ -842,10 +872,12 @@ fn parse_edge(
     src: &Source<'_>,
     edge: &Spanned<toml::Value>,
     edges: &mut Vec<(String, String)>,
+    gains: &mut Vec<Option<f64>>,
     spans: &mut Spans,
 ) -> Result<(), ProjectError> {
-    let syntax =
-        "write edges as strings of node names joined by `->`, e.g. \"osc -> filter -> out\"";
+    let syntax = "write edges as strings of node names joined by `->`, e.g. \"osc -> filter -> out\", \
+                  a port after a colon (\"kick -> comp:sidechain\"), a level after an `@` \
+                  (\"vox -> reverb @ -12 dB\")";
     let Some(chain) = edge.get_ref().as_str() else {
         return Err(ProjectError::at(
             src,
@@ -863,8 +895,36 @@ fn parse_edge(
         None
     };
     let mut names = Vec::new();
+    let mut levels = Vec::new();
     let mut offset = 0;
-    for piece in chain.split("->") {
+    for segment in chain.split("->") {
+        // `NAME @ LEVEL`: the level of the edge into NAME.
+        let (piece, level) = match segment.split_once('@') {
+            Some((name, level)) => (name, Some(level)),
+            None => (segment, None),
+        };
+        let level = match level {
+            None => None,
+            Some(_) if names.is_empty() => {
+                return Err(ProjectError::at(
+                    src,
+                    span,
+                    format!("edge \"{chain}\": a level comes after the node the edge goes to"),
+                )
+                .help(syntax));
+            }
+            Some(text) => Some(parse_level(text).ok_or_else(|| {
+                ProjectError::at(
+                    src,
+                    span.clone(),
+                    format!(
+                        "edge \"{chain}\": `{}` is not a level; write a number of dB, e.g. `@ -12 dB`",
+                        text.trim()
+                    ),
+                )
+            })?),
+        };
+        levels.push(level);
         let name = piece.trim();
         let lead = piece.len() - piece.trim_start().len();
         let name_span = match inner_start {
@@ -880,7 +940,7 @@ fn parse_edge(
             .help(syntax));
         }
         names.push((name.to_string(), name_span));
-        offset += piece.len() + 2;
+        offset += segment.len() + 2;
     }
     if names.len() < 2 {
         return Err(
@@ -888,8 +948,9 @@ fn parse_edge(
                 .help(syntax),
         );
     }
-    for pair in names.windows(2) {
+    for (pair, level) in names.windows(2).zip(&levels[1..]) {
         edges.push((pair[0].0.clone(), pair[1].0.clone()));
+        gains.push(*level);
         let whole = if inner_start.is_some() {
             pair[0].1.start..pair[1].1.end
         } else {
@@ -902,6 +963,18 @@ fn parse_edge(
         });
     }
     Ok(())
+}
+
+/// A level as an edge gives it: a number of dB, `dB` after it or not (`-12 dB`, `-12dB`,
+/// `-12`).
+fn parse_level(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let number = text
+        .strip_suffix("dB")
+        .or_else(|| text.strip_suffix("db"))
+        .unwrap_or(text)
+        .trim();
+    number.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
 /// The reference of every node type and its parameters, as `downbeat nodes` prints it.

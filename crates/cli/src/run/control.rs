@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use downbeat::control::osc::{self, OscServer};
+use downbeat::control::osc::{self, OscHandler, OscServer};
 use downbeat::control::record::{self, RecordReader};
 use downbeat::project::Project;
 use downbeat::Engine;
@@ -53,9 +53,21 @@ pub(crate) fn play_midi(
 /// than a network burst between two blocks.
 const OSC_QUEUE: usize = 4096;
 
-/// Starts the `--osc` server; it logs every refused packet to stderr and goes on.
-pub(crate) fn serve_osc(addr: &str, engine: &mut Engine) -> Result<OscServer, Failure> {
-    let server = osc::serve(addr, engine.controller(OSC_QUEUE), |from, why| {
+/// Starts the `--osc` server, editing the graph through `edits` (`/graph/...`); it logs
+/// every refused packet to stderr and goes on.
+pub(crate) fn serve_osc(
+    addr: &str,
+    engine: &mut Engine,
+    edits: Option<&super::Edits>,
+) -> Result<OscServer, Failure> {
+    let mut handler = OscHandler::new(engine.controller(OSC_QUEUE));
+    if let Some(e) = edits {
+        handler = handler.with_editor(Arc::clone(&e.editor), e.config);
+        if let Some(c) = &e.capture {
+            handler = handler.with_capture(c.clone());
+        }
+    }
+    let server = osc::serve_handler(addr, handler, |from, why| {
         eprintln!("osc: rejected a packet from {from}: {why}")
     })
     .map_err(|e| Failure::Input(format!("--osc {addr}: cannot listen there: {e}")))?;

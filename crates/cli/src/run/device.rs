@@ -9,7 +9,7 @@ use downbeat::device::{DeviceKind, DeviceSpec, InputFile, OnLoss, RecordTo};
 use downbeat::project::Project;
 use downbeat_cli::Failure;
 use downbeat_graph::nodes::Capture;
-use downbeat_graph::{ParamValue, Schedule};
+use downbeat_graph::{Editor, ParamValue, Schedule};
 
 /// `--device`: the library's [`DeviceKind`] as a command-line choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -193,15 +193,21 @@ fn input_nodes(p: &Project) -> (Vec<&str>, usize) {
 /// A project built for a device: its schedule, and the capture its `input` nodes read.
 pub(crate) struct Built {
     pub(crate) project: Project,
+    /// The sample rate the file asks for (`project` has the device's).
+    pub(crate) file_rate: u32,
     pub(crate) schedule: Schedule,
+    /// The editor of `schedule`, when it was built to be edited live.
+    pub(crate) editor: Option<Editor>,
     pub(crate) capture: Option<Capture>,
     pub(crate) input: Option<InputFile>,
 }
 
 /// Loads `path` and builds it for the device: at the device's sample rate when it differs
-/// (with a note), with a capture of as many channels as the device's input has.
-pub(crate) fn build(path: &Path, args: &DeviceArgs) -> Result<Built, Failure> {
+/// (with a note), with a capture of as many channels as the device's input has; with an
+/// editor for live edits when `editable`.
+pub(crate) fn build(path: &Path, args: &DeviceArgs, editable: bool) -> Result<Built, Failure> {
     let mut project = Project::load(path).map_err(|e| Failure::Input(e.to_string()))?;
+    let file_rate = project.sample_rate;
     let (inputs, wanted_channels) = input_nodes(&project);
     let needs_input = !inputs.is_empty();
     if !needs_input && args.input.is_some() {
@@ -253,14 +259,23 @@ pub(crate) fn build(path: &Path, args: &DeviceArgs) -> Result<Built, Failure> {
         None => wanted_channels,
     };
     let capture = needs_input.then(|| Capture::new(capture_channels, project.block_size));
-    let schedule = match &capture {
-        Some(c) => c.connect(|| project.build()),
-        None => project.build(),
+    let make = || {
+        if editable {
+            project.editor().map(|(e, s)| (Some(e), s))
+        } else {
+            project.build().map(|s| (None, s))
+        }
+    };
+    let (editor, schedule) = match &capture {
+        Some(c) => c.connect(make),
+        None => make(),
     }
     .map_err(|e| Failure::Input(e.to_string()))?;
     Ok(Built {
         project,
+        file_rate,
         schedule,
+        editor,
         capture,
         input: file,
     })

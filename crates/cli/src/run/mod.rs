@@ -4,18 +4,22 @@
 mod control;
 mod device;
 mod progress;
+mod reload;
 mod summary;
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use downbeat::control::osc::OscServer;
 use downbeat::device::{self as devices, DeviceReport, InputFile, RunLength};
+use downbeat::edit::LiveEditor;
 use downbeat::project::Project;
 use downbeat::record::RecordOptions;
 use downbeat::watch::Watcher;
 use downbeat::Engine;
 use downbeat_cli::Failure;
-use downbeat_graph::SharedMonitor;
+use downbeat_graph::nodes::Capture;
+use downbeat_graph::{NodeConfig, SharedMonitor};
 
 use crate::values::parse_seconds;
 pub(crate) use device::{check_dir, DeviceArgs};
@@ -74,7 +78,7 @@ pub(crate) struct Args {
     connect: Option<String>,
     /// Also write the audio to this WAV file (32-bit float). Its header is updated at
     /// least every 0.5 s, so if the run dies (a plugin crashing takes the process down with
-    /// it) the file is a valid WAV of what was played but the last half second or so
+    /// it) the file is a valid WAV of what was played but its last second at most
     /// (offline, which runs faster, possibly nothing); `downbeat audit` tries a plugin in a
     /// process of its own first.
     #[arg(long, value_name = "FILE.wav")]
@@ -99,10 +103,23 @@ pub(crate) struct Args {
     replay: Option<PathBuf>,
     /// Serve Open Sound Control on this UDP address (e.g. 127.0.0.1:9000):
     /// `/node/<node>/<param> value`, `.../step value`, `.../ramp target seconds`,
-    /// `.../exp target seconds`; bundles apply at their timetag. Refused packets are
-    /// logged and counted in the summary (`osc_rejected`), and the run goes on.
+    /// `.../exp target seconds`; bundles apply at their timetag. Edits the running graph
+    /// with `/graph/add NAME TYPE [PARAM VALUE]...`, `/graph/remove NAME`,
+    /// `/graph/connect FROM TO` and `/graph/disconnect FROM TO` (a bundle of them is one
+    /// edit). Refused packets are logged and counted in the summary (`osc_rejected`), and
+    /// the run goes on.
     #[arg(long, value_name = "ADDR")]
     osc: Option<String>,
+    /// Reload the project when its file changes (also when an editor saves by renaming a
+    /// new file over it) and apply the difference to the running graph: nodes added and
+    /// removed (a node whose type or a parameter that is not live changed is rebuilt),
+    /// edges, the output, and live parameters moved smoothly; every other node runs on
+    /// untouched. A version that does not load or build is reported on stderr and the run
+    /// goes on as it was. Sample rate, block size, `[[automation]]` and `[midi.cc]` keep
+    /// what the run started with; a reload that edits the graph (more than live
+    /// parameters) ends the automation and the `--midi` or `--replay` events still to come.
+    #[arg(long)]
+    watch: bool,
     /// Meter every node (peak and RMS over the run, through a watcher) and add the
     /// levels to the summary (`node_levels` in `--json`).
     #[arg(long)]
@@ -164,8 +181,11 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
     device.check()?;
     check_dir("--report", args.report.as_deref())?;
     check_dir("--record-events", args.record_events.as_deref())?;
-    let built = device::build(&args.project, &device)?;
-    let (engine, run) = prepare(built, &args)?;
+    // Before the load: a save between the load and the watch's start is not missed.
+    let stamp = args.watch.then(|| reload::stamp(&args.project)).flatten();
+    let editable = args.osc.is_some() || args.watch;
+    let built = device::build(&args.project, &device, editable)?;
+    let (engine, run) = prepare(built, &args, stamp)?;
     let ran = play(engine, &run, &device, args.json)?;
     finish(ran, run, &args)
 }
@@ -182,15 +202,39 @@ struct Setup {
     record_options: RecordOptions,
     recorder: Option<control::Recorder>,
     osc: Option<OscServer>,
+    reloads: Option<reload::Reloader>,
     watcher: Option<Watcher>,
 }
 
-/// Makes the engine: events to replay or play, the recorder, OSC, meters, threads, length.
-fn prepare(built: device::Built, args: &Args) -> Result<(Engine, Setup), Failure> {
+/// What edits the running graph (`--osc`'s `/graph/...`, `--watch`'s reloads): one editor,
+/// shared, since an engine takes edits from one.
+pub(crate) struct Edits {
+    editor: Arc<Mutex<LiveEditor>>,
+    /// The engine's format, which added nodes are built for.
+    config: NodeConfig,
+    /// What `input` nodes read, when the run has them.
+    capture: Option<Capture>,
+}
+
+/// Makes the engine: events to replay or play, the recorder, live edits, OSC, reloads,
+/// meters, threads, length.
+fn prepare(
+    built: device::Built,
+    args: &Args,
+    stamp: Option<reload::Stamp>,
+) -> Result<(Engine, Setup), Failure> {
     let nodes = built.schedule.len();
     let latency_frames = built.schedule.latency();
     let monitors = built.schedule.monitors();
     let mut engine = Engine::new(built.schedule);
+    let edits = built.editor.map(|editor| Edits {
+        editor: Arc::new(Mutex::new(engine.live_editor(editor))),
+        config: NodeConfig {
+            sample_rate: engine.sample_rate() as f32,
+            max_block: engine.block_size(),
+        },
+        capture: built.capture.clone(),
+    });
     let midi_frames = add_events(&mut engine, &built.project, args)?;
     let recorder = args
         .record_events
@@ -202,8 +246,24 @@ fn prepare(built: device::Built, args: &Args) -> Result<(Engine, Setup), Failure
     let osc = args
         .osc
         .as_deref()
-        .map(|addr| control::serve_osc(addr, &mut engine))
+        .map(|addr| control::serve_osc(addr, &mut engine, edits.as_ref()))
         .transpose()?;
+    let reloads = match (&edits, args.watch) {
+        (Some(edits), true) => {
+            // The version that runs, as the file has it: the diff sees the file's rate.
+            let mut running = built.project.clone();
+            running.sample_rate = built.file_rate;
+            Some(reload::Reloader::spawn(
+                &args.project,
+                running,
+                stamp,
+                edits,
+                &mut engine,
+                args.midi.is_some() || args.replay.is_some(),
+            ))
+        }
+        _ => None,
+    };
     let watcher = args.meters.then(|| engine.watch());
     set_threads(&mut engine, args);
     let length = match (args.seconds, midi_frames) {
@@ -222,6 +282,7 @@ fn prepare(built: device::Built, args: &Args) -> Result<(Engine, Setup), Failure
         record_options: args.record_options(),
         recorder,
         osc,
+        reloads,
         watcher,
     };
     Ok((engine, setup))
@@ -283,6 +344,9 @@ fn play(mut engine: Engine, setup: &Setup, args: &DeviceArgs, quiet: bool) -> Re
 /// (and writes the report).
 fn finish(mut ran: Ran, mut setup: Setup, args: &Args) -> Result<(), Failure> {
     let osc = setup.osc.take().map(OscServer::stop);
+    if let Some(r) = setup.reloads.take() {
+        r.stop();
+    }
     let node_levels = setup.watcher.as_mut().map(run_levels);
     if let (Some(path), Some(recorder)) = (&args.record_events, setup.recorder.take()) {
         recorder.finish(&ran.engine, path)?;

@@ -10,6 +10,10 @@
 //! | `/node/<node>/note_on` | note, velocity | starts a note on the node (MIDI channel 1) |
 //! | `/node/<node>/note_off` | note | releases the note |
 //! | `/node/<node>/all_notes_off` | none | releases every note of the node |
+//! | `/graph/add` | name, type, then parameter, value pairs | adds a node (no edges yet) |
+//! | `/graph/remove` | name | removes a node and its edges |
+//! | `/graph/connect` | from, to, optional level in dB | adds an edge (`node` or `node:port` at each end), with that level (a send) |
+//! | `/graph/disconnect` | from, to | removes an edge |
 //!
 //! Notes and velocities count as in MIDI: note `0..=127`, where fractions are microtones
 //! (69 is A4, 440 Hz), and velocity `0..=127`, where 0 is a note off. The node must play
@@ -17,7 +21,18 @@
 //!
 //! Numbers may be sent as float (`f`), double (`d`), int (`i`) or 64-bit int (`h`): an int
 //! is the same number as a float to a gain, and OSC senders differ in which they send for
-//! `1`. Any other argument type (a string, a blob, true/false...) is refused.
+//! `1`. A `/node/...` message refuses any other argument type (a string, a blob,
+//! true/false...).
+//!
+//! The `/graph/...` messages edit the running graph through a
+//! [`LiveEditor`] (a handler made [`with_editor`](OscHandler::with_editor); without one they
+//! are refused). Names, types, parameter names and edge ends are strings; a parameter value
+//! is a float, double, int, 64-bit int, string or true/false, as the node type takes it
+//! (`downbeat nodes`). A message is one transaction, committed on its own; a bundle of
+//! `/graph` messages is one transaction, committed once at its end, or, when any of its
+//! messages is refused, not at all (a bundle mixes no `/graph` and `/node` messages, and its
+//! timetag does not delay edits: the engine takes them at its next block). The nodes an edit
+//! adds can be played with `/node/...` as soon as the edit is committed.
 //!
 //! A message on its own applies at the start of the next block. A bundle applies every
 //! message it holds at one frame: the frame its NTP timetag stands for on the engine's
@@ -26,8 +41,9 @@
 //! next block (the schedule counts it as late).
 //!
 //! A packet that is not OSC, an address outside the table above, a wrong number or type of
-//! arguments, or a refusal from the controller (unknown node, parameter not live, value
-//! out of range, full queue) is a [`Rejection`]: it changes nothing (a bundle is checked
+//! arguments, a refusal from the controller (unknown node, parameter not live, value
+//! out of range, full queue), or a graph edit refused (unknown node type, bad parameter,
+//! unknown node, a cycle...) is a [`Rejection`]: it changes nothing (a bundle is checked
 //! whole before any of it is sent) and the server goes on with the next packet.
 //!
 //! ```
@@ -53,14 +69,20 @@ use std::fmt;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use downbeat_graph::{Change, ControlError, NodeKey, NoteEvent, ParamId, Ramp, Shape, MAX_NOTE};
+use downbeat_graph::nodes::Capture;
+use downbeat_graph::{
+    all_node_types, lookup_node_type, Change, ControlError, EditError, Node, NodeConfig, NodeKey,
+    NoteEvent, ParamError, ParamId, ParamValue, Ramp, Shape, MAX_NOTE,
+};
 use rosc::{OscBundle, OscMessage, OscPacket, OscTime, OscType};
 
 use super::{Controller, When};
+use crate::edit::{CommitError, LiveEditor};
+use crate::project_diff::commit_waiting;
 
 /// Seconds from the NTP epoch (1900) to the Unix epoch (1970), RFC 5905.
 const NTP_UNIX_OFFSET: i128 = 2_208_988_800;
@@ -73,8 +95,9 @@ const STOP_POLL: Duration = Duration::from_millis(20);
 pub enum Rejection {
     /// The bytes are not an OSC packet.
     Malformed(String),
-    /// The address is not one of `/node/<node>/<param>[/step|/ramp|/exp]` or
-    /// `/node/<node>/(note_on|note_off|all_notes_off)`.
+    /// The address is not one of `/node/<node>/<param>[/step|/ramp|/exp]`,
+    /// `/node/<node>/(note_on|note_off|all_notes_off)` or
+    /// `/graph/(add|remove|connect|disconnect)`.
     UnknownAddress(String),
     /// The message has the wrong number or type of arguments.
     BadArguments {
@@ -91,6 +114,79 @@ pub enum Rejection {
         /// Why.
         error: ControlError,
     },
+    /// A `/graph/...` edit was refused; the running graph is unchanged.
+    Graph {
+        /// The message's address (for a refused commit of a bundle, the bundle's).
+        address: String,
+        /// Why.
+        error: GraphRefusal,
+    },
+}
+
+/// Why a `/graph/...` message (or a bundle of them) changed nothing.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GraphRefusal {
+    /// The handler has no [`LiveEditor`]: it was not made
+    /// [`with_editor`](OscHandler::with_editor).
+    NotEditable,
+    /// No node type has this name.
+    UnknownType {
+        /// The name given.
+        name: String,
+        /// The types there are.
+        known: Vec<String>,
+    },
+    /// An `input` node, in a run without a device input to read (see
+    /// [`OscHandler::with_capture`]).
+    NoInput {
+        /// The node to add.
+        node: String,
+    },
+    /// The node type refused a parameter.
+    Param {
+        /// The node to add.
+        node: String,
+        /// Why.
+        error: ParamError,
+    },
+    /// The editor refused the edit, or the commit (an unknown node, an edge there already,
+    /// a cycle, channel counts that differ across an edge...).
+    Edit(EditError),
+    /// The engine did not take the edits committed before (it does not run).
+    Busy,
+    /// A bundle holds both `/graph` and `/node` messages.
+    Mixed,
+}
+
+impl fmt::Display for GraphRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GraphRefusal::NotEditable => {
+                f.write_str("this server does not edit the graph (it has no live editor)")
+            }
+            GraphRefusal::UnknownType { name, known } => write!(
+                f,
+                "unknown node type \"{name}\"; valid types are {}",
+                known
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            GraphRefusal::NoInput { node } => write!(
+                f,
+                "node `{node}`: this run has no device input for an `input` node to read \
+                 (start it with one in the project)"
+            ),
+            GraphRefusal::Param { node, error } => write!(f, "node `{node}`: {error}"),
+            GraphRefusal::Edit(e) => e.fmt(f),
+            GraphRefusal::Busy => CommitError::Busy.fmt(f),
+            GraphRefusal::Mixed => f.write_str(
+                "a bundle holds /graph and /node messages; send the edit and the changes in \
+                 bundles of their own",
+            ),
+        }
+    }
 }
 
 impl fmt::Display for Rejection {
@@ -100,8 +196,10 @@ impl fmt::Display for Rejection {
             Rejection::UnknownAddress(a) => write!(
                 f,
                 "unknown address `{a}`; expected /node/<node>/<param> with an optional \
-                 /step, /ramp or /exp, or /node/<node>/note_on, note_off or all_notes_off"
+                 /step, /ramp or /exp, /node/<node>/note_on, note_off or all_notes_off, or \
+                 /graph/add, remove, connect or disconnect"
             ),
+            Rejection::Graph { address, error } => write!(f, "`{address}`: {error}"),
             Rejection::BadArguments { address, reason } => write!(f, "`{address}`: {reason}"),
             Rejection::Control { address, error } => {
                 write!(f, "`{address}`: {}", error.message())?;
@@ -116,10 +214,32 @@ impl fmt::Display for Rejection {
 
 impl std::error::Error for Rejection {}
 
-/// Turns OSC packets into controller events; [`serve`] runs one on a UDP socket.
+/// Turns OSC packets into controller events and graph edits; [`serve`] runs one on a UDP
+/// socket.
 #[derive(Debug)]
 pub struct OscHandler {
     controller: Controller,
+    graph: Option<GraphEdits>,
+}
+
+/// What `/graph/...` messages need: the editor of the running graph, the format nodes are
+/// built for, and the device's input for `input` nodes.
+#[derive(Debug)]
+struct GraphEdits {
+    editor: Arc<Mutex<LiveEditor>>,
+    config: NodeConfig,
+    capture: Option<Capture>,
+}
+
+/// One checked `/graph/...` message.
+enum GraphEdit {
+    /// A node to build: its name, type and parameters.
+    Add(String, String, Vec<(String, ParamValue)>),
+    /// A node built, to add.
+    Built(String, Box<dyn Node>),
+    Remove(String),
+    Connect(String, String, Option<f64>),
+    Disconnect(String, String),
 }
 
 /// One checked message, ready to send.
@@ -136,9 +256,67 @@ enum Action {
 }
 
 impl OscHandler {
-    /// A handler sending through `controller`.
+    /// A handler sending through `controller`. It refuses `/graph/...` messages until
+    /// given an editor ([`with_editor`](OscHandler::with_editor)).
     pub fn new(controller: Controller) -> Self {
-        Self { controller }
+        Self {
+            controller,
+            graph: None,
+        }
+    }
+
+    /// Takes `/graph/...` messages too: edits through `editor` (shared with whatever else
+    /// edits the same graph, behind a mutex held for one packet), nodes built for `config`
+    /// (the engine's sample rate and block size). Before each packet the controller takes
+    /// the editor's latest table ([`Controller::set_table`]), so `/node/...` reaches the
+    /// nodes an edit added, whoever made it.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use downbeat::control::osc::OscHandler;
+    /// use downbeat::{project::Project, Engine};
+    /// use downbeat_graph::NodeConfig;
+    /// use rosc::{OscMessage, OscPacket, OscType};
+    ///
+    /// let p = Project::parse(
+    ///     "edges = [\"m -> out\"]\n[nodes.m]\ntype = \"mix\"\n[nodes.out]\ntype = \"output\"\n",
+    ///     "x.toml",
+    /// ).unwrap();
+    /// let (editor, schedule) = p.editor().unwrap();
+    /// let mut engine = Engine::new(schedule);
+    /// let live = Arc::new(Mutex::new(engine.live_editor(editor)));
+    /// let config = NodeConfig { sample_rate: 48_000.0, max_block: 256 };
+    /// let mut osc = OscHandler::new(engine.controller(64)).with_editor(live, config);
+    /// let message = |addr: &str, args: &[&str]| {
+    ///     let args = args.iter().map(|a| OscType::String(a.to_string())).collect();
+    ///     rosc::encoder::encode(&OscPacket::Message(OscMessage { addr: addr.into(), args }))
+    ///         .unwrap()
+    /// };
+    /// assert_eq!(osc.handle(&message("/graph/add", &["s", "sine"])), Ok(1));
+    /// assert_eq!(osc.handle(&message("/graph/connect", &["s", "m"])), Ok(1));
+    /// assert!(osc.handle(&message("/graph/add", &["t", "nosuch"])).is_err());
+    /// let mut block = vec![0.0; 256 * 2];
+    /// engine.process(&mut block);
+    /// assert_eq!(engine.swaps(), 2);
+    /// assert!(block.iter().any(|&x| x != 0.0));
+    /// ```
+    pub fn with_editor(mut self, editor: Arc<Mutex<LiveEditor>>, config: NodeConfig) -> Self {
+        self.graph = Some(GraphEdits {
+            editor,
+            config,
+            capture: None,
+        });
+        self
+    }
+
+    /// `input` nodes added with `/graph/add` read `capture` (the one the engine's device
+    /// writes); without it they are refused. Only with an editor
+    /// ([`with_editor`](OscHandler::with_editor)).
+    pub fn with_capture(mut self, capture: Capture) -> Self {
+        if let Some(g) = &mut self.graph {
+            g.capture = Some(capture);
+        }
+        self
     }
 
     /// The controller it sends through (for its timeline mapping).
@@ -154,6 +332,23 @@ impl OscHandler {
     pub fn handle(&mut self, datagram: &[u8]) -> Result<usize, Rejection> {
         let (_, packet) =
             rosc::decoder::decode_udp(datagram).map_err(|e| Rejection::Malformed(e.to_string()))?;
+        if let Some(g) = &self.graph {
+            // Nodes another editor (a reload, say) added are addressable here too.
+            let table = lock(&g.editor).table();
+            self.controller.set_table(table);
+        }
+        let mut messages = Vec::new();
+        flatten(&packet, &mut messages);
+        let graph = messages.iter().filter(|m| is_graph(&m.addr)).count();
+        if graph > 0 {
+            if graph < messages.len() {
+                return Err(Rejection::Graph {
+                    address: bundle_address(messages.len()),
+                    error: GraphRefusal::Mixed,
+                });
+            }
+            return self.edit(&messages);
+        }
         let mut planned = Vec::new();
         self.plan(&packet, When::Now, &mut planned)?;
         for (i, p) in planned.iter().enumerate() {
@@ -174,6 +369,58 @@ impl OscHandler {
             })?;
         }
         Ok(planned.len())
+    }
+
+    /// Applies `/graph` messages as one transaction.
+    fn edit(&mut self, messages: &[&OscMessage]) -> Result<usize, Rejection> {
+        let Some(g) = &self.graph else {
+            return Err(Rejection::Graph {
+                address: messages[0].addr.clone(),
+                error: GraphRefusal::NotEditable,
+            });
+        };
+        // Checked and built before the lock: a malformed message costs the editor nothing,
+        // and a node slow to build (a plugin) holds up no other editor meanwhile.
+        let edits = messages
+            .iter()
+            .map(|m| {
+                g.build(graph_edit(m)?).map_err(|error| Rejection::Graph {
+                    address: m.addr.clone(),
+                    error,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut live = lock(&g.editor);
+        for (m, edit) in messages.iter().zip(edits) {
+            if let Err(error) = g.stage(&mut live, edit) {
+                // The bundle's earlier messages are dropped with it.
+                live.discard();
+                return Err(Rejection::Graph {
+                    address: m.addr.clone(),
+                    error,
+                });
+            }
+        }
+        let committed = commit_waiting(&mut live).map_err(|e| {
+            let error = match e {
+                CommitError::Edit(e) => GraphRefusal::Edit(e),
+                CommitError::Busy => {
+                    live.discard();
+                    GraphRefusal::Busy
+                }
+            };
+            Rejection::Graph {
+                address: if messages.len() == 1 {
+                    messages[0].addr.clone()
+                } else {
+                    bundle_address(messages.len())
+                },
+                error,
+            }
+        });
+        committed?;
+        self.controller.set_table(live.table());
+        Ok(messages.len())
     }
 
     fn plan(
@@ -256,6 +503,168 @@ impl OscHandler {
             what: Action::Param(id, change),
             address: m.addr.clone(),
         })
+    }
+}
+
+impl GraphEdits {
+    /// `edit` with the node it adds built.
+    fn build(&self, edit: GraphEdit) -> Result<GraphEdit, GraphRefusal> {
+        let GraphEdit::Add(name, kind, params) = edit else {
+            return Ok(edit);
+        };
+        let Some(ty) = lookup_node_type(&kind) else {
+            return Err(GraphRefusal::UnknownType {
+                name: kind,
+                known: all_node_types()
+                    .iter()
+                    .map(|t| t.name().to_string())
+                    .collect(),
+            });
+        };
+        let node = match (&self.capture, kind.as_str()) {
+            (None, "input") => return Err(GraphRefusal::NoInput { node: name }),
+            (Some(c), _) => c.connect(|| ty.create(params, &self.config)),
+            (None, _) => ty.create(params, &self.config),
+        };
+        let node = node.map_err(|error| GraphRefusal::Param {
+            node: name.clone(),
+            error,
+        })?;
+        Ok(GraphEdit::Built(name, node))
+    }
+
+    /// Makes one edit in the editor's batch, uncommitted.
+    fn stage(&self, live: &mut LiveEditor, edit: GraphEdit) -> Result<(), GraphRefusal> {
+        match edit {
+            GraphEdit::Add(..) => unreachable!("nodes are built before they are staged"),
+            GraphEdit::Built(name, node) => live.add_boxed(name, node),
+            GraphEdit::Remove(name) => live.remove(&name),
+            GraphEdit::Connect(from, to, None) => live.connect(&from, &to),
+            GraphEdit::Connect(from, to, Some(db)) => live.connect_gain(&from, &to, db),
+            GraphEdit::Disconnect(from, to) => live.disconnect(&from, &to),
+        }
+        .map_err(GraphRefusal::Edit)
+    }
+}
+
+/// The editor, also when a thread panicked holding it: every edit is staged and committed
+/// (or discarded) under one lock, so a panic leaves at worst a batch the next commit or
+/// discard settles.
+fn lock(editor: &Mutex<LiveEditor>) -> MutexGuard<'_, LiveEditor> {
+    editor.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn is_graph(address: &str) -> bool {
+    address.starts_with("/graph/")
+}
+
+fn bundle_address(messages: usize) -> String {
+    format!("a bundle of {messages} messages")
+}
+
+/// Every message of `packet`, bundles opened.
+fn flatten<'a>(packet: &'a OscPacket, out: &mut Vec<&'a OscMessage>) {
+    match packet {
+        OscPacket::Message(m) => out.push(m),
+        OscPacket::Bundle(b) => {
+            for p in &b.content {
+                flatten(p, out);
+            }
+        }
+    }
+}
+
+/// A `/graph/...` message checked: its address and argument types.
+fn graph_edit(m: &OscMessage) -> Result<GraphEdit, Rejection> {
+    let bad = |reason: String| Rejection::BadArguments {
+        address: m.addr.clone(),
+        reason,
+    };
+    let text = |i: usize, what: &str| match &m.args[i] {
+        OscType::String(s) => Ok(s.clone()),
+        other => Err(bad(format!(
+            "argument {} is {}; expected {what} as a string",
+            i + 1,
+            type_name(other)
+        ))),
+    };
+    let count = |n: usize, what: &str| {
+        if m.args.len() == n {
+            Ok(())
+        } else {
+            Err(bad(format!(
+                "{} argument(s) given; expected {what}",
+                m.args.len()
+            )))
+        }
+    };
+    match m.addr.as_str() {
+        "/graph/add" => {
+            if m.args.len() < 2 || m.args.len() % 2 != 0 {
+                return Err(bad(format!(
+                    "{} argument(s) given; expected a name, a node type, then parameter names \
+                     each followed by its value",
+                    m.args.len()
+                )));
+            }
+            let (name, kind) = (text(0, "the node's name")?, text(1, "the node type")?);
+            let mut params = Vec::new();
+            for i in (2..m.args.len()).step_by(2) {
+                let param = text(i, "a parameter name")?;
+                let value = match &m.args[i + 1] {
+                    OscType::Float(x) => ParamValue::Float(f64::from(*x)),
+                    OscType::Double(x) => ParamValue::Float(*x),
+                    OscType::Int(x) => ParamValue::Int(i64::from(*x)),
+                    OscType::Long(x) => ParamValue::Int(*x),
+                    OscType::String(s) => ParamValue::Text(s.clone()),
+                    OscType::Bool(b) => ParamValue::Bool(*b),
+                    other => {
+                        return Err(bad(format!(
+                            "argument {} (the value of `{param}`) is {}; expected a number, a \
+                             string or true/false",
+                            i + 2,
+                            type_name(other)
+                        )))
+                    }
+                };
+                params.push((param, value));
+            }
+            Ok(GraphEdit::Add(name, kind, params))
+        }
+        "/graph/remove" => {
+            count(1, "the node's name")?;
+            Ok(GraphEdit::Remove(text(0, "the node's name")?))
+        }
+        "/graph/connect" if m.args.len() == 3 => {
+            let (from, to) = (text(0, "the source")?, text(1, "the destination")?);
+            let level = match m.args[2] {
+                OscType::Float(x) => f64::from(x),
+                OscType::Double(x) => x,
+                OscType::Int(x) => f64::from(x),
+                OscType::Long(x) => x as f64,
+                ref other => {
+                    return Err(bad(format!(
+                        "argument 3 is {}; expected the edge's level in dB as a number",
+                        type_name(other)
+                    )))
+                }
+            };
+            Ok(GraphEdit::Connect(from, to, Some(level)))
+        }
+        "/graph/connect" | "/graph/disconnect" => {
+            count(
+                2,
+                "the edge's ends, from and to (`node` or `node:port`), and for a connect \
+                 optionally its level in dB",
+            )?;
+            let (from, to) = (text(0, "the source")?, text(1, "the destination")?);
+            Ok(if m.addr == "/graph/connect" {
+                GraphEdit::Connect(from, to, None)
+            } else {
+                GraphEdit::Disconnect(from, to)
+            })
+        }
+        _ => Err(Rejection::UnknownAddress(m.addr.clone())),
     }
 }
 
@@ -414,6 +823,19 @@ pub struct OscServer {
 pub fn serve(
     addr: impl ToSocketAddrs,
     controller: Controller,
+    on_reject: impl FnMut(SocketAddr, &Rejection) + Send + 'static,
+) -> io::Result<OscServer> {
+    serve_handler(addr, OscHandler::new(controller), on_reject)
+}
+
+/// [`serve`] with a handler made beforehand: one that edits the graph too
+/// ([`OscHandler::with_editor`]).
+///
+/// # Errors
+/// The socket cannot be bound.
+pub fn serve_handler(
+    addr: impl ToSocketAddrs,
+    mut handler: OscHandler,
     mut on_reject: impl FnMut(SocketAddr, &Rejection) + Send + 'static,
 ) -> io::Result<OscServer> {
     let socket = UdpSocket::bind(addr)?;
@@ -427,7 +849,6 @@ pub fn serve(
         Arc::clone(&applied),
         Arc::clone(&rejected),
     );
-    let mut handler = OscHandler::new(controller);
     let thread = std::thread::Builder::new()
         .name("downbeat-osc".into())
         .spawn(move || {
@@ -506,6 +927,111 @@ impl Drop for OscServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::project::Project;
+    use crate::Engine;
+
+    fn packet(addr: &str, args: Vec<OscType>) -> Vec<u8> {
+        rosc::encoder::encode(&OscPacket::Message(OscMessage {
+            addr: addr.into(),
+            args,
+        }))
+        .unwrap()
+    }
+
+    fn text(s: &str) -> OscType {
+        OscType::String(s.into())
+    }
+
+    /// A mono mix into the output, silent, edited over OSC: a constant 1.0 connected at a
+    /// level, played with `/node`, refusals that leave nothing behind.
+    #[test]
+    fn graph_messages_edit_the_running_graph() {
+        let p = Project::parse(
+            "block_size = 64\nedges = [\"m -> out\"]\n[nodes.m]\ntype = \"mix\"\nchannels = 1\n\
+             [nodes.out]\ntype = \"output\"\nchannels = 1\n",
+            "x.toml",
+        )
+        .unwrap();
+        let (editor, schedule) = p.editor().unwrap();
+        let mut engine = Engine::new(schedule);
+        let live = Arc::new(Mutex::new(engine.live_editor(editor)));
+        let config = NodeConfig {
+            sample_rate: 48_000.0,
+            max_block: 64,
+        };
+        // Without an editor, refused.
+        let mut plain = OscHandler::new(engine.controller(8));
+        let refused = plain.handle(&packet("/graph/remove", vec![text("m")]));
+        assert!(
+            matches!(
+                refused,
+                Err(Rejection::Graph {
+                    error: GraphRefusal::NotEditable,
+                    ..
+                })
+            ),
+            "{refused:?}"
+        );
+        let mut osc = OscHandler::new(engine.controller(64)).with_editor(Arc::clone(&live), config);
+        let add = packet(
+            "/graph/add",
+            vec![
+                text("one"),
+                text("sine"),
+                text("freq"),
+                OscType::Int(0),
+                text("phase"),
+                OscType::Double(0.25),
+                text("amp"),
+                OscType::Float(1.0),
+                text("channels"),
+                OscType::Long(1),
+            ],
+        );
+        assert_eq!(osc.handle(&add), Ok(1));
+        // -20 dB: a tenth.
+        let connect = vec![text("one"), text("m"), OscType::Float(-20.0)];
+        assert_eq!(osc.handle(&packet("/graph/connect", connect)), Ok(1));
+        let mut block = vec![0.0; 64];
+        engine.process(&mut block);
+        assert!(block.iter().all(|&x| (x - 0.1).abs() < 1e-5), "{block:?}");
+
+        // No input for an `input` node in this run; a bad level; a refused bundle drops
+        // its first message too.
+        let input = osc.handle(&packet("/graph/add", vec![text("i"), text("input")]));
+        assert!(input.unwrap_err().to_string().contains("no device input"));
+        let level = vec![text("one"), text("m"), text("loud")];
+        assert!(osc.handle(&packet("/graph/connect", level)).is_err());
+        let bundle = rosc::encoder::encode(&OscPacket::Bundle(OscBundle {
+            timetag: OscTime::from((0, 1)),
+            content: vec![
+                OscPacket::Message(OscMessage {
+                    addr: "/graph/disconnect".into(),
+                    args: vec![text("one"), text("m")],
+                }),
+                OscPacket::Message(OscMessage {
+                    addr: "/graph/remove".into(),
+                    args: vec![text("nosuch")],
+                }),
+            ],
+        }))
+        .unwrap();
+        let e = osc.handle(&bundle).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("`/graph/remove`: the graph has no node `nosuch`"),
+            "{e}"
+        );
+        assert!(!live.lock().unwrap().has_pending());
+        assert!(live.lock().unwrap().has_edge("one", "m"));
+
+        // The added node is a node like any: its parameters move over OSC.
+        let step = packet("/node/one/amp/step", vec![OscType::Float(0.5)]);
+        assert_eq!(osc.handle(&step), Ok(1));
+        engine.process(&mut block);
+        assert_eq!(engine.swaps(), 2);
+        assert!(block.iter().all(|&x| (x - 0.05).abs() < 1e-5), "{block:?}");
+    }
 
     #[test]
     fn timetags_round_trip_through_the_system_clock() {
