@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Every suite, by name; `graph-plugin` is `graph --case plugin` in a build with LV2.
-suites=(ring clock notify alloc graph gc control synth files engines fuzz)
+suites=(ring clock notify alloc graph gc control synth files engines fuzz soak)
 
 # What the suites run against (x42 and zam plugins through lilv, sox and ffmpeg, SuperCollider's
 # servers, JACK, Node.js for node-web-audio-api, cyclictest): scripts/deps.sh.
@@ -58,12 +58,24 @@ for suite in "${suites[@]}"; do
         # One second per fuzz target from its seeds (cargo-fuzz and nightly, which the
         # suite needs, come from scripts/deps.sh); a finding fails the run.
         fuzz) smoke fuzz "$bench" fuzz ;;
+        # Ten seconds of the soak, judged as the full one is: out of bounds exits 1.
+        soak) smoke soak "$bench" soak ;;
         *) smoke "$suite" "$bench" "$suite" ;;
     esac
 done
 # Fanin84 with LV2 compressors, serial against the pool; it asserts their outputs are
 # bit-identical.
 smoke graph-plugin "$bench_lv2" graph --case plugin
+# The soak (issue 42) for a minute: fanin84, a synth on a looping MIDI file, a looping player,
+# 1,000 OSC messages a second, a hot swap every second and a recording on the virtual device;
+# it exits 1 when a figure is out of its bound (bench/src/soak/checks.rs).
+echo "--- downbeat-bench soak --minutes 1"
+if "$bench" soak --minutes 1; then
+    passed=$((passed + 1))
+else
+    echo "FAILED: downbeat-bench soak --minutes 1" >&2
+    failed=$((failed + 1))
+fi
 
 echo "smoke: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

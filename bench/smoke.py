@@ -96,6 +96,11 @@ EXPECTED = {
     + cases(["set_ref_barrier_cost"], ["replicating", "replicating_block"])
     + cases(each("machine_", ["missed_", "blocks_", "late_starts_"], ["frames64", "frames256"]), ["no-collector"]),
 }
+# `fuzz`: per cargo-fuzz target, what libFuzzer reports and the findings (0 in a passing run).
+FUZZ_TARGETS = ["project_parse", "project_build", "midi_file", "osc_packet", "audio_file", "wav_input",
+                "wasm_events"]
+EXPECTED["fuzz"] = cases(each(FUZZ_TARGETS, ["_executions", "_coverage", "_features", "_exec_per_s", "_seconds",
+                                             "_findings"]), ["downbeat"])
 ENGINES = ["downbeat", "scsynth", "supernova", "node-web-audio-api"]
 ENGINES_2T = ["downbeat", "downbeat 2 threads", "scsynth", "supernova 2 threads", "node-web-audio-api"]
 EXPECTED["engines"] = (
@@ -111,6 +116,18 @@ EXPECTED["graph-plugin"] = (
     # The CLAP row beside the LV2 row: zam-plugins' ZaMultiCompX2 in both formats, on the pool.
     + cases(each(["plugin_clap_", "plugin_lv2_"], LOADS + ["outside_P50", "wake_P50", "wake_P99", "tail_P50"]), ["downbeat"])
 )
+
+# `soak`: each figure a row of impl "downbeat", each bound a row of impl "max" or "min" (the
+# figures reported without a bound have none), and the count of failed checks.
+SOAK_MAX = ["xruns", "late_blocks", "edit_failures", "osc_lost", "osc_rejected", "midi_refused",
+            "events_stale", "events_dropped", "events_late", "rss_growth", "threads_changed", "fds_changed",
+            "recording_length_error", "recording_lost_frames", "recording_nonfinite",
+            "recording_longest_silence", "player_underrun_frames", "node_losses"]
+SOAK_MIN = ["swaps", "osc_rate", "midi_events", "recording_valid", "recording_rms"]
+SOAK_REPORTED = ["deadline_misses", "blocks", "load_p50_early", "load_p50_late", "load_p99", "load_max",
+                 "build_ms_max", "events_applied", "rss", "threads", "fds"]
+EXPECTED["soak"] = (cases(SOAK_MAX + SOAK_MIN + SOAK_REPORTED + ["failed_checks"], ["downbeat"])
+                    + cases(SOAK_MAX, ["max"]) + cases(SOAK_MIN, ["min"]))
 
 # Rows a run may lack: a pool's nodes that never changed worker have nothing to compare.
 OPTIONAL = {

@@ -10,12 +10,14 @@ mod clock;
 mod control;
 mod engines;
 mod files;
+mod fuzz;
 mod gc;
 mod graph;
 mod notify;
 mod report;
 mod ring;
 mod rng;
+mod soak;
 mod synth;
 
 #[derive(Parser)]
@@ -50,6 +52,10 @@ enum Suite {
     Files(Common),
     /// Engines (issue 28): Downbeat against scsynth, supernova and node-web-audio-api on the same workloads (sines, voices, chain, fanin), CPU time per second of audio, each output checked to carry the same signal; and the most voices each plays on a JACK dummy server without an xrun.
     Engines(engines::EnginesArgs),
+    /// Fuzzing (issue 42): the cargo-fuzz targets of fuzz/ (project files, MIDI files, OSC, audio files, --input WAV, wasm control records) for a time or a number of inputs each: executions, coverage, features, findings; exits 1 on a finding.
+    Fuzz(fuzz::FuzzArgs),
+    /// Soak (issue 42): the virtual device at 64-frame blocks for --minutes (default 1) with fanin84, a synth playing a MIDI file on loop, a looping player, 1,000 OSC messages/s from another process, a hot swap every second and a recording: xruns, late blocks, events lost, memory, threads, descriptors and the recording, each against its bound; exits 1 when one is out of bounds.
+    Soak(soak::SoakArgs),
 }
 
 /// Options every suite understands.
@@ -83,6 +89,10 @@ impl Common {
 
 fn main() {
     let cli = Cli::parse();
+    // The soak judges its figures: it prints its own table and exits 1 when one fails.
+    if let Suite::Soak(args) = &cli.suite {
+        std::process::exit(soak::main(args));
+    }
     let report = match &cli.suite {
         Suite::Ring(common) => ring::run(common),
         Suite::Clock(common) => clock::run(common),
@@ -94,6 +104,8 @@ fn main() {
         Suite::Synth(common) => synth::run(common),
         Suite::Files(common) => files::run(common),
         Suite::Engines(args) => engines::run(args),
+        Suite::Fuzz(args) => fuzz::run(args),
+        Suite::Soak(_) => unreachable!("the soak ran above"),
     };
     let json = match &cli.suite {
         Suite::Ring(common) | Suite::Clock(common) | Suite::Notify(common) => common.json,
@@ -101,6 +113,8 @@ fn main() {
         Suite::Synth(common) | Suite::Files(common) => common.json,
         Suite::Gc(args) => args.common.json,
         Suite::Engines(args) => args.common.json,
+        Suite::Fuzz(args) => args.json,
+        Suite::Soak(_) => unreachable!("the soak ran above"),
     };
     report.print(json);
 }

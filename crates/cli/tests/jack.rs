@@ -4,19 +4,144 @@
 
 mod support;
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use support::{read_wav, repo, terminate};
 
+/// One JACK test at a time, whatever `--test-threads` says: libjack names a client's
+/// notification socket after the client alone (`/dev/shm/jack_downbeat_0_0`, whichever the
+/// server), so two `downbeat` clients (or two `jack_lsp`s) opening at the same moment on two
+/// servers take each other's socket, and one or both fail to open (issue 42: seen in one run
+/// of this file in ten with two test threads).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// How long a `jack_lsp` may take. It is a JACK client, and libjack's close can deadlock when
+/// another client comes or goes at that moment (issue 42): a `jack_lsp` still running then is
+/// killed, and the poll that ran it asks again.
+const LSP_LIMIT: Duration = Duration::from_secs(5);
+
+/// How long a `downbeat` run of a few seconds may take before it counts as hung: ample on a
+/// loaded machine, and a hang fails the test instead of the suite's time limit.
+const RUN_LIMIT: Duration = Duration::from_secs(60);
+
+/// How long a server may take to answer, or a port to appear, after starting its process.
+const APPEAR_LIMIT: Duration = Duration::from_secs(20);
+
+/// A process a test started, killed and reaped when dropped: a test that fails (panics)
+/// leaves no `downbeat` or JACK client behind.
+struct Spawned {
+    child: Child,
+    what: String,
+}
+
+impl Spawned {
+    fn start(cmd: &mut Command) -> Self {
+        let what = std::iter::once(cmd.get_program())
+            .chain(cmd.get_args())
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start `{what}`: {e}"));
+        Spawned { child, what }
+    }
+
+    fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().unwrap()
+    }
+
+    /// Waits at most `limit` for the process to end: what it printed on the pipes it was
+    /// given; the same, once killed, as the error when it was still running.
+    fn finish(mut self, limit: Duration) -> Result<Output, Output> {
+        let stdout = drain(self.child.stdout.take());
+        let stderr = drain(self.child.stderr.take());
+        let t = Instant::now();
+        let (status, in_time) = loop {
+            if let Some(status) = self.exited() {
+                break (status, true);
+            }
+            if t.elapsed() > limit {
+                let _ = self.child.kill();
+                break (self.child.wait().unwrap(), false);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let out = Output {
+            status,
+            stdout: stdout.join().unwrap(),
+            stderr: stderr.join().unwrap(),
+        };
+        if in_time {
+            Ok(out)
+        } else {
+            Err(out)
+        }
+    }
+
+    /// As [`finish`](Self::finish); still running after `limit` fails the test.
+    fn output(self, limit: Duration) -> Output {
+        let what = self.what.clone();
+        self.finish(limit).unwrap_or_else(|out| {
+            panic!(
+                "`{what}` was still running after {} s (killed); it printed: {}",
+                limit.as_secs(),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+
+    /// Sends `signal` (`"-TERM"`), then kills after five seconds: a JACK client unregisters,
+    /// a recorder finalises its file.
+    fn stop(&mut self, signal: &str) {
+        terminate(&mut self.child, signal);
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads `pipe` to its end on a thread of its own, so that a full pipe never blocks the
+/// process writing to it.
+fn drain(pipe: Option<impl Read + Send + 'static>) -> JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        bytes
+    })
+}
+
+/// Runs `cmd` to its end, what it prints captured; still running after `limit` fails the
+/// test.
+fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    Spawned::start(cmd.stdout(Stdio::piped()).stderr(Stdio::piped())).output(limit)
+}
+
+/// A `jackd -d dummy` of a test's own, stopped when dropped. It holds the test's turn
+/// ([`ONE_AT_A_TIME`]) until then.
 struct Server {
     name: String,
     child: Child,
+    _turn: MutexGuard<'static, ()>,
 }
 
 impl Server {
     fn start(tag: &str) -> Self {
+        // A test that failed holding the turn poisoned it; the next one can go on all the same.
+        let turn = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
         let name = format!("downbeat-{tag}-{}", std::process::id());
         let child = Command::new("jackd")
             .args(["-n", &name, "-d", "dummy", "-r", "48000", "-p", "256"])
@@ -25,28 +150,61 @@ impl Server {
             .stderr(Stdio::null())
             .spawn()
             .expect("jackd is installed (apt-get install jackd2)");
-        let s = Server { name, child };
+        let mut s = Server {
+            name,
+            child,
+            _turn: turn,
+        };
         let t = Instant::now();
-        while !s.lsp().status.success() {
-            assert!(t.elapsed() < Duration::from_secs(10), "jackd did not start");
+        while !s.lsp().is_some_and(|out| out.status.success()) {
+            if let Some(status) = s.child.try_wait().unwrap() {
+                panic!("jackd {} exited as it started ({status})", s.name);
+            }
+            assert!(
+                t.elapsed() < APPEAR_LIMIT,
+                "jackd {} did not answer jack_lsp within {} s",
+                s.name,
+                APPEAR_LIMIT.as_secs()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
         s
     }
 
-    fn lsp(&self) -> Output {
-        Command::new("jack_lsp")
-            .env("JACK_DEFAULT_SERVER", &self.name)
-            .output()
-            .unwrap()
+    /// `jack_lsp`'s output, `None` when it had to be killed (see [`LSP_LIMIT`]).
+    fn lsp(&self) -> Option<Output> {
+        let mut cmd = Command::new("jack_lsp");
+        cmd.env("JACK_DEFAULT_SERVER", &self.name)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        Spawned::start(&mut cmd).finish(LSP_LIMIT).ok()
     }
 
-    fn wait_for_port(&self, port: &str) {
+    /// Waits for `port`, which `owner` registers; `owner` exiting first fails the test at once.
+    fn wait_for_port(&self, port: &str, owner: &mut Spawned) {
         let t = Instant::now();
-        while !String::from_utf8_lossy(&self.lsp().stdout).contains(port) {
+        loop {
+            if self
+                .lsp()
+                .is_some_and(|out| String::from_utf8_lossy(&out.stdout).contains(port))
+            {
+                return;
+            }
+            if let Some(status) = owner.exited() {
+                let mut said = String::new();
+                if let Some(mut pipe) = owner.child.stderr.take() {
+                    let _ = pipe.read_to_string(&mut said);
+                }
+                panic!(
+                    "`{}` exited ({status}) before its port {port} appeared: {said}",
+                    owner.what
+                );
+            }
             assert!(
-                t.elapsed() < Duration::from_secs(10),
-                "port {port} never appeared"
+                t.elapsed() < APPEAR_LIMIT,
+                "port {port} of `{}` did not appear within {} s",
+                owner.what,
+                APPEAR_LIMIT.as_secs()
             );
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -60,12 +218,22 @@ impl Server {
             .env("JACK_NO_AUDIO_RESERVATION", "1");
         c
     }
-}
 
-impl Server {
+    /// Sends `signal` (`"-STOP"`, `"-CONT"`) to the server: whether it was sent.
+    fn signal(&self, signal: &str) -> bool {
+        Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
     /// Stops the server as `kill` would (SIGTERM), so it removes its shared-memory
     /// registration; a SIGKILLed jackd leaves it behind and JACK allows only a few servers.
     fn stop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // A server a test stopped (SIGSTOP) acts on SIGTERM only once continued.
+            let _ = self.signal("-CONT");
+        }
         terminate(&mut self.child, "-TERM");
     }
 }
@@ -93,8 +261,8 @@ const HELLO: &str = "examples/projects/hello.toml";
 fn renders_three_seconds_through_jack() {
     let server = Server::start("render");
     let wav = tmp("render.wav");
-    let out = server
-        .downbeat(&[
+    let out = output_within(
+        &mut server.downbeat(&[
             "run",
             HELLO,
             "--device",
@@ -104,9 +272,9 @@ fn renders_three_seconds_through_jack() {
             "--out",
             wav.to_str().unwrap(),
             "--json",
-        ])
-        .output()
-        .unwrap();
+        ]),
+        RUN_LIMIT,
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -123,31 +291,40 @@ fn renders_three_seconds_through_jack() {
 #[test]
 fn another_client_receives_the_audio() {
     let server = Server::start("rec");
-    let mut run = server
-        .downbeat(&["run", HELLO, "--device", "jack", "--seconds", "5"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    server.wait_for_port("downbeat:out_2");
+    let mut run = Spawned::start(
+        server
+            .downbeat(&["run", HELLO, "--device", "jack", "--seconds", "5"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    );
+    server.wait_for_port("downbeat:out_2", &mut run);
     let rec = tmp("jack_rec.wav");
-    let status = Command::new("jack_rec")
-        .args([
-            "-f",
-            rec.to_str().unwrap(),
-            "-d",
-            "1",
-            "-b",
-            "32",
-            "downbeat:out_1",
-            "downbeat:out_2",
-        ])
-        .env("JACK_DEFAULT_SERVER", &server.name)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "jack_rec failed");
-    assert!(run.wait().unwrap().success());
+    let recorded = output_within(
+        Command::new("jack_rec")
+            .env("JACK_DEFAULT_SERVER", &server.name)
+            .args([
+                "-f",
+                rec.to_str().unwrap(),
+                "-d",
+                "1",
+                "-b",
+                "32",
+                "downbeat:out_1",
+                "downbeat:out_2",
+            ]),
+        RUN_LIMIT,
+    );
+    assert!(
+        recorded.status.success(),
+        "jack_rec failed: {}",
+        String::from_utf8_lossy(&recorded.stderr)
+    );
+    let out = run.output(RUN_LIMIT);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (frames, p) = peak(&rec);
     assert!(frames >= 40_000, "jack_rec recorded {frames} frames");
     assert!(p > 0.05, "jack_rec heard silence (peak {p})");
@@ -157,30 +334,30 @@ fn another_client_receives_the_audio() {
 fn server_dying_mid_run_ends_cleanly_with_a_valid_recording() {
     let mut server = Server::start("kill");
     let wav = tmp("killed.wav");
-    let child = server
-        .downbeat(&[
-            "run",
-            HELLO,
-            "--device",
-            "jack",
-            "--seconds",
-            "30",
-            "--out",
-            wav.to_str().unwrap(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    server.wait_for_port("downbeat:out_1");
+    let mut child = Spawned::start(
+        server
+            .downbeat(&[
+                "run",
+                HELLO,
+                "--device",
+                "jack",
+                "--seconds",
+                "30",
+                "--out",
+                wav.to_str().unwrap(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    );
+    server.wait_for_port("downbeat:out_1", &mut child);
     std::thread::sleep(Duration::from_millis(1500));
     server.stop();
-    let t = Instant::now();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        t.elapsed() < Duration::from_secs(10),
-        "downbeat hung after the server died"
-    );
+    let out = child.finish(Duration::from_secs(10)).unwrap_or_else(|out| {
+        panic!(
+            "downbeat hung after the server died: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("JACK server stopped"), "{err}");
@@ -195,16 +372,18 @@ fn server_dying_mid_run_ends_cleanly_with_a_valid_recording() {
 
 #[test]
 fn no_server_and_bad_connections_get_clear_messages() {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_downbeat"));
-    let out = c
-        .args(["run", HELLO, "--device", "jack", "--seconds", "1"])
-        .current_dir(repo())
-        .env(
-            "JACK_DEFAULT_SERVER",
-            format!("no-such-server-{}", std::process::id()),
-        )
-        .output()
-        .unwrap();
+    // Started first for its turn (ONE_AT_A_TIME): the run without a server opens a client too.
+    let server = Server::start("connect");
+    let out = output_within(
+        Command::new(env!("CARGO_BIN_EXE_downbeat"))
+            .args(["run", HELLO, "--device", "jack", "--seconds", "1"])
+            .current_dir(repo())
+            .env(
+                "JACK_DEFAULT_SERVER",
+                format!("no-such-server-{}", std::process::id()),
+            ),
+        RUN_LIMIT,
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
@@ -212,9 +391,8 @@ fn no_server_and_bad_connections_get_clear_messages() {
         "message should say how to start a server: {err}"
     );
 
-    let server = Server::start("connect");
-    let out = server
-        .downbeat(&[
+    let out = output_within(
+        &mut server.downbeat(&[
             "run",
             HELLO,
             "--device",
@@ -223,12 +401,99 @@ fn no_server_and_bad_connections_get_clear_messages() {
             "1",
             "--connect",
             "nowhere:in",
-        ])
-        .output()
-        .unwrap();
+        ]),
+        RUN_LIMIT,
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("nowhere:in"), "{err}");
+}
+
+/// A server that never answers (stopped with SIGSTOP once it runs) fails the start with an
+/// error within seconds: libjack waits for the server's answers without a timeout, and a run
+/// once slept in such a wait for good (issue 42).
+#[test]
+fn a_server_that_never_answers_fails_the_start_within_seconds() {
+    let server = Server::start("stopped");
+    assert!(server.signal("-STOP"), "cannot stop jackd {}", server.name);
+    let t = Instant::now();
+    let out = output_within(
+        &mut server.downbeat(&["run", HELLO, "--device", "jack", "--seconds", "1"]),
+        RUN_LIMIT,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("JACK did not answer within 10 s while opening the client `downbeat`"),
+        "{err}"
+    );
+    // Ten seconds of waiting for the server, and the rest of the start and exit.
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "the start took {:?} to fail",
+        t.elapsed()
+    );
+}
+
+/// A run registers one JACK client, the one that plays; the server's sample rate, which the
+/// project is built at, comes from it too. A probe client opened and closed just before it
+/// deadlocked the run when another client came or went during the probe's close (issue 42).
+/// `jack_evmon`, a client we did not write, reports every client that registers.
+#[test]
+fn a_run_registers_a_single_jack_client() {
+    let server = Server::start("clients");
+    let log = tmp("evmon.txt");
+    let _evmon = Spawned::start(
+        // Line-buffered: each event is in the file as soon as jack_evmon prints it.
+        Command::new("stdbuf")
+            .args(["-oL", "jack_evmon"])
+            .env("JACK_DEFAULT_SERVER", &server.name)
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(Stdio::null()),
+    );
+    let events = || std::fs::read_to_string(&log).unwrap_or_default();
+    // jack_evmon reports clients once it is active: the jack_lsp clients of this loop.
+    let t = Instant::now();
+    while !events().contains("Client lsp registered") {
+        assert!(
+            t.elapsed() < APPEAR_LIMIT,
+            "jack_evmon reported no jack_lsp within {} s: {}",
+            APPEAR_LIMIT.as_secs(),
+            events()
+        );
+        let _ = server.lsp();
+    }
+    let out = output_within(
+        &mut server.downbeat(&["run", HELLO, "--device", "jack", "--seconds", "0.5"]),
+        RUN_LIMIT,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The server tells jack_evmon of the close right after downbeat closed its client.
+    let t = Instant::now();
+    while !events().contains("Client downbeat unregistered") {
+        assert!(
+            t.elapsed() < APPEAR_LIMIT,
+            "jack_evmon reported no close of downbeat within {} s: {}",
+            APPEAR_LIMIT.as_secs(),
+            events()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let ours: Vec<String> = events()
+        .lines()
+        .filter(|l| l.starts_with("Client downbeat"))
+        .map(String::from)
+        .collect();
+    assert_eq!(
+        ours,
+        ["Client downbeat registered", "Client downbeat unregistered"],
+        "every event: {}",
+        events()
+    );
 }
 
 fn read(path: &Path) -> Vec<f32> {
@@ -240,14 +505,14 @@ fn read(path: &Path) -> Vec<f32> {
 #[test]
 fn metronome_clicks_come_in_through_the_input_node_at_a_constant_offset() {
     let server = Server::start("metro");
-    let mut metro = Command::new("jack_metro")
-        .args(["-b", "240", "-f", "1000", "-D", "20", "-n", "metro"])
-        .env("JACK_DEFAULT_SERVER", &server.name)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("jack_metro is installed (jackd2)");
-    server.wait_for_port("metro:240_bpm");
+    let mut metro = Spawned::start(
+        Command::new("jack_metro")
+            .args(["-b", "240", "-f", "1000", "-D", "20", "-n", "metro"])
+            .env("JACK_DEFAULT_SERVER", &server.name)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    server.wait_for_port("metro:240_bpm", &mut metro);
     let project = tmp("mono-through.toml");
     std::fs::write(
         &project,
@@ -257,8 +522,8 @@ fn metronome_clicks_come_in_through_the_input_node_at_a_constant_offset() {
     )
     .unwrap();
     let (out_wav, in_wav) = (tmp("metro-out.wav"), tmp("metro-in.wav"));
-    let out = server
-        .downbeat(&[
+    let out = output_within(
+        &mut server.downbeat(&[
             "run",
             project.to_str().unwrap(),
             "--device",
@@ -271,11 +536,10 @@ fn metronome_clicks_come_in_through_the_input_node_at_a_constant_offset() {
             out_wav.to_str().unwrap(),
             "--record-input",
             in_wav.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    let _ = metro.kill();
-    let _ = metro.wait();
+        ]),
+        RUN_LIMIT,
+    );
+    drop(metro);
     assert!(
         out.status.success(),
         "{}",
@@ -299,6 +563,12 @@ fn metronome_clicks_come_in_through_the_input_node_at_a_constant_offset() {
             quiet += 1;
         }
     }
+    // The input is connected once the client is active, some cycles into the run: until then
+    // the recording is silence, and when jack_metro is mid-click at that moment, the rest of
+    // that click comes in at a cycle boundary as a sound of its own, off the beat (seen on a
+    // loaded machine: silence, then 0.44 at frame 1024). The beat is measured from the second
+    // sound on.
+    let onsets = &onsets[1.min(onsets.len())..];
     assert!(
         onsets.len() >= 8,
         "{} clicks in 3 s at 240 bpm",
@@ -337,47 +607,48 @@ fn metronome_clicks_come_in_through_the_input_node_at_a_constant_offset() {
 fn server_dying_with_fallback_virtual_completes_with_no_lost_block() {
     let mut server = Server::start("fallback");
     let (wav, offline) = (tmp("fallback.wav"), tmp("fallback-offline.wav"));
-    let child = server
-        .downbeat(&[
-            "run",
-            HELLO,
-            "--device",
-            "jack",
-            "--seconds",
-            "5",
-            "--fallback",
-            "virtual",
-            "--out",
-            wav.to_str().unwrap(),
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    server.wait_for_port("downbeat:out_1");
+    let mut child = Spawned::start(
+        server
+            .downbeat(&[
+                "run",
+                HELLO,
+                "--device",
+                "jack",
+                "--seconds",
+                "5",
+                "--fallback",
+                "virtual",
+                "--out",
+                wav.to_str().unwrap(),
+                "--json",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    server.wait_for_port("downbeat:out_1", &mut child);
     std::thread::sleep(Duration::from_millis(1500));
     server.stop();
-    let out = child.wait_with_output().unwrap();
+    let out = child.output(RUN_LIMIT);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("virtual device"), "{err}");
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["fallback"], "virtual");
-    let done = Command::new(env!("CARGO_BIN_EXE_downbeat"))
-        .args([
-            "run",
-            HELLO,
-            "--device",
-            "offline",
-            "--seconds",
-            "5",
-            "--out",
-        ])
-        .arg(&offline)
-        .current_dir(repo())
-        .output()
-        .unwrap();
+    let done = output_within(
+        Command::new(env!("CARGO_BIN_EXE_downbeat"))
+            .args([
+                "run",
+                HELLO,
+                "--device",
+                "offline",
+                "--seconds",
+                "5",
+                "--out",
+            ])
+            .arg(&offline)
+            .current_dir(repo()),
+        RUN_LIMIT,
+    );
     assert!(done.status.success());
     let (got, want) = (read(&wav), read(&offline));
     assert_eq!(got.len(), 2 * 5 * 48_000);
@@ -390,8 +661,8 @@ fn server_dying_with_fallback_virtual_completes_with_no_lost_block() {
 #[test]
 fn latency_through_a_loop_inside_the_server() {
     let server = Server::start("latency");
-    let out = server
-        .downbeat(&[
+    let out = output_within(
+        &mut server.downbeat(&[
             "latency",
             "--device",
             "jack",
@@ -400,9 +671,9 @@ fn latency_through_a_loop_inside_the_server() {
             "--seconds",
             "2",
             "--json",
-        ])
-        .output()
-        .unwrap();
+        ]),
+        RUN_LIMIT,
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -468,17 +739,17 @@ fn midi_in_notes_from_jack_midiseq_start_at_their_frames_at_their_pitch() {
     let server = Server::start("midi");
     let project = tmp("synth.toml");
     std::fs::write(&project, SYNTH).unwrap();
-    let mut seq = Command::new("jack_midiseq")
-        .args(["seq", "30011", "0", "69", "6000", "10007", "76", "6000"])
-        .env("JACK_DEFAULT_SERVER", &server.name)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("jack_midiseq is installed (jackd2)");
-    server.wait_for_port("seq:out");
+    let mut seq = Spawned::start(
+        Command::new("jack_midiseq")
+            .args(["seq", "30011", "0", "69", "6000", "10007", "76", "6000"])
+            .env("JACK_DEFAULT_SERVER", &server.name)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    server.wait_for_port("seq:out", &mut seq);
     let wav = tmp("midi.wav");
-    let out = server
-        .downbeat(&[
+    let out = output_within(
+        &mut server.downbeat(&[
             "run",
             project.to_str().unwrap(),
             "--device",
@@ -489,10 +760,10 @@ fn midi_in_notes_from_jack_midiseq_start_at_their_frames_at_their_pitch() {
             "2",
             "--out",
             wav.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    terminate(&mut seq, "-TERM");
+        ]),
+        RUN_LIMIT,
+    );
+    seq.stop("-TERM");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let (all, channels) = read_wav(&wav);
@@ -536,8 +807,8 @@ fn midi_in_without_an_instrument_or_a_port_is_refused() {
         "edges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\n[nodes.out]\ntype = \"output\"\n",
     )
     .unwrap();
-    let out = server
-        .downbeat(&[
+    let out = output_within(
+        &mut server.downbeat(&[
             "run",
             sine.to_str().unwrap(),
             "--device",
@@ -546,17 +817,17 @@ fn midi_in_without_an_instrument_or_a_port_is_refused() {
             "seq:",
             "--seconds",
             "0.5",
-        ])
-        .output()
-        .unwrap();
+        ]),
+        RUN_LIMIT,
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("no node of the project plays notes"), "{err}");
 
     let project = tmp("synth-bad.toml");
     std::fs::write(&project, SYNTH).unwrap();
-    let out = server
-        .downbeat(&[
+    let out = output_within(
+        &mut server.downbeat(&[
             "run",
             project.to_str().unwrap(),
             "--device",
@@ -565,9 +836,9 @@ fn midi_in_without_an_instrument_or_a_port_is_refused() {
             "nowhere:",
             "--seconds",
             "0.5",
-        ])
-        .output()
-        .unwrap();
+        ]),
+        RUN_LIMIT,
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(

@@ -43,7 +43,8 @@ fn build(src: &str) -> Schedule {
         .unwrap()
 }
 
-/// A `jackd -d dummy` of this test's own, stopped (SIGTERM, so it unregisters) on drop.
+/// A `jackd -d dummy` of this test's own, stopped (SIGTERM, so it unregisters) on drop, also
+/// when the test fails (panics): no server outlives the test.
 struct Server(Child);
 
 impl Drop for Server {
@@ -72,7 +73,7 @@ fn notes_from_another_jack_client_all_arrive_through_fifty_hot_swaps() {
     // server by this name.
     std::env::set_var("JACK_DEFAULT_SERVER", &name);
     std::env::set_var("JACK_NO_AUDIO_RESERVATION", "1");
-    let server = Server(
+    let mut server = Server(
         Command::new("jackd")
             .args(["-n", &name, "-d", "dummy", "-r", "48000", "-p", "256"])
             .stdout(Stdio::null())
@@ -85,7 +86,13 @@ fn notes_from_another_jack_client_all_arrive_through_fifty_hot_swaps() {
         match Client::new("inbox-src", ClientOptions::NO_START_SERVER) {
             Ok(c) => break c,
             Err(e) => {
-                assert!(t.elapsed() < Duration::from_secs(10), "no jackd: {e}");
+                if let Some(status) = server.0.try_wait().unwrap() {
+                    panic!("jackd {name} exited as it started ({status})");
+                }
+                assert!(
+                    t.elapsed() < Duration::from_secs(20),
+                    "jackd {name} took no client within 20 s: {e}"
+                );
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
@@ -154,6 +161,8 @@ fn notes_from_another_jack_client_all_arrive_through_fifty_hot_swaps() {
     });
 
     let wav = std::env::temp_dir().join(format!("downbeat-jack-midi-{}.wav", std::process::id()));
+    // As the `downbeat` binary does: the rate first, from the client the run then plays with.
+    assert_eq!(Jack::server_sample_rate("downbeat-inbox").unwrap(), 48_000);
     let mut device =
         Jack::new("downbeat-inbox", None, Some(wav.clone())).midi_in(Some("inbox-src:".into()));
     let run = device

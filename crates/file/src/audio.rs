@@ -29,6 +29,9 @@ impl Audio {
 
 /// Frames read per call while decoding a whole file.
 const BLOCK: usize = 8192;
+/// The most samples [`decode_all`] reserves before it has decoded them: 16 MiB, a minute
+/// of stereo at 32 kHz.
+const RESERVE_MOST: usize = 1 << 22;
 
 /// Decodes the whole of `path` into memory at `rate` Hz, resampled with [`Resampler`] if the
 /// file's rate differs (output frame *n* is the file at time *n* / `rate`; the output has
@@ -54,7 +57,11 @@ pub fn decode_all(path: &Path, rate: u32) -> Result<Audio, FileError> {
     } else {
         Some(Resampler::new(ch, info.sample_rate, rate).map_err(|e| e.with_path(path))?)
     };
-    let mut samples = Vec::with_capacity(info.frames.unwrap_or(0) as usize * ch);
+    // The header's frame count is a claim, not a fact (an MP3's Info header or a damaged WAV
+    // can say a billion): it sizes the first reservation up to a bound, and the vector grows
+    // with what really decodes.
+    let claimed = usize::try_from(info.frames.unwrap_or(0)).unwrap_or(usize::MAX);
+    let mut samples = Vec::with_capacity(claimed.saturating_mul(ch).min(RESERVE_MOST));
     let mut block = vec![0.0f32; BLOCK * ch];
     loop {
         let n = decoder.read(&mut block)?;

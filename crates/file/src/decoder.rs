@@ -147,10 +147,15 @@ impl Decoder {
     /// A path handed over as bytes ([`memory::add_file`](crate::memory::add_file)) is
     /// decoded from those bytes, without looking at the disk.
     pub fn open(path: &Path) -> Result<Decoder, FileError> {
-        let source: Box<dyn MediaSource> = match crate::memory::lookup(path) {
-            Some(bytes) => Box::new(io::Cursor::new(bytes)),
-            None => Box::new(open_file(path)?),
+        let open = || -> Result<Box<dyn MediaSource>, FileError> {
+            Ok(match crate::memory::lookup(path) {
+                Some(bytes) => Box::new(io::Cursor::new(bytes)),
+                None => Box::new(open_file(path)?),
+            })
         };
+        // Once for the lengths symphonia would trust (see `preflight`), then for symphonia.
+        crate::preflight::check(open()?, path)?;
+        let source = open()?;
         let stream = MediaSourceStream::new(source, Default::default());
         let options = FormatOptions {
             enable_gapless: true,

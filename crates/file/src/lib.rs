@@ -41,6 +41,7 @@ mod info;
 mod kernel;
 pub mod memory;
 pub mod player;
+mod preflight;
 mod resampler;
 pub mod sampler;
 pub mod stream;

@@ -31,16 +31,51 @@ impl InputFile {
     /// # Errors
     /// [`DeviceError::Config`] naming the file when it cannot be read or is not a WAV file.
     pub fn open(path: &Path) -> Result<Self, DeviceError> {
+        let file = std::fs::File::open(path).map_err(|e| {
+            DeviceError::Config(format!(
+                "--input: cannot read `{}` as a WAV file: {e}",
+                path.display()
+            ))
+        })?;
+        Self::read(std::io::BufReader::new(file), path)
+    }
+
+    /// Reads WAV `bytes` already in memory exactly as [`open`](Self::open) reads a file;
+    /// `path` only names them in errors. The fuzz target `wav_input` (`fuzz/`) feeds the
+    /// reader this way, without a disk.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Self, DeviceError> {
+        Self::read(std::io::Cursor::new(bytes), path)
+    }
+
+    fn read(reader: impl std::io::Read, path: &Path) -> Result<Self, DeviceError> {
         let bad = |e: hound::Error| {
             DeviceError::Config(format!(
                 "--input: cannot read `{}` as a WAV file: {e}",
                 path.display()
             ))
         };
-        let mut r = hound::WavReader::open(path).map_err(bad)?;
+        let mut r = hound::WavReader::new(reader).map_err(bad)?;
         let spec = r.spec();
+        if spec.channels == 0 {
+            return Err(DeviceError::Config(format!(
+                "--input: `{}` has no channels",
+                path.display()
+            )));
+        }
         let samples: Vec<f32> = match spec.sample_format {
             hound::SampleFormat::Float => r.samples::<f32>().collect::<Result<_, _>>(),
+            // hound passes the header's bits on as they are (an extensible header's valid bits
+            // can say 43280): the scale below is only defined for 1 to 32.
+            hound::SampleFormat::Int if !(1..=32).contains(&spec.bits_per_sample) => {
+                return Err(DeviceError::Config(format!(
+                    "--input: `{}` has {}-bit integer samples; 8 to 32 bits are read",
+                    path.display(),
+                    spec.bits_per_sample
+                )))
+            }
             hound::SampleFormat::Int => {
                 let scale = 1.0 / (1u64 << (spec.bits_per_sample - 1)) as f32;
                 r.samples::<i32>()
@@ -49,12 +84,6 @@ impl InputFile {
             }
         }
         .map_err(bad)?;
-        if spec.channels == 0 {
-            return Err(DeviceError::Config(format!(
-                "--input: `{}` has no channels",
-                path.display()
-            )));
-        }
         Ok(Self {
             path: path.to_path_buf(),
             samples: samples.into(),

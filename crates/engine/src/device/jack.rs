@@ -3,12 +3,12 @@
 //! Built with the `jack` cargo feature (needs libjack to link: Debian `libjack-jackd2-dev`).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use jack::{
-    AudioIn, AudioOut, Client, ClientOptions, Control, Frames, LatencyType, MidiIn, Port,
-    PortFlags, ProcessScope,
+    AsyncClient, AudioIn, AudioOut, Client, ClientOptions, Control, Frames, LatencyType, MidiIn,
+    Port, PortFlags, ProcessScope,
 };
 
 use super::handoff::Handoff;
@@ -98,22 +98,123 @@ impl Jack {
 
     /// The sample rate of the running server, so a project can be built to match it.
     ///
+    /// Asks the client called `name` itself, which it opens and keeps for the
+    /// [`run`](Device::run) of a `Jack` of the same name that follows (until then the client
+    /// is registered with the server, without ports). A short-lived client of its own, opened
+    /// and closed just before the run's, once deadlocked the run for good (issue 42): libjack
+    /// closes a client by cancelling its notification thread, which holds libjack's
+    /// process-wide synchronisation mutex while another client of the server registers or
+    /// unregisters; cancelled at that moment, it never unlocks it, and the close then waits
+    /// for that mutex forever.
+    ///
     /// # Errors
-    /// [`DeviceError::Unavailable`] when no server runs.
+    /// [`DeviceError::Unavailable`] when no server runs, or when it does not answer within
+    /// ten seconds.
     pub fn server_sample_rate(name: &str) -> Result<u32, DeviceError> {
-        let (client, _) = open(&format!("{name}-probe"))?;
-        Ok(client.sample_rate())
+        let mut parked = PARKED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((parked_name, client)) = parked.as_ref() {
+            if parked_name == name {
+                return Ok(client.sample_rate());
+            }
+        }
+        let client = open(name)?;
+        let rate = client.sample_rate();
+        if let Some((_, other)) = parked.replace((name.to_string(), client)) {
+            close(other);
+        }
+        Ok(rate)
+    }
+
+    /// The client [`server_sample_rate`](Self::server_sample_rate) opened for this name, or
+    /// a new one.
+    fn client(&self) -> Result<Client, DeviceError> {
+        let mut parked = PARKED.lock().unwrap_or_else(PoisonError::into_inner);
+        match parked.take() {
+            Some((name, client)) if name == self.name => Ok(client),
+            other => {
+                *parked = other;
+                drop(parked);
+                open(&self.name)
+            }
+        }
     }
 }
 
-fn open(name: &str) -> Result<(Client, jack::ClientStatus), DeviceError> {
-    Client::new(name, ClientOptions::NO_START_SERVER).map_err(|e| {
+/// The client [`Jack::server_sample_rate`] opened, by the name it was asked for, until a run
+/// of that name takes it.
+static PARKED: Mutex<Option<(String, Client)>> = Mutex::new(None);
+
+/// How long opening the client, and then registering its ports, activating it and connecting
+/// them, may each take before the start fails. Against a running server each takes
+/// milliseconds.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the run waits for its client to close before it goes on without it.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Runs `call`, which talks to the JACK server, on a thread of its own, and waits at most
+/// `limit` for it; `what` says what it does, for the error.
+///
+/// On a thread of its own because a libjack call can sleep forever: a request waits for the
+/// server's answer without a timeout (a stopped or stuck server never answers), and libjack
+/// can deadlock by itself (see [`Jack::server_sample_rate`]). A call that does not return in
+/// time is left asleep on its thread and the run ends with an error instead of hanging. That
+/// thread may hold libjack's process-wide open and close locks, so this process cannot use
+/// JACK again: the `downbeat` binary exits on the error, which ends the thread with the
+/// process.
+fn bounded<T: Send + 'static>(
+    limit: Duration,
+    what: &str,
+    call: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, DeviceError> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("downbeat-jack".into())
+        .spawn(move || {
+            // The receiver is gone when the call came too late: its result is dropped here.
+            let _ = tx.send(call());
+        })
+        .map_err(|e| DeviceError::Unavailable(format!("cannot start a thread for {what}: {e}")))?;
+    rx.recv_timeout(limit).map_err(|e| match e {
+        mpsc::RecvTimeoutError::Timeout => {
+            let server =
+                std::env::var("JACK_DEFAULT_SERVER").unwrap_or_else(|_| "default".to_string());
+            DeviceError::Unavailable(format!(
+                "JACK did not answer within {} s while {what} (server `{server}`): the server \
+                 is stopped or stuck, or libjack deadlocked in this process; restart the \
+                 server and try again",
+                limit.as_secs()
+            ))
+        }
+        mpsc::RecvTimeoutError::Disconnected => {
+            DeviceError::Unavailable(format!("the JACK call panicked while {what}"))
+        }
+    })
+}
+
+/// Closes `client` (an [`AsyncClient`] is deactivated first) on a thread of its own, waiting
+/// at most [`CLOSE_TIMEOUT`]: libjack's close can deadlock (see
+/// [`Jack::server_sample_rate`]), and a run that is over should not hang on it. A close that
+/// does not return is left asleep, as in [`bounded`].
+fn close(client: impl Send + 'static) {
+    let _ = bounded(CLOSE_TIMEOUT, "closing the client", move || drop(client));
+}
+
+/// Opens the client `name`, within [`START_TIMEOUT`].
+fn open(name: &str) -> Result<Client, DeviceError> {
+    let owned = name.to_string();
+    let what = format!("opening the client `{name}`");
+    let opened = bounded(START_TIMEOUT, &what, move || {
+        Client::new(&owned, ClientOptions::NO_START_SERVER)
+    })?;
+    let (client, _) = opened.map_err(|e| {
         DeviceError::Unavailable(format!(
             "cannot connect to a JACK server ({e}); start one first, for example \
              `jackd -d alsa` on a sound card, `jackd -d dummy -r 48000 -p 256` without one, \
              or run under PipeWire with `pw-jack downbeat ...`"
         ))
-    })
+    })?;
+    Ok(client)
 }
 
 /// Longest shutdown reason kept from JACK, in bytes.
@@ -376,108 +477,207 @@ const MIDI_OUTPUTS: (&str, PortFlags) = ("midi", PortFlags::IS_OUTPUT);
 /// How long the control thread waits for a process callback to hand the renderer back.
 const TAKE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The ports a run registers and the connections it makes.
+struct Wiring {
+    outputs: usize,
+    inputs: usize,
+    connect: Option<String>,
+    connect_in: Option<String>,
+    midi_in: Option<String>,
+}
+
+/// A client that runs: active, its ports connected as asked (or why they could not be).
+struct Started {
+    active: AsyncClient<Notifications, Process>,
+    connect_error: Option<ConnectError>,
+    claimed: Option<ClaimedLatency>,
+}
+
+/// Registers the ports of `client`, activates it with the process callback and connects the
+/// ports as `wiring` asks. On an error, the client comes back to be closed, unless activating
+/// it failed (the `jack` crate then keeps it, never closed).
+fn start(
+    client: Client,
+    wiring: Wiring,
+    renderer: Arc<Handoff<Renderer>>,
+    status: Arc<Status>,
+    rate: u32,
+) -> Result<Started, (DeviceError, Option<Client>)> {
+    let Ports {
+        outputs,
+        inputs,
+        midi,
+    } = match register(&client, &wiring) {
+        Ok(ports) => ports,
+        Err(e) => return Err((e, Some(client))),
+    };
+    let out_names: Vec<String> = outputs
+        .iter()
+        .map(|p| p.name().unwrap_or_default())
+        .collect();
+    let in_names: Vec<String> = inputs
+        .iter()
+        .map(|p| p.name().unwrap_or_default())
+        .collect();
+    let midi_name = midi.as_ref().map(|p| vec![p.name().unwrap_or_default()]);
+    let process = Process {
+        renderer,
+        inputs,
+        outputs,
+        midi,
+        status: Arc::clone(&status),
+    };
+    let active = client
+        .activate_async(Notifications(status, rate), process)
+        .map_err(|e| {
+            (
+                DeviceError::Unavailable(format!("cannot activate the JACK client: {e}")),
+                None,
+            )
+        })?;
+    let c = active.as_client();
+    let mut connect_error = None;
+    if let Some(prefix) = &wiring.connect {
+        connect_error = connect_ports(c, &out_names, prefix, AUDIO_INPUTS, "--connect").err();
+    }
+    if let (None, Some(prefix)) = (&connect_error, &wiring.connect_in) {
+        connect_error = connect_ports(c, &in_names, prefix, AUDIO_OUTPUTS, "--connect-in").err();
+    }
+    if let (None, Some(prefix), Some(ours)) = (&connect_error, &wiring.midi_in, &midi_name) {
+        connect_error = connect_ports(c, ours, prefix, MIDI_OUTPUTS, "--midi-in").err();
+    }
+    let claimed = claimed_latency(c, &out_names, &in_names);
+    Ok(Started {
+        active,
+        connect_error,
+        claimed,
+    })
+}
+
+/// A run's ports.
+struct Ports {
+    outputs: Vec<Port<AudioOut>>,
+    inputs: Vec<Port<AudioIn>>,
+    midi: Option<Port<MidiIn>>,
+}
+
+/// The output, input and MIDI ports of `client` that `wiring` asks for.
+fn register(client: &Client, wiring: &Wiring) -> Result<Ports, DeviceError> {
+    let mut outputs = Vec::new();
+    for c in 1..=wiring.outputs {
+        let name = format!("out_{c}");
+        outputs.push(
+            client
+                .register_port(&name, AudioOut::default())
+                .map_err(|e| port_error(&name, e))?,
+        );
+    }
+    let mut inputs = Vec::new();
+    for c in 1..=wiring.inputs {
+        let name = format!("in_{c}");
+        inputs.push(
+            client
+                .register_port(&name, AudioIn::default())
+                .map_err(|e| port_error(&name, e))?,
+        );
+    }
+    let midi = match wiring.midi_in {
+        None => None,
+        Some(_) => Some(
+            client
+                .register_port("midi_in", MidiIn::default())
+                .map_err(|e| port_error("midi_in", e))?,
+        ),
+    };
+    Ok(Ports {
+        outputs,
+        inputs,
+        midi,
+    })
+}
+
 impl Device for Jack {
     fn name(&self) -> &'static str {
         "jack"
     }
 
     fn run(&mut self, engine: Engine, length: RunLength) -> Result<Run, DeviceError> {
-        let (client, _) = open(&self.name)?;
+        let stopper = engine.stopper();
+        let client = self.client()?;
         let rate = engine.sample_rate();
         if client.sample_rate() != rate {
+            let server = client.sample_rate();
+            close(client);
             return Err(DeviceError::Config(format!(
-                "the JACK server runs at {} Hz but the project at {rate} Hz",
-                client.sample_rate(),
+                "the JACK server runs at {server} Hz but the project at {rate} Hz"
             )));
         }
         let block = engine.block_size();
         let (renderer, recorded) =
-            prepare(engine, length, &self.record_to, None, WhenFull::CountLost)?;
-        let register = |kind: &str, n: usize| -> Result<Vec<String>, DeviceError> {
-            Ok((1..=n).map(|c| format!("{kind}_{c}")).collect())
-        };
-        let mut outputs = Vec::new();
-        for name in register("out", renderer.channels())? {
-            outputs.push(
-                client
-                    .register_port(&name, AudioOut::default())
-                    .map_err(|e| port_error(&name, e))?,
-            );
-        }
-        let mut inputs = Vec::new();
-        for name in register("in", renderer.input_channels())? {
-            inputs.push(
-                client
-                    .register_port(&name, AudioIn::default())
-                    .map_err(|e| port_error(&name, e))?,
-            );
-        }
-        let out_names: Vec<String> = outputs
-            .iter()
-            .map(|p| p.name().unwrap_or_default())
-            .collect();
-        let in_names: Vec<String> = inputs
-            .iter()
-            .map(|p| p.name().unwrap_or_default())
-            .collect();
-        let midi = match &self.midi_in {
-            None => None,
-            Some(_) => {
-                if renderer.engine().schedule().instrument_count() == 0 {
-                    return Err(DeviceError::Config(
-                        "--midi-in: no node of the project plays notes (add a `synth` or a `karplus`)"
-                            .into(),
-                    ));
+            match prepare(engine, length, &self.record_to, None, WhenFull::CountLost) {
+                Ok(prepared) => prepared,
+                Err(e) => {
+                    close(client);
+                    return Err(e);
                 }
-                let port = client
-                    .register_port("midi_in", MidiIn::default())
-                    .map_err(|e| port_error("midi_in", e))?;
-                Some(port)
-            }
-        };
-        let midi_name = midi.as_ref().map(|p| vec![p.name().unwrap_or_default()]);
-        if self.connect_in.is_some() && inputs.is_empty() {
+            };
+        if self.midi_in.is_some() && renderer.engine().schedule().instrument_count() == 0 {
+            close(client);
+            return Err(DeviceError::Config(
+                "--midi-in: no node of the project plays notes (add a `synth` or a `karplus`)"
+                    .into(),
+            ));
+        }
+        if self.connect_in.is_some() && renderer.input_channels() == 0 {
+            close(client);
             return Err(DeviceError::Config(
                 "--connect-in: the project has no `input` node, so Downbeat has no JACK input ports"
                     .into(),
             ));
         }
+        let wiring = Wiring {
+            outputs: renderer.channels(),
+            inputs: renderer.input_channels(),
+            connect: self.connect.clone(),
+            connect_in: self.connect_in.clone(),
+            midi_in: self.midi_in.clone(),
+        };
         let status = Arc::new(Status::new());
         let handoff = Handoff::new(renderer);
-        let process = Process {
-            renderer: Arc::clone(&handoff),
-            inputs,
-            outputs,
-            midi,
-            status: Arc::clone(&status),
-        };
         let started = Instant::now();
-        let active = client
-            .activate_async(Notifications(Arc::clone(&status), rate), process)
-            .map_err(|e| {
-                DeviceError::Unavailable(format!("cannot activate the JACK client: {e}"))
-            })?;
-
-        let mut connect_error = None;
-        if let Some(prefix) = &self.connect {
-            let c = active.as_client();
-            connect_error = connect_ports(c, &out_names, prefix, AUDIO_INPUTS, "--connect").err();
-        }
-        if let (None, Some(prefix)) = (&connect_error, &self.connect_in) {
-            let c = active.as_client();
-            connect_error =
-                connect_ports(c, &in_names, prefix, AUDIO_OUTPUTS, "--connect-in").err();
-        }
-        if let (None, Some(prefix), Some(ours)) = (&connect_error, &self.midi_in, &midi_name) {
-            let c = active.as_client();
-            connect_error = connect_ports(c, ours, prefix, MIDI_OUTPUTS, "--midi-in").err();
-        }
-        let claimed = claimed_latency(active.as_client(), &out_names, &in_names);
-
+        let start = {
+            let (handoff, status) = (Arc::clone(&handoff), Arc::clone(&status));
+            let what = format!(
+                "registering the ports of the client `{}`, activating it and connecting them",
+                self.name
+            );
+            bounded(START_TIMEOUT, &what, move || {
+                start(client, wiring, handoff, status, rate)
+            })
+        };
+        let Started {
+            active,
+            connect_error,
+            claimed,
+        } = match start {
+            Ok(Ok(s)) => s,
+            Ok(Err((e, client))) => {
+                if let Some(client) = client {
+                    close(client);
+                }
+                recorded.close()?;
+                return Err(e);
+            }
+            Err(e) => {
+                recorded.close()?;
+                return Err(e);
+            }
+        };
         let need = length.frames;
         while connect_error.is_none()
             && !status.stopped.load(Ordering::Acquire)
             && status.frames.load(Ordering::Acquire) < need
+            && !stopper.is_stopped()
         {
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -490,7 +690,7 @@ impl Device for Jack {
             // talk to a dead server, so the client is left to the end of the process.
             std::mem::forget(active);
         } else {
-            let _ = active.deactivate();
+            close(active);
         }
         let Some(renderer) = renderer else {
             recorded.close()?;
@@ -527,7 +727,7 @@ impl Device for Jack {
             }
         };
         report.xruns += renderer.input_gaps();
-        report.frames = need;
+        report.frames = renderer.frames().min(need);
         report.wall_seconds = started.elapsed().as_secs_f64();
         let (engine, files) = recorded.finish(renderer)?;
         report.recorded = files;

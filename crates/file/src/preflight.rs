@@ -1,0 +1,241 @@
+//! Length fields checked before symphonia reads a file's header.
+//!
+//! symphonia 0.5 allocates the lengths that a FLAC file's VORBIS_COMMENT and PICTURE
+//! metadata blocks state before it compares them with the block that holds them
+//! (`vec![0; len]` in symphonia-metadata's `flac.rs` and `vorbis.rs`; 0.6 still does): one
+//! damaged length asks the allocator for up to 4 GB, which aborts the process where the
+//! system refuses it and takes that much address space where it does not. [`check`] walks
+//! those blocks first, in the stream symphonia's probe finds, and refuses a length that runs
+//! past its block as [`FileError::Corrupt`] naming the byte, before symphonia sees it.
+
+use std::path::Path;
+
+use symphonia::core::io::{MediaSource, MediaSourceStream, ReadBytes};
+use symphonia::core::probe::Instantiate;
+
+use crate::FileError;
+
+/// FLAC metadata block types whose contents symphonia sizes from their own fields.
+const VORBIS_COMMENT: u32 = 4;
+const PICTURE: u32 = 6;
+
+/// Checks `source` (the file `path`, opened for this check alone).
+///
+/// Errors: [`FileError::Corrupt`] for a length that runs past its block. Anything else
+/// wrong with the file (it cannot be read, it ends early) is left for symphonia to report
+/// as it does.
+pub(crate) fn check(source: Box<dyn MediaSource>, path: &Path) -> Result<(), FileError> {
+    let mut mss = MediaSourceStream::new(source, Default::default());
+    let probe = symphonia::default::get_probe();
+    // As `Probe::format` does: metadata elements before the stream (an ID3v2 tag) are
+    // passed over until a format's marker.
+    loop {
+        match probe.next(&mut mss) {
+            Ok(Instantiate::Format(_)) => {
+                let at = mss.pos();
+                let mut marker = [0u8; 4];
+                if mss.read_buf_exact(&mut marker).is_ok() && &marker == b"fLaC" {
+                    flac_blocks(&mut mss, at + 4, path)?;
+                }
+                break;
+            }
+            Ok(Instantiate::Metadata(_)) => {
+                if skip_id3v2(&mut mss).is_err() {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    Ok(())
+}
+
+/// Passes over an ID3v2 tag: its 10-byte header, its size (28 bits, 7 a byte) and the
+/// 10-byte footer its flags may announce.
+fn skip_id3v2(mss: &mut MediaSourceStream) -> std::io::Result<()> {
+    let mut header = [0u8; 10];
+    mss.read_buf_exact(&mut header)?;
+    let size = header[6..10]
+        .iter()
+        .fold(0u64, |n, &b| (n << 7) | u64::from(b & 0x7F));
+    let footer = if header[5] & 0x10 != 0 { 10 } else { 0 };
+    mss.ignore_bytes(size + footer)
+}
+
+/// Walks the metadata blocks that start at byte `at`, after the `fLaC` marker. A file that
+/// ends inside them is left for symphonia, which says so.
+fn flac_blocks(mss: &mut MediaSourceStream, mut at: u64, path: &Path) -> Result<(), FileError> {
+    loop {
+        let Ok(header) = mss.read_be_u32() else {
+            return Ok(());
+        };
+        let (last, kind, len) = (header >> 31 == 1, (header >> 24) & 0x7F, header & 0xFF_FFFF);
+        let body = at + 4;
+        if kind == VORBIS_COMMENT || kind == PICTURE {
+            // Read as it comes, never more than the file holds (at most 16 MiB: the length
+            // has 24 bits). A file that ends inside the block still has its lengths checked
+            // against what it holds: symphonia allocates them before it finds the end.
+            let mut block = Vec::new();
+            let mut limited = std::io::Read::take(&mut *mss, u64::from(len));
+            let whole = std::io::Read::read_to_end(&mut limited, &mut block).is_ok()
+                && block.len() == len as usize;
+            let overrun = if kind == VORBIS_COMMENT {
+                comment_overrun(&block)
+            } else {
+                picture_overrun(&block)
+            };
+            if let Some((offset, what, claimed)) = overrun {
+                return Err(FileError::Corrupt {
+                    path: path.to_path_buf(),
+                    at_frame: None,
+                    detail: format!(
+                        "the {what} length at byte {} says {claimed} bytes, more than the \
+                         rest of the metadata block at byte {at} holds",
+                        body + offset as u64
+                    ),
+                });
+            }
+            if !whole {
+                return Ok(());
+            }
+        } else if mss.ignore_bytes(u64::from(len)).is_err() {
+            return Ok(());
+        }
+        at = body + u64::from(len);
+        if last {
+            return Ok(());
+        }
+    }
+}
+
+/// A length field's offset in a block, what it measures, and the bytes it claims.
+type Overrun = (usize, &'static str, u32);
+
+/// Why a walk through a block stopped early.
+enum Stop {
+    /// The block ends before a field: symphonia reports it, as a short read.
+    End,
+    /// A length runs past the block.
+    Overrun(Overrun),
+}
+
+/// Reads 4-byte lengths from a block and checks that each fits in what follows it.
+struct Fields<'a> {
+    block: &'a [u8],
+    pos: usize,
+    big_endian: bool,
+}
+
+impl Fields<'_> {
+    fn number(&mut self) -> Result<u32, Stop> {
+        let bytes: [u8; 4] = self
+            .block
+            .get(self.pos..self.pos + 4)
+            .and_then(|b| b.try_into().ok())
+            .ok_or(Stop::End)?;
+        self.pos += 4;
+        Ok(if self.big_endian {
+            u32::from_be_bytes(bytes)
+        } else {
+            u32::from_le_bytes(bytes)
+        })
+    }
+
+    /// A length and the bytes it measures.
+    fn skip_counted(&mut self, what: &'static str) -> Result<(), Stop> {
+        let at = self.pos;
+        let len = self.number()?;
+        if len as usize > self.block.len() - self.pos {
+            return Err(Stop::Overrun((at, what, len)));
+        }
+        self.pos += len as usize;
+        Ok(())
+    }
+}
+
+fn overrun(walk: Result<(), Stop>) -> Option<Overrun> {
+    match walk {
+        Err(Stop::Overrun(o)) => Some(o),
+        _ => None,
+    }
+}
+
+/// A Vorbis comment block: vendor string, comment count, then each comment, every length
+/// little-endian.
+fn comment_overrun(block: &[u8]) -> Option<Overrun> {
+    let mut f = Fields {
+        block,
+        pos: 0,
+        big_endian: false,
+    };
+    let mut walk = || {
+        f.skip_counted("vendor string")?;
+        // Each comment takes at least its 4-byte length: a count past that ends the walk.
+        for _ in 0..f.number()? {
+            f.skip_counted("comment")?;
+        }
+        Ok(())
+    };
+    overrun(walk())
+}
+
+/// A picture block: type, MIME type, description, four numbers, then the picture data,
+/// every field big-endian.
+fn picture_overrun(block: &[u8]) -> Option<Overrun> {
+    let mut f = Fields {
+        block,
+        pos: 0,
+        big_endian: true,
+    };
+    let mut walk = || {
+        f.number()?;
+        f.skip_counted("picture MIME type")?;
+        f.skip_counted("picture description")?;
+        for _ in 0..4 {
+            f.number()?;
+        }
+        f.skip_counted("picture data")
+    };
+    overrun(walk())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comment_lengths_past_the_block_are_found_at_their_byte() {
+        let mut ok = Vec::new();
+        ok.extend(3u32.to_le_bytes());
+        ok.extend(b"abc");
+        ok.extend(1u32.to_le_bytes());
+        ok.extend(2u32.to_le_bytes());
+        ok.extend(b"hi");
+        assert_eq!(comment_overrun(&ok), None);
+        let mut bad = ok.clone();
+        bad[11..15].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(comment_overrun(&bad), Some((11, "comment", u32::MAX)));
+        // Cut short: symphonia's own error, not ours.
+        assert_eq!(comment_overrun(&ok[..9]), None);
+    }
+
+    #[test]
+    fn picture_lengths_past_the_block_are_found_at_their_byte() {
+        let mut ok = Vec::new();
+        ok.extend(3u32.to_be_bytes());
+        ok.extend(9u32.to_be_bytes());
+        ok.extend(b"image/png");
+        ok.extend(0u32.to_be_bytes());
+        ok.extend([0u8; 16]);
+        ok.extend(1u32.to_be_bytes());
+        ok.push(7);
+        assert_eq!(picture_overrun(&ok), None);
+        let mut bad = ok.clone();
+        let data_at = ok.len() - 5;
+        bad[data_at..data_at + 4].copy_from_slice(&0x8000_0000u32.to_be_bytes());
+        assert_eq!(
+            picture_overrun(&bad),
+            Some((data_at, "picture data", 0x8000_0000))
+        );
+    }
+}

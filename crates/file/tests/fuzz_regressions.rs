@@ -1,0 +1,99 @@
+//! Inputs the fuzz target `audio_file` (`fuzz/`) found, kept with their fixes: each once
+//! made the decoder panic, hang or ask for gigabytes. The inputs are in `fuzz_regressions/`.
+//!
+//! A request for gigabytes does not fail here, where the system hands out address space it
+//! does not have, but aborts the process where it refuses: this binary's allocator records
+//! the largest request, and the tests hold it under [`MOST`].
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use downbeat_file::{check, decode_all, memory, FileError};
+
+/// The system's allocator, recording the largest block asked of it.
+struct Largest;
+
+static LARGEST: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is passed on to `System` unchanged; the counter only reads sizes.
+unsafe impl GlobalAlloc for Largest {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        // SAFETY: as the caller promised for `layout`.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        // SAFETY: as the caller promised for `layout`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System` with `layout`, as the caller promised.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LARGEST.fetch_max(new_size, Ordering::Relaxed);
+        // SAFETY: as the caller promised for `ptr`, `layout` and `new_size`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Largest = Largest;
+
+/// Far more than any of these small files needs, far less than a damaged length asks.
+const MOST: usize = 64 << 20;
+
+/// The input `name`, handed over as a file of that name.
+fn hand_over(name: &str) -> &Path {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_regressions");
+    let bytes = std::fs::read(dir.join(name)).unwrap();
+    memory::add_file(name, bytes);
+    Path::new(name)
+}
+
+/// FLACs whose Vorbis comment (a metadata block) states a comment of gigabytes: symphonia
+/// allocated it before comparing it with the block. In the first the block is whole, in
+/// the second the file ends inside it. Refused as damage at the byte of the length,
+/// allocating nothing of the kind.
+#[test]
+fn a_flac_comment_longer_than_its_block_is_corrupt_and_allocates_nothing_large() {
+    for name in [
+        "audio_file-flac-comment-length.flac",
+        "audio_file-flac-comment-cut-block.flac",
+    ] {
+        let path = hand_over(name);
+        let checked = check(path);
+        assert!(decode_all(path, 48_000).is_err(), "{name}");
+        let largest = LARGEST.load(Ordering::Relaxed);
+        assert!(
+            largest < MOST,
+            "{name}: asked the allocator for {largest} bytes"
+        );
+        let err = checked.unwrap_err();
+        assert!(
+            matches!(err, FileError::Corrupt { at_frame: None, .. }),
+            "{name}: {err:?}"
+        );
+        let text = err.to_string();
+        assert!(text.contains("comment length at byte"), "{text}");
+        assert!(text.contains(name), "{text}");
+    }
+}
+
+/// An MP3 whose Info header says a billion frames: `decode_all` reserved room for all of
+/// them (9.6 GB) before decoding any. The header sizes the first reservation only up to a
+/// bound now; what the file really holds decodes.
+#[test]
+fn decode_all_does_not_reserve_what_a_header_claims() {
+    let path = hand_over("audio_file-mp3-info-frames.mp3");
+    let decoded = decode_all(path, 48_000);
+    let largest = LARGEST.load(Ordering::Relaxed);
+    assert!(largest < MOST, "asked the allocator for {largest} bytes");
+    let audio = decoded.unwrap();
+    assert!(audio.frames() < 48_000, "{} frames", audio.frames());
+}
