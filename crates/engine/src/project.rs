@@ -875,7 +875,8 @@ fn parse_edge(
     gains: &mut Vec<Option<f64>>,
     spans: &mut Spans,
 ) -> Result<(), ProjectError> {
-    let syntax = "write edges as strings of node names joined by `->`, e.g. \"osc -> filter -> out\", \
+    let syntax =
+        "write edges as strings of node names joined by `->`, e.g. \"osc -> filter -> out\", \
                   a port after a colon (\"kick -> comp:sidechain\"), a level after an `@` \
                   (\"vox -> reverb @ -12 dB\")";
     let Some(chain) = edge.get_ref().as_str() else {
