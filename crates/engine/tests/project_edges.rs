@@ -55,7 +55,10 @@ fn levels_scale_their_edges_and_are_live_parameters() {
 fn misplaced_and_malformed_levels_are_refused() {
     let text = SENDS.replace("\"quiet -> bus @ 0\"", "\"quiet @ -3 dB -> bus\"");
     let err = Project::parse(&text, "x.toml").unwrap_err().to_string();
-    assert!(err.contains("a level comes after the node the edge goes to"), "{err}");
+    assert!(
+        err.contains("a level comes after the node the edge goes to"),
+        "{err}"
+    );
     let text = SENDS.replace("@ 0\"", "@ zero dB\"");
     let err = Project::parse(&text, "x.toml").unwrap_err().to_string();
     assert!(err.contains("`zero dB` is not a level"), "{err}");
