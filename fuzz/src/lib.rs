@@ -16,11 +16,55 @@ pub const MEMORY_FILES: [&str; 2] = ["mono.wav", "stereo.wav"];
 pub fn register_node_types() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        no_realtime();
         downbeat_file::register().expect("the file node types register");
         downbeat_gc_nodes::register().expect("the collected-heap node types register");
         downbeat_file::memory::add_file(MEMORY_FILES[0], wav(MEMORY_RATES[0], 1, 400));
         downbeat_file::memory::add_file(MEMORY_FILES[1], wav(MEMORY_RATES[1], 2, 2_000));
     });
+}
+
+/// Takes from this process the right to real-time scheduling, so that the threads the nodes
+/// start (the `echoes` node's snapshot collector asks for SCHED_FIFO 70, pinned to a core)
+/// run at normal priority, as they do without privileges. Fuzzing measures the code, not the
+/// machine: at SCHED_FIFO, such a thread starved behind another program's real-time audio
+/// thread on its core, and held a finished fuzz run from exiting for minutes. Best effort: a
+/// system that refuses the calls leaves things as they were.
+fn no_realtime() {
+    /// `capset`'s header and data, version 3 (two 32-bit words of each set).
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    const CAP_SYS_NICE: u32 = 23;
+    let mut header = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let mut data = [Data::default(); 2];
+    let none = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain system calls on this process with structures of the layout the kernel
+    // reads and writes for capability version 3; `data` has the two elements it expects.
+    unsafe {
+        libc::setrlimit(libc::RLIMIT_RTPRIO, &none);
+        if libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) == 0 {
+            data[0].effective &= !(1 << CAP_SYS_NICE);
+            data[0].permitted &= !(1 << CAP_SYS_NICE);
+            libc::syscall(libc::SYS_capset, &header, data.as_ptr());
+        }
+    }
 }
 
 /// Whether every file `project` names is one of the [`MEMORY_FILES`] or a bare name (which
