@@ -222,8 +222,8 @@ fn jack(_: &DeviceSpec) -> Result<Box<dyn Device>, OpenError> {
     Err(OpenError::NotBuilt(DeviceKind::Jack))
 }
 
-/// The sample rate of the running JACK server, asked by a short-lived client called
-/// `client`-probe.
+/// The sample rate of the running JACK server, asked by the client called `client`, which
+/// stays open for the run of that name that follows (see `Jack::server_sample_rate`).
 ///
 /// # Errors
 /// [`OpenError::NotBuilt`] without the `jack` feature, [`DeviceError::Unavailable`] when no
