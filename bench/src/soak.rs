@@ -19,7 +19,9 @@
 //! * the device records everything it plays to a WAV file through its writer thread.
 //!
 //! At the end every figure is checked against its bound (see [`checks`]); any figure out of
-//! bounds makes the command exit 1. `--quick` runs 10 s, for the smoke runs.
+//! bounds makes the command exit 1. An engine whose position stands still for 10 s ends the
+//! soak at once, with exit 1 and every thread's CPU and priority ([`stalled`]). `--quick`
+//! runs 10 s, for the smoke runs.
 
 mod checks;
 mod control;
@@ -193,6 +195,12 @@ fn soak(dir: &Path, seconds: f64, args: &SoakArgs) -> Result<Outcome, String> {
             leak_kb: args.test_leak_kb,
             leak_from: memory_from,
             leak_fd: args.test_leak_fd,
+            stall: Stall {
+                dir: dir.to_path_buf(),
+                keep: args.keep,
+                json: args.json,
+                rate,
+            },
         },
         Arc::clone(&stop),
     )?;
@@ -227,6 +235,42 @@ fn soak(dir: &Path, seconds: f64, args: &SoakArgs) -> Result<Outcome, String> {
         osc_counts,
         recording,
     }))
+}
+
+/// What the watchdog needs to end a soak whose engine is stuck.
+#[derive(Clone, Debug)]
+pub struct Stall {
+    /// The working folder, removed unless `keep`.
+    pub dir: PathBuf,
+    pub keep: bool,
+    pub json: bool,
+    pub rate: u32,
+}
+
+/// Ends a soak whose engine has not moved for [`control::STALL`], `at` seconds into the run
+/// and stuck at `frame`: says so, with every thread's state, CPU and priority (a stuck audio
+/// thread is a matter of who holds which core), prints a report whose one figure fails, and
+/// exits 1. The device will never hand the engine back, so the figures of the run are lost.
+pub fn stalled(s: &Stall, at: f64, frame: u64) -> ! {
+    let audio = frame as f64 / f64::from(s.rate.max(1));
+    eprintln!(
+        "soak: FAILED: the engine's position has not moved for {:?}: stuck at frame {frame} \
+         ({audio:.3} s of audio) {at:.1} s into the run. Its threads:",
+        control::STALL
+    );
+    for t in proc_self::threads() {
+        eprintln!("soak:   {t}");
+    }
+    let mut report = crate::report::Report::new("soak");
+    report.add("engine_stalled_at", "downbeat", "s", &[audio]);
+    report.add("failed_checks", "downbeat", "checks", &[1.0]);
+    if s.json {
+        report.print(true);
+    }
+    if !s.keep {
+        let _ = std::fs::remove_dir_all(&s.dir);
+    }
+    std::process::exit(1)
 }
 
 /// Where the soak's inputs come from in the repository.

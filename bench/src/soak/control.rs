@@ -15,6 +15,10 @@
 //!    file, reads the process (`/proc/self`). A reading whose threads or descriptors differ
 //!    from the first one is taken again for up to 0.3 s, so that only a difference that stays
 //!    counts, and what differs is printed.
+//!
+//! It is also the soak's watchdog: an engine whose position has not moved for [`STALL`] is
+//! stuck (a healthy one moves every 1.45 ms), and the soak ends there (see
+//! [`super::stalled`]) rather than wait for a device that will never hand it back.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -42,6 +46,10 @@ const READ_AFTER: Duration = Duration::from_millis(200);
 const SETTLE: Duration = Duration::from_millis(300);
 /// How long the device may take to start.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the engine's position may stand still before the soak calls it stuck: far
+/// beyond any scheduling hiccup, and beyond the 4 s the OSC queue and the recording's ring
+/// hold.
+pub const STALL: Duration = Duration::from_secs(10);
 
 /// What the control thread is given.
 pub struct Setup {
@@ -62,6 +70,8 @@ pub struct Setup {
     pub leak_from: f64,
     /// Test hook: leak a file descriptor every second.
     pub leak_fd: bool,
+    /// What the watchdog needs to end the soak.
+    pub stall: super::Stall,
 }
 
 /// One reading of the process.
@@ -144,10 +154,17 @@ fn run(mut s: Setup, stop: &AtomicBool) -> Controlled {
     let mut described = Vec::new();
     let mut changes_said = 0;
     let mut leaked_fds = Vec::with_capacity(s.samples);
+    let (mut frame, mut moved) = (s.position.position(), Instant::now());
     for k in 1u32.. {
         let tick = start + Duration::from_secs(u64::from(k));
         if !sleep_until(tick, stop) {
             break;
+        }
+        let now = s.position.position();
+        if now != frame {
+            (frame, moved) = (now, Instant::now());
+        } else if moved.elapsed() >= STALL && !stop.load(Ordering::Acquire) {
+            super::stalled(&s.stall, start.elapsed().as_secs_f64(), frame);
         }
         let mut sent = false;
         match edit(&s, k) {

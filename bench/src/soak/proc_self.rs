@@ -52,6 +52,46 @@ pub fn describe() -> Vec<String> {
     out
 }
 
+/// Each thread: name, state, the CPU it last ran on, its real-time priority and scheduling
+/// policy (0 normal, 1 FIFO, 2 round-robin), and the CPUs it may run on. What a hang needs
+/// to be understood (which thread holds which core).
+pub fn threads() -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
+        // The name is in parentheses and may hold spaces: the fields start after the last.
+        let name = stat
+            .find('(')
+            .zip(stat.rfind(')'))
+            .map_or("?", |(a, b)| &stat[a + 1..b]);
+        let fields: Vec<&str> = stat
+            .rfind(')')
+            .map_or("", |b| &stat[b + 1..])
+            .split_whitespace()
+            .collect();
+        // Fields 3, 39, 40 and 41 of proc(5), counted from the state.
+        let field = |n: usize| fields.get(n - 3).copied().unwrap_or("?");
+        let cpus = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .map_or("?", str::trim);
+        out.push(format!(
+            "{name} (tid {}): state {}, on cpu {}, rt priority {}, policy {}, cpus {cpus}",
+            e.file_name().to_string_lossy(),
+            field(3),
+            field(39),
+            field(40),
+            field(41)
+        ));
+    }
+    out.sort();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,5 +110,8 @@ mod tests {
         assert!(during.fds >= 5, "{during:?}");
         assert!(during.rss_kb > 0);
         assert!(describe().iter().any(|l| l.starts_with("thread ")));
+        assert!(threads()
+            .iter()
+            .any(|l| l.contains("state") && l.contains("policy 0")));
     }
 }
