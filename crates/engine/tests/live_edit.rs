@@ -256,3 +256,66 @@ fn a_failed_device_ends_the_run_and_stop_says_why() {
     let err = running.stop().unwrap_err();
     assert_eq!(err.to_string(), "the card was unplugged");
 }
+
+/// Splits its two input channels into two one-channel ports, so edges into them are routed
+/// channel by channel.
+struct TwoPorts;
+
+impl Node for TwoPorts {
+    fn input_channels(&self) -> usize {
+        2
+    }
+    fn output_channels(&self) -> usize {
+        2
+    }
+    fn input_ports(&self) -> Vec<downbeat_graph::Port> {
+        vec![
+            downbeat_graph::Port::main(1),
+            downbeat_graph::Port::new("side", 1),
+        ]
+    }
+    fn process(&mut self, _: &ProcessContext, input: AudioRef<'_>, mut out: AudioMut<'_>) {
+        for c in 0..2 {
+            out.channel_mut(c).copy_from_slice(input.channel(c));
+        }
+    }
+}
+
+/// The port sums (edges routed channel by channel) and an edge level following a ramp run
+/// on the audio thread without allocating, freeing, locking or calling the system.
+#[test]
+fn port_sums_and_ramped_edge_levels_are_clean_under_the_guard() {
+    let mut g = Graph::new();
+    g.add("a", Sine::new(1, 48_000.0, 220.0, 0.3, 0.0));
+    g.add("b", Sine::new(1, 48_000.0, 330.0, 0.3, 0.0));
+    g.add("ports", TwoPorts);
+    let out = g.add("out", Output::new(2));
+    g.connect_gain("a", "ports", -6.0);
+    g.connect("b", "ports:side");
+    g.connect("a", "ports:side");
+    g.connect("ports", out);
+    g.set_output(out);
+    let mut s = g.compile(CFG).unwrap();
+    let id = s.param_table().resolve("a -> ports", "gain_db").unwrap();
+    let ramp = downbeat_graph::Ramp {
+        shape: downbeat_graph::Shape::Linear,
+        from: None,
+        to: -40.0,
+        frames: 4000,
+    };
+    s.push_event(downbeat_graph::Event::param(
+        Some(128),
+        id,
+        downbeat_graph::Change::Ramp(ramp),
+    ))
+    .unwrap();
+    s.process(64);
+    let report = guard::check(|| {
+        for _ in 0..100 {
+            s.process(64);
+        }
+    });
+    support::assert_complete(&report);
+    report.assert_clean();
+    assert!(s.output().channel(1).iter().any(|&x| x != 0.0));
+}
