@@ -13,7 +13,6 @@ fn every_example_project_renders_bit_identically_in_parallel() {
     let pool = Pool::new(PoolConfig {
         workers: Some(3),
         realtime_priority: None,
-        pin: false,
         ..PoolConfig::default()
     });
     let mut rendered = 0;

@@ -111,7 +111,6 @@ fn paths_of_different_latency_into_one_mix_arrive_aligned() {
     let pool = Pool::new(PoolConfig {
         workers: Some(2),
         realtime_priority: None,
-        pin: false,
         ..PoolConfig::default()
     });
     let serial = render(graph().compile(CFG).unwrap(), None);

@@ -84,7 +84,6 @@ fn parallel_output_is_bit_identical_to_serial() {
     let pool = Pool::new(PoolConfig {
         workers: Some(3),
         realtime_priority: None,
-        pin: false,
         ..PoolConfig::default()
     });
     let blocks: Vec<usize> = (0..200).map(|i| [128, 64, 1, 100][i % 4]).collect();
@@ -115,7 +114,7 @@ proptest! {
         let mut shape = widths.clone();
         shape.sort_unstable_by(|a, b| b.cmp(a));
         shape.push(1);
-        let pool = Pool::new(PoolConfig { workers: Some(2), realtime_priority: None, pin: false, spin: 100, ..PoolConfig::default() });
+        let pool = Pool::new(PoolConfig { workers: Some(2), realtime_priority: None, spin: 100, ..PoolConfig::default() });
         let blocks = [128, 7, 128, 128, 33];
         let serial = render(fan_in(&shape, seed), None, &blocks);
         let parallel = render(fan_in(&shape, seed), Some(&pool), &blocks);
@@ -161,7 +160,6 @@ fn a_thousand_blocks_of_a_random_dag_on_three_workers_match_serial() {
     let pool = Pool::new(PoolConfig {
         workers: Some(3),
         realtime_priority: None,
-        pin: false,
         ..PoolConfig::default()
     });
     let blocks = [64; 1000];
@@ -310,7 +308,6 @@ fn tiny_nodes_in_runs_match_serial_and_each_runs_once_per_block_after_its_inputs
     let pool = Pool::new(PoolConfig {
         workers: Some(2),
         realtime_priority: None,
-        pin: false,
         ..PoolConfig::default()
     });
     let blocks = 300;
@@ -349,7 +346,6 @@ fn tiny_nodes_in_runs_on_the_pool_are_real_time_safe() {
     let pool = Pool::new(PoolConfig {
         workers: Some(1),
         realtime_priority: None,
-        pin: false,
         ..PoolConfig::default()
     });
     let (mut s, ledger) = tiny_graph();

@@ -50,7 +50,6 @@ fn ducked(graph: Graph, parallel: bool) -> Vec<u32> {
     let pool = Pool::new(PoolConfig {
         workers: Some(2),
         realtime_priority: None,
-        pin: false,
         ..PoolConfig::default()
     });
     let mut bits = Vec::new();

@@ -60,7 +60,6 @@ fn pool(workers: usize) -> Pool {
     Pool::new(PoolConfig {
         workers: Some(workers),
         realtime_priority: None,
-        pin: false,
         ..PoolConfig::default()
     })
 }
@@ -79,7 +78,9 @@ fn split_sums_are_bit_identical_to_serial_at_every_block_size() {
     for workers in [1, 3] {
         let pool = pool(workers);
         let (parallel, split) = render_split(wide(600, 5), &pool, &blocks);
-        assert_eq!(split, 1, "the mix's sum is split, the output's is not");
+        // Whether a sum is split depends on its measured time: the mix's 600 inputs always
+        // are; on a loaded machine the output's may be too, which changes no bit.
+        assert!(split >= 1, "the mix's sum is split");
         let first = serial
             .iter()
             .zip(&parallel)
@@ -110,7 +111,8 @@ fn split_sums_on_the_pool_are_real_time_safe() {
     })
     .1;
     report.assert_clean();
-    assert_eq!(s.split_sums(), 1, "the guarded blocks split the mix's sum");
+    // At least the mix's; the guard's own cost can push the output's sum over the threshold.
+    assert!(s.split_sums() >= 1, "the guarded blocks split the mix's sum");
     let futex = report.allowed_syscall_count("futex");
     let wakes = pool.wakes() - wakes_before;
     assert!(futex <= wakes, "{futex} futex calls, {wakes} counted wakes");

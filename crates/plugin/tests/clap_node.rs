@@ -334,7 +334,6 @@ fn parallel_output_is_bit_identical_to_serial() {
     let pool = Pool::new(PoolConfig {
         workers: Some(2),
         realtime_priority: None,
-        pin: false,
         ..PoolConfig::default()
     });
     let blocks: Vec<usize> = [256, 64, 1, 200, 256, 77].repeat(6);

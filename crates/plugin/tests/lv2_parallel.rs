@@ -92,7 +92,6 @@ fn plugins_on_the_pool_match_serial_bit_for_bit_with_latency_compensated() {
     let pool = Pool::new(PoolConfig {
         workers: Some(2),
         realtime_priority: None,
-        pin: false,
         ..PoolConfig::default()
     });
     let serial = render(graph().compile(CFG).unwrap(), None);

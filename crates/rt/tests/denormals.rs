@@ -110,7 +110,6 @@ fn pool_workers_flush() {
     let pool = Pool::new(PoolConfig {
         workers: Some(1),
         realtime_priority: None,
-        pin: false,
         ..PoolConfig::default()
     });
     let mut by_workers = 0;

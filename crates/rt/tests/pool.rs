@@ -63,7 +63,6 @@ fn threads_are_numbered_caller_zero_then_workers() {
     let pool = Pool::new(PoolConfig {
         workers: Some(2),
         realtime_priority: None,
-        pin: false,
         ..PoolConfig::default()
     });
     let work = Items::new(1000);
@@ -91,9 +90,9 @@ fn wakes_when_paced(lead: Duration, callbacks: usize, measured: usize) -> (u64, 
     let pool = Pool::new(PoolConfig {
         workers: Some(1),
         realtime_priority: None,
-        pin: false,
         spin: 0,
         lead,
+        ..PoolConfig::default()
     });
     // Long enough that a worker without prediction has yielded its few times and parked
     // even when other threads hold both cores (each yield can then cost a time slice).

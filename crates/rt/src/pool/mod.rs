@@ -105,7 +105,11 @@ pub struct PoolConfig {
     pub workers: Option<usize>,
     /// `SCHED_FIFO` priority for workers (1..=99); `None` leaves them ordinary threads.
     pub realtime_priority: Option<i32>,
-    /// Pin worker `k` to core `k + 1` (the audio thread is expected on core 0).
+    /// Pin worker `k` to core `k + 1`. Only for a caller pinned to core 0 itself (a
+    /// benchmark): the caller spins at a higher priority until the work is done, so a caller
+    /// the scheduler moves onto a pinned worker's core preempts the worker it waits for,
+    /// and that worker can never run again (a soak hung this way). An unpinned worker is
+    /// pushed to another core and finishes (`tests/pool_inversion.rs`). Off by default.
     pub pin: bool,
     /// Spin iterations a worker waits for work before yielding, then parking, when it
     /// cannot predict the next callback.
@@ -121,7 +125,7 @@ impl Default for PoolConfig {
         Self {
             workers: None,
             realtime_priority: Some(70),
-            pin: true,
+            pin: false,
             spin: 20_000,
             lead: Duration::from_micros(200),
         }
