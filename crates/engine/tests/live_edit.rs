@@ -319,3 +319,70 @@ fn port_sums_and_ramped_edge_levels_are_clean_under_the_guard() {
     report.assert_clean();
     assert!(s.output().channel(1).iter().any(|&x| x != 0.0));
 }
+
+/// A project's automation (the schedule's preloaded timeline) goes on after a live edit:
+/// the level steps it makes after the edit land as in a run without the edit, sample for
+/// sample, on the branch the edit did not touch.
+#[test]
+fn automation_goes_on_across_a_live_edit() {
+    const PROJECT: &str = r#"
+sample_rate = 48000
+block_size = 64
+edges = ["tone -> level", "level -> out", "other -> out"]
+
+[nodes.tone]
+type = "sine"
+freq = 220.0
+amp = 0.5
+
+[nodes.level]
+type = "gain"
+gain = 1.0
+
+[nodes.other]
+type = "sine"
+freq = 330.0
+amp = 0.0
+
+[nodes.out]
+type = "output"
+
+[[automation]]
+node = "level"
+param = "gain"
+points = [[0.05, 0.5], [0.1, 0.25], [0.15, 0.125, "linear"]]
+"#;
+    let project = downbeat::project::Project::parse(PROJECT, "automation.toml").unwrap();
+    let render = |edit: bool| {
+        let (editor, schedule) = project.editor().unwrap();
+        let mut engine = Engine::new(schedule);
+        let mut live = engine.live_editor(editor);
+        let mut block = vec![0.0f32; 64 * 2];
+        let mut out = Vec::new();
+        for b in 0..200 {
+            if edit && b == 40 {
+                live.remove("other").unwrap();
+                live.add("other2", Sine::new(2, 48_000.0, 440.0, 0.0, 0.0))
+                    .unwrap();
+                live.connect("other2", "out").unwrap();
+                live.commit().unwrap();
+            }
+            engine.process(&mut block);
+            out.extend(block.iter().map(|x| x.to_bits()));
+        }
+        (out, engine.swaps())
+    };
+    let (plain, _) = render(false);
+    let (edited, swaps) = render(true);
+    assert_eq!(swaps, 1, "the edit landed");
+    // The steps after the edit (block 40 is frame 2560; the steps are at 4800 and later)
+    // are in the output (interleaved stereo: frame k is at 2k).
+    let level = |k: usize| f32::from_bits(plain[2 * k]).abs();
+    let peak = |r: std::ops::Range<usize>| r.map(level).fold(0.0f32, f32::max);
+    assert!(
+        peak(5000..7000) < 0.6 * peak(3000..4700),
+        "the automation lowers the level after the edit"
+    );
+    let first = plain.iter().zip(&edited).position(|(a, b)| a != b);
+    assert_eq!(first, None, "the outputs part at sample {first:?}");
+}

@@ -289,9 +289,6 @@ impl Graph {
             };
             slots.push(Slot::new(entry.node, input, in_buf, out_buf));
         }
-        if kept.slots.is_empty() {
-            kept.from = None;
-        }
 
         Ok(Schedule::new(
             slots,

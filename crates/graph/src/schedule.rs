@@ -231,6 +231,9 @@ struct Pending {
     frame: u64,
     /// Arrival order, breaking ties between events at the same frame.
     seq: u64,
+    /// In the queue, the node's position in this schedule; in the preloaded timeline, its
+    /// key's index ([`NodeKey`]), which an edit does not change, so that the timeline can
+    /// move to the edited schedule as it is.
     node: u32,
     body: NodeEvent,
 }
@@ -416,6 +419,12 @@ impl Events {
                 self.cursor += 1;
                 let mut e = self.timeline[self.cursor - 1];
                 e.frame += self.origin;
+                // The node may have been removed by an edit since the timeline was set.
+                let Some(slot) = keys.slot(NodeKey(e.node)) else {
+                    self.stats.stale += 1;
+                    continue;
+                };
+                e.node = slot as u32;
                 e
             } else {
                 self.heap_pop().expect("the heap has a due event")
@@ -535,6 +544,9 @@ pub struct Schedule {
     keep: Box<[(u32, u32)]>,
     /// The schedule `keep` refers to, when it is not empty.
     predecessor: Option<u64>,
+    /// The schedule an [`Editor`](crate::Editor) committed this one as an edit of (even
+    /// one that keeps no node): its preloaded timeline goes on here.
+    edited_from: Option<u64>,
 }
 
 impl Schedule {
@@ -611,8 +623,9 @@ impl Schedule {
             timed: false,
             offline: false,
             flush: true,
+            predecessor: (!keep.slots.is_empty()).then_some(keep.from).flatten(),
+            edited_from: keep.from,
             keep: keep.slots.into_boxed_slice(),
-            predecessor: keep.from,
         }
     }
 
@@ -1399,10 +1412,13 @@ impl Schedule {
     /// an [`Editor`](crate::Editor) committed first moves in the running instances of the
     /// nodes it keeps (each node with its output buffer, parameter values and ramps,
     /// counters: one swap of a few fields per kept node); `old` is left holding the stand-ins
-    /// and the nodes the edit removed, to be dropped off the audio thread. Then the
-    /// timeline goes on from `old`'s position (this schedule's preloaded timeline starts
-    /// there: its frame 0 is that frame), the events `old` had queued for later frames move
-    /// to the same nodes here (by [`NodeKey`]), and the event counters go on from `old`'s.
+    /// and the nodes the edit removed, to be dropped off the audio thread; `old`'s preloaded
+    /// timeline (automation, a MIDI file, a replay) moves here too and goes on where it was,
+    /// its events reaching the same nodes (by [`NodeKey`]; those for a node the edit removed
+    /// count as [`EventStats::stale`]). Any other schedule keeps its own preloaded timeline,
+    /// whose frame 0 is `old`'s position. Then the schedule's timeline goes on from `old`'s
+    /// position, the events `old` had queued for later frames move to the same nodes here
+    /// (by [`NodeKey`]), and the event counters go on from `old`'s.
     /// Queued events for a node this schedule does not have live are counted in
     /// [`EventStats::stale`], and those its queue has no room for in
     /// [`EventStats::dropped`]; `old` is left without queued events.
@@ -1468,7 +1484,15 @@ impl Schedule {
             self.set_offline(old.offline);
         }
         self.position = old.position;
-        self.events.origin = old.position;
+        if self.edited_from == Some(old.id) {
+            // An edit of `old`: its timeline goes on here where it was, entries and all (a
+            // swap; the empty one goes back to be freed off the audio thread).
+            std::mem::swap(&mut self.events.timeline, &mut old.events.timeline);
+            self.events.cursor = old.events.cursor;
+            self.events.origin = old.events.origin;
+        } else {
+            self.events.origin = old.position;
+        }
         let mut stats = old.event_stats();
         stats.applied += self.events.stats.applied;
         stats.late += self.events.stats.late;
@@ -1540,9 +1564,10 @@ impl Schedule {
     /// at their frames like queued ones, but held in a list of their own, so that any
     /// number fits. Events at the same frame keep their order, and come before queued
     /// events at that frame. A note to [`Target::Instruments`] goes to every node that
-    /// plays notes here. The timeline's frames count from the frame this schedule started
-    /// at: 0, or the frame at which it [took over](Self::take_over) from another. Allocates;
-    /// call it off the audio thread.
+    /// plays notes here (an instrument a later edit adds does not get it). The timeline's
+    /// frames count from the frame this schedule started at: 0, or the frame at which it
+    /// [took over](Self::take_over) from another. Live edits carry it on to the schedules
+    /// they commit. Allocates; call it off the audio thread.
     ///
     /// # Errors
     /// [`ControlError::Stale`] for an event on a node or parameter that is not live here,
@@ -1561,16 +1586,19 @@ impl Schedule {
         let mut out = Vec::with_capacity(events.len());
         for e in events {
             let frame = e.frame.unwrap_or(0);
-            let mut add = |node: usize| {
+            let mut add = |key: NodeKey| {
                 out.push(Pending {
                     frame,
                     seq: seq + out.len() as u64,
-                    node: node as u32,
+                    node: key.0,
                     body: e.body,
                 })
             };
             match e.target {
-                Target::Node(key) => add(self.accepts(key, &e.body).ok_or(ControlError::Stale)?),
+                Target::Node(key) => {
+                    self.accepts(key, &e.body).ok_or(ControlError::Stale)?;
+                    add(key)
+                }
                 Target::Instruments => {
                     if !matches!(e.body, NodeEvent::Note(_)) {
                         return Err(ControlError::Stale);
@@ -1579,7 +1607,7 @@ impl Schedule {
                         return Err(ControlError::NoInstrument);
                     }
                     for &i in self.instruments.iter() {
-                        add(i as usize);
+                        add(self.keys.key(i as usize));
                     }
                 }
             }

@@ -112,7 +112,10 @@ fn split_sums_on_the_pool_are_real_time_safe() {
     .1;
     report.assert_clean();
     // At least the mix's; the guard's own cost can push the output's sum over the threshold.
-    assert!(s.split_sums() >= 1, "the guarded blocks split the mix's sum");
+    assert!(
+        s.split_sums() >= 1,
+        "the guarded blocks split the mix's sum"
+    );
     let futex = report.allowed_syscall_count("futex");
     let wakes = pool.wakes() - wakes_before;
     assert!(futex <= wakes, "{futex} futex calls, {wakes} counted wakes");
