@@ -122,7 +122,7 @@ EXPECTED["graph-plugin"] = (
 SOAK_MAX = ["xruns", "late_blocks", "edit_failures", "osc_lost", "osc_rejected", "midi_refused",
             "events_stale", "events_dropped", "events_late", "rss_growth", "threads_changed", "fds_changed",
             "recording_length_error", "recording_lost_frames", "recording_nonfinite",
-            "recording_longest_silence", "player_underrun_frames", "node_losses"]
+            "recording_leading_silence", "recording_longest_gap", "player_underrun_frames", "node_losses"]
 SOAK_MIN = ["swaps", "osc_rate", "midi_events", "recording_valid", "recording_rms"]
 SOAK_REPORTED = ["deadline_misses", "blocks", "load_p50_early", "load_p50_late", "load_p99", "load_max",
                  "build_ms_max", "events_applied", "rss", "threads", "fds"]

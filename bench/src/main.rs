@@ -54,7 +54,7 @@ enum Suite {
     Engines(engines::EnginesArgs),
     /// Fuzzing (issue 42): the cargo-fuzz targets of fuzz/ (project files, MIDI files, OSC, audio files, --input WAV, wasm control records) for a time or a number of inputs each: executions, coverage, features, findings; exits 1 on a finding.
     Fuzz(fuzz::FuzzArgs),
-    /// Soak (issue 42): the virtual device at 64-frame blocks for --minutes (default 1) with fanin84, a synth playing a MIDI file on loop, a looping player, 1,000 OSC messages/s from another process, a hot swap every second and a recording: xruns, late blocks, events lost, memory, threads, descriptors and the recording, each against its bound; exits 1 when one is out of bounds.
+    /// Soak (issue 42): the virtual device at 64-frame blocks for --minutes (default 1) with fanin84, a synth playing a MIDI file on loop, a looping player, 1,000 OSC messages/s from another process, a live edit every second and a recording: xruns, late blocks, events lost, memory, threads, descriptors and the recording, each against its bound; exits 1 when one is out of bounds.
     Soak(soak::SoakArgs),
 }
 

@@ -1,8 +1,9 @@
 //! The soak (issue 42, "Hardening"): Downbeat left running under everything a live session
 //! throws at it, judged on what must not change with time.
 //!
-//! One process holds the engine (the CLI has no hot swap, so the engine runs here, through
-//! the same library calls `downbeat run` makes): the virtual device at 64-frame blocks
+//! One process holds the engine (it runs here, through the same library calls
+//! `downbeat run --watch --osc` makes, so that the soak can read its figures): the virtual
+//! device at 64-frame blocks
 //! plays a project made of `examples/projects/fanin84.toml`'s 71 strings and 84
 //! compressors, a saw `synth` and a plucked string played by `examples/projects/tune.mid`
 //! on loop (a sequencer thread sends each loop's notes a second ahead through a
@@ -13,9 +14,10 @@
 //!   second over UDP to the engine's OSC server (`downbeat::control::osc::serve`, the
 //!   server `downbeat run --osc` starts);
 //! * a control thread rewrites the project file every second (alternately adding and
-//!   removing a node and changing a filter), loads it, builds it and hot-swaps it in, then
-//!   frees the schedule it replaced and samples the process: resident memory, threads and
-//!   file descriptors (`/proc/self`);
+//!   removing a node and changing a filter), loads it and applies the difference as a live
+//!   edit (as `downbeat run --watch` does: every other node runs on), then frees the
+//!   schedule it replaced and samples the process: resident memory, threads and file
+//!   descriptors (`/proc/self`);
 //! * the device records everything it plays to a WAV file through its writer thread.
 //!
 //! At the end every figure is checked against its bound (see [`checks`]); any figure out of
@@ -40,6 +42,7 @@ use downbeat::control::osc as osc_server;
 use downbeat::device::{Device, RunLength, Virtual};
 use downbeat::project::Project;
 use downbeat::Engine;
+use downbeat_graph::NodeConfig;
 
 use checks::Outcome;
 
@@ -137,7 +140,7 @@ fn soak(dir: &Path, seconds: f64, args: &SoakArgs) -> Result<Outcome, String> {
     downbeat_file::register().map_err(|e| e.to_string())?;
     let files = project::write(dir)?;
     let first = Project::load(&files.project).map_err(|e| e.to_string())?;
-    let schedule = first.build().map_err(|e| e.to_string())?;
+    let (editor, schedule) = first.editor().map_err(|e| e.to_string())?;
     let rate = schedule.config().sample_rate as u32;
     let length = RunLength::seconds(seconds, rate);
     let blocks = length.frames.div_ceil(BLOCK as u64) as usize;
@@ -149,7 +152,11 @@ fn soak(dir: &Path, seconds: f64, args: &SoakArgs) -> Result<Outcome, String> {
     for note in engine.set_threads(threads) {
         eprintln!("soak: note: {note}");
     }
-    let (sender, reclaimer) = engine.swap_channel(2);
+    let live = engine.live_editor(editor);
+    let config = NodeConfig {
+        sample_rate: rate as f32,
+        max_block: BLOCK,
+    };
     let mut refused_shown = 0;
     let server = osc_server::serve(
         "127.0.0.1:0",
@@ -181,8 +188,10 @@ fn soak(dir: &Path, seconds: f64, args: &SoakArgs) -> Result<Outcome, String> {
     };
     let control = control::start(
         control::Setup {
-            sender,
-            reclaimer,
+            live,
+            params: engine.controller(osc::SERVER_QUEUE),
+            running: first.clone(),
+            config,
             files: files.clone(),
             position: engine.controller(1),
             osc_to: server.local_addr(),
@@ -221,7 +230,9 @@ fn soak(dir: &Path, seconds: f64, args: &SoakArgs) -> Result<Outcome, String> {
     std::thread::sleep(Duration::from_millis(100));
     let osc_counts = server.stop();
     let run = ran.map_err(|e| format!("the virtual device failed: {e}"))?;
-    let recording = wav::check(&files.recording);
+    // Gaps are judged from the first second on, before which no edit comes: the sources
+    // start at their own moments once the graph has filled.
+    let recording = wav::check(&files.recording, u64::from(rate));
     Ok(Outcome::gather(checks::Gathered {
         seconds,
         rate,

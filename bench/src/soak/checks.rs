@@ -55,6 +55,8 @@ pub const RSS_GROWTH_KB: f64 = 1024.0;
 const OSC_RATE_MIN: f64 = OSC_RATE as f64 * 0.99;
 /// The quietest the recording may be (RMS): not silent.
 const RMS_MIN: f64 = 1e-3;
+/// Frames of exact silence allowed after the start: a chance zero, not a restarted graph.
+const GAP_FRAMES: u64 = 2;
 
 /// Everything the run produced.
 pub struct Gathered {
@@ -323,14 +325,23 @@ pub fn judge(o: &Outcome) -> Vec<Check> {
         check("recording_lost_frames", "frames", n(o.lost_frames), none),
         check("recording_nonfinite", "samples", n(r.nonfinite), none),
         check("recording_rms", "rms", r.rms, Min(RMS_MIN)),
-        // The player loops a file that is never silent, but every swap restarts every node:
-        // the new schedule's compensation delays and compressors start empty, so up to the
-        // graph's latency of exact silence follows each swap. Longer is audio gone missing.
+        // The graph's latency of exact silence at the start, while the compensation delays
+        // and compressors fill; more is a start that lost audio.
         check(
-            "recording_longest_silence",
+            "recording_leading_silence",
             "s",
-            n(r.longest_silence) / f64::from(o.rate.max(1)),
+            n(r.leading_silence) / f64::from(o.rate.max(1)),
             Max(n(o.latency_frames + BLOCK as u64) / f64::from(o.rate.max(1))),
+        ),
+        // From the first second on (the first edit comes after it) the player loops a file
+        // that is never silent, and the live edits restart no node: a frame of exact
+        // silence on both channels (a sum of a dozen sources hitting 0.0 exactly) is all
+        // chance allows. A rebuilt graph would leave its latency of silence at every edit.
+        check(
+            "recording_longest_gap",
+            "frames",
+            n(r.longest_gap),
+            Max(GAP_FRAMES as f64),
         ),
         check(
             "player_underrun_frames",
@@ -365,7 +376,7 @@ fn notes(o: &Outcome) -> Vec<String> {
         format!(
             "{:.0} s on the virtual device: fanin84 + synth and string (tune.mid on loop) + a \
              looping player, {BLOCK} frames at {} Hz, {} thread(s); OSC {} messages/s from another \
-             process; a live edit hot-swapped every second; recorded to disk",
+             process; a live edit every second (one node added or removed, a filter moved); recorded to disk",
             o.seconds, o.rate, o.threads, OSC_RATE
         ),
         format!(
@@ -386,6 +397,14 @@ fn notes(o: &Outcome) -> Vec<String> {
     ];
     if let Some(why) = &o.recording.invalid {
         notes.push(format!("recording invalid: {why}"));
+    }
+    let r = &o.recording;
+    if r.longest_gap > 0 {
+        let end = r.longest_gap_end as f64 / f64::from(r.rate.max(1));
+        notes.push(format!(
+            "recording: the longest gap ({} frames) ends at {end:.4} s",
+            r.longest_gap
+        ));
     }
     notes
 }
@@ -506,7 +525,9 @@ mod tests {
                 frames: 2_646_000,
                 nonfinite: 0,
                 rms: 0.05,
-                longest_silence: 0,
+                leading_silence: 4000,
+                longest_gap: 0,
+                longest_gap_end: 0,
             },
             lost_frames: 0,
             ..Outcome::default()

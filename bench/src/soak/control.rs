@@ -1,16 +1,18 @@
-//! The control thread: a live edit hot-swapped in every second, the schedule it replaced
-//! freed, then a reading of the process.
+//! The control thread: a live edit every second, the schedule it replaced freed, then a
+//! reading of the process.
 //!
 //! It waits for the device's second block, then starts the OSC sender process (so that no
 //! traffic piles up before the engine runs; a backlog of more than the schedule's queue
 //! holds would keep the sequencer's events waiting behind it) and counts seconds from there.
 //! Each second `k`:
 //!
-//! 1. at `k` s, writes the project's other variant to its file, loads and builds it, and
-//!    sends the schedule to the engine, which swaps it in at its next block;
-//! 2. as soon as the engine has swapped it in (within half a second), frees the schedule it
-//!    replaced (`Reclaimer::collect`) and adds up its nodes' loss counters (a player's
-//!    underruns);
+//! 1. at `k` s, writes the project's other variant to its file, loads it, and applies the
+//!    difference to the running graph as `downbeat run --watch` does
+//!    ([`downbeat::project_diff`]): the added or removed node as one committed edit, the
+//!    moved filter as an event; the engine takes the edit over at its next block, every
+//!    other node running on (the player's stream, the voices, the compressors' frames);
+//! 2. as soon as the engine has taken it (within half a second), frees the schedule it
+//!    replaced and the node the edit removed ([`LiveEditor::reclaim`]);
 //! 3. 0.2 s later, once the old player's stream has left the reader thread and closed its
 //!    file, reads the process (`/proc/self`). A reading whose threads or descriptors differ
 //!    from the first one is taken again for up to 0.3 s, so that only a difference that stays
@@ -20,7 +22,6 @@
 //! stuck (a healthy one moves every 1.45 ms), and the soak ends there (see
 //! [`super::stalled`]) rather than wait for a device that will never hand it back.
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,16 +30,16 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use downbeat::control::Controller;
+use downbeat::edit::LiveEditor;
 use downbeat::project::Project;
-use downbeat::swap::ScheduleSender;
-use downbeat_graph::SharedMonitor;
-use downbeat_rt::reclaim::Reclaimer;
+use downbeat::project_diff::diff;
+use downbeat_graph::{NodeConfig, SharedMonitor};
 
 use super::osc;
 use super::proc_self::{self, Counts};
 use super::project::Files;
 
-/// How long the engine may take to swap a schedule in (it does at its next block).
+/// How long the engine may take to take an edit over (it does at its next block).
 const SWAP_WITHIN: Duration = Duration::from_millis(500);
 /// When, after the old schedule is freed, the process is read.
 const READ_AFTER: Duration = Duration::from_millis(200);
@@ -53,15 +54,22 @@ pub const STALL: Duration = Duration::from_secs(10);
 
 /// What the control thread is given.
 pub struct Setup {
-    pub sender: ScheduleSender,
-    pub reclaimer: Reclaimer,
+    /// Edits the running graph.
+    pub live: LiveEditor,
+    /// Moves the changed live parameters.
+    pub params: Controller,
+    /// The version of the project that runs.
+    pub running: Project,
+    /// The running engine's format, for the nodes an edit adds.
+    pub config: NodeConfig,
     pub files: Files,
     /// A controller of the engine, only to see its position move.
     pub position: Controller,
     /// Where the OSC sender process sends, and for how long.
     pub osc_to: SocketAddr,
     pub osc_seconds: f64,
-    /// The counters of the schedule the engine starts with.
+    /// The counters of the schedule the engine starts with: every node but the one the
+    /// edits add and remove (a sine, which has none) runs for the whole soak.
     pub first_monitors: Vec<(String, SharedMonitor)>,
     /// Readings to make room for (one a second), so the list never grows during the run.
     pub samples: usize,
@@ -88,16 +96,16 @@ pub struct Controlled {
     /// The OSC sender process, once started.
     pub osc_sender: Option<Child>,
     pub samples: Vec<Sample>,
-    /// Schedules sent to the engine.
-    pub swaps_sent: u64,
-    /// Edits that failed: a project that did not load or build, a swap channel full, a
-    /// reading of `/proc` that failed. Each is printed.
+    /// Edits committed.
+    pub edits: u64,
+    /// Edits that failed: a project that did not load, an edit refused or not taken in
+    /// time, a reading of `/proc` that failed. Each is printed.
     pub failures: u64,
-    /// The longest load-and-build of an edit, in ms.
+    /// The longest load-diff-and-commit of an edit, in ms.
     pub build_ms_max: f64,
-    /// Frames of silence where a player's file should have played, every schedule's.
+    /// Frames of silence where a player's file should have played.
     pub underrun_frames: u64,
-    /// Every other loss counter of every schedule's nodes (see `NodeCount::loss`).
+    /// Every other loss counter of the nodes (see `NodeCount::loss`).
     pub other_losses: u64,
 }
 
@@ -145,10 +153,6 @@ fn run(mut s: Setup, stop: &AtomicBool) -> Controlled {
             out.failures += 1;
         }
     }
-    // The schedules alive or in flight, oldest first: the running one, at most one sent and
-    // one retired. Their counters are read when the reclaimer frees them.
-    let mut alive: VecDeque<Vec<(String, SharedMonitor)>> = VecDeque::with_capacity(8);
-    alive.push_back(std::mem::take(&mut s.first_monitors));
     let mut baseline: Option<Counts> = None;
     // The first reading's descriptors and threads, to say what changed.
     let mut described = Vec::new();
@@ -167,37 +171,22 @@ fn run(mut s: Setup, stop: &AtomicBool) -> Controlled {
             super::stalled(&s.stall, start.elapsed().as_secs_f64(), frame);
         }
         let mut sent = false;
-        match edit(&s, k) {
-            Ok((schedule, ms)) => {
+        match edit(&mut s, k) {
+            Ok(ms) => {
                 out.build_ms_max = out.build_ms_max.max(ms);
-                let monitors = schedule.monitors();
-                match s.sender.send(schedule) {
-                    Ok(()) => {
-                        alive.push_back(monitors);
-                        out.swaps_sent += 1;
-                        sent = true;
-                    }
-                    Err(e) => {
-                        eprintln!("soak: swap {k}: {e}");
-                        out.failures += 1;
-                    }
-                }
+                out.edits += 1;
+                sent = true;
             }
             Err(e) => {
                 eprintln!("soak: edit {k}: {e}");
                 out.failures += 1;
             }
         }
-        // The swap retires one schedule: wait for it (a run that ends first stops here).
+        // The edit retires one schedule: wait for it (a run that ends first stops here).
         let within = Instant::now() + SWAP_WITHIN;
         let mut freed = 0;
         loop {
-            for _ in 0..s.reclaimer.collect() {
-                freed += 1;
-                if let Some(monitors) = alive.pop_front() {
-                    add_losses(&mut out, &monitors);
-                }
-            }
+            freed += s.live.reclaim();
             if freed > 0 || !sent || Instant::now() >= within || stop.load(Ordering::Acquire) {
                 break;
             }
@@ -207,9 +196,7 @@ fn run(mut s: Setup, stop: &AtomicBool) -> Controlled {
             break;
         }
         if sent && freed == 0 {
-            eprintln!(
-                "soak: swap {k}: the engine did not take the schedule within {SWAP_WITHIN:?}"
-            );
+            eprintln!("soak: edit {k}: the engine did not take it within {SWAP_WITHIN:?}");
             out.failures += 1;
         }
         let at = start.elapsed().as_secs_f64();
@@ -246,23 +233,27 @@ fn run(mut s: Setup, stop: &AtomicBool) -> Controlled {
             }
         }
     }
-    // The schedules left: the engine's last one and any sent too late to be swapped in.
-    for monitors in &alive {
-        add_losses(&mut out, monitors);
-    }
+    // The handles count on in the nodes the edits kept, which is all that have them.
+    add_losses(&mut out, &s.first_monitors);
     drop(leaked_fds);
     out
 }
 
-/// Writes the `k`th edit to the project file, loads it and builds it (the time taken, in ms,
-/// with it).
-fn edit(s: &Setup, k: u32) -> Result<(downbeat_graph::Schedule, f64), String> {
+/// Writes the `k`th version to the project file, loads it and applies the difference to
+/// the running graph; the time taken, in ms.
+fn edit(s: &mut Setup, k: u32) -> Result<f64, String> {
     let t = Instant::now();
     let text = &s.files.variants[k as usize % 2];
     std::fs::write(&s.files.project, text).map_err(|e| e.to_string())?;
-    let project = Project::load(&s.files.project).map_err(|e| e.to_string())?;
-    let schedule = project.build().map_err(|e| e.to_string())?;
-    Ok((schedule, t.elapsed().as_secs_f64() * 1e3))
+    let new = Project::load(&s.files.project).map_err(|e| e.to_string())?;
+    let d = diff(&s.running, &new);
+    if !d.has_edits() {
+        return Err("the two versions differ by no node or edge".into());
+    }
+    d.apply(&mut s.live, &mut s.params, &s.config)
+        .map_err(|e| e.to_string())?;
+    s.running = new;
+    Ok(t.elapsed().as_secs_f64() * 1e3)
 }
 
 /// Reads the process; while its threads or descriptors differ from `baseline`, reads again
@@ -295,7 +286,7 @@ fn say_what_changed(at: f64, first: &[String]) {
     eprintln!("soak: at {at:.1} s, since the first reading: gone {gone:?}, new {new:?}");
 }
 
-/// Adds a freed schedule's loss counters.
+/// Adds the nodes' loss counters.
 fn add_losses(out: &mut Controlled, monitors: &[(String, SharedMonitor)]) {
     for (_, m) in monitors {
         for c in m.counts().into_iter().filter(|c| c.loss) {

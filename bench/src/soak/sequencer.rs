@@ -3,10 +3,9 @@
 //! every node that plays notes: fanin84's 71 strings would drop their own patterns for the
 //! file's notes, and each note would take 73 places in the schedule's queue).
 //!
-//! `downbeat run --midi` puts a file on the schedule's preloaded timeline instead, but a
-//! schedule swapped in starts a timeline of its own (`Schedule::take_over` moves the queued
-//! events, not the timeline), so with a swap every second the file would stop at the first
-//! one. Queued events do move to the new schedule, which is what the soak means to test.
+//! `downbeat run --midi` puts a file on the schedule's preloaded timeline instead, which live
+//! edits carry on; the soak sends through a controller so that its events also wait in the
+//! live queue when an edit lands, and move to the edited schedule (`Schedule::take_over`).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -18,8 +18,13 @@ pub struct Recording {
     pub nonfinite: u64,
     /// Over every sample of every channel.
     pub rms: f64,
-    /// The longest run of frames that are exactly zero on every channel.
-    pub longest_silence: u64,
+    /// Frames that are exactly zero on every channel from the start (the graph filling).
+    pub leading_silence: u64,
+    /// The longest run of such frames from `gaps_from` on (past the start, where the
+    /// sources begin at their own moments).
+    pub longest_gap: u64,
+    /// The frame that run ends at.
+    pub longest_gap_end: u64,
 }
 
 /// The format and where the samples are.
@@ -120,9 +125,9 @@ fn layout(head: &[u8], file_len: u64) -> Result<Layout, String> {
     Err("no data chunk in the header".into())
 }
 
-/// Checks the file at `path` and reads every sample.
-pub fn check(path: &Path) -> Recording {
-    match read(path) {
+/// Checks the file at `path` and reads every sample; gaps count from frame `gaps_from`.
+pub fn check(path: &Path, gaps_from: u64) -> Recording {
+    match read(path, gaps_from) {
         Ok(r) => r,
         Err(why) => Recording {
             invalid: Some(why),
@@ -131,7 +136,7 @@ pub fn check(path: &Path) -> Recording {
     }
 }
 
-fn read(path: &Path) -> Result<Recording, String> {
+fn read(path: &Path, gaps_from: u64) -> Result<Recording, String> {
     let failed = |e: std::io::Error| format!("{}: {e}", path.display());
     let file = File::open(path).map_err(failed)?;
     let file_len = file.metadata().map_err(failed)?.len();
@@ -149,6 +154,7 @@ fn read(path: &Path) -> Result<Recording, String> {
     // The samples after the header bytes already read, then the rest of the file.
     let mut pending: Vec<u8> = head[l.data_at as usize..].to_vec();
     let (mut sum_sq, mut silence, mut frame) = (0.0f64, 0u64, vec![0f32; ch]);
+    let (mut heard, mut at) = (false, 0u64);
     let mut buf = vec![0u8; 1 << 20];
     let mut left = l.data_len - pending.len() as u64;
     loop {
@@ -166,8 +172,18 @@ fn read(path: &Path) -> Result<Recording, String> {
                 }
                 silent &= x == 0.0;
             }
-            silence = if silent { silence + 1 } else { 0 };
-            r.longest_silence = r.longest_silence.max(silence);
+            if !silent {
+                heard = true;
+                silence = 0;
+            } else if !heard {
+                r.leading_silence += 1;
+            } else if at >= gaps_from {
+                silence += 1;
+                if silence > r.longest_gap {
+                    (r.longest_gap, r.longest_gap_end) = (silence, at + 1);
+                }
+            }
+            at += 1;
         }
         pending.drain(..whole);
         if left == 0 {
@@ -210,20 +226,23 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("soak-wav-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("a.wav");
-        // 3 frames of sound, 4 of silence, 1 of sound with a NaN.
-        let mut samples = vec![0.5, -0.5, 0.25, 0.25, 0.1, 0.0];
+        // 2 frames of silence, 3 of sound, 4 of silence, 1 of sound with a NaN.
+        let mut samples = vec![0.0; 4];
+        samples.extend([0.5, -0.5, 0.25, 0.25, 0.1, 0.0]);
         samples.extend([0.0; 8]);
         samples.extend([f32::NAN, 0.5]);
         write(&path, &samples);
-        let r = check(&path);
+        let r = check(&path, 0);
         assert_eq!(r.invalid, None);
-        assert_eq!((r.channels, r.rate, r.frames), (2, 44_100, 8));
-        assert_eq!((r.nonfinite, r.longest_silence), (1, 4));
+        assert_eq!((r.channels, r.rate, r.frames), (2, 44_100, 10));
+        assert_eq!((r.nonfinite, r.leading_silence, r.longest_gap), (1, 2, 4));
+        // Gaps judged from frame 7: two of the four.
+        assert_eq!(check(&path, 7).longest_gap, 2);
         assert!(r.rms > 0.1, "{r:?}");
         // Cut short, the header states more than the file holds.
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() - 8]).unwrap();
-        assert!(check(&path).invalid.is_some());
+        assert!(check(&path, 0).invalid.is_some());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -259,7 +259,6 @@ fn prepare(
                 stamp,
                 edits,
                 &mut engine,
-                args.midi.is_some() || args.replay.is_some(),
             ))
         }
         _ => None,

@@ -66,15 +66,13 @@ pub(crate) struct Reloader {
 
 impl Reloader {
     /// Starts watching `path`, whose version `running` (as the file has it, stamped
-    /// `stamp`) runs in the graph `edits` edits. `preloaded`: the run plays events put on
-    /// the schedule's timeline (`--midi`, `--replay`), which a graph edit ends.
+    /// `stamp`) runs in the graph `edits` edits.
     pub(crate) fn spawn(
         path: &Path,
         running: Project,
         stamp: Option<Stamp>,
         edits: &Edits,
         engine: &mut Engine,
-        preloaded: bool,
     ) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let mut watch = Watch {
@@ -84,7 +82,6 @@ impl Reloader {
             controller: engine.controller(QUEUE),
             config: edits.config,
             capture: edits.capture.clone(),
-            preloaded,
         };
         eprintln!("watch: reloading `{}` whenever it changes", path.display());
         let stopping = Arc::clone(&stop);
@@ -112,7 +109,6 @@ struct Watch {
     controller: Controller,
     config: NodeConfig,
     capture: Option<Capture>,
-    preloaded: bool,
 }
 
 impl Watch {
@@ -150,13 +146,6 @@ impl Watch {
         let d = diff(&self.running, &new);
         for note in &d.not_applied {
             eprintln!("watch: note: {note}");
-        }
-        if self.preloaded && d.has_edits() {
-            eprintln!(
-                "watch: note: this reload edits the graph, which ends the `--midi` or \
-                 `--replay` events still to come: a graph edited live starts without the \
-                 timeline the run started with"
-            );
         }
         if self.capture.is_none() {
             let input = new

@@ -26,8 +26,10 @@
 //! * The timeline goes on: frames count from the start of the run, and the new schedule
 //!   starts at the old one's position ([`When::Frame`] means the same frame before and
 //!   after).
-//! * The new schedule's own timeline (its automation) starts at the swap: its frame 0 is
-//!   the frame the swap happened at. The rest of the old schedule's automation goes with it.
+//! * A schedule a [`LiveEditor`](crate::edit::LiveEditor) committed carries on the old
+//!   schedule's preloaded timeline (automation, `--midi`, a replay) where it was. Any other
+//!   schedule brings its own (its automation), starting at the swap: its frame 0 is the
+//!   frame the swap happened at, and the rest of the old schedule's goes with it.
 //! * Events the old schedule had taken for later frames move to the same node of the new
 //!   one, and events still in a controller's queue reach it there. Events for a node the
 //!   new schedule lacks (or no longer has live) are refused and counted in
