@@ -10,6 +10,7 @@
 //! | `/node/<node>/note_on` | note, velocity | starts a note on the node (MIDI channel 1) |
 //! | `/node/<node>/note_off` | note | releases the note |
 //! | `/node/<node>/all_notes_off` | none | releases every note of the node |
+//! | `/edge/<from>/<to>/gain_db` and its `/step`, `/ramp`, `/exp` forms | as for a parameter | moves the level of the edge `from -> to` (in dB, -144 to 24), which must have been made with one (`"a -> b @ 0 dB"` in a project, a level in `/graph/connect`) |
 //! | `/graph/add` | name, type, then parameter, value pairs | adds a node (no edges yet) |
 //! | `/graph/remove` | name | removes a node and its edges |
 //! | `/graph/connect` | from, to, optional level in dB | adds an edge (`node` or `node:port` at each end), with that level (a send) |
@@ -447,13 +448,24 @@ impl OscHandler {
 
     fn plan_message(&self, m: &OscMessage, when: When) -> Result<Planned, Rejection> {
         let parts: Vec<&str> = m.addr.split('/').collect();
+        // An edge's level is the `gain_db` of the node the edge's name names.
+        let edge = |from: &str, to: &str| format!("{from} -> {to}");
         let (node, param, verb) = match parts.as_slice() {
-            ["", "node", node, param] => (*node, *param, None),
+            ["", "node", node, param] => (node.to_string(), *param, None),
             ["", "node", node, param, verb @ ("step" | "ramp" | "exp")] => {
-                (*node, *param, Some(*verb))
+                (node.to_string(), *param, Some(*verb))
+            }
+            ["", "edge", from, to, "gain_db"] if !from.is_empty() && !to.is_empty() => {
+                (edge(from, to), "gain_db", None)
+            }
+            ["", "edge", from, to, "gain_db", verb @ ("step" | "ramp" | "exp")]
+                if !from.is_empty() && !to.is_empty() =>
+            {
+                (edge(from, to), "gain_db", Some(*verb))
             }
             _ => return Err(Rejection::UnknownAddress(m.addr.clone())),
         };
+        let node = node.as_str();
         if node.is_empty() || param.is_empty() {
             return Err(Rejection::UnknownAddress(m.addr.clone()));
         }
@@ -1031,6 +1043,32 @@ mod tests {
         engine.process(&mut block);
         assert_eq!(engine.swaps(), 2);
         assert!(block.iter().all(|&x| (x - 0.05).abs() < 1e-5), "{block:?}");
+
+        // So does the edge's level: up to 0 dB at once, then a ramp down to -6.02 dB (a
+        // half) over the first 32 frames of the next block.
+        let level = packet("/edge/one/m/gain_db/step", vec![OscType::Float(0.0)]);
+        assert_eq!(osc.handle(&level), Ok(1));
+        engine.process(&mut block);
+        assert!(block.iter().all(|&x| (x - 0.5).abs() < 1e-5), "{block:?}");
+        let ramp = vec![OscType::Float(-6.0206), OscType::Float(32.0 / 48_000.0)];
+        assert_eq!(osc.handle(&packet("/edge/one/m/gain_db/ramp", ramp)), Ok(1));
+        engine.process(&mut block);
+        assert!(
+            block[32..].iter().all(|&x| (x - 0.25).abs() < 1e-4),
+            "{block:?}"
+        );
+        assert!(block[0] > block[16] && block[16] > block[31], "{block:?}");
+        // An edge made without a level has none to move; an edge has no other parameter.
+        let none = osc.handle(&packet("/edge/m/out/gain_db", vec![OscType::Float(0.0)]));
+        assert!(
+            none.as_ref().unwrap_err().to_string().contains("m -> out"),
+            "{none:?}"
+        );
+        let other = osc.handle(&packet("/edge/one/m/pan", vec![OscType::Float(0.0)]));
+        assert!(
+            matches!(other, Err(Rejection::UnknownAddress(_))),
+            "{other:?}"
+        );
     }
 
     #[test]
