@@ -236,6 +236,11 @@ impl Engine {
         Controller::new(table, &mut self.control, capacity)
     }
 
+    /// How many more controllers the engine can hold now.
+    pub(crate) fn controller_room(&mut self) -> usize {
+        self.control.room()
+    }
+
     /// Starts recording every applied event with the frame it took effect at; the reader
     /// writes them to a file that [`control::record::read_events`](crate::control::record::read_events)
     /// reads back for a replay. Drain the reader regularly during the run.

@@ -31,4 +31,4 @@ pub mod watch;
 pub use engine::{Engine, Stopper};
 pub use load::{LoadMeter, LoadSummary};
 #[cfg(not(target_arch = "wasm32"))]
-pub use running::{start, Running};
+pub use running::{start, NoSpareController, Running, SPARE_CAPACITY, SPARE_CONTROLLERS};

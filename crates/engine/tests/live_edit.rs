@@ -187,6 +187,16 @@ fn start_plays_until_stop_and_takes_edits_while_it_runs() {
     let mut live = engine.live_editor(editor);
     let running = start(engine, Virtual::new(None));
     std::thread::sleep(Duration::from_millis(100));
+    // A controller made while it plays, from the handle: its step lands.
+    let mut control = running.controller().unwrap();
+    let level = control.resolve("mix", "gain_db").unwrap();
+    control
+        .send(
+            downbeat::control::When::Now,
+            level,
+            downbeat_graph::Change::Step(-3.0),
+        )
+        .unwrap();
     live.remove("s0").unwrap();
     live.commit().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -213,6 +223,33 @@ fn start_plays_until_stop_and_takes_edits_while_it_runs() {
     );
     assert_eq!(run.engine.swaps(), 1);
     assert!(run.engine.schedule().names().iter().all(|n| n != "s0"));
+    let id = run
+        .engine
+        .schedule()
+        .param_table()
+        .resolve("mix", "gain_db")
+        .unwrap();
+    assert_eq!(run.engine.schedule().param_value(id), Some(-3.0));
+}
+
+/// The handle gives out its spare controllers, then says why there are no more.
+#[test]
+fn the_running_handle_hands_out_its_spare_controllers_then_refuses() {
+    let running = start(
+        Engine::new(graph().compile(CFG).unwrap()),
+        Virtual::new(None),
+    );
+    let spares: Vec<_> = (0..downbeat::SPARE_CONTROLLERS)
+        .map(|_| running.controller().unwrap())
+        .collect();
+    let err = running.controller().unwrap_err();
+    assert_eq!(err.made, downbeat::SPARE_CONTROLLERS);
+    assert!(
+        err.to_string().contains("Engine::controller before start"),
+        "{err}"
+    );
+    drop(spares);
+    running.stop().unwrap();
 }
 
 /// Dropping the handle stops the audio too; a stopper made before the run ends it before

@@ -195,6 +195,12 @@ impl ControlInputs {
     fn free_dropped(&mut self) {
         self.queues.retain(|q| !q.is_abandoned() || !q.is_empty());
     }
+
+    /// Controllers that can still be made (dropped ones freed first). Off the audio thread.
+    pub(crate) fn room(&mut self) -> usize {
+        self.free_dropped();
+        MAX_CONTROLLERS - self.queues.len()
+    }
 }
 
 /// A control handle for a running engine, for a control thread: resolves `node.param`
