@@ -9,7 +9,8 @@
 //!   [`ALLOC_BYTES`] bytes: what a real-time audit must catch.
 //! * [`CLICK_ID`]: an instrument (one note input port, a stereo output) that writes one
 //!   sample per note on, at the event's frame: `velocity + key / 1000`, silence elsewhere, so a
-//!   test can read where and which notes arrived.
+//!   test can read where and which notes arrived; and one per MIDI 1 message (pitch bend,
+//!   sustain): minus its three bytes as a 24-bit number over 2^24, exact in an `f32`.
 //! * [`HOST_PROBE_ID`]: a stereo gain that uses the host's extensions as real plugins do
 //!   (latency from `deactivate` without a check, as DPF does; log and thread-check from
 //!   `process`; state; a sidechain input; a log flood, set through its state, that fills
@@ -189,17 +190,24 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Processor<'a> {
                 ch.fill(0.0);
             }
             for event in events.input {
-                if let Some(CoreEventSpace::NoteOn(e)) = event.as_core_event() {
-                    let key = match e.pckn().key {
-                        Match::Specific(k) => f64::from(k),
-                        Match::All => -1000.0,
-                    };
-                    let value = (e.velocity() + key / 1000.0) as f32;
-                    let t = e.header().time() as usize;
-                    for ch in channels.iter_mut() {
-                        if let Some(s) = ch.get_mut(t) {
-                            *s = value;
-                        }
+                let (t, value) = match event.as_core_event() {
+                    Some(CoreEventSpace::NoteOn(e)) => {
+                        let key = match e.pckn().key {
+                            Match::Specific(k) => f64::from(k),
+                            Match::All => -1000.0,
+                        };
+                        (e.header().time(), (e.velocity() + key / 1000.0) as f32)
+                    }
+                    Some(CoreEventSpace::Midi(e)) => {
+                        let [status, a, b] = e.data();
+                        let bytes = u32::from(status) << 16 | u32::from(a) << 8 | u32::from(b);
+                        (e.header().time(), -(bytes as f32) / 16_777_216.0)
+                    }
+                    _ => continue,
+                };
+                for ch in channels.iter_mut() {
+                    if let Some(s) = ch.get_mut(t as usize) {
+                        *s = value;
                     }
                 }
             }

@@ -533,6 +533,66 @@ fn an_instrument_plays_notes_at_their_frames_as_clap_note_events() {
     );
 }
 
+/// Pitch bend and sustain reach an instrument as MIDI 1 messages at their frames: the bend's
+/// 14-bit value centred on 8192 (-1 is 0, +1 is 16383), least significant 7 bits first, on
+/// the event's channel; the sustain pedal as controller 64 at 127 or 0.
+#[test]
+fn pitch_bend_and_sustain_reach_an_instrument_as_midi_messages() {
+    let mut node = load(CLICK_ID);
+    let bend = |channel: u8, value: f32| NoteEvent::PitchBend { channel, value };
+    node.note(3, bend(0, -1.0)).unwrap();
+    node.note(9, bend(0, 0.0)).unwrap();
+    node.note(15, bend(2, 1.0)).unwrap();
+    node.note(21, bend(2, 0.5)).unwrap();
+    node.note(
+        30,
+        NoteEvent::Sustain {
+            channel: 1,
+            on: true,
+        },
+    )
+    .unwrap();
+    node.note(
+        40,
+        NoteEvent::Sustain {
+            channel: 15,
+            on: false,
+        },
+    )
+    .unwrap();
+    let frames = 64;
+    let mut output = vec![0.0f32; 2 * frames];
+    let ctx = ProcessContext {
+        sample_rate: 48000.0,
+        frames,
+        position: 0,
+    };
+    node.process(
+        &ctx,
+        AudioRef::new(&[], 0, frames, frames),
+        AudioMut::new(&mut output, 2, frames, frames),
+    );
+    let got: Vec<(usize, [u8; 3])> = output[..frames]
+        .iter()
+        .enumerate()
+        .filter(|&(_, &s)| s != 0.0)
+        .map(|(k, &s)| {
+            let bytes = (-s * 16_777_216.0) as u32;
+            (k, [(bytes >> 16) as u8, (bytes >> 8) as u8, bytes as u8])
+        })
+        .collect();
+    // 0.5 is round(1.5 * 8191.5) = 12287: 127 and 95.
+    let want = vec![
+        (3, [0xE0, 0, 0]),
+        (9, [0xE0, 0, 64]),
+        (15, [0xE2, 127, 127]),
+        (21, [0xE2, 127, 95]),
+        (30, [0xB1, 64, 127]),
+        (40, [0xBF, 64, 0]),
+    ];
+    assert_eq!(got, want);
+}
+
 #[test]
 fn the_hosts_note_path_is_real_time_safe() {
     let mut node = load(CLICK_ID);
