@@ -460,6 +460,13 @@ fn killing_the_server_mid_run_exits_1_with_a_valid_recording() {
         "{} frames recorded",
         samples.len()
     );
+    // Everything played is in the file: as many frames as the message says were played.
+    let played: usize = err
+        .split_once(", after ")
+        .and_then(|(_, rest)| rest.split_once(" frames played"))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("no frame count in: {err}"));
+    assert_eq!(samples.len(), played, "{err}");
     // Everything recorded is the start of the project, played without a gap.
     let offline = tmp("killed-offline.wav");
     let done = pulse

@@ -548,7 +548,13 @@ impl Device for System {
             (false, _) => renderer,
             (true, OnLoss::Stop) => {
                 recorded.close()?;
-                return Err(DeviceError::Lost(message));
+                // The count lets the user (and a test) check the recording against it.
+                let frames = renderer.frames();
+                return Err(DeviceError::Lost(format!(
+                    "{message}, after {frames} frames played ({:.2} s), every one of them \
+                     in the recording when one was asked for",
+                    frames as f64 / f64::from(rate)
+                )));
             }
             (true, OnLoss::FallBackToVirtual) => {
                 report.fallback = Some(Fallback {
