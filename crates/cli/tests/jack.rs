@@ -140,11 +140,25 @@ struct Server {
 
 impl Server {
     fn start(tag: &str) -> Self {
+        Self::start_at(tag, 48_000)
+    }
+
+    /// A server running at `rate` Hz.
+    fn start_at(tag: &str, rate: u32) -> Self {
         // A test that failed holding the turn poisoned it; the next one can go on all the same.
         let turn = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
         let name = format!("downbeat-{tag}-{}", std::process::id());
         let child = Command::new("jackd")
-            .args(["-n", &name, "-d", "dummy", "-r", "48000", "-p", "256"])
+            .args([
+                "-n",
+                &name,
+                "-d",
+                "dummy",
+                "-r",
+                &rate.to_string(),
+                "-p",
+                "256",
+            ])
             .env("JACK_NO_AUDIO_RESERVATION", "1")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -285,6 +299,41 @@ fn renders_three_seconds_through_jack() {
     assert!(json.get("xruns").is_some());
     let (frames, p) = peak(&wav);
     assert_eq!(frames, 3 * 48_000);
+    assert!(p > 0.05, "silent recording (peak {p})");
+}
+
+/// A server at 44.1 kHz and a project at 48 kHz: the project is rebuilt at the server's rate,
+/// with a note, and plays its seconds at that rate (README: "follows the server's ... sample
+/// rate").
+#[test]
+fn a_server_at_another_rate_gets_the_project_rebuilt_at_its_rate() {
+    let server = Server::start_at("rate", 44_100);
+    let wav = tmp("rate.wav");
+    let out = output_within(
+        &mut server.downbeat(&[
+            "run",
+            HELLO,
+            "--device",
+            "jack",
+            "--seconds",
+            "2",
+            "--out",
+            wav.to_str().unwrap(),
+        ]),
+        RUN_LIMIT,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "following the jack device's sample rate, 44100 Hz (the project asks for 48000 Hz)"
+        ),
+        "{err}"
+    );
+    let spec = hound::WavReader::open(&wav).unwrap().spec();
+    assert_eq!(spec.sample_rate, 44_100);
+    let (frames, p) = peak(&wav);
+    assert_eq!(frames, 2 * 44_100);
     assert!(p > 0.05, "silent recording (peak {p})");
 }
 
