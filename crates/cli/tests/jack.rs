@@ -271,24 +271,29 @@ fn peak(path: &Path) -> (usize, f32) {
 
 const HELLO: &str = "examples/projects/hello.toml";
 
+/// `downbeat run` of [`HELLO`] on `server` for `seconds`, recorded to `wav`, with `extra`
+/// arguments.
+fn render_hello(server: &Server, seconds: u32, wav: &Path, extra: &[&str]) -> Output {
+    let seconds = seconds.to_string();
+    let mut args = vec![
+        "run",
+        HELLO,
+        "--device",
+        "jack",
+        "--seconds",
+        &seconds,
+        "--out",
+        wav.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    output_within(&mut server.downbeat(&args), RUN_LIMIT)
+}
+
 #[test]
 fn renders_three_seconds_through_jack() {
     let server = Server::start("render");
     let wav = tmp("render.wav");
-    let out = output_within(
-        &mut server.downbeat(&[
-            "run",
-            HELLO,
-            "--device",
-            "jack",
-            "--seconds",
-            "3",
-            "--out",
-            wav.to_str().unwrap(),
-            "--json",
-        ]),
-        RUN_LIMIT,
-    );
+    let out = render_hello(&server, 3, &wav, &["--json"]);
     assert!(
         out.status.success(),
         "{}",
@@ -309,19 +314,7 @@ fn renders_three_seconds_through_jack() {
 fn a_server_at_another_rate_gets_the_project_rebuilt_at_its_rate() {
     let server = Server::start_at("rate", 44_100);
     let wav = tmp("rate.wav");
-    let out = output_within(
-        &mut server.downbeat(&[
-            "run",
-            HELLO,
-            "--device",
-            "jack",
-            "--seconds",
-            "2",
-            "--out",
-            wav.to_str().unwrap(),
-        ]),
-        RUN_LIMIT,
-    );
+    let out = render_hello(&server, 2, &wav, &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(
