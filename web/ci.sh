@@ -74,7 +74,7 @@ step "@downbeat/engine: the worklet core (stand-in and real wasm, no GC), then i
 # build-wasm.sh is a no-op when the wasm is up to date (cargo decides).
 bash packages/engine/scripts/build-wasm.sh
 run_tests packages/engine/test/controller.test.mjs packages/engine/test/core.test.mjs \
-    packages/engine/test/nogc.test.mjs
+    packages/engine/test/nogc.test.mjs packages/engine/test/edit.test.mjs
 # npm run render against downbeat run --device offline, a live AudioContext, the worklet's GC.
 run_tests test-browser/engine-*.test.mjs
 # The demo's engine pages: keys, sliders, the stress page's wasm transport, generated projects.

@@ -15,8 +15,14 @@ pub enum Code {
     OutOfRange = -4,
     /// `-5`: the engine's event list is full; the event is counted as dropped.
     Full = -5,
-    /// `-6`: the project needs something the browser does not have.
+    /// `-6`: the project (or a node an edit adds) needs something the browser does not have.
     Unsupported = -6,
+    /// `-7`: an edit was refused (an unknown node, type, parameter or port, a name taken, a
+    /// cycle, channel counts that differ, ...); the running graph is unchanged.
+    Refused = -7,
+    /// `-8`: the engine has not yet taken the edits committed before (it has not rendered
+    /// since); the edit was not made: make it again once the engine renders.
+    Busy = -8,
 }
 
 /// A failure: its [`Code`] and the message saying what and where (for a project file, the

@@ -11,7 +11,8 @@
 //!
 //! The exports are thin: [`Session`] does the work, through the same code as native
 //! (`Project::parse`/`build`, `Engine::process`, the `Controller`'s checks and queue, the
-//! MIDI-file reader), so a render equals `downbeat run --device offline`. It builds natively
+//! MIDI-file reader, the `LiveEditor` for live edits with [`db_edit`]), so a render equals
+//! `downbeat run --device offline`. It builds natively
 //! too, where it is unit-tested (each test thread has its own state).
 //!
 //! Frames are `u64`s passed as two `u32`s (`lo`, `hi`); `lo = hi = 0xFFFF_FFFF` means "now".
@@ -28,6 +29,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod edit;
 mod error;
 mod refused;
 mod session;
@@ -286,6 +288,53 @@ pub fn install(mut session: Option<Session>) -> Option<Session> {
         }
         std::mem::replace(&mut state.session, session)
     })
+}
+
+/// Edits the running graph, as a native `LiveEditor` does: one batch, JSON (UTF-8), made all
+/// or none, taken over at the start of the next [`db_render`]: every node the batch leaves
+/// alone goes on with its state. Returns 0, or -2 (not JSON of this shape), -6 (a node type
+/// the browser cannot run), -7 (refused: the message names the step and the culprit) or
+/// -8 (the engine has not rendered since the last 8 edits); a refused batch changes
+/// nothing. Allocates (it builds nodes and compiles): call it between renders, never from
+/// the per-block path.
+///
+/// ```json
+/// { "add": { "echo": { "type": "karplus", "interval": 0.3 },
+///            "quiet": { "type": "gain", "gain": 0.5 } },
+///   "remove": ["old"],
+///   "connect": ["echo -> quiet -> mix @ -6 dB", "kick -> comp:sidechain"],
+///   "disconnect": ["pad -> mix"],
+///   "output": "out" }
+/// ```
+///
+/// Every key is optional. A node to add is its `[nodes.NAME]` table of a project file (its
+/// `type` and parameters; files it names handed over first with [`db_add_file`]), an edge a
+/// project's `edges` entry (a chain, `node:port`, `@ LEVEL dB`). The steps run in the order
+/// `disconnect`, `remove`, `add`, `connect`, `output` (so the output cannot be removed in
+/// the batch that moves it). Afterwards the table ([`db_table_ptr`]) lists what the graph
+/// has: added parameters and instruments take new ids after the old ones, and the ids of
+/// removed nodes are left out and refused from then on (-3), so an event queued before the
+/// edit never reaches another node. The old schedule is freed at the next `db_edit` or
+/// [`db_reclaim`], never in a render.
+///
+/// # Safety
+/// `ptr` must point to `len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn db_edit(ptr: *const u8, len: u32) -> i32 {
+    // SAFETY: passed on from the caller.
+    let batch = match unsafe { text(ptr, len, "edit") } {
+        Ok(b) => b,
+        Err(e) => return fail_now(e),
+    };
+    with_session(|s| s.edit(batch)).map_or_else(|code| code, |()| 0)
+}
+
+/// Frees the schedules the engine handed back since the last [`db_edit`] (each holding the
+/// nodes an edit removed); returns how many. Call it between renders, after the render that
+/// took an edit over, to free the removed nodes' memory before the next edit.
+#[no_mangle]
+pub extern "C" fn db_reclaim() -> u32 {
+    with_session(|s| Ok(s.reclaim() as u32)).unwrap_or(0)
 }
 
 /// Queues one event, applied at its frame as the native `Controller` applies it. `op`: 1

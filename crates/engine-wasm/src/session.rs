@@ -4,13 +4,18 @@
 //! natively; `lib.rs` only moves bytes across the wasm boundary.
 
 use std::fmt::{self, Write as _};
+use std::sync::Arc;
 
 use downbeat::control::{Controller, When};
+use downbeat::edit::{CommitError, LiveEditor};
 use downbeat::midi::{play, MidiFile};
 use downbeat::project::Project;
 use downbeat::Engine;
-use downbeat_graph::{Change, ControlError, NodeKey, NoteEvent, ParamId, ParamTable, Ramp, Shape};
+use downbeat_graph::{
+    Change, ControlError, NodeConfig, NodeKey, NoteEvent, ParamId, ParamTable, Ramp, Shape,
+};
 
+use crate::edit::{self, Batch};
 use crate::error::{Code, Error};
 use crate::refused;
 
@@ -56,7 +61,8 @@ impl Op {
     }
 }
 
-/// A loaded project running in an [`Engine`], driven block by block.
+/// A loaded project running in an [`Engine`], driven block by block, and edited live
+/// ([`edit`](Session::edit)) as a native [`LiveEditor`] edits it.
 ///
 /// ```
 /// use downbeat_engine_wasm::{Op, Session};
@@ -72,11 +78,22 @@ pub struct Session {
     project: Project,
     engine: Engine,
     controller: Controller,
-    table: ParamTable,
-    /// Parameters and outputs by ABI id.
+    /// Edits the running graph: commits go to the engine, which takes them over at its next
+    /// block; what it hands back is freed here, off the block.
+    editor: LiveEditor,
+    /// The names of the graph as last committed.
+    table: Arc<ParamTable>,
+    /// Parameters and outputs by ABI id. Only grows: an edit gives the parameters it adds
+    /// the next ids, and the ids of the nodes it removes stay theirs (refused from then on),
+    /// so a record in flight never reaches another parameter than the one it was made for.
     params: Vec<ParamId>,
-    /// Instruments by ABI id.
+    /// Each parameter's value when its id was given (at load, or by the edit that added it):
+    /// the table's `initial` (a committed table's kept nodes are stand-ins, which have none).
+    initial: Vec<f32>,
+    /// Instruments by ABI id; grows as `params` does.
     instruments: Vec<NodeKey>,
+    /// Edits committed since load.
+    edits: u64,
     table_json: String,
     interleaved: Vec<f32>,
     /// The last block, channel after channel, `block_size` frames each.
@@ -113,26 +130,32 @@ impl Session {
                 ));
             }
         }
-        let schedule = project
-            .build()
+        // Built as `Project::build` builds it (the same schedule), with an editor for it.
+        let (editor, schedule) = project
+            .editor()
             .map_err(|e| Error::new(Code::BadInput, e.to_string()))?;
         let mut engine = Engine::new(schedule);
         let controller = engine.controller(EVENT_CAPACITY);
+        let editor = engine.live_editor(editor);
         // A block of no frames publishes the instrument count to the controller, so that
         // notes sent before the first render are accepted; it renders nothing.
         engine.process(&mut []);
-        let table = engine.schedule().param_table();
+        let table = editor.table();
         let params: Vec<ParamId> = table.watched().collect();
+        let initial: Vec<f32> = params.iter().map(|&p| table.initial(p)).collect();
         let instruments: Vec<NodeKey> = table.note_nodes().collect();
         let channels = engine.channels();
         let block = engine.block_size();
-        let table_json = crate::table::json(&engine, &table, &params, &instruments);
+        let table_json = crate::table::json(&engine, &table, &params, &initial, &instruments);
         Ok(Session {
             project,
             controller,
+            editor,
             table,
             params,
+            initial,
             instruments,
+            edits: 0,
             table_json,
             interleaved: vec![0.0; block * channels],
             planar: vec![0.0; block * channels],
@@ -233,6 +256,9 @@ impl Session {
                 let Some(&param) = self.params.get(id as usize) else {
                     return Err(unknown(message, "parameter", id, self.params.len()));
                 };
+                if self.table.node_name(param.node()).is_none() {
+                    return Err(removed(message, "parameter", id));
+                }
                 if self.table.is_output(param) {
                     let (node, name) = self.table.names(param);
                     return Err(say(
@@ -269,6 +295,9 @@ impl Session {
                     let Some(&key) = self.instruments.get(id as usize) else {
                         return Err(unknown(message, "instrument", id, self.instruments.len()));
                     };
+                    if self.table.node_name(key).is_none() {
+                        return Err(removed(message, "instrument", id));
+                    }
                     self.controller.send_note_to(when, key, note)
                 }
             }
@@ -380,11 +409,125 @@ impl Session {
     /// [`value`](Session::value) for the exports, a refusal said in `message` (see
     /// [`event_to`](Session::event_to)).
     pub(crate) fn value_to(&self, id: u32, message: &mut String) -> Result<f32, Code> {
-        let value = self
-            .params
-            .get(id as usize)
-            .and_then(|&param| self.engine.schedule().param_value(param));
-        value.ok_or_else(|| unknown(message, "parameter", id, self.params.len()))
+        let Some(&param) = self.params.get(id as usize) else {
+            return Err(unknown(message, "parameter", id, self.params.len()));
+        };
+        // None for a node an edit removed (or one it adds, until the edit is taken over).
+        let value = self.engine.schedule().param_value(param);
+        value.ok_or_else(|| {
+            say(
+                message,
+                Code::UnknownId,
+                format_args!(
+                    "parameter id {id} is of a node that is not running (an edit removed it, \
+                     or adds it at the next render)"
+                ),
+            )
+        })
+    }
+
+    /// Edits the running graph: one batch (JSON, as [`db_edit`](crate::db_edit) takes it),
+    /// made all or none. Its new nodes are built here, the edited graph
+    /// compiled here with only them in it, and the schedule handed to the engine, which
+    /// takes it over at the start of the next [`render`](Session::render): every node the
+    /// batch leaves alone goes on with its state (a voice's release, a string's delay line,
+    /// a filter's memory, its parameters' values and ramps), and the nodes it removes leave
+    /// with the old schedule, which is freed here at the next `edit` or
+    /// [`reclaim`](Session::reclaim), never in a render. Afterwards the
+    /// [table](Session::table_json) names the nodes the batch added, with new ids after the
+    /// old ones; the ids of removed nodes are refused. Allocates: call it between renders.
+    ///
+    /// ```
+    /// use downbeat_engine_wasm::Session;
+    /// let text = "edges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\n\
+    ///             [nodes.out]\ntype = \"output\"\n";
+    /// let mut s = Session::load(text, "x.toml").unwrap();
+    /// s.render(256).unwrap();
+    /// s.edit(r#"{"add": {"g": {"type": "gain", "gain": 0.5}},
+    ///           "disconnect": ["s -> out"], "connect": ["s -> g -> out"]}"#).unwrap();
+    /// s.render(256).unwrap(); // the sine goes on, at half the level, from this block on
+    /// assert!(s.param_id("g", "gain").is_some());
+    /// let e = s.edit(r#"{"connect": ["g -> s"]}"#).unwrap_err();
+    /// assert_eq!(e.message, "connect \"g -> s\": edge `g` -> `s`: `s` is a source and takes no input");
+    /// ```
+    ///
+    /// # Errors
+    /// [`Code::BadInput`] for a batch that is not JSON of that shape; [`Code::Refused`]
+    /// naming the step and the culprit (an unknown node, type, parameter or port, a name
+    /// taken, a cycle, channel counts that differ, removing the output); and
+    /// [`Code::Unsupported`] for a node type the browser cannot run;
+    /// [`Code::Busy`] when the engine has not rendered since the last
+    /// [`EDITS_IN_FLIGHT`](downbeat::edit::EDITS_IN_FLIGHT) edits. In every case nothing
+    /// changes: the graph runs on as it was.
+    pub fn edit(&mut self, batch: &str) -> Result<(), Error> {
+        let batch = Batch::parse(batch)?;
+        let cfg = NodeConfig {
+            sample_rate: self.engine.sample_rate() as f32,
+            max_block: self.engine.block_size(),
+        };
+        edit::apply(&mut self.editor, batch, &cfg)?;
+        if let Err(e) = self.editor.commit() {
+            // A refused commit has dropped the batch already; a busy one keeps it.
+            self.editor.discard();
+            let code = match e {
+                CommitError::Edit(_) => Code::Refused,
+                CommitError::Busy => Code::Busy,
+            };
+            return Err(Error::new(code, e.to_string()));
+        }
+        self.edits += 1;
+        self.refresh_table();
+        Ok(())
+    }
+
+    /// Frees the schedules the engine has handed back since the last edit (each holding the
+    /// nodes its successor removed); [`edit`](Session::edit) does it too. Returns how many.
+    pub fn reclaim(&mut self) -> usize {
+        self.editor.reclaim()
+    }
+
+    /// Edits committed since load; each is taken over at the start of the render after it.
+    pub fn edits(&self) -> u64 {
+        self.edits
+    }
+
+    /// Edits the engine has taken over so far.
+    pub fn edits_applied(&self) -> u64 {
+        self.engine.swaps()
+    }
+
+    /// After a commit: the committed graph's names for the controller and the table, the
+    /// ids of what it added after the others.
+    fn refresh_table(&mut self) {
+        let table = self.editor.table();
+        for id in table.watched() {
+            // A node the last table lacks is one this edit built (its own values are in the
+            // new table); a kept node's stand-in has none.
+            let built = self.table.node_name(id.node()).is_none();
+            match self.params.iter().position(|&p| p == id) {
+                None => {
+                    self.params.push(id);
+                    self.initial.push(table.initial(id));
+                }
+                // Removed, then added again by this edit with the same parameters.
+                Some(k) if built => self.initial[k] = table.initial(id),
+                Some(_) => {}
+            }
+        }
+        for key in table.note_nodes() {
+            if !self.instruments.contains(&key) {
+                self.instruments.push(key);
+            }
+        }
+        self.controller.set_table(Arc::clone(&table));
+        self.table_json = crate::table::json(
+            &self.engine,
+            &table,
+            &self.params,
+            &self.initial,
+            &self.instruments,
+        );
+        self.table = table;
     }
 
     /// Frames rendered since load.
@@ -488,6 +631,15 @@ fn note(
         },
         _ => NoteEvent::AllNotesOff { channel },
     })
+}
+
+/// The id of a `what` of a node an edit removed, said in `message`.
+fn removed(message: &mut String, what: &str, id: u32) -> Code {
+    say(
+        message,
+        Code::UnknownId,
+        format_args!("{what} id {id} is of a node the graph does not have (an edit removed it)"),
+    )
 }
 
 /// An unknown id of a `what` (there are `count`), said in `message`.

@@ -15,16 +15,22 @@ fn bound(x: f64) -> Value {
 
 /// `{"params":[...],"instruments":[...],"sample_rate":..,"block_size":..,"channels":..}`,
 /// each param and instrument with its ABI id (its position in `params` / `instruments`).
+/// Those of nodes `table` does not have (an edit removed them) are left out: their ids stay
+/// taken, so the ids listed may have gaps. `initial` holds each parameter's value when its id
+/// was given.
 pub(crate) fn json(
     engine: &Engine,
     table: &ParamTable,
     params: &[ParamId],
+    initial: &[f32],
     instruments: &[NodeKey],
 ) -> String {
     let params: Vec<Value> = params
         .iter()
         .enumerate()
+        .filter(|(_, p)| table.node_name(p.node()).is_some())
         .map(|(id, &p)| {
+            let initial = initial.get(id).copied().unwrap_or_else(|| table.initial(p));
             let (node, name) = table.names(p);
             let (min, max) = table.range(p);
             json!({
@@ -33,7 +39,7 @@ pub(crate) fn json(
                 "name": name,
                 "min": bound(min),
                 "max": bound(max),
-                "initial": table.initial(p),
+                "initial": initial,
                 "output": table.is_output(p),
             })
         })
@@ -41,7 +47,7 @@ pub(crate) fn json(
     let instruments: Vec<Value> = instruments
         .iter()
         .enumerate()
-        .map(|(id, &k)| json!({"id": id, "node": table.node_name(k).unwrap_or("")}))
+        .filter_map(|(id, &k)| Some(json!({"id": id, "node": table.node_name(k)?})))
         .collect();
     json!({
         "params": params,

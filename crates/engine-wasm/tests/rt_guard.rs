@@ -160,3 +160,86 @@ fn the_exports_per_block_calls_and_their_refusals_are_real_time_safe() {
     assert_eq!(session.position(), 41 * u64::from(block));
     assert!(peaks.is_finite() && peaks > 40.0, "{peaks}");
 }
+
+/// The edits the guard tests make, in turn: a sine on a side branch into the gain, its edge
+/// moved (through a gain of its own), then removed.
+fn edit(k: u32) -> String {
+    let x = k / 3;
+    match k % 3 {
+        0 => format!(
+            r#"{{"add": {{"x{x}": {{"type": "sine", "freq": 220}}}}, "connect": ["x{x} -> g"]}}"#
+        ),
+        1 => format!(
+            r#"{{"add": {{"q{x}": {{"type": "gain", "gain": 0.5}}}}, "disconnect": ["x{x} -> g"],
+                "connect": ["x{x} -> q{x} -> g @ -6 dB"]}}"#
+        ),
+        _ => format!(r#"{{"remove": ["x{x}", "q{x}"]}}"#),
+    }
+}
+
+/// The render that takes a live edit over: the swap, the take-over of every kept node (its
+/// box, buffers, parameter states), the move of the queued events and of the timeline, the
+/// old schedule's retirement; no allocation, free, lock or system call. Each edit is made
+/// between two guarded renders, off the guard (it builds nodes and compiles, as the worklet
+/// does between blocks), and the old schedule is freed there afterwards, never in the render.
+#[test]
+fn the_render_that_takes_an_edit_over_is_real_time_safe() {
+    let mut s = Session::load(PROJECT, "g.toml").unwrap();
+    let gain = s.param_id("g", "gain").unwrap();
+    let synth = s.instrument_id("k").unwrap();
+    assert_eq!(s.render(64), Ok(64));
+    for k in 0..12u32 {
+        s.edit(&edit(k)).unwrap();
+        let at = s.position();
+        // Events queued before the edit, for kept nodes, move into the new schedule.
+        s.event(Op::Ramp, gain, Some(at + 200), 0.8, 0.01, 0)
+            .unwrap();
+        s.event(Op::NoteOn, synth, Some(at + 7), 60.0 + k as f32, 90.0, 0)
+            .unwrap();
+        let ((back, rendered, peak), report) =
+            guard::check_with(&guard::Options::new(), move || {
+                let rendered = s.render(64);
+                let peak = s.peak(0) + s.value(gain).unwrap_or(f32::NAN);
+                (s, rendered, peak)
+            });
+        s = back;
+        report.assert_clean();
+        assert_eq!(rendered, Ok(64));
+        assert!(peak.is_finite() && peak > 0.0, "{peak}");
+        assert_eq!(
+            s.edits_applied(),
+            u64::from(k) + 1,
+            "edit {k} taken over in its render"
+        );
+        assert_eq!(
+            s.reclaim(),
+            1,
+            "edit {k}: the old schedule is freed here, off the render"
+        );
+    }
+}
+
+/// The same through the exports, as the worklet calls them: the session is installed on the
+/// guard's thread with an edit committed, and `db_render` takes it over there.
+#[test]
+fn db_render_taking_an_edit_over_is_real_time_safe() {
+    let mut session = Session::load(PROJECT, "g.toml").unwrap();
+    let block = session.block_size() as u32;
+    assert_eq!(session.render(64), Ok(64));
+    for k in 0..6u32 {
+        session.edit(&edit(k)).unwrap();
+        let (back, report) = guard::check_with(&guard::Options::new(), move || {
+            assert!(install(Some(session)).is_none());
+            let rc = db_render(block);
+            let peak = db_peak(0);
+            (install(None), rc, peak)
+        });
+        report.assert_clean();
+        let (installed, rc, peak) = back;
+        session = installed.expect("the session was installed");
+        assert_eq!(rc, block as i32);
+        assert!(peak > 0.0);
+        assert_eq!(session.edits_applied(), u64::from(k) + 1);
+        assert_eq!(session.reclaim(), 1);
+    }
+}

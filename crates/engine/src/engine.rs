@@ -237,6 +237,7 @@ impl Engine {
     }
 
     /// How many more controllers the engine can hold now.
+    #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn controller_room(&mut self) -> usize {
         self.control.room()
     }

@@ -12,7 +12,6 @@ mod clock;
 pub mod control;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod device;
-#[cfg(not(target_arch = "wasm32"))]
 pub mod edit;
 pub mod engine;
 pub mod load;

@@ -197,6 +197,7 @@ impl ControlInputs {
     }
 
     /// Controllers that can still be made (dropped ones freed first). Off the audio thread.
+    #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn room(&mut self) -> usize {
         self.free_dropped();
         MAX_CONTROLLERS - self.queues.len()

@@ -42,6 +42,8 @@ export interface EngineExports {
   db_dropped(): number;
   db_error_ptr(): number;
   db_error_len(): number;
+  db_edit(ptr: number, len: number): number;
+  db_reclaim(): number;
 }
 
 const REQUIRED: (keyof EngineExports)[] = [
@@ -69,6 +71,8 @@ const REQUIRED: (keyof EngineExports)[] = [
   "db_dropped",
   "db_error_ptr",
   "db_error_len",
+  "db_edit",
+  "db_reclaim",
 ];
 
 /**
@@ -113,6 +117,22 @@ export function loadProject(e: EngineExports, input: LoadInput): void {
     const midi = input.midi;
     withBytes(e, midi, (p, l) => check(e, e.db_load_midi(p, l)));
   }
+}
+
+/**
+ * Hands over the files, then applies one batch of live edits (`batch`: JSON, see `db_edit`),
+ * taken over by the engine at its next `db_render`. Allocates: never from `process()`.
+ *
+ * @throws EngineError with the engine's message: -2 (not a batch), -6 (a node the browser
+ * cannot run), -7 (refused: the message names the culprit), -8 (busy). Nothing changed then.
+ */
+export function editEngine(e: EngineExports, batch: Uint8Array, files: { path: Uint8Array; bytes: Uint8Array }[]): void {
+  for (const file of files) {
+    withBytes(e, file.path, (pp, pl) =>
+      withBytes(e, file.bytes, (bp, bl) => check(e, e.db_add_file(pp, pl, bp, bl))),
+    );
+  }
+  withBytes(e, batch, (p, l) => check(e, e.db_edit(p, l)));
 }
 
 /** Copies `bytes` into the module's memory for the length of `use`. */
@@ -193,7 +213,10 @@ export interface InstrumentInfo {
   node: string;
 }
 
-/** What the loaded project lets you address (`db_table`), and its format. */
+/**
+ * What the loaded project lets you address (`db_table`), and its format. After a live edit, the
+ * ids of the nodes it removed are left out, so ids may have gaps (see {@link paramSlots}).
+ */
 export interface EngineTable {
   params: ParamInfo[];
   instruments: InstrumentInfo[];
@@ -202,7 +225,14 @@ export interface EngineTable {
   channels: number;
 }
 
-/** Reads and parses `db_table` (main thread). */
+/** Parameter ids the status board has a value for: one more than the largest id in `table`. */
+export function paramSlots(table: EngineTable): number {
+  let slots = 0;
+  for (const p of table.params) if (p.id >= slots) slots = p.id + 1;
+  return slots;
+}
+
+/** Reads and parses `db_table` (main thread, or the worklet after an edit: never from `process()`). */
 export function readTable(e: EngineExports): EngineTable {
   const bytes = new Uint8Array(e.memory.buffer, e.db_table_ptr(), e.db_table_len());
   return JSON.parse(utf8Decode(bytes)) as EngineTable;

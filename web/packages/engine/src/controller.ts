@@ -72,24 +72,44 @@ const TWO_32 = 0x1_0000_0000;
  * ```
  */
 export class Controller {
-  /** What the project lets you address. */
-  readonly table: EngineTable;
+  private _table: EngineTable;
   private readonly _ring: RingBuffer<Uint32Array>;
   private readonly _record = new Uint32Array(CONTROL_RECORD);
   private readonly _floats = new Float32Array(this._record.buffer);
   private readonly _params = new Map<string, Map<string, ParamInfo>>();
   private readonly _instruments = new Map<string, number>();
 
-  /** Wraps the control ring of `init` (from `engine.controller()`, possibly in another thread). */
+  /**
+   * Wraps the control ring of `init` (from `engine.controller()`, possibly in another thread).
+   * After a live edit, make a new one from `engine.controller()` to address the nodes it added:
+   * one made before goes on addressing the nodes it knew (those the edit kept keep their ids).
+   */
   constructor(init: ControllerInit) {
-    this.table = init.table;
+    this._table = init.table;
     this._ring = new RingBuffer(init.control, Uint32Array);
-    for (const p of init.table.params) {
+    this._index(init.table);
+  }
+
+  /** What the project lets you address (after a live edit through this engine, the edited graph). */
+  get table(): EngineTable {
+    return this._table;
+  }
+
+  /** Addresses the graph `table` describes from now on (after a live edit). @internal */
+  _setTable(table: EngineTable): void {
+    this._table = table;
+    this._params.clear();
+    this._instruments.clear();
+    this._index(table);
+  }
+
+  private _index(table: EngineTable): void {
+    for (const p of table.params) {
       let node = this._params.get(p.node);
       if (!node) this._params.set(p.node, (node = new Map()));
       node.set(p.name, p);
     }
-    for (const i of init.table.instruments) this._instruments.set(i.node, i.id);
+    for (const i of table.instruments) this._instruments.set(i.node, i.id);
   }
 
   /**

@@ -7,12 +7,14 @@
  * Nothing on the per-block path allocates: every view, record and callback is made in the
  * constructor, numbers that change live in typed arrays (a number stored in an object field can
  * be boxed), and the module's memory is read through one view that is only remade if the memory
- * grows (it does not while rendering).
+ * grows (it does not while rendering). A live edit ({@link EngineCore.edit}) allocates, between
+ * blocks; the block that takes it over does not.
  *
  * @module
  */
 
-import { engineExports, loadProject, type EngineExports } from "./abi.js";
+import { editEngine, engineExports, loadProject, paramSlots, readTable, utf8Encode, type EngineExports } from "./abi.js";
+import { batchJson, type EditBatch, type EditOptions, type EditResult } from "./edit.js";
 import { EngineError } from "./errors.js";
 import { RingBuffer } from "./ringbuf.js";
 import {
@@ -23,6 +25,12 @@ import {
   statusRecordLength,
   type ProcessorOptions,
 } from "./protocol.js";
+
+/** What {@link EngineCore.edit} gives: the edit's frame and table, and the new status board if it made one. */
+export interface CoreEditResult extends EditResult {
+  /** The larger status board the core reports on from the next block, or null when it kept its board. */
+  status: SharedArrayBuffer | null;
+}
 
 // Indices into EngineCore's number cells.
 const POSITION = 0; // engine frames rendered
@@ -70,9 +78,11 @@ export class EngineCore {
   private readonly _eventFloats = new Float32Array(this._event.buffer);
 
   /** The status board: its sequence word and its record (see `statusBoardBytes`). */
-  private readonly _seq: Int32Array;
-  private readonly _statusRecord: Float64Array;
-  private readonly _params: number;
+  private _status: SharedArrayBuffer;
+  private _seq: Int32Array;
+  private _statusRecord: Float64Array;
+  /** Parameter ids the board has a value for. */
+  private _params: number;
 
   private readonly _record: RingBuffer<Float32Array>;
   /** First frame of the last block to copy, and how many, for `_fill`. */
@@ -105,6 +115,7 @@ export class EngineCore {
     if (options.status.byteLength !== statusBoardBytes(this.channels, this._params)) {
       throw new EngineError(-2, "the status board's size does not match the project");
     }
+    this._status = options.status;
     this._seq = new Int32Array(options.status, 0, 1);
     this._statusRecord = new Float64Array(options.status, 8, len);
     this._record = new RingBuffer(options.record, Float32Array);
@@ -116,6 +127,89 @@ export class EngineCore {
   /** Frames the engine has rendered. */
   position(): number {
     return this._n[POSITION];
+  }
+
+  /** The status board the worklet writes after every block (a larger one after an edit that adds parameters). */
+  get status(): SharedArrayBuffer {
+    return this._status;
+  }
+
+  /**
+   * Edits the running graph: one batch, applied all or none (see `EditBatch`), taken over at the
+   * start of the next block this core renders (frame {@link EngineCore.position}); every node the
+   * batch leaves alone goes on with its state. Call it between two {@link EngineCore.process}
+   * calls, never from one: it builds the new nodes and compiles the edited graph (it allocates).
+   * When the edit adds parameter ids beyond the status board, the core moves to a larger board
+   * ({@link EngineCore.status}), which its first block after the edit fills.
+   *
+   * ```js
+   * core.process(out);                    // ... blocks ...
+   * const { frame, table } = core.edit({ add: { g: { type: "gain", gain: 0.5 } },
+   *                                      disconnect: ["s -> out"], connect: ["s -> g -> out"] });
+   * core.process(out);                    // the block at `frame` takes the edit over
+   * core.reclaim();                       // frees the old schedule, here, between blocks
+   * ```
+   *
+   * @throws EngineError with the engine's message, and nothing changed: -7 refused (an unknown
+   * node, type, parameter or port, a name taken, a cycle, channel counts that differ, removing
+   * the output, a run that has ended), -6 a node the browser cannot run, -2 not a batch, -8 the
+   * engine has not rendered since the last 8 edits.
+   */
+  edit(batch: EditBatch | string, options: EditOptions = {}): CoreEditResult {
+    const files = Object.entries(options.files ?? {}).map(([path, b]) => ({
+      path: utf8Encode(path),
+      bytes: b instanceof Uint8Array ? b : new Uint8Array(b),
+    }));
+    return this._edit(utf8Encode(batchJson(batch)), files);
+  }
+
+  /** {@link EngineCore.edit} with the batch as UTF-8 JSON (as the worklet receives it). @internal */
+  _edit(
+    batch: Uint8Array,
+    files: { path: Uint8Array; bytes: Uint8Array }[],
+  ): CoreEditResult {
+    const n = this._n;
+    if (n[REMAINING] === 0) {
+      throw new EngineError(-7, "the run has ended: no block is left to take the edit over");
+    }
+    const e = this.exports;
+    try {
+      editEngine(e, batch, files);
+    } finally {
+      this._viewMemory();
+    }
+    const table = readTable(e);
+    const slots = paramSlots(table);
+    let status: SharedArrayBuffer | null = null;
+    if (slots > this._params) {
+      // A larger board, made here between blocks; its first record is the next block's.
+      status = new SharedArrayBuffer(statusBoardBytes(this.channels, slots));
+      this._status = status;
+      this._seq = new Int32Array(status, 0, 1);
+      this._statusRecord = new Float64Array(status, 8, statusRecordLength(this.channels, slots));
+      this._params = slots;
+    }
+    return { frame: n[POSITION], table, status };
+  }
+
+  /**
+   * Frees the schedules the engine handed back since the last edit, with the nodes edits
+   * removed. Between blocks, after the block that took an edit over; the next edit does it too.
+   * Returns how many.
+   */
+  reclaim(): number {
+    const freed = this.exports.db_reclaim();
+    this._viewMemory();
+    return freed;
+  }
+
+  /** Views the module's memory again if it grew (an edit may grow it; the frames still in the FIFO are in it). */
+  private _viewMemory(): void {
+    const buffer = this.exports.memory.buffer;
+    if (buffer !== this._heapBuffer) {
+      this._heapBuffer = buffer;
+      this._heap = new Float32Array(buffer);
+    }
   }
 
   /**

@@ -1,11 +1,19 @@
 /**
  * The main-thread half: compiles the module, checks the project, starts the worklet, and from
- * then on talks to it only through shared rings.
+ * then on talks to it through shared rings, and through the node's port for live edits only.
  *
  * @module
  */
 
-import { engineExports, loadProject, readTable, utf8Encode, type EngineTable, type LoadInput } from "./abi.js";
+import {
+  engineExports,
+  loadProject,
+  paramSlots,
+  readTable,
+  utf8Encode,
+  type EngineTable,
+  type LoadInput,
+} from "./abi.js";
 import {
   Controller,
   type AllNotesOffOptions,
@@ -14,9 +22,19 @@ import {
   type NoteOptions,
   type SetOptions,
 } from "./controller.js";
+import { batchJson, type EditBatch, type EditOptions, type EditResult } from "./edit.js";
 import { EngineError } from "./errors.js";
 import { Meters } from "./meters.js";
-import { CONTROL_RECORD, Op, PROCESSOR_NAME, statusBoardBytes, type ProcessorOptions } from "./protocol.js";
+import {
+  CONTROL_RECORD,
+  Op,
+  PROCESSOR_NAME,
+  statusBoardBytes,
+  type EditReply,
+  type EditRequest,
+  type ProcessorOptions,
+  type WorkletMessage,
+} from "./protocol.js";
 import { Recording } from "./recording.js";
 import { RingBuffer } from "./ringbuf.js";
 
@@ -123,15 +141,14 @@ async function inspect(module: WebAssembly.Module, input: LoadInput): Promise<Pr
  * ```
  *
  * The page must be cross-origin isolated (COOP `same-origin`, COEP `require-corp`) for
- * `SharedArrayBuffer`. After `create` no message goes through the node's port: events go down a
- * control ring, meters and values come back on a shared status board, recorded audio goes
- * through a second ring to a Worker.
+ * `SharedArrayBuffer`. After `create` events go down a control ring, meters and values come back
+ * on a shared status board, recorded audio goes through a second ring to a Worker; the node's
+ * port carries live edits ({@link DownbeatEngine.edit}) only, which the worklet handles between
+ * two `process()` calls.
  */
 export class DownbeatEngine {
   /** The node running the project: connect it. Output channels are the project's. */
   readonly node: AudioWorkletNode;
-  /** What the project lets you address. */
-  readonly table: EngineTable;
   /** The project's format. */
   readonly sampleRate: number;
   readonly blockSize: number;
@@ -144,6 +161,9 @@ export class DownbeatEngine {
   private readonly _meters: Meters;
   private readonly _record: SharedArrayBuffer;
   private _recording: Recording | null = null;
+  /** Edits sent to the worklet and not answered yet, by request id. */
+  private readonly _edits = new Map<number, { resolve: (r: EditResult) => void; reject: (e: Error) => void }>();
+  private _nextEdit = 1;
 
   /**
    * Compiles the engine, loads the project on this thread (so that a bad project rejects here,
@@ -169,7 +189,7 @@ export class DownbeatEngine {
       worklets.set(context, added);
     }
     await added;
-    const params = info.table.params.length;
+    const params = paramSlots(info.table);
     const control = RingBuffer.getStorageForCapacity(
       (options.controlCapacity ?? 1024) * CONTROL_RECORD,
       Uint32Array,
@@ -214,7 +234,6 @@ export class DownbeatEngine {
     record: SharedArrayBuffer,
   ) {
     this.node = node;
-    this.table = info.table;
     this.sampleRate = info.sampleRate;
     this.blockSize = info.blockSize;
     this.channels = info.channels;
@@ -223,6 +242,98 @@ export class DownbeatEngine {
     this._controller = new Controller({ control, table: info.table });
     this._meters = new Meters(status, info.channels, info.table);
     this._record = record;
+    node.port.onmessage = (event: MessageEvent<EditReply>) => this._reply(event.data);
+  }
+
+  /** What the project lets you address; after a live edit, what the edited graph has. */
+  get table(): EngineTable {
+    return this._controller.table;
+  }
+
+  /**
+   * Edits the running graph without stopping it: one batch, applied all or none at one block
+   * boundary, the way native `LiveEditor` edits (nodes added as a project file's
+   * `[nodes.NAME]` tables, edges in a project's edge syntax). Every node the batch leaves alone
+   * goes on with its state: a held or releasing note, a string's delay line, a filter's memory,
+   * parameter values and ramps. Resolves once the worklet has rendered the block that took the
+   * edit over, with the frame it took effect at and the new table (`engine.table` too): the
+   * nodes it added can then be addressed by name (`setParam`, `noteOn`, `value`, `meters()`).
+   * While the context is suspended, it waits.
+   *
+   * ```js
+   * // Put a filter between the synth and the mix: the synth's notes ring on through it.
+   * const { frame } = await engine.edit({
+   *   add: { lp: { type: "biquad", mode: "lowpass", freq: 800 } },
+   *   disconnect: ["keys -> mix"],
+   *   connect: ["keys -> lp -> mix"],
+   * });
+   * engine.ramp("lp", "freq", 4000, 2);
+   * await engine.edit({ remove: ["lp"], connect: ["keys -> mix"] }); // and out again
+   * ```
+   *
+   * The worklet builds the new nodes and compiles the edited graph between two `process()`
+   * calls (it allocates); the block that takes the edit over allocates nothing. A Controller
+   * made from `engine.controller()` before the edit goes on addressing the nodes it knew; make a
+   * new one to reach the added ones.
+   *
+   * @throws EngineError, and the graph runs on unchanged: code -7 refused (an unknown node, type,
+   * parameter or port, a name taken, a cycle, channel counts that differ, removing the output;
+   * the message, the engine's, names the step and the culprit), -6 a node the browser cannot run,
+   * -2 not a batch, -8 the worklet has not rendered since the last 8 edits.
+   */
+  async edit(batch: EditBatch, options: EditOptions = {}): Promise<EditResult> {
+    const result = await this._commit(batch, options);
+    await this._applied(result.frame);
+    // The old schedule, with the nodes the edit removed, is freed in the worklet between blocks.
+    this.node.port.postMessage({ type: "reclaim" } satisfies WorkletMessage);
+    return result;
+  }
+
+  /**
+   * Sends `batch` to the worklet; resolves once it has committed it (the engine takes it over
+   * at the start of the block at `frame`), with the new table in place here. @internal
+   */
+  _commit(batch: EditBatch, options: EditOptions = {}): Promise<EditResult> {
+    const id = this._nextEdit++;
+    const request: EditRequest = {
+      type: "edit",
+      id,
+      batch: utf8Encode(batchJson(batch)),
+      files: Object.entries(options.files ?? {}).map(([path, b]) => ({ path: utf8Encode(path), bytes: bytes(b) })),
+    };
+    return new Promise<EditResult>((resolve, reject) => {
+      this._edits.set(id, { resolve, reject });
+      this.node.port.postMessage(request satisfies WorkletMessage);
+    });
+  }
+
+  /** The worklet's answer to an edit: the new table and board in place, then the promise settled. */
+  private _reply(reply: EditReply): void {
+    if (reply?.type !== "edit") return;
+    const pending = this._edits.get(reply.id);
+    if (!pending) return;
+    this._edits.delete(reply.id);
+    if (!reply.ok) {
+      pending.reject(new EngineError(reply.code, reply.message));
+      return;
+    }
+    const before = new Set(this.table.params.map((p) => p.id));
+    const added = new Set(reply.table.params.map((p) => p.id).filter((id) => !before.has(id)));
+    this._controller._setTable(reply.table);
+    this._meters._rebind(reply.status, reply.table, added);
+    pending.resolve({ frame: reply.frame, table: reply.table });
+  }
+
+  /** Resolves once the worklet has reported a block past `frame`: the one that took the edit over. */
+  private _applied(frame: number): Promise<void> {
+    const every = Math.max(1, (500 * this.blockSize) / this.sampleRate);
+    return new Promise<void>((resolve) => {
+      const check = () => {
+        if (this._meters.update().position > frame) resolve();
+        else setTimeout(check, every);
+      };
+      check();
+    });
   }
 
   /**

@@ -1,7 +1,8 @@
 /**
  * `@downbeat/engine`: Downbeat's engine compiled to WebAssembly, running a project in an
  * AudioWorklet. Events go down a SharedArrayBuffer ring, meters come back up another, the
- * rendered audio can be recorded through a third; after start-up nothing uses `postMessage`.
+ * rendered audio can be recorded through a third; after start-up only live edits
+ * (`engine.edit`) use `postMessage`, handled by the worklet between two blocks.
  *
  * ```js
  * import { DownbeatEngine } from "@downbeat/engine";
@@ -9,6 +10,8 @@
  * const engine = await DownbeatEngine.create(context, projectToml);
  * engine.node.connect(context.destination);
  * engine.noteOn(60, 100);
+ * await engine.edit({ add: { hp: { type: "biquad", mode: "highpass", freq: 200 } },
+ *                     disconnect: ["mix -> out"], connect: ["mix -> hp -> out"] });
  * ```
  *
  * @module
@@ -22,7 +25,8 @@ export { Meters } from "./meters.js";
 export { Recording } from "./recording.js";
 export type { RecordedFile } from "./recording.js";
 export { renderOffline } from "./offline.js";
-export type { RenderOptions } from "./offline.js";
+export type { OfflineEdit, RenderOptions } from "./offline.js";
+export type { EditBatch, EditOptions, EditResult, NodeSpec, ParamValue } from "./edit.js";
 export { ControlRingFull, EngineError, UnknownName } from "./errors.js";
 export type { EngineTable, InstrumentInfo, ParamInfo } from "./abi.js";
 export { WAV_HEADER_BYTES, decodeWav, encodeWav, wavHeader } from "./wav.js";

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { EngineTable } from "./abi.js";
+import { paramSlots, type EngineTable } from "./abi.js";
 import { Status, statusRecordLength } from "./protocol.js";
 
 /**
@@ -22,21 +22,40 @@ import { Status, statusRecordLength } from "./protocol.js";
  * of threads may read the same board.
  */
 export class Meters {
-  private readonly _seq: Int32Array;
-  private readonly _board: Float64Array;
-  private readonly _latest: Float64Array;
-  private readonly _scratch: Float64Array;
+  private _seq: Int32Array;
+  private _board: Float64Array;
+  private _latest: Float64Array;
+  private _scratch: Float64Array;
   private readonly _channels: number;
 
   /** @internal */
   constructor(status: SharedArrayBuffer, channels: number, table: EngineTable) {
-    const len = statusRecordLength(channels, table.params.length);
+    const len = statusRecordLength(channels, paramSlots(table));
     this._seq = new Int32Array(status, 0, 1);
     this._board = new Float64Array(status, 8, len);
     this._latest = new Float64Array(len);
     this._scratch = new Float64Array(len);
     this._channels = channels;
     for (const p of table.params) this._latest[Status.Header + 2 * channels + p.id] = p.initial;
+  }
+
+  /**
+   * After a live edit: reads `status` from now on when the worklet moved to a larger board (null:
+   * the same board), keeping the latest status, with the initial values of the parameters the
+   * edit added until the worklet reports theirs. @internal
+   */
+  _rebind(status: SharedArrayBuffer | null, table: EngineTable, added: Set<number>): void {
+    const values = Status.Header + 2 * this._channels;
+    if (status !== null) {
+      const len = statusRecordLength(this._channels, paramSlots(table));
+      const latest = new Float64Array(len);
+      latest.set(this._latest.subarray(0, Math.min(len, this._latest.length)));
+      this._seq = new Int32Array(status, 0, 1);
+      this._board = new Float64Array(status, 8, len);
+      this._latest = latest;
+      this._scratch = new Float64Array(len);
+    }
+    for (const p of table.params) if (added.has(p.id)) this._latest[values + p.id] = p.initial;
   }
 
   /**

@@ -5,8 +5,24 @@
  * @module
  */
 
+import type { EditBatch, EditOptions } from "./edit.js";
 import { DownbeatEngine, type ProjectOptions } from "./engine.js";
 import { EngineError } from "./errors.js";
+
+/** Frames of a Web Audio render quantum: an OfflineAudioContext suspends on their boundaries. */
+const QUANTUM = 128;
+
+/** A live edit during an offline render: see {@link RenderOptions.edits}. */
+export interface OfflineEdit extends EditOptions {
+  /**
+   * When: the context suspends at this time (rounded down to its 128-frame render quantum, as
+   * `OfflineAudioContext.suspend` does), the worklet commits the batch, and the engine takes it
+   * over at the start of its next block.
+   */
+  seconds: number;
+  /** The batch, as `DownbeatEngine.edit` takes it. */
+  edit: EditBatch;
+}
 
 /** Options of {@link renderOffline}. */
 export interface RenderOptions extends ProjectOptions {
@@ -15,6 +31,19 @@ export interface RenderOptions extends ProjectOptions {
    * file lasts (last event plus the longest release) with `midi`, else 10 s.
    */
   seconds?: number;
+  /**
+   * Live edits made during the render, each at its time: the nodes an edit leaves alone render
+   * on as if there had been none.
+   *
+   * ```js
+   * await renderOffline(toml, { seconds: 4, edits: [
+   *   { seconds: 1, edit: { add: { hp: { type: "biquad", mode: "highpass", freq: 300 } },
+   *                         disconnect: ["mix -> out"], connect: ["mix -> hp -> out"] } },
+   *   { seconds: 3, edit: { remove: ["hp"], connect: ["mix -> out"] } },
+   * ] });
+   * ```
+   */
+  edits?: OfflineEdit[];
 }
 
 /**
@@ -26,12 +55,15 @@ export interface RenderOptions extends ProjectOptions {
  * const { channels, sampleRate } = await renderOffline(toml, { seconds: 2 });
  * ```
  *
- * @throws EngineError as `DownbeatEngine.create` does.
+ * `edits` (a live edit at a time) give `editFrames`: the engine frame each took effect at.
+ *
+ * @throws EngineError as `DownbeatEngine.create` does, or as `DownbeatEngine.edit` does for an
+ * edit it refuses (after the render, which goes on without that edit).
  */
 export async function renderOffline(
   project: string,
   options: RenderOptions = {},
-): Promise<{ channels: Float32Array[]; sampleRate: number; frames: number }> {
+): Promise<{ channels: Float32Array[]; sampleRate: number; frames: number; editFrames: number[] }> {
   const info = await DownbeatEngine.inspect(project, options);
   let frames: number;
   if (options.seconds !== undefined) {
@@ -42,6 +74,15 @@ export async function renderOffline(
   } else {
     frames = Math.ceil(10 * info.sampleRate);
   }
+  // One suspension per render quantum (a context takes one per time), its edits in order.
+  const quanta = new Map<number, { k: number; edit: OfflineEdit }[]>();
+  (options.edits ?? []).forEach((edit, k) => {
+    if (!(edit.seconds >= 0) || edit.seconds * info.sampleRate >= frames) {
+      throw new EngineError(-2, `edit ${k}: seconds must be from 0 to the render's length, got ${edit.seconds}`);
+    }
+    const q = Math.floor((edit.seconds * info.sampleRate) / QUANTUM);
+    quanta.set(q, [...(quanta.get(q) ?? []), { k, edit }]);
+  });
   const context = new OfflineAudioContext({
     numberOfChannels: info.channels,
     length: frames,
@@ -49,7 +90,27 @@ export async function renderOffline(
   });
   const engine = await DownbeatEngine.create(context, project, { ...options, length: frames });
   engine.node.connect(context.destination);
+  const editFrames: number[] = [];
+  let refused: unknown = null;
+  const done = [...quanta].map(([q, batch]) =>
+    // Commit while suspended (the worklet answers between two quanta), then render on.
+    context.suspend((q * QUANTUM) / info.sampleRate).then(async () => {
+      try {
+        for (const { k, edit } of batch) {
+          try {
+            editFrames[k] = (await engine._commit(edit.edit, edit)).frame;
+          } catch (err) {
+            refused ??= err;
+          }
+        }
+      } finally {
+        await context.resume();
+      }
+    }),
+  );
   const buffer = await context.startRendering();
+  await Promise.all(done);
+  if (refused !== null) throw refused;
   const channels = Array.from({ length: buffer.numberOfChannels }, (_, c) => buffer.getChannelData(c));
-  return { channels, sampleRate: buffer.sampleRate, frames: buffer.length };
+  return { channels, sampleRate: buffer.sampleRate, frames: buffer.length, editFrames };
 }

@@ -1,9 +1,12 @@
 /**
  * What the main thread (or a Worker) and the worklet agree on: the control ring's records, the
- * status board's record, the ops. Both sides import this file, so they cannot disagree.
+ * status board's record, the ops, the messages of a live edit. Both sides import this file, so
+ * they cannot disagree.
  *
  * @module
  */
+
+import type { EngineTable } from "./abi.js";
 
 /** u32 words per control record: `[op, id, frame_lo, frame_hi, value bits, extra bits, channel, 0]`. */
 export const CONTROL_RECORD = 8;
@@ -59,7 +62,11 @@ export const Status = {
   Header: 8,
 } as const;
 
-/** Float64 words of one status record: the header, peak and RMS per channel, one value per parameter. */
+/**
+ * Float64 words of one status record: the header, peak and RMS per channel, one value per
+ * parameter id (`paramSlots(table)`; an edit that adds parameters moves the worklet to a larger
+ * board, see {@link EditReply}).
+ */
 export function statusRecordLength(channels: number, params: number): number {
   return Status.Header + 2 * channels + params;
 }
@@ -124,3 +131,40 @@ export interface ProcessorOptions {
    */
   length: number;
 }
+
+/**
+ * The one kind of message that goes through the node's port once the engine runs: a live edit
+ * and its reply. The worklet handles it between two `process()` calls (it builds nodes and
+ * compiles, which allocates), never inside one; the engine takes the edit over at the start of
+ * the next block it renders.
+ */
+export interface EditRequest {
+  type: "edit";
+  /** Matches the reply to its request. */
+  id: number;
+  /** The batch, JSON (`db_edit`). */
+  batch: Uint8Array;
+  /** Files the nodes to add refer to, by the path as written, UTF-8. */
+  files: { path: Uint8Array; bytes: Uint8Array }[];
+}
+
+/**
+ * After an applied edit: frees the old schedule (with the nodes the edit removed) in the
+ * worklet, between two `process()` calls.
+ */
+export interface ReclaimRequest {
+  type: "reclaim";
+}
+
+/** A message to the worklet. */
+export type WorkletMessage = EditRequest | ReclaimRequest;
+
+/**
+ * The worklet's answer to an {@link EditRequest}: committed (the engine takes it over at the
+ * start of the block at `frame`), with the new table and, when the edit added parameter ids
+ * beyond the status board, the larger board the worklet reports on from now on; or refused,
+ * with the engine's code and message (nothing changed).
+ */
+export type EditReply =
+  | { type: "edit"; id: number; ok: true; frame: number; table: EngineTable; status: SharedArrayBuffer | null }
+  | { type: "edit"; id: number; ok: false; code: number; message: string };

@@ -58,10 +58,11 @@ export class Recording {
     if (this.finished) throw new Error("this recording is already stopped");
     this.finished = true;
     this._controller._send(Op.RecordStop, 0, options.frame, 0, 0, 0, "record stop");
-    const s = this._meters.raw;
-    while (this._meters.update() && s[Status.RecordState] !== 2) {
+    // The record is read anew each time: a live edit can move the meters to a larger board.
+    while (this._meters.update().raw[Status.RecordState] !== 2) {
       await new Promise((ok) => setTimeout(ok, 10));
     }
+    const s = this._meters.raw;
     const frames = s[Status.RecordedFrames];
     const lost = s[Status.RecordLost];
     const startFrame = s[Status.RecordStart];
