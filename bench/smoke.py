@@ -96,6 +96,14 @@ EXPECTED = {
     + cases(["set_ref_barrier_cost"], ["replicating", "replicating_block"])
     + cases(each("machine_", ["missed_", "blocks_", "late_starts_"], ["frames64", "frames256"]), ["no-collector"]),
 }
+# `edit`: live edits on the virtual device, their audio-thread cost, and the same against Firewheel.
+EXPECTED["edit"] = (
+    cases(each(["audible_10", "audible_1000"], ["", "_p99"])
+          + each("apply_1000_", ["compile", "take_over", "take_over_p99", "edit_block", "plain_block", "cost",
+                                 "cost_p99", "cost_share", "profiled_block", "cost_vs_profiled"]),
+          ["downbeat"])
+    + cases(each(["compile_", "edit_block_", "plain_block_", "apply_"], ["10", "1000"])
+            + ["apply_10_p99", "apply_1000_p99"], ["downbeat", "firewheel"]))
 # `fuzz`: per cargo-fuzz target, what libFuzzer reports and the findings (0 in a passing run).
 FUZZ_TARGETS = ["project_parse", "project_build", "midi_file", "osc_packet", "audio_file", "wav_input",
                 "wasm_events"]

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod alloc;
 mod clock;
 mod control;
+mod edit;
 mod engines;
 mod files;
 mod fuzz;
@@ -56,6 +57,8 @@ enum Suite {
     Fuzz(fuzz::FuzzArgs),
     /// Soak (issue 42): the virtual device at 64-frame blocks for --minutes (default 1) with fanin84, a synth playing a MIDI file on loop, a looping player, 1,000 OSC messages/s from another process, a live edit every second and a recording: xruns, late blocks, events lost, memory, threads, descriptors and the recording, each against its bound; exits 1 when one is out of bounds.
     Soak(soak::SoakArgs),
+    /// Live edits (issue 37): edit to audible on the virtual device (10 and 1000 nodes, p50/p99), the audio-thread cost of applying an edit to 1000 nodes against the 5% budget target, and compile time and audio-thread cost against Firewheel; exits 1 when an output is not what it should be.
+    Edit(edit::EditArgs),
 }
 
 /// Options every suite understands.
@@ -93,6 +96,11 @@ fn main() {
     if let Suite::Soak(args) = &cli.suite {
         std::process::exit(soak::main(args));
     }
+    // The edit suite checks every output it measures: it prints its report and exits 1 when
+    // one is wrong.
+    if let Suite::Edit(args) = &cli.suite {
+        std::process::exit(edit::main(args));
+    }
     let report = match &cli.suite {
         Suite::Ring(common) => ring::run(common),
         Suite::Clock(common) => clock::run(common),
@@ -106,6 +114,7 @@ fn main() {
         Suite::Engines(args) => engines::run(args),
         Suite::Fuzz(args) => fuzz::run(args),
         Suite::Soak(_) => unreachable!("the soak ran above"),
+        Suite::Edit(_) => unreachable!("the edit suite ran above"),
     };
     let json = match &cli.suite {
         Suite::Ring(common) | Suite::Clock(common) | Suite::Notify(common) => common.json,
@@ -115,6 +124,7 @@ fn main() {
         Suite::Engines(args) => args.common.json,
         Suite::Fuzz(args) => args.json,
         Suite::Soak(_) => unreachable!("the soak ran above"),
+        Suite::Edit(_) => unreachable!("the edit suite ran above"),
     };
     report.print(json);
 }
