@@ -24,10 +24,10 @@ const GAP_SLOTS: usize = 1024;
 const IDLE: Duration = Duration::from_millis(5);
 
 /// The writer's `SCHED_FIFO` priority where the system grants one: below the audio thread
-/// (80) and the pool's workers (70), above every ordinary thread. At normal priority a
-/// machine busy with other work (a build, here) starved it while the engine's real-time
-/// threads held most of both cores: an hour-long soak lost 3 s of its recording that way.
-/// It sleeps whenever the ring is empty, so it takes little from anyone.
+/// (80) and the pool's workers (70), above every ordinary thread, so that other programs (a
+/// build) do not decide when the ring is drained; it only loses frames when the engine's own
+/// threads hold the cores for longer than the ring lasts. It sleeps whenever the ring is
+/// empty, so it takes little from anyone.
 const WRITER_PRIORITY: i32 = 20;
 
 /// A recording to a WAV file through a writer thread: the audio thread hands frames to a
