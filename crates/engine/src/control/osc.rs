@@ -66,6 +66,7 @@
 //! assert!(matches!(osc.handle(b"not osc"), Err(Rejection::Malformed(_))));
 //! ```
 
+use std::borrow::Cow;
 use std::fmt;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
@@ -448,26 +449,25 @@ impl OscHandler {
 
     fn plan_message(&self, m: &OscMessage, when: When) -> Result<Planned, Rejection> {
         let parts: Vec<&str> = m.addr.split('/').collect();
-        // An edge's level is the `gain_db` of the node the edge's name names.
-        let edge = |from: &str, to: &str| format!("{from} -> {to}");
-        let (node, param, verb) = match parts.as_slice() {
-            ["", "node", node, param] => (node.to_string(), *param, None),
-            ["", "node", node, param, verb @ ("step" | "ramp" | "exp")] => {
-                (node.to_string(), *param, Some(*verb))
-            }
-            ["", "edge", from, to, "gain_db"] if !from.is_empty() && !to.is_empty() => {
-                (edge(from, to), "gain_db", None)
-            }
-            ["", "edge", from, to, "gain_db", verb @ ("step" | "ramp" | "exp")]
-                if !from.is_empty() && !to.is_empty() =>
+        let unknown = || Rejection::UnknownAddress(m.addr.clone());
+        let (node, rest) = match parts.as_slice() {
+            ["", "node", node, rest @ ..] => (Cow::Borrowed(*node), rest),
+            // An edge's level is the `gain_db` of the node named after the edge.
+            ["", "edge", from, to, rest @ ..]
+                if !from.is_empty() && !to.is_empty() && rest.first() == Some(&"gain_db") =>
             {
-                (edge(from, to), "gain_db", Some(*verb))
+                (Cow::Owned(format!("{from} -> {to}")), rest)
             }
-            _ => return Err(Rejection::UnknownAddress(m.addr.clone())),
+            _ => return Err(unknown()),
         };
-        let node = node.as_str();
+        let (param, verb) = match rest {
+            [param] => (*param, None),
+            [param, verb @ ("step" | "ramp" | "exp")] => (*param, Some(*verb)),
+            _ => return Err(unknown()),
+        };
+        let node = node.as_ref();
         if node.is_empty() || param.is_empty() {
-            return Err(Rejection::UnknownAddress(m.addr.clone()));
+            return Err(unknown());
         }
         let control = |error| Rejection::Control {
             address: m.addr.clone(),
