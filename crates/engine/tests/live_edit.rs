@@ -41,12 +41,27 @@ fn graph() -> Graph {
 
 /// The audio thread's side of 300 edits (each adds a sine and removes the one added
 /// before): the take-over of every kept node, the event move, the retirement of the old
-/// schedule; no allocation, free, lock or system call, no block lost or silent.
+/// schedule, the preloaded timeline carried over; no allocation, free, lock or system call,
+/// no block lost or silent.
 #[test]
 fn the_audio_thread_side_of_an_edit_is_clean_under_the_guard() {
     let (editor, schedule) = Editor::new(graph(), CFG).unwrap();
     let mut engine = Engine::new(schedule);
     let mut live = engine.live_editor(editor);
+    // A preloaded timeline with a level step at every block, which each edit carries over.
+    const STEPS: u64 = 100_000;
+    let level = engine
+        .schedule()
+        .param_table()
+        .resolve("mix", "gain_db")
+        .unwrap();
+    let steps = (0..STEPS)
+        .map(|k| {
+            let db = if k % 2 == 0 { -12.0 } else { -12.5 };
+            downbeat_graph::Event::param(Some(k * 64), level, downbeat_graph::Change::Step(db))
+        })
+        .collect();
+    engine.schedule_mut().set_timeline(steps).unwrap();
     let mut block = vec![0.0f32; 64 * 2];
     engine.process(&mut block);
     const EDITS: u64 = 300;
@@ -95,6 +110,11 @@ fn the_audio_thread_side_of_an_edit_is_clean_under_the_guard() {
     assert_eq!(engine.swaps(), EDITS);
     assert_eq!(engine.summary().blocks, blocks + 1);
     assert_eq!(silent, 0, "an edit produced a silent block");
+    assert_eq!(
+        engine.schedule().event_stats().applied,
+        (blocks + 1).min(STEPS),
+        "one timeline step applied per block across the edits"
+    );
     assert_eq!(
         engine.schedule().len(),
         8 + 3,
