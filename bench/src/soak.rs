@@ -76,6 +76,11 @@ pub struct SoakArgs {
     /// descriptor check fail.
     #[arg(long, hide = true)]
     pub test_leak_fd: bool,
+    /// Diagnosis: when the engine's position stands still this many milliseconds, stop the
+    /// kernel's trace (`/sys/kernel/tracing/tracing_on`, set up beforehand with the
+    /// scheduler's events) so that it ends at the stall, and say when.
+    #[arg(long, hide = true, value_name = "MS")]
+    pub trace_stalls: Option<u64>,
 }
 
 /// Frames per block: the issue's setting, far below fanin84's own 512.
@@ -214,6 +219,14 @@ fn soak(dir: &Path, seconds: f64, args: &SoakArgs) -> Result<Outcome, String> {
         Arc::clone(&stop),
     )?;
 
+    if let Some(ms) = args.trace_stalls {
+        let position = engine.controller(1);
+        let stop = Arc::clone(&stop);
+        std::thread::Builder::new()
+            .name("soak-tracer".into())
+            .spawn(move || trace_stalls(&position, Duration::from_millis(ms), &stop))
+            .map_err(|e| e.to_string())?;
+    }
     let mut device = Virtual::new(Some(files.recording.clone()));
     let ran = device.run(engine, length);
     stop.store(true, Ordering::Release);
@@ -282,6 +295,29 @@ pub fn stalled(s: &Stall, at: f64, frame: u64) -> ! {
         let _ = std::fs::remove_dir_all(&s.dir);
     }
     std::process::exit(1)
+}
+
+/// Stops the kernel's trace the first time `position` stands still for `limit`, so that the
+/// trace's last events are those of the stall.
+fn trace_stalls(position: &downbeat::control::Controller, limit: Duration, stop: &AtomicBool) {
+    let start = std::time::Instant::now();
+    let (mut frame, mut moved) = (position.position(), std::time::Instant::now());
+    while !stop.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(2));
+        let now = position.position();
+        if now != frame || now == 0 {
+            (frame, moved) = (now, std::time::Instant::now());
+        } else if moved.elapsed() >= limit {
+            let stopped = std::fs::write("/sys/kernel/tracing/tracing_on", "0");
+            eprintln!(
+                "soak: trace: position stood still {:?} at frame {frame}, {:.3} s into the \
+                 run; trace stopped: {stopped:?}",
+                moved.elapsed(),
+                start.elapsed().as_secs_f64()
+            );
+            return;
+        }
+    }
 }
 
 /// Where the soak's inputs come from in the repository.

@@ -56,11 +56,7 @@ fn on(k: usize) -> NoteEvent {
 
 /// Seconds one `process` call of `s` takes.
 fn block(s: &mut Synth, buf: &mut [f32]) -> f64 {
-    let ctx = ProcessContext {
-        sample_rate: SR,
-        frames: FRAMES,
-        position: 0,
-    };
+    let ctx = ProcessContext::new(SR, FRAMES, 0);
     let t = Instant::now();
     s.process(
         &ctx,

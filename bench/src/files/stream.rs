@@ -344,11 +344,7 @@ fn seek_latencies(which: &str, path: &Path, seeks: usize, file_frames: u64) -> V
             let mut out = vec![0.0f32; 2 * BLOCK];
             let mut n = 0u64;
             let mut block = |node: &mut Player, out: &mut [f32]| {
-                let ctx = ProcessContext {
-                    sample_rate: RATE as f32,
-                    frames: BLOCK,
-                    position: n * BLOCK as u64,
-                };
+                let ctx = ProcessContext::new(RATE as f32, BLOCK, n * BLOCK as u64);
                 n += 1;
                 node.process(
                     &ctx,

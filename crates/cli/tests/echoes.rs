@@ -129,11 +129,7 @@ fn the_example_makes_one_tap_per_pluck_and_keeps_about_four_alive() {
     let (mut a, mut b) = (vec![0.0f32; 2 * block], vec![0.0f32; 2 * block]);
     let mut most = 0;
     for n in 0..blocks {
-        let ctx = ProcessContext {
-            sample_rate: cfg.sample_rate,
-            frames: block,
-            position: (n * block) as u64,
-        };
+        let ctx = ProcessContext::new(cfg.sample_rate, block, (n * block) as u64);
         pluck.process(
             &ctx,
             AudioRef::new(&[], 0, block, block),

@@ -385,24 +385,29 @@ impl Engine {
         // controllers' queues (OSC included).
         self.midi.deliver(&mut self.schedule);
         self.control.drain(&mut self.schedule);
-        for (k, piece) in out.chunks_mut(max * ch).enumerate() {
+        // In pieces of at most the block size, cut where the song's position must be
+        // recomputed (a tempo point, a loop wrap, a transport command).
+        let frames = out.len() / ch;
+        let mut done = 0;
+        while done < frames {
+            let n = self.schedule.piece((frames - done).min(max));
             if let Some(capture) = &self.capture {
-                let frames = piece.len() / ch;
-                match input.get(k * max * in_ch..(k * max + frames) * in_ch) {
+                match input.get(done * in_ch..(done + n) * in_ch) {
                     Some(captured) if !input.is_empty() => capture.write_interleaved(captured),
-                    _ => capture.write_silence(frames),
+                    _ => capture.write_silence(n),
                 }
             }
             match &self.pool {
-                Some(pool) => self.schedule.process_parallel(piece.len() / ch, pool),
-                None => self.schedule.process(piece.len() / ch),
+                Some(pool) => self.schedule.process_parallel(n, pool),
+                None => self.schedule.process(n),
             }
-            self.schedule.output_interleaved(piece);
+            self.schedule
+                .output_interleaved(&mut out[done * ch..(done + n) * ch]);
             if let Some(r) = &mut self.record {
                 r.take(&self.schedule);
             }
+            done += n;
         }
-        let frames = out.len() / ch;
         if let (true, Some(seconds)) = (frames > 0, start.seconds()) {
             let budget = frames as f64 * self.seconds_per_frame;
             self.meter.record(seconds / budget);

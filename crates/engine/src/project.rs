@@ -35,6 +35,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::control::automation::{self, Automation, RawAutomation};
+use crate::project_tempo::TransportSetup;
+use downbeat_graph::time::{TempoMap, TransportCommand};
 
 /// Smallest and largest accepted sample rates, in Hz.
 pub const SAMPLE_RATES: (i64, i64) = (8_000, 384_000);
@@ -155,6 +157,8 @@ struct RawProject {
     #[serde(default)]
     automation: Vec<RawAutomation>,
     midi: Option<RawMidi>,
+    tempo: Option<Spanned<crate::project_tempo::RawTempo>>,
+    transport: Option<Spanned<crate::project_tempo::RawTransport>>,
 }
 
 /// The `[midi]` table as written.
@@ -246,6 +250,13 @@ pub struct Project {
     /// `[midi.cc]` entries: MIDI control changes mapped to parameters (see
     /// [`cc_mappings`](Project::cc_mappings)).
     pub midi_cc: Vec<MidiCc>,
+    /// The song's tempo map, when the file has a `[tempo]` table (see
+    /// [`project_tempo`](crate::project_tempo)); without one the song runs at 120 bpm in
+    /// 4/4, and a MIDI file played with it brings its own tempo.
+    pub tempo: Option<TempoMap>,
+    /// How the transport starts (`[transport]`): playing from beat 0 unless it says
+    /// otherwise.
+    pub transport: TransportSetup,
     text: String,
     spans: Spans,
 }
@@ -350,7 +361,29 @@ impl Project {
             });
         }
 
+        let located_table = |e: crate::project_tempo::TableError| {
+            ProjectError::at(&src, e.span, e.message).help(e.help)
+        };
+        let tempo = match &raw.tempo {
+            Some(t) => Some(
+                crate::project_tempo::map(t, f64::from(sample_rate as u32))
+                    .map_err(located_table)?,
+            ),
+            None => None,
+        };
+        let transport = match &raw.transport {
+            Some(t) => {
+                let map = tempo.clone().unwrap_or_else(|| {
+                    TempoMap::constant(120.0, sample_rate as f64).expect("120 bpm is valid")
+                });
+                crate::project_tempo::transport(t, &map).map_err(located_table)?
+            }
+            None => TransportSetup::default(),
+        };
+
         let project = Project {
+            tempo,
+            transport,
             midi_cc,
             automation,
             file: src.name.clone(),
@@ -501,6 +534,18 @@ impl Project {
 
     /// The project's automation as the schedule's timeline; its `[midi.cc]` entries checked.
     fn preload(&self, schedule: &mut Schedule) -> Result<(), ProjectError> {
+        if let Some(map) = &self.tempo {
+            schedule.set_tempo(map.clone());
+        }
+        let t = schedule.transport_mut();
+        if !self.transport.playing {
+            t.apply(TransportCommand::Stop)
+                .expect("stopping is always possible");
+        }
+        if let Some((start, end)) = self.transport.looping {
+            t.apply(TransportCommand::Loop(start, end))
+                .expect("the loop was checked against the map when parsed");
+        }
         if !self.automation.is_empty() {
             let events = automation::events(&self.automation, &schedule.param_table())
                 .map_err(|e| located(&self.source(), e))?;

@@ -291,7 +291,13 @@ fn an_instant_maps_to_the_frame_of_the_latest_blocks_start_plus_its_distance() {
         "10 ms later is 480 frames later: {frame} then {later}"
     );
     // `When::At` is the same mapping; with no block in between, the anchor has not moved.
-    let again = control.frame(When::At(target)).unwrap();
+    let again = control
+        .timed(
+            When::At(target),
+            downbeat_graph::Event::transport(None, downbeat_graph::time::TransportCommand::Play),
+        )
+        .frame
+        .unwrap();
     assert!(
         again.abs_diff(frame) <= 1 + frames_in(call.elapsed()),
         "When::At maps as frame_at does: {again}, {frame}"

@@ -404,3 +404,56 @@ fn output_watch_in_the_callback_is_clean() {
     let output = watcher.output();
     assert!(output.peak > 0.0 && output.load > 0.0, "{output:?}");
 }
+
+/// The transport's audio-thread paths: blocks cut at tempo points, signature changes and
+/// loop wraps, the musical position every node is handed, a metronome clicking, events
+/// waiting for their beats and transport commands (stop, locate, play, loop) taken and
+/// carried out, all under the guard.
+#[test]
+fn the_transport_is_clean() {
+    use downbeat::control::When;
+    use downbeat_graph::time::TransportCommand;
+    let text = format!(
+        "{}\n[nodes.m]\ntype = \"metronome\"\nchannels = 1\n\n[tempo]\nbpm = 240\n\
+         changes = [{{ beat = 4, bpm = 400, ramp = 4 }}, {{ beat = 12, signature = \"7/8\" }}]\n\
+         [transport]\nloop = [2, 16]\n",
+        support::constant_through_gain(64).replace(
+            "edges = [\"s -> g -> out\"]",
+            "edges = [\"s -> g -> out\", \"m -> out\"]"
+        )
+    );
+    let p = Project::parse(&text, "song.toml").unwrap();
+    let mut engine = Engine::new(p.build().unwrap());
+    let mut control = engine.controller(256);
+    let mut block = vec![0.0f32; 100];
+    for _ in 0..50 {
+        engine.process(&mut block);
+    }
+    let wraps_before = engine.schedule().transport().song_frame();
+    let report = guard::check(|| {
+        for round in 0..400u32 {
+            if round % 40 == 0 {
+                let beat = 3.0 + f64::from(round % 11);
+                control.step("g", "gain", 0.5, When::Beat(beat)).unwrap();
+                control.step("g", "gain", 1.0, When::NextBar).unwrap();
+                control.step("g", "gain", 0.8, When::NextBeat).unwrap();
+            }
+            match round {
+                100 => control.transport(When::NextBar, TransportCommand::Stop),
+                150 => control.transport(When::Now, TransportCommand::LocateBeat(5.5)),
+                160 => control.transport(When::Beat(6.0), TransportCommand::Loop(4.0, 14.0)),
+                170 => control.transport(When::Now, TransportCommand::Play),
+                _ => Ok(()),
+            }
+            .unwrap();
+            engine.process(&mut block);
+        }
+    });
+    support::assert_complete(&report);
+    report.assert_clean();
+    let s = engine.schedule();
+    assert!(s.transport().is_playing());
+    assert_eq!(s.transport().looping(), Some((4.0, 14.0)));
+    assert_ne!(s.transport().song_frame(), wraps_before);
+    assert!(s.event_stats().applied > 20, "{:?}", s.event_stats());
+}

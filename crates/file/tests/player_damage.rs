@@ -136,11 +136,7 @@ impl Source for FailsAt {
 }
 
 fn block(node: &mut Player, n: u64, out: &mut [f32]) {
-    let ctx = ProcessContext {
-        sample_rate: RATE as f32,
-        frames: BLOCK,
-        position: n * BLOCK as u64,
-    };
+    let ctx = ProcessContext::new(RATE as f32, BLOCK, n * BLOCK as u64);
     node.process(
         &ctx,
         AudioRef::new(&[], 0, BLOCK, BLOCK),

@@ -245,7 +245,7 @@ impl From<AccessError> for Fault {
 /// let mut input = vec![0.0f32; 256];
 /// input[0] = 1.0; // an impulse: one onset
 /// let mut out = vec![0.0f32; 256];
-/// let ctx = ProcessContext { sample_rate: 48_000.0, frames: 256, position: 0 };
+/// let ctx = ProcessContext::new(48_000.0, 256, 0);
 /// node.process(&ctx, AudioRef::new(&input, 1, 256, 256), AudioMut::new(&mut out, 1, 256, 256));
 /// assert_eq!((out[0], out[48], out[96], out[144]), (0.0, 0.5, 0.25, 0.125));
 /// assert_eq!(node.monitor().counts().started, 1);

@@ -32,11 +32,7 @@ fn play(
         for c in 0..channels {
             x[c * block..c * block + n].copy_from_slice(&input[c * frames + at..][..n]);
         }
-        let ctx = ProcessContext {
-            sample_rate: RATE,
-            frames: n,
-            position: at as u64,
-        };
+        let ctx = ProcessContext::new(RATE, n, at as u64);
         node.process(
             &ctx,
             AudioRef::new(&x, channels, block, n),

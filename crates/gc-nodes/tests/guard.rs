@@ -37,11 +37,7 @@ fn play(node: &mut Echoes, blocks: usize, x: &mut [f32], y: &mut [f32]) -> f32 {
             std::hint::spin_loop();
         }
         block_input(n, 12, x);
-        let ctx = ProcessContext {
-            sample_rate: 48_000.0,
-            frames: BLOCK,
-            position: (n * BLOCK) as u64,
-        };
+        let ctx = ProcessContext::new(48_000.0, BLOCK, (n * BLOCK) as u64);
         node.process(
             &ctx,
             AudioRef::new(x, CHANNELS, BLOCK, BLOCK),

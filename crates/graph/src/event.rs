@@ -12,6 +12,7 @@ use crate::key::{NodeKey, Target};
 use crate::note::{NoteError, NoteEvent};
 use crate::param::{quoted_list, ParamKind, ParamSpec};
 use crate::smooth::Shape;
+use crate::time::{TransportCommand, TransportError};
 
 /// One live parameter of one node of a [`Schedule`](crate::Schedule), resolved from names by
 /// [`ParamTable::resolve`]; or one of its outputs ([`Node::outputs`](crate::Node::outputs)),
@@ -91,6 +92,8 @@ pub enum NodeEvent {
     /// the schedule cuts the node's block at the event's frame and hands the event to
     /// [`Node::note`](crate::Node::note) for the first frame of the piece that starts there.
     Note(NoteEvent),
+    /// A command for the transport ([`Target::Transport`]): play, stop, locate, loop.
+    Transport(TransportCommand),
 }
 
 /// An event for a running schedule: a [`NodeEvent`] for one node, at a frame.
@@ -119,6 +122,11 @@ pub struct Event {
     /// next block. A frame already past takes effect at the start of the next block and is
     /// counted as late.
     pub frame: Option<u64>,
+    /// A musical time to wait for instead of a frame (then `frame` is not read): the event
+    /// takes effect on the exact frame at which the playing song reaches it, after
+    /// whatever tempo changes, locates and loops come first. Set with
+    /// [`on_beat`](Event::on_beat).
+    pub beat: Option<OnBeat>,
     /// The node or nodes it is for.
     pub target: Target,
     /// What happens.
@@ -130,6 +138,7 @@ impl Event {
     pub fn param(frame: Option<u64>, id: ParamId, change: Change) -> Self {
         Self {
             frame,
+            beat: None,
             target: Target::Node(id.node),
             body: NodeEvent::Param {
                 index: id.param,
@@ -143,6 +152,7 @@ impl Event {
     pub fn note(frame: Option<u64>, node: NodeKey, event: NoteEvent) -> Self {
         Self {
             frame,
+            beat: None,
             target: Target::Node(node),
             body: NodeEvent::Note(event),
         }
@@ -154,10 +164,52 @@ impl Event {
     pub fn note_to_instruments(frame: Option<u64>, event: NoteEvent) -> Self {
         Self {
             frame,
+            beat: None,
             target: Target::Instruments,
             body: NodeEvent::Note(event),
         }
     }
+
+    /// A transport command ([`Target::Transport`]) at `frame` (`None`: at the start of the
+    /// next block). The engine cuts its block at the command's frame, so the song plays,
+    /// stops, locates or loops on exactly that frame.
+    ///
+    /// ```
+    /// use downbeat_graph::{time::TransportCommand, Event, OnBeat};
+    /// // Stop on the next bar line.
+    /// let stop = Event::transport(None, TransportCommand::Stop).on_beat(OnBeat::NextBar);
+    /// assert_eq!(stop.beat, Some(OnBeat::NextBar));
+    /// ```
+    pub fn transport(frame: Option<u64>, command: TransportCommand) -> Self {
+        Self {
+            frame,
+            beat: None,
+            target: Target::Transport,
+            body: NodeEvent::Transport(command),
+        }
+    }
+
+    /// The same event, waiting for a musical time instead of a frame.
+    pub fn on_beat(self, beat: OnBeat) -> Self {
+        Self {
+            beat: Some(beat),
+            ..self
+        }
+    }
+}
+
+/// A musical time an event waits for ([`Event::beat`]). `NextBeat` and `NextBar` are
+/// counted from where the song is when the audio thread takes the event, in the time
+/// signature in force; a position exactly on a line counts as before it, so "next" is
+/// always ahead.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum OnBeat {
+    /// This quarter-note beat of the song, counted from 0.
+    Beat(f64),
+    /// The next line of the signature's beats.
+    NextBeat,
+    /// The next bar line.
+    NextBar,
 }
 
 /// An event as it was applied: the frame it took effect at, for recording and replay.
@@ -277,6 +329,8 @@ pub enum ControlError {
     BadNote(NoteError),
     /// A note was sent to a schedule in which no node plays notes.
     NoInstrument,
+    /// The transport refused a command (a bad beat, a loop that ends before it starts).
+    Transport(TransportError),
     /// A note was sent to a node that does not play notes.
     NotAnInstrument {
         /// The node.
@@ -333,6 +387,7 @@ impl ControlError {
             }
             ControlError::BadNote(e) => format!("bad note event: {e}"),
             ControlError::NoInstrument => "no node of this project plays notes".to_string(),
+            ControlError::Transport(e) => format!("transport: {e}"),
             ControlError::NotAnInstrument { node } => {
                 format!("node `{node}` does not play notes")
             }

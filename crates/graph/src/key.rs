@@ -128,6 +128,9 @@ pub enum Target {
     /// Every node of the running schedule that plays notes, at the moment the event reaches
     /// the schedule (a note "to the whole schedule"; only note events go there).
     Instruments,
+    /// The schedule's transport (only [`NodeEvent::Transport`](crate::NodeEvent::Transport)
+    /// events go there).
+    Transport,
 }
 
 /// A schedule's map from keys to its processing positions, built when it is compiled.

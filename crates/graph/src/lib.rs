@@ -26,13 +26,15 @@ mod registry;
 mod schedule;
 mod smooth;
 mod state;
+pub mod time;
+mod waiting;
 
 pub use buffer::{prefaulted, AudioMut, AudioRef};
 pub use compile::CompileConfig;
 pub use edit::{EditError, Editor};
 pub use error::GraphError;
 pub use event::{
-    Applied, Change, ControlError, Event, EventStats, NodeEvent, ParamId, ParamTable, Ramp,
+    Applied, Change, ControlError, Event, EventStats, NodeEvent, OnBeat, ParamId, ParamTable, Ramp,
 };
 pub use graph::{Edge, Endpoint, Graph, NodeId};
 pub use key::{NodeKey, Target};

@@ -6,6 +6,7 @@ use crate::note::{NoteError, NoteEvent};
 use crate::param::ParamSpec;
 use crate::smooth::ParamCurve;
 use crate::state::{NodeState, StateError};
+use crate::time::MusicalPosition;
 
 /// What a node knows about the block it is processing.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -16,6 +17,31 @@ pub struct ProcessContext {
     pub frames: usize,
     /// Frame position of the first sample of this block since the schedule started.
     pub position: u64,
+    /// The song's musical position at the first frame: beat, bar, tempo, signature, and
+    /// whether the transport plays and loops. The engine cuts blocks at every tempo point,
+    /// signature change, loop wrap and transport command, so [`MusicalPosition::at`] gives
+    /// any later frame of the block exactly.
+    pub musical: MusicalPosition,
+}
+
+impl ProcessContext {
+    /// A context for a block of `frames` frames at `position`, with the transport stopped
+    /// at the start of a 120 bpm 4/4 song ([`MusicalPosition::stopped`]): for driving a
+    /// node by hand.
+    ///
+    /// ```
+    /// use downbeat_graph::ProcessContext;
+    /// let ctx = ProcessContext::new(48000.0, 64, 128);
+    /// assert_eq!((ctx.frames, ctx.position, ctx.musical.playing), (64, 128, false));
+    /// ```
+    pub fn new(sample_rate: f32, frames: usize, position: u64) -> Self {
+        Self {
+            sample_rate,
+            frames,
+            position,
+            musical: MusicalPosition::stopped(f64::from(sample_rate)),
+        }
+    }
 }
 
 /// A named group of a node's input or output channels: `main`, `sidechain`, `aux`. A node's

@@ -11,7 +11,8 @@ use downbeat_rt::pool::{available_cores, Pool};
 use crate::buffer::{AudioMut, AudioRef};
 use crate::compile::CompileConfig;
 use crate::event::{
-    Applied, Change, ControlError, Event, EventStats, NodeEvent, NodeParams, ParamId, ParamTable,
+    Applied, Change, ControlError, Event, EventStats, NodeEvent, NodeParams, OnBeat, ParamId,
+    ParamTable,
 };
 use crate::key::{KeyMap, NodeKey, Target};
 use crate::monitor::SharedMonitor;
@@ -21,6 +22,8 @@ use crate::param::ParamKind;
 use crate::profile::{NodeSample, Profile};
 use crate::smooth::{ParamCurve, Segment, Shape};
 use crate::state::{NodeState, StateError};
+use crate::time::{TempoMap, Transport};
+use crate::waiting::{Due, Entry, Waiting, WAITING_CAPACITY};
 
 /// Events a schedule holds by default: waiting for their frame, and due in one block.
 /// [`Schedule::set_event_capacity`] changes it.
@@ -547,6 +550,10 @@ pub struct Schedule {
     /// The schedule an [`Editor`](crate::Editor) committed this one as an edit of (even
     /// one that keeps no node): its preloaded timeline goes on here.
     edited_from: Option<u64>,
+    /// The song: tempo map, playing or not, where, looping.
+    transport: Transport,
+    /// Events waiting for a beat, and transport commands waiting for their frame.
+    waiting: Waiting,
 }
 
 impl Schedule {
@@ -626,6 +633,11 @@ impl Schedule {
             predecessor: (!keep.slots.is_empty()).then_some(keep.from).flatten(),
             edited_from: keep.from,
             keep: keep.slots.into_boxed_slice(),
+            transport: Transport::new(
+                TempoMap::constant(120.0, f64::from(cfg.sample_rate))
+                    .unwrap_or_else(|_| TempoMap::default()),
+            ),
+            waiting: Waiting::new(WAITING_CAPACITY),
         }
     }
 
@@ -692,6 +704,8 @@ impl Schedule {
             "block of {frames} frames outside 1..={}",
             self.cfg.max_block
         );
+        self.start_waiting(frames);
+        let musical = self.transport.position();
         self.events
             .distribute(self.position, self.position + frames as u64, &self.keys);
         self.timed = self.profile.begin();
@@ -699,10 +713,132 @@ impl Schedule {
             sample_rate: self.cfg.sample_rate,
             frames,
             position: self.position,
+            musical,
         }
     }
 
+    /// At the start of a block: carries out the transport commands due at its first frame
+    /// (or earlier: late), then queues the node events whose beat falls in the block at
+    /// their exact frames. Real-time safe.
+    fn start_waiting(&mut self, frames: usize) {
+        if self.waiting.len() == 0 {
+            return;
+        }
+        let mut i = 0;
+        while i < self.waiting.len() {
+            let Some(Entry { due, event }) = self.waiting.get(i) else {
+                break;
+            };
+            let NodeEvent::Transport(command) = event.body else {
+                i += 1;
+                continue;
+            };
+            let now = match due {
+                Due::Frame(f) => f <= self.position,
+                Due::Beat(b) => {
+                    self.transport.is_playing()
+                        && self.transport.map().frame_of(b) <= self.transport.song_frame()
+                }
+            };
+            if now {
+                self.waiting.remove(i);
+                if self.transport.apply(command).is_err() {
+                    self.events.stats.refused += 1;
+                }
+                self.events.stats.applied += 1;
+                // Playing or stopping changes what else is due: start over.
+                i = 0;
+            } else {
+                i += 1;
+            }
+        }
+        if !self.transport.is_playing() {
+            return;
+        }
+        let (song, position) = (self.transport.song_frame(), self.position);
+        let end = song + frames as u64;
+        let mut k = 0;
+        while k < self.waiting.len() {
+            let Some(Entry { due, event }) = self.waiting.get(k) else {
+                break;
+            };
+            let at = match (due, event.body) {
+                (Due::Beat(b), NodeEvent::Param { .. } | NodeEvent::Note(_)) => {
+                    let f = self.transport.map().frame_of(b);
+                    (f >= song && f < end).then(|| position + (f - song))
+                }
+                _ => None,
+            };
+            let Some(frame) = at else {
+                k += 1;
+                continue;
+            };
+            let timed = Event {
+                frame: Some(frame),
+                beat: None,
+                ..event
+            };
+            match self.push_event(timed) {
+                // No room in the queue: it waits on, and goes in late at the next block.
+                Err(ControlError::QueueFull { .. }) => k += 1,
+                _ => {
+                    self.waiting.remove(k);
+                }
+            }
+        }
+    }
+
+    /// How many of the next `frames` frames (at least 1) may run as one block: up to the
+    /// next tempo segment, signature change, loop end or transport command, if one comes
+    /// sooner. A caller that processes in such pieces (the engine does) gives every node a
+    /// musical position that holds for its whole block. Real-time safe.
+    pub fn piece(&self, frames: usize) -> usize {
+        let mut n = self.transport.piece(frames);
+        let (song, playing) = (self.transport.song_frame(), self.transport.is_playing());
+        for e in self.waiting.iter() {
+            if !matches!(e.event.body, NodeEvent::Transport(_)) {
+                continue;
+            }
+            let ahead = match e.due {
+                Due::Frame(f) => f.checked_sub(self.position),
+                Due::Beat(b) if playing => self.transport.map().frame_of(b).checked_sub(song),
+                Due::Beat(_) => None,
+            };
+            if let Some(a) = ahead.filter(|&a| a > 0) {
+                n = n.min(a.min(usize::MAX as u64) as usize);
+            }
+        }
+        n.max(1)
+    }
+
+    /// The song's transport: its tempo map, and where it stands.
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    /// The transport, to play, stop, locate or loop it at once (between blocks). Timed
+    /// commands go through [`push_event`](Self::push_event) with
+    /// [`Event::transport`](crate::Event::transport).
+    pub fn transport_mut(&mut self) -> &mut Transport {
+        &mut self.transport
+    }
+
+    /// Plays the song by `map` from where the transport stands (its beat, kept). Allocates
+    /// nothing, frees the map it replaces: call it off the audio thread, before the
+    /// schedule runs (a project's `[tempo]` comes in this way).
+    pub fn set_tempo(&mut self, map: TempoMap) {
+        let mut transport = Transport::new(map);
+        transport.continue_from(&self.transport);
+        self.transport = transport;
+    }
+
+    /// Events waiting for their beat, and transport commands waiting for their frame.
+    pub fn waiting_events(&self) -> usize {
+        self.waiting.len()
+    }
+
     fn end(&mut self, frames: usize) {
+        self.transport.advance(frames);
         if self.timed {
             let profile = &self.profile;
             self.parallel
@@ -792,9 +928,10 @@ impl Schedule {
                 let end = sub.update_moving(now, ctx.position, next_event.min(frames));
                 if !whole {
                     let piece = ProcessContext {
-                        sample_rate: ctx.sample_rate,
                         frames: end - k,
                         position: now,
+                        musical: ctx.musical.at(k),
+                        ..*ctx
                     };
                     let input = AudioRef::window(input_data, *in_ch, stride, k, end - k);
                     let output = AudioMut::window(out_buf, *out_ch, stride, k, end - k);
@@ -1184,6 +1321,11 @@ impl SubBlocks<'_> {
                 }
                 return;
             }
+            // Never queued for a node (the transport takes its own).
+            NodeEvent::Transport(_) => {
+                *self.refused += 1;
+                return;
+            }
         };
         let p = usize::from(index);
         let Some(state) = self.params.get_mut(p).filter(|s| s.live) else {
@@ -1334,10 +1476,36 @@ impl Schedule {
     /// not have live (counted in [`EventStats::stale`]), and [`ControlError::NoInstrument`]
     /// for a note to the instruments of a schedule without any.
     pub fn push_event(&mut self, event: Event) -> Result<(), ControlError> {
+        if let Some(on) = event.beat {
+            return self.push_on_beat(on, event);
+        }
         let ev = &self.events;
         let room = ev.capacity - ev.heap.len();
         let frame = event.frame.unwrap_or(self.position);
         match event.target {
+            Target::Transport => {
+                let NodeEvent::Transport(command) = event.body else {
+                    self.events.stats.stale += 1;
+                    return Err(ControlError::Stale);
+                };
+                if frame <= self.position {
+                    if frame < self.position {
+                        self.events.stats.late += 1;
+                    }
+                    self.events.stats.applied += 1;
+                    return self
+                        .transport
+                        .apply(command)
+                        .map_err(ControlError::Transport);
+                }
+                let capacity = self.waiting.capacity();
+                self.waiting
+                    .push(Entry {
+                        due: Due::Frame(frame),
+                        event,
+                    })
+                    .map_err(|_| ControlError::QueueFull { capacity })?;
+            }
             Target::Node(key) => {
                 let Some(slot) = self.accepts(key, &event.body) else {
                     self.events.stats.stale += 1;
@@ -1369,6 +1537,59 @@ impl Schedule {
             }
         }
         Ok(())
+    }
+
+    /// An event waiting for a musical time: `NextBeat` and `NextBar` become beats where the
+    /// song stands now; a beat already behind the song goes in at once, counted late.
+    fn push_on_beat(&mut self, on: OnBeat, event: Event) -> Result<(), ControlError> {
+        let now = self.transport.position();
+        let map = self.transport.map();
+        let beat = match on {
+            OnBeat::Beat(b) if b.is_finite() && b >= 0.0 => b,
+            OnBeat::Beat(b) => {
+                return Err(ControlError::Transport(
+                    crate::time::TransportError::BadBeat(b),
+                ))
+            }
+            OnBeat::NextBeat => map.next_beat(now.beat),
+            OnBeat::NextBar => map.next_bar(now.beat),
+        };
+        match event.target {
+            Target::Node(key) if self.accepts(key, &event.body).is_none() => {
+                self.events.stats.stale += 1;
+                return Err(ControlError::Stale);
+            }
+            Target::Instruments if self.instruments.is_empty() => {
+                return Err(ControlError::NoInstrument)
+            }
+            Target::Instruments if !matches!(event.body, NodeEvent::Note(_)) => {
+                self.events.stats.stale += 1;
+                return Err(ControlError::Stale);
+            }
+            Target::Transport if !matches!(event.body, NodeEvent::Transport(_)) => {
+                self.events.stats.stale += 1;
+                return Err(ControlError::Stale);
+            }
+            _ => {}
+        }
+        if map.frame_of(beat) < now.song_frame {
+            self.events.stats.late += 1;
+            return self.push_event(Event {
+                frame: None,
+                beat: None,
+                ..event
+            });
+        }
+        let capacity = self.waiting.capacity();
+        self.waiting
+            .push(Entry {
+                due: Due::Beat(beat),
+                event: Event {
+                    beat: None,
+                    ..event
+                },
+            })
+            .map_err(|_| ControlError::QueueFull { capacity })
     }
 
     /// Room left in the event queue, in entries (a note to the instruments takes one per
@@ -1404,6 +1625,7 @@ impl Schedule {
                 slot.params.get(usize::from(index)).is_some_and(|p| p.live)
             }
             NodeEvent::Note(_) => slot.node.plays_notes(),
+            NodeEvent::Transport(_) => false,
         };
         ok.then_some(i)
     }
@@ -1484,6 +1706,21 @@ impl Schedule {
             self.set_offline(old.offline);
         }
         self.position = old.position;
+        self.transport.continue_from(&old.transport);
+        let mut waiting = std::mem::replace(&mut old.waiting, Waiting::new(0));
+        waiting.drain_into(|e| {
+            let ok = match e.event.target {
+                Target::Node(key) => self.accepts(key, &e.event.body).is_some(),
+                Target::Instruments => !self.instruments.is_empty(),
+                Target::Transport => true,
+            };
+            if !ok {
+                self.events.stats.stale += 1;
+            } else if self.waiting.push(e).is_err() {
+                self.events.stats.dropped += 1;
+            }
+        });
+        old.waiting = waiting;
         if self.edited_from == Some(old.id) {
             // An edit of `old`: its timeline goes on here where it was, entries and all (a
             // swap; the empty one goes back to be freed off the audio thread).
@@ -1599,6 +1836,7 @@ impl Schedule {
                     self.accepts(key, &e.body).ok_or(ControlError::Stale)?;
                     add(key)
                 }
+                Target::Transport => return Err(ControlError::Stale),
                 Target::Instruments => {
                     if !matches!(e.body, NodeEvent::Note(_)) {
                         return Err(ControlError::Stale);

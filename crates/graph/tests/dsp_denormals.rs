@@ -13,6 +13,7 @@
 
 use downbeat_graph::dsp::denormal::TINY;
 use downbeat_graph::nodes::{Capture, Sample, SampleSet, Sampler, SamplerSettings};
+use downbeat_graph::time::{MusicalPosition, TempoMap};
 use downbeat_graph::{
     node_types, AudioMut, AudioRef, Node, NodeConfig, NoteEvent, ParamCurve, ParamKind,
     ProcessContext, Shape,
@@ -168,6 +169,7 @@ fn render(mut node: Box<dyn Node>, flush: bool) -> Vec<u32> {
     let mut position = 0;
     let mut second = 0;
     let mut ramps = Vec::new();
+    let song = TempoMap::constant(120.0, f64::from(CFG.sample_rate)).unwrap();
     for &block in [509usize, 1, 64, 512, 37, 200].iter().cycle() {
         if position >= frames {
             break;
@@ -184,11 +186,9 @@ fn render(mut node: Box<dyn Node>, flush: bool) -> Vec<u32> {
                 input[c * stride + k] = input_sample(position + k, c);
             }
         }
-        let ctx = ProcessContext {
-            sample_rate: CFG.sample_rate,
-            frames: n,
-            position: position as u64,
-        };
+        let mut ctx = ProcessContext::new(CFG.sample_rate, n, position as u64);
+        // A song playing at 120 bpm, for the nodes that follow it (the metronome).
+        ctx.musical = MusicalPosition::of(&song, position as u64, true, None);
         {
             let _mode = flush.then(FlushDenormals::new);
             assert_eq!(is_flushing(), flush, "the flush mode could not be set");

@@ -3,7 +3,10 @@
 //! set to values that change the output (checked outside the guard), and every call must be
 //! accepted: a refused call would do nothing worth watching.
 
+use std::sync::OnceLock;
+
 use downbeat_graph::nodes::Capture;
+use downbeat_graph::time::{MusicalPosition, TempoMap};
 use downbeat_graph::{
     node_types, AudioMut, AudioRef, Node, NodeConfig, NodeType, NoteEvent, ParamCurve, ParamKind,
     ProcessContext, Shape,
@@ -27,6 +30,7 @@ const LIVE: &[(&str, &[LiveValues])] = &[
     ("gain", &[("gain", 0.25, 3.0)]),
     ("input", &[]),
     ("karplus", &[("decay", 0.9, 0.95), ("amp", 0.1, 1.0)]),
+    ("metronome", &[("gain", 0.2, 0.9)]),
     ("mix", &[("gain_db", -6.0, 6.0), ("pan", -0.5, 0.8)]),
     ("noise", &[("amp", 0.1, 0.5)]),
     ("output", &[]),
@@ -139,13 +143,18 @@ fn signal(channels: usize, scale: f32) -> Vec<f32> {
         .collect()
 }
 
+/// The song's tempo map, made before any guarded run (each test calls it first).
+fn song() -> &'static TempoMap {
+    static SONG: OnceLock<TempoMap> = OnceLock::new();
+    SONG.get_or_init(|| TempoMap::constant(240.0, f64::from(CFG.sample_rate)).unwrap())
+}
+
 fn process(node: &mut dyn Node, input: &[f32], output: &mut [f32], frames: usize, position: u64) {
     let (ic, oc, stride) = (node.input_channels(), node.output_channels(), CFG.max_block);
-    let ctx = ProcessContext {
-        sample_rate: CFG.sample_rate,
-        frames,
-        position,
-    };
+    let mut ctx = ProcessContext::new(CFG.sample_rate, frames, position);
+    // A song playing at 240 bpm, for the nodes that follow it (the metronome): a beat
+    // every 12,000 frames.
+    ctx.musical = MusicalPosition::of(song(), position, true, None);
     node.process(
         &ctx,
         AudioRef::new(input, ic, stride, frames),
@@ -311,6 +320,7 @@ fn every_live_value_changes_the_output() {
 
 #[test]
 fn processing_and_live_params_are_real_time_safe() {
+    song();
     for ty in node_types() {
         let mut node = build(ty);
         let (ic, oc) = (node.input_channels(), node.output_channels());
@@ -344,6 +354,7 @@ fn processing_and_live_params_are_real_time_safe() {
 /// guard sees, and leave the output as it was.
 #[test]
 fn refused_values_are_refused_in_real_time() {
+    song();
     for ty in node_types() {
         let mut node = build(ty);
         let mut refusals: Vec<(usize, f32)> = Vec::new();

@@ -45,11 +45,7 @@ fn every_node_type_builds_with_defaults_and_processes_odd_blocks() {
         // Odd lengths, the maximum and 1, enough blocks to pass an FFT frame and a note.
         for (round, frames) in [101, 255, 1, 256, 77].iter().cycle().take(400).enumerate() {
             output.fill(f32::NAN);
-            let ctx = downbeat_graph::ProcessContext {
-                sample_rate: CFG.sample_rate,
-                frames: *frames,
-                position,
-            };
+            let ctx = downbeat_graph::ProcessContext::new(CFG.sample_rate, *frames, position);
             node.process(
                 &ctx,
                 AudioRef::new(&input, ic, stride, *frames),

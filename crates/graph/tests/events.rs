@@ -571,6 +571,7 @@ fn events_for_parameters_that_are_not_live_here_are_refused() {
     let out = s.param_table().node_key("out").unwrap();
     let out_channels = Event {
         frame: None,
+        beat: None,
         target: Target::Node(out),
         body: NodeEvent::Param {
             index: 0,

@@ -17,11 +17,7 @@ fn render(k: &mut Karplus, blocks: &[usize], frames: usize) -> Vec<f32> {
             break;
         }
         let n = b.min(frames - at);
-        let ctx = ProcessContext {
-            sample_rate: SR,
-            frames: n,
-            position: at as u64,
-        };
+        let ctx = ProcessContext::new(SR, n, at as u64);
         k.process(
             &ctx,
             AudioRef::new(&[], 0, n, n),

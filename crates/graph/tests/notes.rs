@@ -69,11 +69,7 @@ fn reference(notes: &[(usize, NoteEvent)], frames: usize) -> Vec<f32> {
         s.note(f, e).unwrap();
     }
     let mut buf = vec![0.0f32; frames];
-    let ctx = downbeat_graph::ProcessContext {
-        sample_rate: SR,
-        frames,
-        position: 0,
-    };
+    let ctx = downbeat_graph::ProcessContext::new(SR, frames, 0);
     s.process(
         &ctx,
         downbeat_graph::AudioRef::new(&[], 0, frames, frames),

@@ -19,11 +19,7 @@ fn string() -> Karplus {
 
 fn render(k: &mut Karplus, frames: usize) -> Vec<f32> {
     let mut buf = vec![0.0f32; frames];
-    let ctx = ProcessContext {
-        sample_rate: SR,
-        frames,
-        position: 0,
-    };
+    let ctx = ProcessContext::new(SR, frames, 0);
     k.process(
         &ctx,
         AudioRef::new(&[], 0, frames, frames),

@@ -343,11 +343,7 @@ fn notes_steals_and_process_are_real_time_safe() {
             s.note(frames - 1, NoteEvent::AllNotesOff { channel: None })
                 .unwrap();
             assert!(s.set_param(gain, if round % 2 == 0 { 0.5 } else { 1.5 }));
-            let ctx = ProcessContext {
-                sample_rate: SR,
-                frames,
-                position,
-            };
+            let ctx = ProcessContext::new(SR, frames, position);
             s.process(
                 &ctx,
                 AudioRef::new(&[], 0, 512, frames),

@@ -755,11 +755,7 @@ fn the_note_path_is_real_time_safe() {
                 s.note(frames / 2, NoteEvent::AllNotesOff { channel: None })
                     .unwrap();
             }
-            let ctx = ProcessContext {
-                sample_rate: SR,
-                frames,
-                position,
-            };
+            let ctx = ProcessContext::new(SR, frames, position);
             s.process(
                 &ctx,
                 AudioRef::new(&[], 0, 512, frames),

@@ -273,11 +273,7 @@ pub fn audit(
     let mut notes_sent = 0;
     for b in 0..opts.blocks {
         fill_noise(&mut input, &mut noise);
-        let ctx = ProcessContext {
-            sample_rate: opts.sample_rate,
-            frames,
-            position: (b * frames) as u64,
-        };
+        let ctx = ProcessContext::new(opts.sample_rate, frames, (b * frames) as u64);
         let note_events: &[(usize, NoteEvent)] = match (instrument, b % 8) {
             (true, 0) => &[
                 (

@@ -24,11 +24,7 @@ const INPUTS: usize = 3;
 /// One block of `input` ([`INPUTS`] channels, planar) through the node; the planar output
 /// (2 channels).
 fn block(node: &mut ClapNode, input: &[f32], output: &mut [f32], position: u64) {
-    let ctx = ProcessContext {
-        sample_rate: 48000.0,
-        frames: FRAMES,
-        position,
-    };
+    let ctx = ProcessContext::new(48000.0, FRAMES, position);
     node.process(
         &ctx,
         AudioRef::new(input, INPUTS, FRAMES, FRAMES),

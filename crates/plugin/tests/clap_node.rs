@@ -443,11 +443,7 @@ fn the_hosts_process_path_is_real_time_safe() {
     let input = vec![0.5f32; 2 * frames];
     let mut output = vec![0.0f32; 2 * frames];
     let mut run = |node: &mut ClapNode, position: u64| {
-        let ctx = ProcessContext {
-            sample_rate: 48000.0,
-            frames,
-            position,
-        };
+        let ctx = ProcessContext::new(48000.0, frames, position);
         node.process(
             &ctx,
             AudioRef::new(&input, 2, frames, frames),
@@ -501,11 +497,7 @@ fn an_instrument_plays_notes_at_their_frames_as_clap_note_events() {
     let mut output = vec![0.0f32; 2 * frames];
     let mut left = Vec::new();
     for b in 0..6u64 {
-        let ctx = ProcessContext {
-            sample_rate: 48000.0,
-            frames,
-            position: b * frames as u64,
-        };
+        let ctx = ProcessContext::new(48000.0, frames, b * frames as u64);
         node.process(
             &ctx,
             AudioRef::new(&[], 0, frames, frames),
@@ -562,11 +554,7 @@ fn pitch_bend_and_sustain_reach_an_instrument_as_midi_messages() {
     .unwrap();
     let frames = 64;
     let mut output = vec![0.0f32; 2 * frames];
-    let ctx = ProcessContext {
-        sample_rate: 48000.0,
-        frames,
-        position: 0,
-    };
+    let ctx = ProcessContext::new(48000.0, frames, 0);
     node.process(
         &ctx,
         AudioRef::new(&[], 0, frames, frames),
@@ -599,11 +587,7 @@ fn the_hosts_note_path_is_real_time_safe() {
     let frames = 128;
     let mut output = vec![0.0f32; 2 * frames];
     let mut run = |node: &mut ClapNode, position: u64| {
-        let ctx = ProcessContext {
-            sample_rate: 48000.0,
-            frames,
-            position,
-        };
+        let ctx = ProcessContext::new(48000.0, frames, position);
         node.process(
             &ctx,
             AudioRef::new(&[], 0, frames, frames),

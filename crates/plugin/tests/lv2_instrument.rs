@@ -82,11 +82,7 @@ fn notes_reach_the_plugin_without_allocating_or_locking() {
     require_plugin(EPIANO);
     let mut piano = epiano();
     let mut out = vec![0.0f32; 2 * 256];
-    let ctx = |position| downbeat_graph::ProcessContext {
-        sample_rate: RATE,
-        frames: 256,
-        position,
-    };
+    let ctx = |position| downbeat_graph::ProcessContext::new(RATE, 256, position);
     let silent = vec![0.0f32; 0];
     piano.process(
         &ctx(0),
@@ -119,11 +115,7 @@ fn notes_reach_the_plugin_without_allocating_or_locking() {
 
 /// One 256-frame block of `piano` at `block`, into `out` (stereo).
 fn play_block(piano: &mut Lv2Node, block: u64, out: &mut [f32]) {
-    let ctx = ProcessContext {
-        sample_rate: RATE,
-        frames: 256,
-        position: block * 256,
-    };
+    let ctx = ProcessContext::new(RATE, 256, block * 256);
     piano.process(
         &ctx,
         AudioRef::new(&[], 0, 256, 256),

@@ -209,11 +209,7 @@ fn a_restored_node_runs_without_allocating_or_locking() {
     let report = downbeat_rt::guard::check(|| {
         for n in 0..20u64 {
             node.process(
-                &downbeat_graph::ProcessContext {
-                    sample_rate: RATE,
-                    frames: 256,
-                    position: n * 256,
-                },
+                &downbeat_graph::ProcessContext::new(RATE, 256, n * 256),
                 downbeat_graph::AudioRef::new(&input, 2, 256, 256),
                 downbeat_graph::AudioMut::new(&mut out, 1, 256, 256),
             );

@@ -140,11 +140,7 @@ fn the_transport_reaches_the_plugin_without_allocating_or_locking() {
     let mut last = 0.0;
     let input = vec![0.0f32; 256];
     let mut out = vec![0.0f32; 256];
-    let ctx = |n: u64| ProcessContext {
-        sample_rate: RATE,
-        frames: 256,
-        position: n * 256,
-    };
+    let ctx = |n: u64| ProcessContext::new(RATE, 256, n * 256);
     node.process(
         &ctx(0),
         AudioRef::new(&input, 1, 256, 256),

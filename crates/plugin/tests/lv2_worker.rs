@@ -50,11 +50,7 @@ fn load(values: &[(&str, f64)]) -> Lv2Node {
 
 /// Runs one block; returns the output's first sample (the plugin writes one value).
 fn block(node: &mut Lv2Node, n: u64, out: &mut [f32]) -> f32 {
-    let ctx = ProcessContext {
-        sample_rate: 48000.0,
-        frames: BLOCK,
-        position: n * BLOCK as u64,
-    };
+    let ctx = ProcessContext::new(48000.0, BLOCK, n * BLOCK as u64);
     node.process(
         &ctx,
         AudioRef::new(&[], 0, BLOCK, BLOCK),

@@ -67,9 +67,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::clock::now_ns;
+use downbeat_graph::time::{TransportCommand, TransportError};
 use downbeat_graph::{
-    Change, ControlError, Event, NodeKey, NoteEvent, ParamId, ParamTable, Ramp, Schedule, Shape,
-    Target,
+    Change, ControlError, Event, NodeKey, NoteEvent, OnBeat, ParamId, ParamTable, Ramp, Schedule,
+    Shape, Target,
 };
 use downbeat_ring::{Consumer, Producer, RingBuffer};
 
@@ -83,8 +84,10 @@ pub mod record;
 /// dropped controller is reused once the audio thread has taken every event it sent.
 pub const MAX_CONTROLLERS: usize = 16;
 
-/// When an event takes effect.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// When an event takes effect: at a frame of the engine's timeline, or when the playing
+/// song reaches a beat (placed on that beat's exact frame, after whatever tempo changes,
+/// locates and loops come first).
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum When {
     /// At the start of the next block the engine computes.
     Now,
@@ -98,6 +101,13 @@ pub enum When {
     /// Native only: wasm32 has no clock.
     #[cfg(not(target_arch = "wasm32"))]
     At(Instant),
+    /// When the song reaches this quarter-note beat while playing. A beat the song has
+    /// passed when the audio thread takes the event takes effect at once, counted late.
+    Beat(f64),
+    /// On the next line of the time signature's beats.
+    NextBeat,
+    /// On the next bar line.
+    NextBar,
 }
 
 /// Where the timeline was at the start of the latest block: written by the audio thread,
@@ -266,14 +276,52 @@ impl Controller {
         self.table.resolve(node, param)
     }
 
-    /// The frame `when` stands for (`None` for [`When::Now`]).
-    pub fn frame(&self, when: When) -> Option<u64> {
+    /// `event` timed by `when`: a frame, or a musical time it waits for.
+    pub fn timed(&self, when: When, event: Event) -> Event {
+        let at = |frame| Event { frame, ..event };
         match when {
-            When::Now => None,
-            When::Frame(f) => Some(f),
+            When::Now => at(None),
+            When::Frame(f) => at(Some(f)),
             #[cfg(not(target_arch = "wasm32"))]
-            When::At(instant) => Some(self.frame_at(instant)),
+            When::At(instant) => at(Some(self.frame_at(instant))),
+            When::Beat(b) => at(None).on_beat(OnBeat::Beat(b)),
+            When::NextBeat => at(None).on_beat(OnBeat::NextBeat),
+            When::NextBar => at(None).on_beat(OnBeat::NextBar),
         }
+    }
+
+    /// Sends a transport command: play, stop, locate, loop.
+    ///
+    /// ```
+    /// use downbeat::control::When;
+    /// use downbeat::{project::Project, Engine};
+    /// use downbeat_graph::time::TransportCommand;
+    ///
+    /// let p = Project::parse("edges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\n[nodes.out]\ntype = \"output\"\n", "x.toml").unwrap();
+    /// let mut engine = Engine::new(p.build().unwrap());
+    /// let mut control = engine.controller(16);
+    /// control.transport(When::NextBar, TransportCommand::Stop).unwrap();
+    /// let mut block = vec![0.0; 2 * 24_000]; // half a second: beat 1 of a 120 bpm song
+    /// for _ in 0..5 {
+    ///     engine.process(&mut block);
+    /// }
+    /// let t = engine.schedule().transport();
+    /// assert!(!t.is_playing());
+    /// assert_eq!(t.position().beat, 4.0, "stopped on the bar line");
+    /// ```
+    ///
+    /// # Errors
+    /// A beat that is negative or not a number, a loop that does not end after it starts,
+    /// a time that is not a number, or [`ControlError::QueueFull`].
+    pub fn transport(&mut self, when: When, command: TransportCommand) -> Result<(), ControlError> {
+        check_command(command)?;
+        if let When::Beat(b) = when {
+            check_command(TransportCommand::LocateBeat(b))?;
+        }
+        let event = self.timed(when, Event::transport(None, command));
+        self.queue.push(event).map_err(|_| ControlError::QueueFull {
+            capacity: self.queue.capacity(),
+        })
     }
 
     /// The timeline frame at `instant`, extrapolated from the latest block's start.
@@ -302,7 +350,7 @@ impl Controller {
     /// A value out of range, or [`ControlError::QueueFull`].
     pub fn send(&mut self, when: When, id: ParamId, change: Change) -> Result<(), ControlError> {
         self.table.check(id, &change)?;
-        let event = Event::param(self.frame(when), id, change);
+        let event = self.timed(when, Event::param(None, id, change));
         self.queue.push(event).map_err(|_| ControlError::QueueFull {
             capacity: self.queue.capacity(),
         })
@@ -394,7 +442,7 @@ impl Controller {
         if self.anchor.instruments.load(Ordering::Relaxed) == 0 {
             return Err(ControlError::NoInstrument);
         }
-        let event = Event::note_to_instruments(self.frame(when), event.normalized());
+        let event = self.timed(when, Event::note_to_instruments(None, event.normalized()));
         self.queue.push(event).map_err(|_| ControlError::QueueFull {
             capacity: self.queue.capacity(),
         })
@@ -451,7 +499,7 @@ impl Controller {
         event: NoteEvent,
     ) -> Result<(), ControlError> {
         event.validate().map_err(ControlError::BadNote)?;
-        let event = Event::note(self.frame(when), node, event.normalized());
+        let event = self.timed(when, Event::note(None, node, event.normalized()));
         self.queue.push(event).map_err(|_| ControlError::QueueFull {
             capacity: self.queue.capacity(),
         })
@@ -509,5 +557,35 @@ impl Controller {
     /// As [`send_note`](Self::send_note).
     pub fn sustain(&mut self, when: When, channel: u8, on: bool) -> Result<(), ControlError> {
         self.send_note(when, NoteEvent::Sustain { channel, on })
+    }
+}
+
+/// Refuses on the control thread what the transport would refuse on the audio thread, so
+/// that the sender hears why.
+fn check_command(command: TransportCommand) -> Result<(), ControlError> {
+    let beat = |b: f64| {
+        if b.is_finite() && b >= 0.0 {
+            Ok(())
+        } else {
+            Err(ControlError::Transport(TransportError::BadBeat(b)))
+        }
+    };
+    match command {
+        TransportCommand::LocateBeat(b) => beat(b),
+        TransportCommand::Loop(start, end) => {
+            beat(start)?;
+            beat(end)?;
+            if end <= start {
+                return Err(ControlError::Transport(TransportError::BadLoop {
+                    start,
+                    end,
+                }));
+            }
+            Ok(())
+        }
+        TransportCommand::Play
+        | TransportCommand::Stop
+        | TransportCommand::LocateFrame(_)
+        | TransportCommand::Unloop => Ok(()),
     }
 }

@@ -15,6 +15,11 @@
 //! | `/graph/remove` | name | removes a node and its edges |
 //! | `/graph/connect` | from, to, optional level in dB | adds an edge (`node` or `node:port` at each end), with that level (a send) |
 //! | `/graph/disconnect` | from, to | removes an edge |
+//! | `/transport/play`, `/transport/stop` | none | plays or stops the song (the position stays) |
+//! | `/transport/locate` | beat | goes to that quarter-note beat |
+//! | `/transport/loop` | start, end (beats) | loops the song from start to end |
+//! | `/transport/unloop` | none | stops looping |
+//! | `/beat/<beat>/...`, `/next_bar/...`, `/next_beat/...` in front of any address above but `/graph` | as that address | takes effect when the playing song reaches the beat (`/beat/16/node/synth/note_on 60 100`), on the exact frame of that beat |
 //!
 //! Notes and velocities count as in MIDI: note `0..=127`, where fractions are microtones
 //! (69 is A4, 440 Hz), and velocity `0..=127`, where 0 is a note off. The node must play
@@ -76,6 +81,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use downbeat_graph::nodes::Capture;
+use downbeat_graph::time::TransportCommand;
 use downbeat_graph::{
     all_node_types, lookup_node_type, Change, ControlError, EditError, Node, NodeConfig, NodeKey,
     NoteEvent, ParamError, ParamId, ParamValue, Ramp, Shape, MAX_NOTE,
@@ -255,6 +261,7 @@ struct Planned {
 enum Action {
     Param(ParamId, Change),
     Note(NodeKey, NoteEvent),
+    Transport(TransportCommand),
 }
 
 impl OscHandler {
@@ -357,6 +364,7 @@ impl OscHandler {
             let sent = match p.what {
                 Action::Param(id, change) => self.controller.send(p.when, id, change),
                 Action::Note(node, event) => self.controller.send_note_to(p.when, node, event),
+                Action::Transport(command) => self.controller.transport(p.when, command),
             };
             sent.map_err(|error| Rejection::Control {
                 address: if i == 0 {
@@ -450,10 +458,48 @@ impl OscHandler {
     fn plan_message(&self, m: &OscMessage, when: When) -> Result<Planned, Rejection> {
         let parts: Vec<&str> = m.addr.split('/').collect();
         let unknown = || Rejection::UnknownAddress(m.addr.clone());
-        let (node, rest) = match parts.as_slice() {
-            ["", "node", node, rest @ ..] => (Cow::Borrowed(*node), rest),
+        // A musical time in front of any address: `/beat/16/node/...`, `/next_bar/...`.
+        let (when, parts) = match parts.as_slice() {
+            ["", "beat", beat, rest @ ..] if !rest.is_empty() => {
+                let beat = beat
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|b| b.is_finite() && *b >= 0.0)
+                    .ok_or_else(|| Rejection::BadArguments {
+                        address: m.addr.clone(),
+                        reason: format!("`{beat}` is not a beat (a number from 0 up)"),
+                    })?;
+                (When::Beat(beat), rest)
+            }
+            ["", "next_bar", rest @ ..] if !rest.is_empty() => (When::NextBar, rest),
+            ["", "next_beat", rest @ ..] if !rest.is_empty() => (When::NextBeat, rest),
+            _ => (when, &parts[1..]),
+        };
+        if let ["transport", verb] = parts {
+            let command = match *verb {
+                "play" => TransportCommand::Play,
+                "stop" => TransportCommand::Stop,
+                "unloop" => TransportCommand::Unloop,
+                "locate" => TransportCommand::LocateBeat(numbers::<1>(m, "a beat")?[0]),
+                "loop" => {
+                    let [start, end] = numbers::<2>(m, "the loop's start and end beats")?;
+                    TransportCommand::Loop(start, end)
+                }
+                _ => return Err(unknown()),
+            };
+            if matches!(*verb, "play" | "stop" | "unloop") && !m.args.is_empty() {
+                numbers::<0>(m, "no argument")?;
+            }
+            return Ok(Planned {
+                when,
+                what: Action::Transport(command),
+                address: m.addr.clone(),
+            });
+        }
+        let (node, rest) = match parts {
+            ["node", node, rest @ ..] => (Cow::Borrowed(*node), rest),
             // An edge's level is the `gain_db` of the node named after the edge.
-            ["", "edge", from, to, rest @ ..]
+            ["edge", from, to, rest @ ..]
                 if !from.is_empty() && !to.is_empty() && rest.first() == Some(&"gain_db") =>
             {
                 (Cow::Owned(format!("{from} -> {to}")), rest)

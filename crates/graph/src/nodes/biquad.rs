@@ -109,7 +109,7 @@ fn flush(s: [f64; 2]) -> [f64; 2] {
 /// // A constant input passes a low-pass unchanged once it has settled.
 /// let input = [1.0f32; 4800];
 /// let mut out = [0.0f32; 4800];
-/// let ctx = ProcessContext { sample_rate: 48000.0, frames: 4800, position: 0 };
+/// let ctx = ProcessContext::new(48000.0, 4800, 0);
 /// lp.process(&ctx, AudioRef::new(&input, 1, 4800, 4800), AudioMut::new(&mut out, 1, 4800, 4800));
 /// assert!((out[4799] - 1.0).abs() < 1e-4);
 ///

@@ -258,11 +258,7 @@ mod tests {
         let capture = Capture::new(3, 8);
         let mut node = Input::new(&capture, 2).unwrap();
         capture.write_interleaved(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
-        let ctx = ProcessContext {
-            sample_rate: 48000.0,
-            frames: 3,
-            position: 0,
-        };
+        let ctx = ProcessContext::new(48000.0, 3, 0);
         let mut out = vec![9.0f32; 16];
         node.process(
             &ctx,

@@ -136,7 +136,7 @@ fn midi_to_hz(note: f64) -> f64 {
 ///     ..KarplusSettings::default()
 /// };
 /// let mut string = Karplus::new(1, 48000.0, &settings).unwrap();
-/// let ctx = ProcessContext { sample_rate: 48000.0, frames: 4800, position: 0 };
+/// let ctx = ProcessContext::new(48000.0, 4800, 0);
 /// let mut out = vec![0.0f32; 4800];
 /// string.process(&ctx, AudioRef::new(&[], 0, 4800, 4800), AudioMut::new(&mut out, 1, 4800, 4800));
 /// assert!(out[..480].iter().all(|&s| s == 0.0)); // offset
@@ -295,7 +295,7 @@ impl Karplus {
     /// // A high note losing 20% a period, ringing for up to 5 s.
     /// let settings = KarplusSettings { notes: vec![100.0], interval: 6.0, length: 5.0, decay: 0.8, ..KarplusSettings::default() };
     /// let mut string = Karplus::new(1, 48000.0, &settings).unwrap();
-    /// let ctx = ProcessContext { sample_rate: 48000.0, frames: 4800, position: 0 };
+    /// let ctx = ProcessContext::new(48000.0, 4800, 0);
     /// let mut out = vec![0.0f32; 4800];
     /// string.process(&ctx, AudioRef::new(&[], 0, 4800, 4800), AudioMut::new(&mut out, 1, 4800, 4800));
     /// assert!(!string.is_silent());

@@ -23,6 +23,7 @@ mod edge_gain;
 mod gain;
 mod input;
 mod karplus;
+mod metronome;
 mod mix;
 mod noise;
 mod note_queue;
@@ -37,6 +38,7 @@ pub use edge_gain::{EdgeGain, EDGE_GAIN_FLOOR_DB};
 pub use gain::Gain;
 pub use input::{Capture, Input};
 pub use karplus::{Karplus, KarplusSettings, KARPLUS_PENDING};
+pub use metronome::Metronome;
 pub use mix::Mix;
 pub use noise::Noise;
 pub use output::Output;
@@ -91,6 +93,7 @@ pub(crate) static BUILTIN: &[NodeType] = &[
     biquad::TYPE,
     spectral_compressor::TYPE,
     synth::TYPE,
+    metronome::TYPE,
 ];
 
 /// A [`ParamError::Invalid`] for parameter `name`.

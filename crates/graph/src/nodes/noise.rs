@@ -21,7 +21,7 @@ use crate::smooth::ParamCurve;
 ///
 /// let render = |seed| {
 ///     let mut noise = Noise::new(2, 0.25, seed);
-///     let ctx = ProcessContext { sample_rate: 48000.0, frames: 64, position: 0 };
+///     let ctx = ProcessContext::new(48000.0, 64, 0);
 ///     let mut out = vec![0.0f32; 128];
 ///     noise.process(&ctx, AudioRef::new(&[], 0, 64, 64), AudioMut::new(&mut out, 2, 64, 64));
 ///     out

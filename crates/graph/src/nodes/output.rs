@@ -13,7 +13,7 @@ use crate::registry::{NodeConfig, NodeType};
 /// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 ///
 /// let mut out_node = Output::new(2);
-/// let ctx = ProcessContext { sample_rate: 48000.0, frames: 2, position: 0 };
+/// let ctx = ProcessContext::new(48000.0, 2, 0);
 /// let input = [0.25, 0.5, -0.25, -0.5];
 /// let mut out = [0.0f32; 4];
 /// out_node.process(&ctx, AudioRef::new(&input, 2, 2, 2), AudioMut::new(&mut out, 2, 2, 2));

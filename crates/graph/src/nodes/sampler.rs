@@ -151,7 +151,7 @@ impl NodeMonitor for Counters {
 /// let kit = SampleSet::kit([(36, hit)]).unwrap();
 /// let mut sampler = Sampler::new(1, 48000.0, kit, &SamplerSettings::default()).unwrap();
 /// sampler.note_on(10, 36.0, 1.0).unwrap(); // from frame 10 of the next block
-/// let ctx = ProcessContext { sample_rate: 48000.0, frames: 16, position: 0 };
+/// let ctx = ProcessContext::new(48000.0, 16, 0);
 /// let mut out = [0.0f32; 16];
 /// sampler.process(&ctx, AudioRef::new(&[], 0, 16, 16), AudioMut::new(&mut out, 1, 16, 16));
 /// assert_eq!(out[9..14], [0.0, 1.0, 0.5, 0.25, 0.0]);

@@ -23,7 +23,7 @@ use crate::smooth::ParamCurve;
 ///
 /// // A quarter-cycle phase offset starts the wave at its peak.
 /// let mut sine = Sine::new(1, 48000.0, 1000.0, 0.5, 0.25);
-/// let ctx = ProcessContext { sample_rate: 48000.0, frames: 4, position: 0 };
+/// let ctx = ProcessContext::new(48000.0, 4, 0);
 /// let mut out = [0.0f32; 4];
 /// sine.process(&ctx, AudioRef::new(&[], 0, 4, 4), AudioMut::new(&mut out, 1, 4, 4));
 /// assert_eq!(out[0], 0.5);

@@ -88,7 +88,7 @@ const GAIN_FLUSH_DB: f32 = -1e-6;
 /// let settings = CompressorSettings { fft_size: 512, ..CompressorSettings::default() };
 /// let mut comp = SpectralCompressor::new(1, 48000.0, &settings).unwrap();
 /// assert_eq!(comp.latency(), 512);
-/// let ctx = ProcessContext { sample_rate: 48000.0, frames: 100, position: 0 };
+/// let ctx = ProcessContext::new(48000.0, 100, 0);
 /// let silence = [0.0f32; 100];
 /// let mut out = [1.0f32; 100];
 /// for _ in 0..20 {

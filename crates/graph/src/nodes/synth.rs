@@ -107,7 +107,7 @@ impl Default for SynthSettings {
 /// let mut synth = Synth::new(1, 48000.0, &SynthSettings::default()).unwrap();
 /// synth.note_on(100, 69.0, 1.0).unwrap(); // A4 from frame 100 of the next block
 /// synth.note_off(4000, 69.0).unwrap();
-/// let ctx = ProcessContext { sample_rate: 48000.0, frames: 9000, position: 0 };
+/// let ctx = ProcessContext::new(48000.0, 9000, 0);
 /// let mut out = vec![0.0f32; 9000];
 /// synth.process(&ctx, AudioRef::new(&[], 0, 9000, 9000), AudioMut::new(&mut out, 1, 9000, 9000));
 /// assert!(out[..100].iter().all(|&s| s == 0.0));

@@ -26,11 +26,7 @@ pub fn run_frames(
             inbuf[c * block..c * block + n].copy_from_slice(&ch[pos..pos + n]);
         }
         outbuf.fill(f32::NAN);
-        let ctx = ProcessContext {
-            sample_rate: SR,
-            frames: n,
-            position: pos as u64,
-        };
+        let ctx = ProcessContext::new(SR, n, pos as u64);
         node.process(
             &ctx,
             AudioRef::new(&inbuf, ic, block, n),

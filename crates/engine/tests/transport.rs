@@ -1,0 +1,297 @@
+//! Musical time through the engine: a metronome's clicks found in the audio on the frames
+//! the tempo map gives, through tempo ramps, signature changes and a loop, whatever the
+//! size of the process calls; events on beats; transport commands on exact frames; and
+//! bad `[tempo]` tables refused with a located message.
+
+use downbeat::control::When;
+use downbeat::project::Project;
+use downbeat::Engine;
+use downbeat_graph::nodes::Sine;
+use downbeat_graph::time::{TempoMap, TransportCommand};
+
+mod support;
+
+/// A metronome alone at `gain` 0.5 under `tables` (a `[tempo]`, a `[transport]`).
+fn metronome(tables: &str) -> Project {
+    let text = format!(
+        "block_size = 4096\nedges = [\"m -> out\"]\n[nodes.m]\ntype = \"metronome\"\nchannels = 1\n\
+         [nodes.out]\ntype = \"output\"\nchannels = 1\n{tables}"
+    );
+    Project::parse(&text, "metronome.toml").unwrap()
+}
+
+/// `frames` frames of `engine`'s first channel, in process calls of `call` frames.
+fn render(engine: &mut Engine, frames: usize, call: usize) -> Vec<f32> {
+    let ch = engine.channels();
+    let mut out = Vec::with_capacity(frames);
+    let mut block = vec![0.0f32; call * ch];
+    while out.len() < frames {
+        let n = call.min(frames - out.len());
+        engine.process(&mut block[..n * ch]);
+        out.extend(block[..n * ch].iter().step_by(ch));
+    }
+    out
+}
+
+/// The frames where a click starts: a sample that is not zero after at least 1,000 zeros
+/// (clicks end after 150 ms, 7,200 frames, and beats here are further apart), or at the
+/// start of `audio`.
+fn onsets(audio: &[f32]) -> Vec<(usize, f32)> {
+    onsets_after(audio, usize::MAX)
+}
+
+/// As [`onsets`], for audio that continues a render which ended with `zeros` zeros.
+fn onsets_after(audio: &[f32], zeros: usize) -> Vec<(usize, f32)> {
+    let mut zeros = zeros;
+    let mut found = Vec::new();
+    for (i, &x) in audio.iter().enumerate() {
+        if x == 0.0 {
+            zeros = zeros.saturating_add(1);
+        } else {
+            if zeros >= 1000 {
+                found.push((i, x));
+            }
+            zeros = 0;
+        }
+    }
+    found
+}
+
+/// Every beat line of `map` (signature beats from each bar line) whose frame falls in
+/// `from..to` of the song, with whether it is a bar line: worked out from the map's bars
+/// alone, not from the transport.
+fn beat_frames(map: &TempoMap, from: u64, to: u64) -> Vec<(u64, bool)> {
+    let mut out = Vec::new();
+    let mut bar = map.bar_at(map.beat_at_frame(from)).0 - 1;
+    loop {
+        let start = map.beat_of_bar(bar);
+        let sig = map.signature_at(start);
+        for k in 0..sig.numerator {
+            let beat = start + f64::from(k) * sig.beat_length();
+            let f = map.frame_of(beat);
+            if f >= to {
+                return out;
+            }
+            if f >= from && beat >= 0.0 {
+                out.push((f, k == 0));
+            }
+        }
+        bar += 1;
+    }
+}
+
+const RAMPS: &str = r#"
+[tempo]
+bpm = 100
+signature = "4/4"
+changes = [
+    { beat = 4, bpm = 150, ramp = 6 },
+    { beat = 12, signature = "3/4" },
+    { beat = 15, bpm = 70, ramp = 5.5 },
+    { beat = 21, signature = "6/8" },
+    { beat = 24, bpm = 130 },
+]
+"#;
+
+/// Clicks through ramps, steps and signature changes, rendered in process calls of 1, 7,
+/// 64, 256 and 4096 frames: every click on its beat's frame, accented on bar lines, each
+/// starting at its peak and gone within 150 ms, and the five renders identical.
+#[test]
+fn clicks_land_on_the_frames_of_their_beats_whatever_the_block() {
+    let p = metronome(RAMPS);
+    let map = p.tempo.clone().expect("the project has a tempo map");
+    let frames = map.frame_of(30.0) as usize;
+    let want = beat_frames(&map, 0, frames as u64);
+    assert_eq!(
+        want.len(),
+        12 + 9 + 18,
+        "three bars of 4/4, three of 3/4, three of 6/8"
+    );
+    let mut first: Option<Vec<f32>> = None;
+    for call in [4096, 1, 7, 64, 256] {
+        let mut engine = Engine::new(p.build().unwrap());
+        let audio = render(&mut engine, frames, call);
+        let got = onsets(&audio);
+        let at: Vec<u64> = got.iter().map(|&(f, _)| f as u64).collect();
+        let expected: Vec<u64> = want.iter().map(|&(f, _)| f).collect();
+        assert_eq!(at, expected, "click frames in calls of {call}");
+        for (&(f, peak), &(_, bar)) in got.iter().zip(&want) {
+            let level = if bar { 0.5 } else { 0.3 };
+            assert!(
+                (peak - level).abs() < 1e-6,
+                "click at {f}: first sample {peak}, the click's peak {level}"
+            );
+            let tail = &audio[f + 7200..(f + 7300).min(audio.len())];
+            assert!(
+                tail.iter().all(|&x| x == 0.0),
+                "click at {f} still sounds 150 ms on"
+            );
+            let after_150ms = audio[f..f + 7200].iter().rev().take(100);
+            assert!(after_150ms.into_iter().all(|&x| x.abs() < 1e-3 * 0.5));
+        }
+        match &first {
+            None => first = Some(audio),
+            Some(a) => support::assert_bit_identical(a, &audio, &format!("calls of {call}")),
+        }
+    }
+}
+
+/// A loop over beats 2 to 10 (through the ramp) played 1,000 times: every click of every
+/// pass on the frame the map gives, no drift.
+#[test]
+fn a_thousand_loop_wraps_do_not_drift() {
+    let p = metronome(&format!("{RAMPS}\n[transport]\nloop = [2, 10]\n"));
+    let map = p.tempo.clone().unwrap();
+    let (start, end) = (map.frame_of(2.0), map.frame_of(10.0));
+    let pass = (end - start) as usize;
+    let mut engine = Engine::new(p.build().unwrap());
+    let frames = start as usize + 1000 * pass;
+    let audio = render(&mut engine, frames, 999);
+    let got: Vec<u64> = onsets(&audio).iter().map(|&(f, _)| f as u64).collect();
+    let mut want: Vec<u64> = beat_frames(&map, 0, start).iter().map(|b| b.0).collect();
+    let one: Vec<u64> = beat_frames(&map, start, end).iter().map(|b| b.0).collect();
+    assert_eq!(one.len(), 8);
+    for k in 0..1000u64 {
+        want.extend(one.iter().map(|f| f + k * (end - start)));
+    }
+    if let Some(i) = got.iter().zip(&want).position(|(a, b)| a != b) {
+        panic!("click {i}: at {} instead of {}", got[i], want[i]);
+    }
+    assert_eq!(got.len(), want.len());
+    let t = engine.schedule().transport();
+    assert_eq!(t.song_frame(), start, "back at the loop's start");
+}
+
+/// A gain stepped to 0 on beat 9.5 (inside the ramp) turns a constant off on exactly the
+/// frame of that beat, for every size of process call; an event for a beat already passed
+/// applies at once and is counted late.
+#[test]
+fn an_event_on_a_beat_lands_on_its_frame() {
+    let text = format!("{}{RAMPS}", support::constant_through_gain(256));
+    let p = Project::parse(&text, "gain.toml").unwrap();
+    let map = p.tempo.clone().unwrap();
+    let at = map.frame_of(9.5) as usize;
+    for call in [1, 7, 64, 256, 1000] {
+        let mut engine = Engine::new(p.build().unwrap());
+        let mut control = engine.controller(16);
+        control
+            .step("g", "gain", 0.0, When::Beat(9.5))
+            .expect("a step on a beat");
+        let audio = render(&mut engine, at + 100, call);
+        assert!(audio[..at].iter().all(|&x| x == 1.0), "calls of {call}");
+        assert!(audio[at..].iter().all(|&x| x == 0.0), "calls of {call}");
+        let late_before = engine.schedule().event_stats().late;
+        control.step("g", "gain", 1.0, When::Beat(1.0)).unwrap();
+        let after = render(&mut engine, 10, 10);
+        assert_eq!(
+            after,
+            vec![1.0; 10],
+            "a beat already passed applies at once"
+        );
+        assert_eq!(engine.schedule().event_stats().late, late_before + 1);
+    }
+}
+
+/// Stop on the next bar, locate, play on a beat: each on its exact frame, the metronome
+/// silent while stopped, the song's position standing still.
+#[test]
+fn transport_commands_take_effect_on_their_frames() {
+    let p = metronome("[tempo]\nbpm = 120\n");
+    let mut engine = Engine::new(p.build().unwrap());
+    let mut control = engine.controller(16);
+    // 120 bpm: a beat every 24,000 frames.
+    render(&mut engine, 30_000, 4096);
+    control
+        .transport(When::NextBar, TransportCommand::Stop)
+        .unwrap();
+    let audio = render(&mut engine, 200_000, 333);
+    let clicks: Vec<usize> = onsets_after(&audio, 0)
+        .iter()
+        .map(|o| o.0 + 30_000)
+        .collect();
+    assert_eq!(
+        clicks,
+        vec![48_000, 72_000],
+        "beats 2 and 3; stopped on beat 4"
+    );
+    let t = engine.schedule().transport();
+    assert!(!t.is_playing());
+    assert_eq!((t.song_frame(), t.position().beat), (96_000, 4.0));
+    // Stopped: frames go on, the song does not; locate to beat 6, play from frame 250,000.
+    control
+        .transport(When::Now, TransportCommand::LocateBeat(6.0))
+        .unwrap();
+    control
+        .transport(When::Frame(250_000), TransportCommand::Play)
+        .unwrap();
+    let audio = render(&mut engine, 100_000, 4096);
+    let clicks: Vec<usize> = onsets_after(&audio, 0)
+        .iter()
+        .map(|o| o.0 + 230_000)
+        .collect();
+    assert_eq!(
+        clicks,
+        vec![250_000, 274_000, 298_000, 322_000],
+        "beat 6 the moment it plays, then every 24,000 frames"
+    );
+}
+
+/// Bad `[tempo]` and `[transport]` tables: refused with the value, located.
+#[test]
+fn bad_tempo_tables_are_refused_where_they_are_wrong() {
+    let cases = [
+        ("[tempo]\nbpm = 0\n", "bpm", 2),
+        ("[tempo]\nbpm = -5\n", "-5", 2),
+        ("[tempo]\nsignature = \"0/4\"\n", "0/4", 2),
+        ("[tempo]\nsignature = \"7/5\"\n", "7/5", 2),
+        (
+            "[tempo]\nchanges = [\n  { beat = 8, bpm = 90, ramp = -2 },\n]\n",
+            "ramp",
+            3,
+        ),
+        (
+            "[tempo]\nchanges = [\n  { beat = 8, bpm = 90, ramp = 8 },\n  { beat = 10, bpm = 100 },\n]\n",
+            "ramp",
+            4,
+        ),
+        (
+            "[tempo]\nchanges = [\n  { beat = 5, signature = \"3/4\" },\n]\n",
+            "bar",
+            3,
+        ),
+        ("[transport]\nloop = [8, 4]\n", "loop", 2),
+        ("[tempo]\nchanges = [\n  { beat = 5 },\n]\n", "neither", 3),
+    ];
+    for (tables, says, line) in cases {
+        let text = format!(
+            "edges = [\"m -> out\"]\n[nodes.m]\ntype = \"metronome\"\n[nodes.out]\ntype = \"output\"\n{tables}"
+        );
+        let err = Project::parse(&text, "bad.toml").expect_err(tables);
+        assert!(
+            err.message.contains(says),
+            "{tables}: the message says `{says}`: {err}"
+        );
+        assert_eq!(err.line, line + 5, "{tables}: located: {err}");
+    }
+}
+
+/// A live edit keeps the song where it is: the new schedule takes over the transport's
+/// state (playing, position, loop).
+#[test]
+fn a_live_edit_keeps_the_song_going() {
+    let p = metronome("[tempo]\nbpm = 120\n[transport]\nloop = [0, 8]\n");
+    let (editor, schedule) = p.editor().unwrap();
+    let mut engine = Engine::new(schedule);
+    let mut live = engine.live_editor(editor);
+    render(&mut engine, 100_000, 512);
+    let before = engine.schedule().transport().song_frame();
+    live.add("s", Sine::new(1, 48000.0, 440.0, 0.1, 0.0))
+        .unwrap();
+    live.connect("s", "out").unwrap();
+    live.commit().unwrap();
+    render(&mut engine, 512, 512);
+    let t = engine.schedule().transport();
+    assert_eq!(t.song_frame(), before + 512);
+    assert_eq!(t.looping(), Some((0.0, 8.0)));
+    assert!(t.is_playing());
+}
