@@ -179,17 +179,14 @@ impl Session {
     pub fn load_midi(&mut self, bytes: &[u8]) -> Result<u64, Error> {
         let bad = |e: &dyn std::fmt::Display| Error::new(Code::BadInput, format!("--midi: {e}"));
         let file = MidiFile::parse(bytes).map_err(|e| bad(&e))?;
-        let rate = self.engine.sample_rate();
         let cc = self
             .project
             .cc_mappings(&self.table)
             .map_err(|e| Error::new(Code::BadInput, e.to_string()))?;
-        let events = play::events(&file, &self.table, &cc, rate).map_err(|e| bad(&e))?;
-        self.engine
-            .schedule_mut()
-            .add_to_timeline(events)
-            .map_err(|e| bad(&e))?;
-        let frames = play::run_frames(&file, &self.table, rate);
+        let has_tempo = self.project.tempo.is_some();
+        let frames = play::place(&file, self.engine.schedule_mut(), &cc, has_tempo)
+            .map_err(|e| bad(&e))?
+            .frames;
         self.midi_frames = Some(frames);
         Ok(frames)
     }

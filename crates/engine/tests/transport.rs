@@ -9,6 +9,7 @@ use downbeat::Engine;
 use downbeat_graph::nodes::Sine;
 use downbeat_graph::time::{TempoMap, TransportCommand};
 
+mod midi_corpus;
 mod support;
 
 /// A metronome alone at `gain` 0.5 under `tables` (a `[tempo]`, a `[transport]`).
@@ -294,4 +295,74 @@ fn a_live_edit_keeps_the_song_going() {
     assert_eq!(t.song_frame(), before + 512);
     assert_eq!(t.looping(), Some((0.0, 8.0)));
     assert!(t.is_playing());
+}
+
+/// A synth played by a MIDI file in a project with a `[tempo]` and a loop: the file's
+/// ticks are beats of the project's map (its own tempo is ignored), and every pass of the
+/// loop plays its notes again, each starting on its beat's frame.
+#[test]
+fn a_midi_file_plays_in_the_songs_time_and_loops() {
+    use downbeat::midi::{play, MidiFile};
+    use midi_corpus::{smf, Track};
+    // 96 ticks per quarter, its own tempo 60 bpm (ignored); notes on beats 0.5 and 2.
+    let track = Track::default()
+        .tempo(0, 1_000_000)
+        .event(48, &[0x90, 60, 100])
+        .event(48, &[0x80, 60, 0])
+        .event(96, &[0x90, 64, 100])
+        .event(48, &[0x80, 64, 0])
+        .end(0);
+    let file = MidiFile::parse(&smf(0, 96, &[track])).unwrap();
+    let text = "block_size = 256\nedges = [\"k -> out\"]\n[nodes.k]\ntype = \"synth\"\n\
+                release = 0.01\n[nodes.out]\ntype = \"output\"\n\
+                [tempo]\nbpm = 150\nchanges = [{ beat = 1, bpm = 100, ramp = 2 }]\n\
+                [transport]\nloop = [0, 4]\n";
+    let p = Project::parse(text, "song.toml").unwrap();
+    let map = p.tempo.clone().unwrap();
+    let mut schedule = p.build().unwrap();
+    let table = schedule.param_table();
+    let placed = play::place(&file, &mut schedule, &p.cc_mappings(&table).unwrap(), true).unwrap();
+    assert!(placed.in_beats);
+    assert_eq!(placed.tempo_ignored, 1, "its 60 bpm");
+    let mut engine = Engine::new(schedule);
+    let pass = map.frame_of(4.0) as usize;
+    let audio = render(&mut engine, 3 * pass, 100);
+    for k in 0..3 {
+        for beat in [0.5, 2.0] {
+            let at = k * pass + map.frame_of(beat) as usize;
+            assert!(
+                audio[at - 200..at].iter().all(|&x| x == 0.0),
+                "pass {k}: silence before beat {beat}"
+            );
+            assert_ne!(
+                audio[at + 1],
+                0.0,
+                "pass {k}: the note of beat {beat} at {at}"
+            );
+        }
+    }
+}
+
+/// Without a `[tempo]`, a MIDI file's own tempo becomes the song's: a node sees it.
+#[test]
+fn a_midi_files_tempo_becomes_the_songs() {
+    use downbeat::midi::{play, MidiFile};
+    use midi_corpus::{smf, Track};
+    let track = Track::default()
+        .tempo(0, 400_000)
+        .event(96, &[0x90, 60, 100])
+        .tempo(96, 750_000)
+        .end(96);
+    let file = MidiFile::parse(&smf(0, 96, &[track])).unwrap();
+    let text =
+        "edges = [\"k -> out\"]\n[nodes.k]\ntype = \"synth\"\n[nodes.out]\ntype = \"output\"\n";
+    let p = Project::parse(text, "plain.toml").unwrap();
+    let mut schedule = p.build().unwrap();
+    let table = schedule.param_table();
+    let placed = play::place(&file, &mut schedule, &p.cc_mappings(&table).unwrap(), false).unwrap();
+    assert!(placed.tempo_taken && !placed.in_beats);
+    let map = schedule.transport().map();
+    assert_eq!(map.bpm_at(0.0), 150.0);
+    assert_eq!(map.bpm_at(2.0), 80.0);
+    assert_eq!(map.frame_of(2.0), 2 * 19_200, "two beats at 150 bpm");
 }

@@ -25,6 +25,7 @@ mod profile;
 mod registry;
 mod schedule;
 mod smooth;
+mod song_timeline;
 mod state;
 pub mod time;
 mod waiting;

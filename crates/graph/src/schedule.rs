@@ -21,6 +21,7 @@ use crate::parallel::{Kahn, Parallel};
 use crate::param::ParamKind;
 use crate::profile::{NodeSample, Profile};
 use crate::smooth::{ParamCurve, Segment, Shape};
+use crate::song_timeline::{SongEntry, SongTimeline};
 use crate::state::{NodeState, StateError};
 use crate::time::{TempoMap, Transport};
 use crate::waiting::{Due, Entry, Waiting, WAITING_CAPACITY};
@@ -554,6 +555,8 @@ pub struct Schedule {
     transport: Transport,
     /// Events waiting for a beat, and transport commands waiting for their frame.
     waiting: Waiting,
+    /// The preloaded events timed in beats.
+    song: SongTimeline,
 }
 
 impl Schedule {
@@ -638,6 +641,7 @@ impl Schedule {
                     .unwrap_or_else(|_| TempoMap::default()),
             ),
             waiting: Waiting::new(WAITING_CAPACITY),
+            song: SongTimeline::default(),
         }
     }
 
@@ -721,9 +725,6 @@ impl Schedule {
     /// (or earlier: late), then queues the node events whose beat falls in the block at
     /// their exact frames. Real-time safe.
     fn start_waiting(&mut self, frames: usize) {
-        if self.waiting.len() == 0 {
-            return;
-        }
         let mut i = 0;
         while i < self.waiting.len() {
             let Some(Entry { due, event }) = self.waiting.get(i) else {
@@ -757,6 +758,28 @@ impl Schedule {
         }
         let (song, position) = (self.transport.song_frame(), self.position);
         let end = song + frames as u64;
+        // The song's preloaded events due in this block, onto the queue at their frames.
+        let (keys, events) = (&self.keys, &mut self.events);
+        self.song
+            .due(self.transport.map(), song, end, |e: &SongEntry, f| {
+                let Some(slot) = keys.slot(NodeKey(e.node)) else {
+                    events.stats.stale += 1;
+                    return true;
+                };
+                if events.heap.len() == events.capacity {
+                    events.stats.carried += 1;
+                    return false;
+                }
+                let pending = Pending {
+                    frame: position + (f - song),
+                    seq: events.seq,
+                    node: slot as u32,
+                    body: e.body,
+                };
+                events.seq += 1;
+                events.heap_push(pending);
+                true
+            });
         let mut k = 0;
         while k < self.waiting.len() {
             let Some(Entry { due, event }) = self.waiting.get(k) else {
@@ -1722,6 +1745,11 @@ impl Schedule {
         });
         old.waiting = waiting;
         if self.edited_from == Some(old.id) {
+            self.song.continue_from(&mut old.song);
+        } else {
+            self.song.restart();
+        }
+        if self.edited_from == Some(old.id) {
             // An edit of `old`: its timeline goes on here where it was, entries and all (a
             // swap; the empty one goes back to be freed off the audio thread).
             std::mem::swap(&mut self.events.timeline, &mut old.events.timeline);
@@ -1806,16 +1834,57 @@ impl Schedule {
     /// [took over](Self::take_over) from another. Live edits carry it on to the schedules
     /// they commit. Allocates; call it off the audio thread.
     ///
+    /// Events timed by a beat ([`Event::on_beat`] with [`OnBeat::Beat`]) go on the song's
+    /// own timeline instead: each takes effect whenever the playing song reaches its beat,
+    /// on that beat's frame, so a loop plays it again and nothing plays while the song is
+    /// stopped.
+    ///
     /// # Errors
     /// [`ControlError::Stale`] for an event on a node or parameter that is not live here,
     /// [`ControlError::NoInstrument`] for a note to the instruments when no node plays
     /// notes; an event without a frame is taken as frame 0.
     pub fn set_timeline(&mut self, events: Vec<Event>) -> Result<(), ControlError> {
+        let (events, song) = self.split_song(events, 0)?;
+        self.song.clear();
+        self.song.add(song);
         let mut timeline = self.to_pending(events, 0)?;
         timeline.sort_by_key(Pending::key);
         self.events.timeline = timeline;
         self.events.cursor = 0;
         Ok(())
+    }
+
+    /// `events` without those timed by a beat ([`Event::beat`]), and those as entries of
+    /// the song's timeline, numbered in order from `seq`.
+    fn split_song(
+        &self,
+        events: Vec<Event>,
+        seq: u64,
+    ) -> Result<(Vec<Event>, Vec<SongEntry>), ControlError> {
+        let (timed, framed): (Vec<Event>, Vec<Event>) =
+            events.into_iter().partition(|e| e.beat.is_some());
+        let mut song = Vec::with_capacity(timed.len());
+        for e in timed {
+            let beat = match e.beat {
+                Some(OnBeat::Beat(b)) if b.is_finite() && b >= 0.0 => b,
+                Some(OnBeat::Beat(b)) => {
+                    return Err(ControlError::Transport(
+                        crate::time::TransportError::BadBeat(b),
+                    ))
+                }
+                // "The next bar" means nothing before the song plays.
+                _ => return Err(ControlError::Stale),
+            };
+            for p in self.to_pending(vec![Event { beat: None, ..e }], 0)? {
+                song.push(SongEntry {
+                    beat,
+                    seq: seq + song.len() as u64,
+                    node: p.node,
+                    body: p.body,
+                });
+            }
+        }
+        Ok((framed, song))
     }
 
     /// `events` as timeline entries, numbered in order from `seq`.
@@ -1861,6 +1930,8 @@ impl Schedule {
     /// # Errors
     /// As [`set_timeline`](Self::set_timeline); nothing is added then.
     pub fn add_to_timeline(&mut self, events: Vec<Event>) -> Result<(), ControlError> {
+        let (events, song) = self.split_song(events, self.song.next_seq())?;
+        self.song.add(song);
         let base = self
             .events
             .timeline

@@ -35,18 +35,21 @@ pub(crate) fn play_midi(
     use downbeat::midi::{play, MidiFile};
     let file = MidiFile::read(path)
         .map_err(|e| Failure::Input(format!("--midi `{}`: {e}", path.display())))?;
-    let rate = engine.sample_rate();
     let table = engine.schedule().param_table();
     let cc = project
         .cc_mappings(&table)
         .map_err(|e| Failure::Input(e.to_string()))?;
-    let events = play::events(&file, &table, &cc, rate)
+    let placed = play::place(&file, engine.schedule_mut(), &cc, project.tempo.is_some())
         .map_err(|e| Failure::Input(format!("--midi `{}`: {e}", path.display())))?;
-    engine
-        .schedule_mut()
-        .add_to_timeline(events)
-        .expect("the events name nodes that play notes");
-    Ok(play::run_frames(&file, &table, rate))
+    if placed.tempo_ignored > 0 {
+        eprintln!(
+            "warning: --midi `{}`: the project's [tempo] sets the song's tempo; the file's {} \
+             tempo change(s) are ignored and its ticks are played as beats of the project's map",
+            path.display(),
+            placed.tempo_ignored
+        );
+    }
+    Ok(placed.frames)
 }
 
 /// Events an OSC server's controller can hold before the audio thread takes them: far more

@@ -93,6 +93,11 @@ impl TempoMap {
         self.segments.len()
     }
 
+    /// The tempo segments as `(tick, µs per quarter note)`, the initial one included.
+    pub fn changes(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.segments.iter().map(|s| (s.tick, s.micros))
+    }
+
     /// The first sample frame at or after tick `tick`, at `sample_rate`: exact, with no
     /// accumulated rounding.
     pub fn frame(&self, tick: u64, sample_rate: u32) -> u64 {
