@@ -7,7 +7,7 @@ use downbeat::control::When;
 use downbeat::project::Project;
 use downbeat::Engine;
 use downbeat_graph::nodes::Sine;
-use downbeat_graph::time::{TempoMap, TransportCommand};
+use downbeat_graph::time::{TempoMap, TempoPoint, TransportCommand};
 
 mod midi_corpus;
 mod support;
@@ -365,4 +365,58 @@ fn a_midi_files_tempo_becomes_the_songs() {
     assert_eq!(map.bpm_at(0.0), 150.0);
     assert_eq!(map.bpm_at(2.0), 80.0);
     assert_eq!(map.frame_of(2.0), 2 * 19_200, "two beats at 150 bpm");
+}
+
+/// A live tempo change on a beat, a step then a ramp: every click after it on the frame a
+/// map built with the same changes from the start gives; a live edit keeps the changed
+/// tempo.
+#[test]
+fn a_live_tempo_change_moves_the_beats_after_it() {
+    let p = metronome("[tempo]\nbpm = 120\n");
+    let (editor, schedule) = p.editor().unwrap();
+    let mut engine = Engine::new(schedule);
+    let mut live = engine.live_editor(editor);
+    let mut control = engine.controller(16);
+    let tempo = |bpm, ramp| TransportCommand::Tempo { bpm, ramp };
+    control
+        .transport(When::Beat(4.0), tempo(90.0, 0.0))
+        .unwrap();
+    control
+        .transport(When::Beat(8.0), tempo(150.0, 4.0))
+        .unwrap();
+    let want = TempoMap::new(
+        120.0,
+        Default::default(),
+        &[
+            TempoPoint {
+                beat: 4.0,
+                bpm: 90.0,
+                ramp: 0.0,
+            },
+            TempoPoint {
+                beat: 8.0,
+                bpm: 150.0,
+                ramp: 4.0,
+            },
+        ],
+        &[],
+        48_000.0,
+    )
+    .unwrap();
+    let frames = want.frame_of(20.0) as usize;
+    let mut audio = render(&mut engine, frames / 2, 777);
+    // An edit half way: the song goes on at the changed tempo.
+    live.add("s", Sine::new(1, 48000.0, 440.0, 0.0, 0.0))
+        .unwrap();
+    live.commit().unwrap();
+    audio.extend(render(&mut engine, frames - frames / 2, 777));
+    assert_eq!(engine.swaps(), 1);
+    let got: Vec<u64> = onsets(&audio).iter().map(|o| o.0 as u64).collect();
+    let expected: Vec<u64> = beat_frames(&want, 0, frames as u64)
+        .iter()
+        .map(|b| b.0)
+        .collect();
+    assert_eq!(got, expected);
+    let refused = control.transport(When::Now, tempo(0.0, 0.0));
+    assert!(refused.is_err(), "a tempo of 0 is refused: {refused:?}");
 }

@@ -851,7 +851,7 @@ impl Schedule {
     /// schedule runs (a project's `[tempo]` comes in this way).
     pub fn set_tempo(&mut self, map: TempoMap) {
         let mut transport = Transport::new(map);
-        transport.continue_from(&self.transport);
+        transport.continue_from(&mut self.transport);
         self.transport = transport;
     }
 
@@ -1729,7 +1729,7 @@ impl Schedule {
             self.set_offline(old.offline);
         }
         self.position = old.position;
-        self.transport.continue_from(&old.transport);
+        self.transport.continue_from(&mut old.transport);
         let mut waiting = std::mem::replace(&mut old.waiting, Waiting::new(0));
         waiting.drain_into(|e| {
             let ok = match e.event.target {

@@ -583,6 +583,17 @@ fn check_command(command: TransportCommand) -> Result<(), ControlError> {
             }
             Ok(())
         }
+        TransportCommand::Tempo { bpm, ramp } => {
+            if bpm > 0.0 && bpm <= 999.0 && ramp >= 0.0 && ramp.is_finite() {
+                Ok(())
+            } else {
+                Err(ControlError::Transport(TransportError::BadTempo {
+                    bpm,
+                    ramp,
+                    no_room: false,
+                }))
+            }
+        }
         TransportCommand::Play
         | TransportCommand::Stop
         | TransportCommand::LocateFrame(_)

@@ -19,6 +19,7 @@
 //! | `/transport/locate` | beat | goes to that quarter-note beat |
 //! | `/transport/loop` | start, end (beats) | loops the song from start to end |
 //! | `/transport/unloop` | none | stops looping |
+//! | `/transport/tempo` | bpm, optional ramp (beats) | from where the song is, the tempo goes to bpm (over the ramp), and stays |
 //! | `/beat/<beat>/...`, `/next_bar/...`, `/next_beat/...` in front of any address above but `/graph` | as that address | takes effect when the playing song reaches the beat (`/beat/16/node/synth/note_on 60 100`), on the exact frame of that beat |
 //!
 //! Notes and velocities count as in MIDI: note `0..=127`, where fractions are microtones
@@ -484,6 +485,14 @@ impl OscHandler {
                 "loop" => {
                     let [start, end] = numbers::<2>(m, "the loop's start and end beats")?;
                     TransportCommand::Loop(start, end)
+                }
+                "tempo" if m.args.len() == 2 => {
+                    let [bpm, ramp] = numbers::<2>(m, "a tempo and a ramp in beats")?;
+                    TransportCommand::Tempo { bpm, ramp }
+                }
+                "tempo" => {
+                    let [bpm] = numbers::<1>(m, "a tempo, and optionally a ramp in beats")?;
+                    TransportCommand::Tempo { bpm, ramp: 0.0 }
                 }
                 _ => return Err(unknown()),
             };

@@ -116,6 +116,9 @@ pub enum TempoError {
         /// The beat they share.
         beat: f64,
     },
+    /// A live tempo change found no room left of what
+    /// [`TempoMap::reserve_live`](super::TempoMap::reserve_live) reserved.
+    NoRoom,
 }
 
 impl fmt::Display for TempoError {
@@ -199,6 +202,12 @@ impl fmt::Display for TempoError {
             TempoError::DuplicateSignature { index, other, beat } => write!(
                 f,
                 "signature changes {index} and {other} are both at beat {beat}"
+            ),
+            TempoError::NoRoom => write!(
+                f,
+                "no room left for another live tempo change (the map reserves room for {} \
+                 when it starts to play)",
+                super::transport::LIVE_TEMPO_CHANGES
             ),
         }
     }

@@ -288,7 +288,8 @@ struct Region {
 /// immutable after: every conversion starts from the anchor of the one segment that holds
 /// its input (found by binary search), so it costs O(log segments), never allocates, and
 /// gives the same bits for the same input whatever was asked before. The audio thread can
-/// call it every block; the control side builds a new map to change it.
+/// call it every block. A live tempo change ([`retempo`](TempoMap::retempo)) rewrites the
+/// map from a beat on, within room reserved beforehand.
 ///
 /// Before beat 0 (or time 0) the map holds the first segment's tempo and counts bars of the
 /// first signature backwards (bar -1 starts one bar before 0).
@@ -376,6 +377,95 @@ impl TempoMap {
             segments: segments(bpm, points)?,
             regions: regions(signature, signatures)?,
         })
+    }
+
+    /// Makes room, written once so that no page of it faults later, for `changes` live
+    /// tempo changes ([`retempo`](TempoMap::retempo)) without allocating. Allocates: off
+    /// the audio thread.
+    pub fn reserve_live(&mut self, changes: usize) {
+        let len = self.segments.len();
+        let last = self.segments[len - 1];
+        self.segments.resize(len + 2 * changes, last);
+        self.segments.truncate(len);
+    }
+
+    /// From `beat` on, the tempo goes from the one in force there to `bpm`, linearly over
+    /// `ramp` beats (0: a step), and stays there; every tempo change after `beat` is
+    /// dropped. Beats before `beat` keep their times, so a song playing at `beat` goes on
+    /// without a jump. Real-time safe while the room [`reserve_live`](TempoMap::reserve_live)
+    /// made lasts (each change takes at most two segments of it; the segments it drops
+    /// give theirs back).
+    ///
+    /// ```
+    /// use downbeat_graph::time::TempoMap;
+    ///
+    /// let mut map = TempoMap::constant(120.0, 48000.0).unwrap();
+    /// map.reserve_live(4);
+    /// map.retempo(4.0, 60.0, 0.0).unwrap(); // at beat 4 (2 s), down to 60 bpm
+    /// assert_eq!(map.frame_of(4.0), 96_000);
+    /// assert_eq!(map.frame_of(5.0), 144_000);
+    /// map.retempo(2.0, 240.0, 2.0).unwrap(); // from beat 2 (1 s), up to 240 over 2 beats
+    /// assert_eq!(map.bpm_at(3.0), 180.0);
+    /// assert_eq!(map.bpm_at(10.0), 240.0, "the change at beat 4 is gone");
+    /// ```
+    ///
+    /// # Errors
+    /// [`TempoError::PointBeat`], [`TempoError::PointBpm`] or [`TempoError::Ramp`] (with
+    /// index 0) for a value out of range, [`TempoError::NoRoom`] when the reserved room is
+    /// used up; the map is unchanged then.
+    pub fn retempo(&mut self, beat: f64, bpm: f64, ramp: f64) -> Result<(), TempoError> {
+        if !(beat >= 0.0 && beat.is_finite()) {
+            return Err(TempoError::PointBeat { index: 0, beat });
+        }
+        if !valid_bpm(bpm) {
+            return Err(TempoError::PointBpm {
+                index: 0,
+                beat,
+                bpm,
+            });
+        }
+        if !(ramp >= 0.0 && (beat + ramp).is_finite()) {
+            return Err(TempoError::Ramp {
+                index: 0,
+                beat,
+                ramp,
+            });
+        }
+        let k = self.segment_index_at(beat);
+        let current = self.segments[k];
+        let (from, start_seconds) = (current.bpm_at(beat), current.seconds_at(beat));
+        // The segment holding `beat` ends there (or goes, if it starts there).
+        let kept = if beat > current.start_beat { k + 1 } else { k };
+        if kept + 2 > self.segments.capacity() {
+            return Err(TempoError::NoRoom);
+        }
+        self.segments.truncate(kept);
+        if let Some(last) = self.segments.last_mut() {
+            if last.end_beat > beat {
+                last.end_beat = beat;
+                last.end_bpm = from;
+            }
+        }
+        let mut start = (beat, start_seconds);
+        if ramp > 0.0 {
+            let ramped = Segment {
+                start_beat: beat,
+                end_beat: beat + ramp,
+                start_bpm: from,
+                end_bpm: bpm,
+                start_seconds,
+            };
+            self.segments.push(ramped);
+            start = (beat + ramp, ramped.seconds_at(beat + ramp));
+        }
+        self.segments.push(Segment {
+            start_beat: start.0,
+            end_beat: f64::INFINITY,
+            start_bpm: bpm,
+            end_bpm: bpm,
+            start_seconds: start.1,
+        });
+        Ok(())
     }
 
     /// A map at one tempo in 4/4, for when there is no tempo track.

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use super::error::TempoError;
 use super::position::{segment_at_frame, MusicalPosition};
 use super::tempo::TempoMap;
 
@@ -22,13 +23,35 @@ pub enum TransportCommand {
     Loop(f64, f64),
     /// No more looping.
     Unloop,
+    /// From where the song is, the tempo goes to `bpm`, linearly over `ramp` beats (0: at
+    /// once), and stays there; the tempo map's later changes are dropped.
+    Tempo {
+        /// The tempo to reach, in quarter notes per minute (above 0, at most 999).
+        bpm: f64,
+        /// Beats the change takes.
+        ramp: f64,
+    },
 }
+
+/// Live tempo changes a transport has room for ([`TransportCommand::Tempo`]): each takes
+/// at most two segments of its map, reserved when the transport is made.
+pub const LIVE_TEMPO_CHANGES: usize = 512;
 
 /// Why a transport refused a command.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum TransportError {
     /// A beat that is negative, infinite or not a number.
     BadBeat(f64),
+    /// A tempo change the map refuses: a tempo not above 0 or above 999, a ramp that is
+    /// negative or not a number, or no room left.
+    BadTempo {
+        /// The tempo asked for.
+        bpm: f64,
+        /// The ramp asked for, in beats.
+        ramp: f64,
+        /// Whether the room for live changes is used up (the values were fine).
+        no_room: bool,
+    },
     /// A loop that does not end after it starts (or that is shorter than one frame).
     BadLoop {
         /// Where it was to start.
@@ -42,6 +65,15 @@ impl fmt::Display for TransportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::BadBeat(b) => write!(f, "beat {b} must be a number of beats from 0 up"),
+            Self::BadTempo { no_room: true, .. } => write!(
+                f,
+                "no room left for another live tempo change ({LIVE_TEMPO_CHANGES} per run)"
+            ),
+            Self::BadTempo { bpm, ramp, .. } => write!(
+                f,
+                "a tempo of {bpm} bpm over {ramp} beats: the tempo must be above 0 and at most \
+                 999, the ramp 0 or more beats"
+            ),
             Self::BadLoop { start, end } => write!(
                 f,
                 "a loop from beat {start} to beat {end} must end at least one frame after it starts"
@@ -91,6 +123,9 @@ struct Loop {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Transport {
     map: TempoMap,
+    /// The map as it was made, before any live tempo change: a schedule replacing this
+    /// one with the same keeps the live changes.
+    base: TempoMap,
     playing: bool,
     song_frame: u64,
     looping: Option<Loop>,
@@ -99,8 +134,12 @@ pub struct Transport {
 impl Transport {
     /// A transport over `map`, playing from beat 0.
     pub fn new(map: TempoMap) -> Self {
+        let base = map.clone();
+        let mut map = map;
+        map.reserve_live(LIVE_TEMPO_CHANGES);
         Self {
             map,
+            base,
             playing: true,
             song_frame: 0,
             looping: None,
@@ -132,12 +171,15 @@ impl Transport {
         MusicalPosition::of(&self.map, self.song_frame, self.playing, self.looping())
     }
 
-    /// Carries on where `old` was: playing or not, looping or not, at the same beat (the
-    /// same frame too when both have the same tempo map). For a schedule that replaces
-    /// another; does not allocate.
-    pub fn continue_from(&mut self, old: &Transport) {
+    /// Carries on where `old` was: playing or not, looping or not, at the same beat. When
+    /// both were made with the same tempo map, `old`'s map goes on here, live tempo changes
+    /// and all (a swap: this one's goes back with `old`); otherwise this one's map holds
+    /// from the beat the song was at. For a schedule that replaces another; does not
+    /// allocate.
+    pub fn continue_from(&mut self, old: &mut Transport) {
         self.playing = old.playing;
-        if self.map == old.map {
+        if self.base == old.base {
+            std::mem::swap(&mut self.map, &mut old.map);
             self.song_frame = old.song_frame;
             self.looping = old.looping;
         } else {
@@ -182,6 +224,22 @@ impl Transport {
                 });
             }
             TransportCommand::Unloop => self.looping = None,
+            TransportCommand::Tempo { bpm, ramp } => {
+                let beat = self.position().beat;
+                let beat = if beat > 0.0 { beat } else { 0.0 };
+                self.map
+                    .retempo(beat, bpm, ramp)
+                    .map_err(|e| TransportError::BadTempo {
+                        bpm,
+                        ramp,
+                        no_room: e == TempoError::NoRoom,
+                    })?;
+                // The loop's beats stay; their frames move with the new tempo.
+                if let Some(l) = &mut self.looping {
+                    l.start_frame = self.map.frame_of(l.start);
+                    l.end_frame = self.map.frame_of(l.end);
+                }
+            }
         }
         Ok(())
     }
