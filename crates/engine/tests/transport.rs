@@ -420,3 +420,69 @@ fn a_live_tempo_change_moves_the_beats_after_it() {
     let refused = control.transport(When::Now, tempo(0.0, 0.0));
     assert!(refused.is_err(), "a tempo of 0 is refused: {refused:?}");
 }
+
+/// The transport over OSC: commands, a beat in front of an address, and refusals that
+/// name what is wrong.
+#[test]
+fn osc_moves_the_transport_and_times_messages_by_beat() {
+    use downbeat::control::osc::{OscHandler, Rejection};
+    use rosc::{encoder, OscMessage, OscPacket, OscType};
+    let packet = |addr: &str, args: Vec<OscType>| {
+        encoder::encode(&OscPacket::Message(OscMessage {
+            addr: addr.into(),
+            args,
+        }))
+        .unwrap()
+    };
+    let text = format!("{}[tempo]\nbpm = 120\n", support::constant_through_gain(64));
+    let p = Project::parse(&text, "osc.toml").unwrap();
+    let mut engine = Engine::new(p.build().unwrap());
+    let mut osc = OscHandler::new(engine.controller(64));
+    // Beat 2 is frame 48,000 at 120 bpm.
+    let step = packet("/beat/2/node/g/gain/step", vec![OscType::Float(0.0)]);
+    assert_eq!(osc.handle(&step), Ok(1));
+    let audio = render(&mut engine, 50_000, 512);
+    assert!(audio[..48_000].iter().all(|&x| x == 1.0));
+    assert!(audio[48_000..].iter().all(|&x| x == 0.0));
+    assert_eq!(osc.handle(&packet("/transport/stop", vec![])), Ok(1));
+    assert_eq!(
+        osc.handle(&packet("/transport/locate", vec![OscType::Int(8)])),
+        Ok(1)
+    );
+    assert_eq!(
+        osc.handle(&packet(
+            "/transport/tempo",
+            vec![OscType::Float(60.0), OscType::Float(2.0)]
+        )),
+        Ok(1)
+    );
+    render(&mut engine, 64, 64);
+    let t = engine.schedule().transport();
+    assert!(!t.is_playing());
+    assert_eq!(t.position().beat, 8.0);
+    assert_eq!(t.map().bpm_at(10.0), 60.0, "ramped from beat 8 over 2 beats");
+    assert_eq!(osc.handle(&packet("/next_bar/transport/play", vec![])), Ok(1));
+    let refused = [
+        packet(
+            "/transport/loop",
+            vec![OscType::Float(8.0), OscType::Float(4.0)],
+        ),
+        packet("/transport/tempo", vec![OscType::Float(0.0)]),
+        packet("/transport/play", vec![OscType::Float(1.0)]),
+        packet("/beat/soon/node/g/gain", vec![OscType::Float(1.0)]),
+        packet("/transport/rewind", vec![]),
+    ];
+    for (k, bad) in refused.iter().enumerate() {
+        let err = osc.handle(bad).expect_err("refused");
+        let said = err.to_string();
+        assert!(
+            matches!(
+                err,
+                Rejection::Control { .. }
+                    | Rejection::BadArguments { .. }
+                    | Rejection::UnknownAddress(_)
+            ),
+            "{k}: {said}"
+        );
+    }
+}
