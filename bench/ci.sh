@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Every suite, by name; `graph-plugin` is `graph --case plugin` in a build with LV2.
-suites=(ring clock notify alloc graph gc control synth files engines fuzz soak edit)
+suites=(ring clock notify alloc graph gc control synth files engines fuzz soak edit transport)
 
 # What the suites run against (x42 and zam plugins through lilv, sox and ffmpeg, SuperCollider's
 # servers, JACK, Node.js for node-web-audio-api, cyclictest): scripts/deps.sh.

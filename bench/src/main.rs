@@ -20,6 +20,7 @@ mod ring;
 mod rng;
 mod soak;
 mod synth;
+mod transport;
 
 #[derive(Parser)]
 #[command(
@@ -59,6 +60,8 @@ enum Suite {
     Soak(soak::SoakArgs),
     /// Live edits (issue 37): edit to audible on the virtual device (10 and 1000 nodes, p50/p99), the audio-thread cost of applying an edit to 1000 nodes against the 5% budget target, and compile time and audio-thread cost against Firewheel; exits 1 when an output is not what it should be.
     Edit(edit::EditArgs),
+    /// Musical time (issue 39): the transport's own work per 64-frame block (position, cuts, advance) against the block's budget, and a whole engine block of 100 gains and a metronome with a ramp every four beats, a loop and beat events against the same graph at a steady tempo.
+    Transport(Common),
 }
 
 /// Options every suite understands.
@@ -113,13 +116,14 @@ fn main() {
         Suite::Files(common) => files::run(common),
         Suite::Engines(args) => engines::run(args),
         Suite::Fuzz(args) => fuzz::run(args),
+        Suite::Transport(common) => transport::run(common),
         Suite::Soak(_) => unreachable!("the soak ran above"),
         Suite::Edit(_) => unreachable!("the edit suite ran above"),
     };
     let json = match &cli.suite {
         Suite::Ring(common) | Suite::Clock(common) | Suite::Notify(common) => common.json,
         Suite::Alloc(common) | Suite::Graph(common) | Suite::Control(common) => common.json,
-        Suite::Synth(common) | Suite::Files(common) => common.json,
+        Suite::Synth(common) | Suite::Files(common) | Suite::Transport(common) => common.json,
         Suite::Gc(args) => args.common.json,
         Suite::Engines(args) => args.common.json,
         Suite::Fuzz(args) => args.json,

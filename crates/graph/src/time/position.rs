@@ -54,7 +54,23 @@ impl MusicalPosition {
     /// The position at `song_frame` of `map`, with the transport playing or not and looping
     /// over `looping`. Does not allocate.
     pub fn of(map: &TempoMap, song_frame: u64, playing: bool, looping: Option<(f64, f64)>) -> Self {
-        let segment = *segment_at_frame(map, song_frame);
+        Self::in_segment(
+            map,
+            *segment_at_frame(map, song_frame),
+            song_frame,
+            playing,
+            looping,
+        )
+    }
+
+    /// [`of`](MusicalPosition::of) when the tempo segment holding `song_frame` is known.
+    pub(crate) fn in_segment(
+        map: &TempoMap,
+        segment: Segment,
+        song_frame: u64,
+        playing: bool,
+        looping: Option<(f64, f64)>,
+    ) -> Self {
         let beat = segment.beat_at_seconds(song_frame as f64 / map.sample_rate());
         let (bar, bar_beat) = map.bar_at(beat + ON_LINE);
         Self {
@@ -190,6 +206,19 @@ pub struct BeatLine {
 /// frame of its first beat ([`TempoMap::frame_of`]) up to that of the next segment's.
 pub(crate) fn segment_at_frame(map: &TempoMap, frame: u64) -> &Segment {
     let segments = map.segments();
-    let k = segments.partition_point(|s| map.frame_of(s.start_beat) <= frame);
+    let rate = map.sample_rate();
+    let k = segments.partition_point(|s| start_frame(s, rate) <= frame);
     &segments[k.saturating_sub(1)]
+}
+
+/// The frame of a segment's first beat: what [`TempoMap::frame_of`] gives for it (the map
+/// finds this segment for that beat, whose time is the segment's anchor), without the
+/// search.
+pub(crate) fn start_frame(segment: &Segment, sample_rate: f64) -> u64 {
+    let frame = (segment.start_seconds * sample_rate).round();
+    if frame > 0.0 {
+        frame as u64
+    } else {
+        0
+    }
 }

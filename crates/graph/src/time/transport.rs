@@ -4,7 +4,7 @@
 use std::fmt;
 
 use super::error::TempoError;
-use super::position::{segment_at_frame, MusicalPosition};
+use super::position::{segment_at_frame, start_frame, MusicalPosition};
 use super::tempo::TempoMap;
 
 /// What a transport is told to do.
@@ -129,6 +129,28 @@ pub struct Transport {
     playing: bool,
     song_frame: u64,
     looping: Option<Loop>,
+    /// Where the song is in the map, kept so that a block costs no search: see [`Place`].
+    place: Place,
+}
+
+/// The tempo segment the song's frame lies in and the next frame at which the segment or
+/// the signature changes, valid for song frames from `from` (where it was looked up) up to
+/// `cut`: playing moves forward within it, and a jump back or a change of map looks it up
+/// again.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Place {
+    segment: usize,
+    from: u64,
+    cut: u64,
+}
+
+impl Place {
+    /// Matches no frame: the next [`Transport::settle`] looks the place up.
+    const NONE: Place = Place {
+        segment: 0,
+        from: u64::MAX,
+        cut: 0,
+    };
 }
 
 impl Transport {
@@ -137,13 +159,16 @@ impl Transport {
         let base = map.clone();
         let mut map = map;
         map.reserve_live(LIVE_TEMPO_CHANGES);
-        Self {
+        let mut t = Self {
             map,
             base,
             playing: true,
             song_frame: 0,
             looping: None,
-        }
+            place: Place::NONE,
+        };
+        t.settle();
+        t
     }
 
     /// The tempo map.
@@ -168,7 +193,42 @@ impl Transport {
 
     /// The musical position at the current frame.
     pub fn position(&self) -> MusicalPosition {
-        MusicalPosition::of(&self.map, self.song_frame, self.playing, self.looping())
+        let segment = match self.map.segments().get(self.place.segment) {
+            Some(s) if self.place.from <= self.song_frame && self.song_frame < self.place.cut => *s,
+            _ => *segment_at_frame(&self.map, self.song_frame),
+        };
+        MusicalPosition::in_segment(
+            &self.map,
+            segment,
+            self.song_frame,
+            self.playing,
+            self.looping(),
+        )
+    }
+
+    /// Looks up where the song is in the map unless the place kept is still good for its
+    /// frame. Real-time safe: two binary searches when it looks.
+    fn settle(&mut self) {
+        let here = self.song_frame;
+        if self.place.from <= here && here < self.place.cut {
+            return;
+        }
+        let (segments, rate) = (self.map.segments(), self.map.sample_rate());
+        let k = segments
+            .partition_point(|s| start_frame(s, rate) <= here)
+            .saturating_sub(1);
+        let beat = segments[k].beat_at_seconds(here as f64 / rate);
+        let mut cut = segments
+            .get(k + 1)
+            .map_or(u64::MAX, |s| start_frame(s, rate));
+        if let Some(b) = self.map.next_signature_change(beat) {
+            cut = cut.min(self.map.frame_of(b));
+        }
+        self.place = Place {
+            segment: k,
+            from: here,
+            cut: cut.max(here + 1),
+        };
     }
 
     /// Carries on where `old` was: playing or not, looping or not, at the same beat. When
@@ -177,6 +237,12 @@ impl Transport {
     /// from the beat the song was at. For a schedule that replaces another; does not
     /// allocate.
     pub fn continue_from(&mut self, old: &mut Transport) {
+        self.place = Place::NONE;
+        self.continue_state(old);
+        self.settle();
+    }
+
+    fn continue_state(&mut self, old: &mut Transport) {
         self.playing = old.playing;
         if self.base == old.base {
             std::mem::swap(&mut self.map, &mut old.map);
@@ -198,6 +264,12 @@ impl Transport {
     /// A beat that is not a number from 0 up, or a loop that does not end at least one
     /// frame after it starts; the transport is then unchanged.
     pub fn apply(&mut self, command: TransportCommand) -> Result<(), TransportError> {
+        let done = self.carry_out(command);
+        self.settle();
+        done
+    }
+
+    fn carry_out(&mut self, command: TransportCommand) -> Result<(), TransportError> {
         let beat_ok = |b: f64| {
             if b.is_finite() && b >= 0.0 {
                 Ok(b)
@@ -227,6 +299,7 @@ impl Transport {
             TransportCommand::Tempo { bpm, ramp } => {
                 let beat = self.position().beat;
                 let beat = if beat > 0.0 { beat } else { 0.0 };
+                self.place = Place::NONE;
                 self.map
                     .retempo(beat, bpm, ramp)
                     .map_err(|e| TransportError::BadTempo {
@@ -253,10 +326,36 @@ impl Transport {
         }
         let here = self.song_frame;
         let mut end = here.saturating_add(frames as u64);
-        let beat =
-            segment_at_frame(&self.map, here).beat_at_seconds(here as f64 / self.map.sample_rate());
+        let place = if self.place.from <= here && here < self.place.cut {
+            self.place
+        } else {
+            // Not settled (never the case after a `&mut` method): look it up.
+            let mut t = Transport {
+                map: TempoMap::default(),
+                base: TempoMap::default(),
+                ..*self
+            };
+            let _ = &mut t;
+            return self.piece_looked_up(frames);
+        };
+        if place.cut > here {
+            end = end.min(place.cut);
+        }
+        if let Some(l) = self.looping.filter(|l| l.end_frame > here) {
+            end = end.min(l.end_frame);
+        }
+        (end - here) as usize
+    }
+
+    /// [`piece`](Transport::piece) without the kept place.
+    fn piece_looked_up(&self, frames: usize) -> usize {
+        let here = self.song_frame;
+        let mut end = here.saturating_add(frames as u64);
+        let (segments, rate) = (self.map.segments(), self.map.sample_rate());
+        let k = segments.partition_point(|s| start_frame(s, rate) <= here);
+        let beat = segments[k.saturating_sub(1)].beat_at_seconds(here as f64 / rate);
         for next in [
-            self.next_segment_frame(here),
+            segments.get(k).map(|s| start_frame(s, rate)),
             self.map
                 .next_signature_change(beat)
                 .map(|b| self.map.frame_of(b)),
@@ -274,13 +373,6 @@ impl Transport {
         (end - here) as usize
     }
 
-    /// The first frame of the tempo segment after the one `frame` lies in.
-    fn next_segment_frame(&self, frame: u64) -> Option<u64> {
-        let segments = self.map.segments();
-        let k = segments.partition_point(|s| self.map.frame_of(s.start_beat) <= frame);
-        segments.get(k).map(|s| self.map.frame_of(s.start_beat))
-    }
-
     /// Moves on `frames` frames (a piece [`piece`](Transport::piece) allowed), wrapping at
     /// the loop's end.
     pub fn advance(&mut self, frames: usize) {
@@ -293,6 +385,7 @@ impl Transport {
                 self.song_frame = l.start_frame + (self.song_frame - l.end_frame);
             }
         }
+        self.settle();
     }
 }
 
