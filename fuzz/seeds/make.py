@@ -270,6 +270,19 @@ def osc():
         "bad-blob": osc_message("/node/g/gain", "b", b"\x01\x02\x03"),
         "bad-note": osc_message("/node/keys/note_on", "ff", 128.0, 100.0),
         "bad-not-live": osc_message("/node/comp/fft_size", "i", 512),
+        # Musical time: the transport, and addresses timed by a beat.
+        "transport-play": osc_message("/transport/play"),
+        "transport-stop": osc_message("/transport/stop"),
+        "transport-locate": osc_message("/transport/locate", "f", 8.0),
+        "transport-loop": osc_message("/transport/loop", "ii", 0, 16),
+        "transport-unloop": osc_message("/transport/unloop"),
+        "transport-tempo": osc_message("/transport/tempo", "fd", 140.0, 4.0),
+        "beat-step": osc_message("/beat/16.5/node/g/gain/step", "f", 0.0),
+        "next-bar-note": osc_message("/next_bar/node/keys/note_on", "ii", 60, 100),
+        "next-beat-stop": osc_message("/next_beat/transport/stop"),
+        "bad-loop": osc_message("/transport/loop", "ff", 8.0, 4.0),
+        "bad-tempo": osc_message("/transport/tempo", "f", 0.0),
+        "bad-beat": osc_message("/beat/soon/node/g/gain", "f", 1.0),
     }
     for name, data in seeds.items():
         out("osc_packet", name + ".osc", data)
