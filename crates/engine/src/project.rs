@@ -547,7 +547,8 @@ impl Project {
                 .expect("the loop was checked against the map when parsed");
         }
         if !self.automation.is_empty() {
-            let events = automation::events(&self.automation, &schedule.param_table())
+            let table = schedule.param_table();
+            let events = automation::events(&self.automation, &table, schedule.transport().map())
                 .map_err(|e| located(&self.source(), e))?;
             schedule
                 .set_timeline(events)

@@ -386,15 +386,18 @@ fn not_applied(old: &Project, new: &Project) -> Vec<String> {
         p.automation
             .iter()
             .map(|a| {
-                let points: Vec<_> = a
-                    .points
-                    .iter()
-                    .map(|x| (x.seconds, x.value, x.shape))
-                    .collect();
-                (a.node.clone(), a.param.clone(), points)
+                let points: Vec<_> = a.points.iter().map(|x| (x.at, x.value, x.shape)).collect();
+                (a.node.clone(), a.param.clone(), a.unit, points)
             })
             .collect::<Vec<_>>()
     };
+    if old.transport != new.transport {
+        notes.push(
+            "`[transport]` changed; the running song keeps playing, stopped or looping as it \
+             was (move it with /transport/... or a controller)"
+                .to_string(),
+        );
+    }
     if curves(old) != curves(new) {
         notes
             .push("`[[automation]]` changed; it applies when the project starts again".to_string());

@@ -460,8 +460,15 @@ fn osc_moves_the_transport_and_times_messages_by_beat() {
     let t = engine.schedule().transport();
     assert!(!t.is_playing());
     assert_eq!(t.position().beat, 8.0);
-    assert_eq!(t.map().bpm_at(10.0), 60.0, "ramped from beat 8 over 2 beats");
-    assert_eq!(osc.handle(&packet("/next_bar/transport/play", vec![])), Ok(1));
+    assert_eq!(
+        t.map().bpm_at(10.0),
+        60.0,
+        "ramped from beat 8 over 2 beats"
+    );
+    assert_eq!(
+        osc.handle(&packet("/next_bar/transport/play", vec![])),
+        Ok(1)
+    );
     let refused = [
         packet(
             "/transport/loop",
@@ -485,4 +492,46 @@ fn osc_moves_the_transport_and_times_messages_by_beat() {
             "{k}: {said}"
         );
     }
+}
+
+/// Automation in beats (`time = "beats"`) follows the song: a step on beat 1 and a ramp
+/// from beat 2 to beat 3, on every pass of a loop, through a tempo ramp.
+#[test]
+fn automation_in_beats_follows_the_song() {
+    let text = format!(
+        "{}[[automation]]\nnode = \"g\"\nparam = \"gain\"\ntime = \"beats\"\n\
+         points = [[1, 0.0], [2, 0.5], [3, 1.0, \"linear\"]]\n\
+         [tempo]\nbpm = 100\nchanges = [{{ beat = 0, bpm = 160, ramp = 4 }}]\n\
+         [transport]\nloop = [0, 4]\n",
+        support::constant_through_gain(128)
+    );
+    let p = Project::parse(&text, "beats.toml").unwrap();
+    let map = p.tempo.clone().unwrap();
+    let (b1, b2, b3, pass) = (
+        map.frame_of(1.0) as usize,
+        map.frame_of(2.0) as usize,
+        map.frame_of(3.0) as usize,
+        map.frame_of(4.0) as usize,
+    );
+    let mut engine = Engine::new(p.build().unwrap());
+    let audio = render(&mut engine, 3 * pass, 100);
+    for k in 0..3 {
+        let at = |f: usize| audio[k * pass + f];
+        if k == 0 {
+            assert_eq!(at(b1 - 1), 1.0, "before the first step");
+        }
+        assert_eq!(at(b1), 0.0, "pass {k}: the step on beat 1");
+        assert_eq!(at(b2), 0.5, "pass {k}: the step on beat 2");
+        let mid = (b2 + b3) / 2;
+        let want = 0.5 + 0.5 * (mid - b2) as f32 / (b3 - b2) as f32;
+        assert!(
+            (at(mid) - want).abs() < 1e-3,
+            "pass {k}: ramping, {} vs {want}",
+            at(mid)
+        );
+        assert_eq!(at(b3 + 10), 1.0, "pass {k}: the ramp's end on beat 3");
+    }
+    let bad = text.replace("time = \"beats\"", "time = \"bars\"");
+    let err = Project::parse(&bad, "beats.toml").expect_err("an unknown unit");
+    assert!(err.message.contains("bars"), "{err}");
 }

@@ -19,7 +19,10 @@
 //! comes back linearly to 800 Hz in one, holds it, and jumps to 300 Hz at 4.5 s.
 //!
 //! A time is at frame `round(seconds × sample_rate)` of the run (at the project's sample
-//! rate, or the one a device imposes). Times go strictly up within an entry; values are
+//! rate, or the one a device imposes). With `time = "beats"` an entry's times are the song's
+//! quarter-note beats instead (see the project's `[tempo]`): each point takes effect when
+//! the playing song reaches its beat, on that beat's frame, so a loop plays the curve again
+//! and a stopped song holds it; a ramp lasts the frames between its two beats. Times go strictly up within an entry; values are
 //! checked against the parameter's range, and an exponential ramp needs a start and an end
 //! of the same sign, neither 0 (as Web Audio's `exponentialRampToValueAtTime`).
 //!
@@ -31,7 +34,8 @@
 
 use std::ops::Range;
 
-use downbeat_graph::{Change, ControlError, Event, ParamTable, Ramp, Shape};
+use downbeat_graph::time::TempoMap;
+use downbeat_graph::{Change, ControlError, Event, OnBeat, ParamTable, Ramp, Shape};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -44,11 +48,22 @@ pub enum PointShape {
     Ramp(Shape),
 }
 
+/// What an entry's times count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TimeUnit {
+    /// Seconds from the start of the run (the default): frames of the engine's timeline.
+    #[default]
+    Seconds,
+    /// Quarter-note beats of the song (`time = "beats"`): each point takes effect whenever
+    /// the playing song reaches its beat, on that beat's frame, so a loop plays it again.
+    Beats,
+}
+
 /// One point of an automation curve.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Point {
-    /// When, in seconds from the start of the run.
-    pub seconds: f64,
+    /// When: seconds from the start of the run, or the song's beat (see [`TimeUnit`]).
+    pub at: f64,
     /// The value reached then.
     pub value: f64,
     /// How it is reached.
@@ -66,6 +81,8 @@ pub struct Automation {
     pub param: String,
     /// The points, in time order.
     pub points: Vec<Point>,
+    /// What the points' times count.
+    pub unit: TimeUnit,
     node_span: Range<usize>,
     param_span: Range<usize>,
 }
@@ -77,6 +94,7 @@ pub(crate) struct RawAutomation {
     node: Spanned<String>,
     param: Spanned<String>,
     points: Spanned<Vec<Spanned<Vec<Spanned<toml::Value>>>>>,
+    time: Option<Spanned<String>>,
 }
 
 /// A problem in an automation entry: where in the project text, what, and what would do.
@@ -113,6 +131,22 @@ pub(crate) fn parse(raw: Vec<RawAutomation>) -> Result<Vec<Automation>, Located>
 }
 
 fn parse_one(raw: RawAutomation) -> Result<Automation, Located> {
+    let unit = match &raw.time {
+        None => TimeUnit::Seconds,
+        Some(t) if t.get_ref() == "seconds" => TimeUnit::Seconds,
+        Some(t) if t.get_ref() == "beats" => TimeUnit::Beats,
+        Some(t) => {
+            return Err(located(
+                t.span(),
+                format!("unknown automation time `{}`", t.get_ref()),
+                "`time` is \"seconds\" (the default) or \"beats\" (the song's quarter notes)",
+            ))
+        }
+    };
+    let what = match unit {
+        TimeUnit::Seconds => "a number of seconds",
+        TimeUnit::Beats => "a number of beats",
+    };
     let points_span = raw.points.span();
     let list = raw.points.into_inner();
     if list.is_empty() {
@@ -130,23 +164,30 @@ fn parse_one(raw: RawAutomation) -> Result<Automation, Located> {
                 POINT_HELP,
             ));
         }
-        let seconds = number(&items[0])
+        let at = number(&items[0])
             .filter(|s| s.is_finite() && *s >= 0.0)
             .ok_or_else(|| {
                 located(
                     items[0].span(),
-                    "the time of an automation point must be a number of seconds, 0 or more",
+                    format!("the time of an automation point must be {what}, 0 or more"),
                     POINT_HELP,
                 )
             })?;
-        if let Some(prev) = last.filter(|&p| seconds <= p) {
+        if let Some(prev) = last.filter(|&p| at <= p) {
             return Err(located(
                 items[0].span(),
-                format!("automation times must go up: {seconds} s comes after {prev} s"),
+                match unit {
+                    TimeUnit::Seconds => {
+                        format!("automation times must go up: {at} s comes after {prev} s")
+                    }
+                    TimeUnit::Beats => {
+                        format!("automation times must go up: beat {at} comes after beat {prev}")
+                    }
+                },
                 "list the points of an entry in time order, each later than the one before",
             ));
         }
-        last = Some(seconds);
+        last = Some(at);
         let value = number(&items[1]).ok_or_else(|| {
             located(
                 items[1].span(),
@@ -170,7 +211,7 @@ fn parse_one(raw: RawAutomation) -> Result<Automation, Located> {
             }
         };
         points.push(Point {
-            seconds,
+            at,
             value,
             shape,
             span,
@@ -181,6 +222,7 @@ fn parse_one(raw: RawAutomation) -> Result<Automation, Located> {
         node: raw.node.get_ref().clone(),
         param: raw.param.get_ref().clone(),
         points,
+        unit,
         node_span: raw.node.span(),
         param_span: raw.param.span(),
     })
@@ -200,8 +242,13 @@ pub fn frame_of(seconds: f64, rate: f32) -> u64 {
 }
 
 /// The events of every entry against a schedule's parameters, in entry order then time
-/// order (a ramp's event sits at the frame where the ramp starts).
-pub(crate) fn events(list: &[Automation], table: &ParamTable) -> Result<Vec<Event>, Located> {
+/// order (a ramp's event sits at the frame where the ramp starts); entries in beats become
+/// events timed by beats, their ramps as long as `song` makes them.
+pub(crate) fn events(
+    list: &[Automation],
+    table: &ParamTable,
+    song: &TempoMap,
+) -> Result<Vec<Event>, Located> {
     let rate = table.sample_rate();
     let mut events = Vec::new();
     for a in list {
@@ -213,16 +260,20 @@ pub(crate) fn events(list: &[Automation], table: &ParamTable) -> Result<Vec<Even
             control(span, &e)
         })?;
         let (mut start, mut before) = (0u64, f64::from(table.initial(id)));
+        let mut start_beat = 0.0;
         for p in &a.points {
-            let frame = frame_of(p.seconds, rate);
+            let frame = match a.unit {
+                TimeUnit::Seconds => frame_of(p.at, rate),
+                TimeUnit::Beats => song.frame_of(p.at),
+            };
             let to = p.value as f32;
-            let (at, change) = match p.shape {
-                PointShape::Step => (frame, Change::Step(to)),
+            let (at, at_beat, change) = match p.shape {
+                PointShape::Step => (frame, p.at, Change::Step(to)),
                 PointShape::Ramp(shape) => {
                     let frames = u32::try_from(frame - start).map_err(|_| {
                         located(
                             p.span.clone(),
-                            format!("a ramp of {} s is too long", p.seconds),
+                            format!("a ramp to {} is too long", p.at),
                             "ramps last at most 2^32 - 1 frames (about a day at 48 kHz)",
                         )
                     })?;
@@ -241,14 +292,17 @@ pub(crate) fn events(list: &[Automation], table: &ParamTable) -> Result<Vec<Even
                         to,
                         frames,
                     };
-                    (start, Change::Ramp(ramp))
+                    (start, start_beat, Change::Ramp(ramp))
                 }
             };
             table
                 .check(id, &change)
                 .map_err(|e| control(p.value_span.clone(), &e))?;
-            events.push(Event::param(Some(at), id, change));
-            (start, before) = (frame, p.value);
+            events.push(match a.unit {
+                TimeUnit::Seconds => Event::param(Some(at), id, change),
+                TimeUnit::Beats => Event::param(None, id, change).on_beat(OnBeat::Beat(at_beat)),
+            });
+            (start, before, start_beat) = (frame, p.value, p.at);
         }
     }
     Ok(events)
