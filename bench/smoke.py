@@ -105,7 +105,8 @@ EXPECTED["edit"] = (
     + cases(each(["compile_", "edit_block_", "plain_block_", "apply_"], ["10", "1000"])
             + ["apply_10_p99", "apply_1000_p99"], ["downbeat", "firewheel"]))
 # `transport`: the transport's own work per block, and an engine block with and without a busy song.
-EXPECTED["transport"] = cases(["position", "position_share"], ["downbeat"]) + cases(["engine"], ["song", "steady"])
+EXPECTED["transport"] = (cases(["position", "position_share"], ["downbeat"]) + cases(["engine"], ["song", "steady"])
+                         + cases(each("clicks_", ["steps", "ramp"], ["", "_at_or_after"]), ["downbeat", "tone.js"]))
 # `fuzz`: per cargo-fuzz target, what libFuzzer reports and the findings (0 in a passing run).
 FUZZ_TARGETS = ["project_parse", "project_build", "midi_file", "osc_packet", "audio_file", "wav_input",
                 "wasm_events"]

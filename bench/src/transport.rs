@@ -11,6 +11,13 @@
 //!   events (`steady`), alternating, in µs per block; the ratio is what the cuts and waiting
 //!   events add. The steady song still computes the position every block, which `position`
 //!   measures apart.
+//! * `clicks_steps`, `clicks_ramp`: a click on every beat of a song (100 bpm, 140 from beat
+//!   8; in `clicks_ramp` reached by a ramp), rendered by Downbeat's metronome and by Tone.js'
+//!   Transport in headless Chromium (`web/bench/tone-transport.mjs`, `Tone.Offline`, each
+//!   beat starting a `ConstantSourceNode`); each click's first frame against the frame
+//!   nearest its exact time, worked out here from each library's own tempo model (ours is
+//!   linear in beats, Tone's `linearRampToValueAtTime` linear in time; steps are the same in
+//!   both): the largest error, in frames.
 
 use std::time::Instant;
 
@@ -119,6 +126,24 @@ pub fn run(common: &Common) -> Report {
         // song / steady: what cut blocks and waiting events cost, > 1 when they cost.
         report.ratio("song_cost", "engine", "song", "steady", Better::Higher);
     }
+    if common.wants("clicks") {
+        for ramp in [false, true] {
+            let case = if ramp { "clicks_ramp" } else { "clicks_steps" };
+            match clicks(ramp) {
+                Ok(((ours, ours_after), (tone, tone_after))) => {
+                    report.add(case, "downbeat", "frames (max error)", &[ours]);
+                    report.add(case, "tone.js", "frames (max error)", &[tone]);
+                    let after = format!("{case}_at_or_after");
+                    report.add(&after, "downbeat", "frames (max error)", &[ours_after]);
+                    report.add(&after, "tone.js", "frames (max error)", &[tone_after]);
+                }
+                Err(e) => {
+                    eprintln!("transport: {case}: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
+    }
     report.notes.push(format!(
         "{BLOCK}-frame blocks at 48 kHz (budget {:.0} us), one thread, no pinning, {runs} runs \
          (engine cases alternating); position: {blocks} blocks of the song with a ramp every \
@@ -126,4 +151,162 @@ pub fn run(common: &Common) -> Report {
         BLOCK as f64 / RATE * 1e6
     ));
     report
+}
+
+/// Beats each click song has.
+const CLICK_BEATS: usize = 16;
+
+/// The largest error of Downbeat's clicks and of Tone.js' clicks, in frames, for the song
+/// with a step (`ramp` false) or a ramp from beat 8 to 140 bpm: each against the frame
+/// nearest the exact time (Downbeat's rule) and against the first frame at or after it (Web
+/// Audio's rule for starting a source).
+fn clicks(ramp: bool) -> Result<((f64, f64), (f64, f64)), String> {
+    let (bpm0, bpm1, from) = (100.0f64, 140.0f64, 8.0f64);
+    let change = if ramp {
+        format!("{{ beat = {from}, bpm = {bpm1}, ramp = 8 }}")
+    } else {
+        format!("{{ beat = {from}, bpm = {bpm1} }}")
+    };
+    let text = format!(
+        "block_size = 256\nedges = [\"m -> out\"]\n[nodes.m]\ntype = \"metronome\"\n\
+         channels = 1\n[nodes.out]\ntype = \"output\"\nchannels = 1\n\
+         [tempo]\nbpm = {bpm0}\nchanges = [{change}]\n"
+    );
+    let p = Project::parse(&text, "clicks.toml").map_err(|e| e.to_string())?;
+    // Our model, worked out independently of the map's code: a ramp linear in beats over
+    // 8 beats, t(b) = ts + 60 L / (t1 - t0) ln(t(b) / t0).
+    let t_from = 60.0 * from / bpm0;
+    let ours_exact = |b: f64| {
+        if b <= from {
+            60.0 * b / bpm0
+        } else if !ramp {
+            t_from + 60.0 * (b - from) / bpm1
+        } else if b <= from + 8.0 {
+            let tempo = bpm0 + (bpm1 - bpm0) * (b - from) / 8.0;
+            t_from + 60.0 * 8.0 / (bpm1 - bpm0) * (tempo / bpm0).ln()
+        } else {
+            let end = t_from + 60.0 * 8.0 / (bpm1 - bpm0) * (bpm1 / bpm0).ln();
+            end + 60.0 * (b - from - 8.0) / bpm1
+        }
+    };
+    let seconds = ours_exact(CLICK_BEATS as f64) + 0.5;
+    let frames = (seconds * RATE) as usize;
+    let mut engine = Engine::new(p.build().map_err(|e| e.to_string())?);
+    let mut audio = Vec::with_capacity(frames);
+    let mut block = vec![0.0f32; 256];
+    while audio.len() < frames {
+        engine.process(&mut block);
+        audio.extend_from_slice(&block);
+    }
+    // The metronome goes on past the last beat Tone is asked for: its first beats.
+    let mut ours = onsets(&audio);
+    ours.truncate(CLICK_BEATS);
+    let ours_error = (
+        max_error(&ours, |k| ours_exact(k as f64), f64::round)?,
+        max_error(&ours, |k| ours_exact(k as f64), f64::ceil)?,
+    );
+
+    // Tone's model: the same step, or a ramp linear in time over the seconds ours takes
+    // from beat 8 to 16; within it beats(t) = 8 + (t0 τ + (t1 - t0) τ² / 2D) / 60.
+    let ramp_seconds = ours_exact(from + 8.0) - t_from;
+    let tone_exact = |k: usize| {
+        let b = k as f64;
+        if b <= from {
+            return 60.0 * b / bpm0;
+        }
+        if !ramp {
+            return t_from + 60.0 * (b - from) / bpm1;
+        }
+        let (a, lin) = ((bpm1 - bpm0) / (2.0 * ramp_seconds * 60.0), bpm0 / 60.0);
+        let tau = (-lin + (lin * lin + 4.0 * a * (b - from)).sqrt()) / (2.0 * a);
+        if tau <= ramp_seconds {
+            t_from + tau
+        } else {
+            let beats_in_ramp = (bpm0 + bpm1) / 2.0 * ramp_seconds / 60.0;
+            t_from + ramp_seconds + 60.0 * (b - from - beats_in_ramp) / bpm1
+        }
+    };
+    let tempo = if ramp {
+        serde_json::json!([
+            [0.0, bpm0, "set"],
+            [t_from, bpm0, "set"],
+            [t_from + ramp_seconds, bpm1, "linear"]
+        ])
+    } else {
+        serde_json::json!([[0.0, bpm0, "set"], [t_from, bpm1, "set"]])
+    };
+    let song = serde_json::json!({
+        "sample_rate": RATE, "seconds": seconds, "beats": CLICK_BEATS, "tempo": tempo,
+    });
+    let dir = std::env::temp_dir().join(format!("downbeat-tone-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let (song_path, out_path) = (dir.join("song.json"), dir.join("out.json"));
+    std::fs::write(&song_path, song.to_string()).map_err(|e| e.to_string())?;
+    let web = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../web");
+    let status = std::process::Command::new("node")
+        .current_dir(&web)
+        .arg("bench/tone-transport.mjs")
+        .arg(&song_path)
+        .arg(&out_path)
+        .status()
+        .map_err(|e| format!("cannot run node (Node 20 or later, with web/node_modules installed by `npm ci` in web/): {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "web/bench/tone-transport.mjs failed ({status}); it needs Chromium (/usr/bin/chromium or CHROMIUM=) and `npm ci` in web/"
+        ));
+    }
+    let out: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out_path).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let tone: Vec<usize> = out["onsets"]
+        .as_array()
+        .ok_or("no onsets from Tone.js")?
+        .iter()
+        .filter_map(|v| v.as_u64().map(|f| f as usize))
+        .collect();
+    let tone_error = (
+        max_error(&tone, tone_exact, f64::round)?,
+        max_error(&tone, tone_exact, f64::ceil)?,
+    );
+    Ok((ours_error, tone_error))
+}
+
+/// The first frame of each click: a non-zero sample after at least 100 zeros.
+fn onsets(audio: &[f32]) -> Vec<usize> {
+    let mut zeros = usize::MAX;
+    let mut found = Vec::new();
+    for (i, &x) in audio.iter().enumerate() {
+        if x == 0.0 {
+            zeros = zeros.saturating_add(1);
+        } else {
+            if zeros >= 100 {
+                found.push(i);
+            }
+            zeros = 0;
+        }
+    }
+    found
+}
+
+/// The largest distance between each onset and the frame `rule` makes of its beat's exact
+/// time in frames; an error unless there is one onset per beat.
+fn max_error(
+    onsets: &[usize],
+    exact: impl Fn(usize) -> f64,
+    rule: fn(f64) -> f64,
+) -> Result<f64, String> {
+    if onsets.len() != CLICK_BEATS {
+        return Err(format!(
+            "{} clicks found, {CLICK_BEATS} expected: {onsets:?}",
+            onsets.len()
+        ));
+    }
+    Ok(onsets
+        .iter()
+        .enumerate()
+        // A time a hair past a whole frame is that frame (the exact times are computed in
+        // f64, a few ulps from the true ones).
+        .map(|(k, &f)| (f as f64 - rule(exact(k) * RATE - 1e-6)).abs())
+        .fold(0.0, f64::max))
 }
