@@ -153,6 +153,10 @@ pub fn run(common: &Common) -> Report {
     report
 }
 
+/// A click render's largest error in frames: by the nearest-frame rule, and by the
+/// first-frame-at-or-after rule.
+type Errors = (f64, f64);
+
 /// Beats each click song has.
 const CLICK_BEATS: usize = 16;
 
@@ -160,7 +164,7 @@ const CLICK_BEATS: usize = 16;
 /// with a step (`ramp` false) or a ramp from beat 8 to 140 bpm: each against the frame
 /// nearest the exact time (Downbeat's rule) and against the first frame at or after it (Web
 /// Audio's rule for starting a source).
-fn clicks(ramp: bool) -> Result<((f64, f64), (f64, f64)), String> {
+fn clicks(ramp: bool) -> Result<(Errors, Errors), String> {
     let (bpm0, bpm1, from) = (100.0f64, 140.0f64, 8.0f64);
     let change = if ramp {
         format!("{{ beat = {from}, bpm = {bpm1}, ramp = 8 }}")
