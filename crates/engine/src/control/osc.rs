@@ -22,6 +22,13 @@
 //! | `/transport/tempo` | bpm, optional ramp (beats) | from where the song is, the tempo goes to bpm (over the ramp), and stays |
 //! | `/beat/<beat>/...`, `/next_bar/...`, `/next_beat/...` in front of any address above but `/graph` | as that address | takes effect when the playing song reaches the beat (`/beat/16/node/synth/note_on 60 100`), on the exact frame of that beat |
 //!
+//! When the song follows JACK's transport (a handler made
+//! [`with_transport_requests`](OscHandler::with_transport_requests)), `/transport/play`,
+//! `/stop` and `/locate` go to JACK's transport instead of the song's, at once: JACK's next
+//! cycle moves every JACK client, the song included. A beat or a bundle's timetag in front
+//! of them, `/transport/loop` and `/transport/unloop` are then refused;
+//! `/transport/tempo` still changes the song's tempo.
+//!
 //! Notes and velocities count as in MIDI: note `0..=127`, where fractions are microtones
 //! (69 is A4, 440 Hz), and velocity `0..=127`, where 0 is a note off. The node must play
 //! notes (`synth`, `karplus`).
@@ -90,6 +97,7 @@ use downbeat_graph::{
 use rosc::{OscBundle, OscMessage, OscPacket, OscTime, OscType};
 
 use super::{Controller, When};
+use crate::device::{RequestError, TransportRequests};
 use crate::edit::{CommitError, LiveEditor};
 use crate::project_diff::commit_waiting;
 
@@ -129,6 +137,14 @@ pub enum Rejection {
         address: String,
         /// Why.
         error: GraphRefusal,
+    },
+    /// A `/transport/...` message the outside transport the song follows cannot take (see
+    /// [`OscHandler::with_transport_requests`]).
+    Transport {
+        /// The message's address.
+        address: String,
+        /// Why.
+        error: RequestError,
     },
 }
 
@@ -209,6 +225,7 @@ impl fmt::Display for Rejection {
                  /graph/add, remove, connect or disconnect"
             ),
             Rejection::Graph { address, error } => write!(f, "`{address}`: {error}"),
+            Rejection::Transport { address, error } => write!(f, "`{address}`: {error}"),
             Rejection::BadArguments { address, reason } => write!(f, "`{address}`: {reason}"),
             Rejection::Control { address, error } => {
                 write!(f, "`{address}`: {}", error.message())?;
@@ -229,6 +246,8 @@ impl std::error::Error for Rejection {}
 pub struct OscHandler {
     controller: Controller,
     graph: Option<GraphEdits>,
+    /// Where play, stop and locate go when the song follows an outside transport.
+    requests: Option<TransportRequests>,
 }
 
 /// What `/graph/...` messages need: the editor of the running graph, the format nodes are
@@ -263,6 +282,8 @@ enum Action {
     Param(ParamId, Change),
     Note(NodeKey, NoteEvent),
     Transport(TransportCommand),
+    /// Play, stop or locate for the outside transport the song follows.
+    Request(TransportCommand),
 }
 
 impl OscHandler {
@@ -272,7 +293,48 @@ impl OscHandler {
         Self {
             controller,
             graph: None,
+            requests: None,
         }
+    }
+
+    /// Sends `/transport/play`, `/stop` and `/locate` to `requests` instead of the song's
+    /// transport: for a song that follows an outside transport (JACK's, see
+    /// [`TransportSync`](crate::device::TransportSync)), whose device sends them on to it.
+    /// Those with a beat or a bundle's timetag, `/transport/loop` and `/transport/unloop`
+    /// are refused ([`Rejection::Transport`]); `/transport/tempo` goes to the song's
+    /// transport as before.
+    ///
+    /// ```
+    /// use downbeat::control::osc::{OscHandler, Rejection};
+    /// use downbeat::device::TransportRequests;
+    /// use downbeat::{project::Project, Engine};
+    /// use downbeat_graph::time::TransportCommand;
+    /// use rosc::{OscMessage, OscPacket, OscType};
+    ///
+    /// let p = Project::parse(
+    ///     "edges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\n[nodes.out]\ntype = \"output\"\n",
+    ///     "x.toml",
+    /// ).unwrap();
+    /// let mut engine = Engine::new(p.build().unwrap());
+    /// let requests = TransportRequests::new();
+    /// let mut osc = OscHandler::new(engine.controller(64)).with_transport_requests(requests.clone());
+    /// let message = |addr: &str, args: Vec<OscType>| {
+    ///     rosc::encoder::encode(&OscPacket::Message(OscMessage { addr: addr.into(), args }))
+    ///         .unwrap()
+    /// };
+    /// assert_eq!(osc.handle(&message("/transport/stop", vec![])), Ok(1));
+    /// assert_eq!(osc.handle(&message("/transport/locate", vec![OscType::Float(8.0)])), Ok(1));
+    /// let taken = requests.take();
+    /// assert_eq!(taken.run, Some(TransportCommand::Stop));
+    /// assert_eq!(taken.locate, Some(TransportCommand::LocateBeat(8.0)));
+    /// assert!(matches!(
+    ///     osc.handle(&message("/next_bar/transport/play", vec![])),
+    ///     Err(Rejection::Transport { .. })
+    /// ));
+    /// ```
+    pub fn with_transport_requests(mut self, requests: TransportRequests) -> Self {
+        self.requests = Some(requests);
+        self
     }
 
     /// Takes `/graph/...` messages too: edits through `editor` (shared with whatever else
@@ -366,6 +428,17 @@ impl OscHandler {
                 Action::Param(id, change) => self.controller.send(p.when, id, change),
                 Action::Note(node, event) => self.controller.send_note_to(p.when, node, event),
                 Action::Transport(command) => self.controller.transport(p.when, command),
+                Action::Request(command) => {
+                    // Checked with the plan: taken.
+                    if let Some(r) = &self.requests {
+                        r.send(p.when, command)
+                            .map_err(|error| Rejection::Transport {
+                                address: p.address.clone(),
+                                error,
+                            })?;
+                    }
+                    Ok(())
+                }
             };
             sent.map_err(|error| Rejection::Control {
                 address: if i == 0 {
@@ -499,9 +572,20 @@ impl OscHandler {
             if matches!(*verb, "play" | "stop" | "unloop") && !m.args.is_empty() {
                 numbers::<0>(m, "no argument")?;
             }
+            let what = match &self.requests {
+                Some(r) if !matches!(command, TransportCommand::Tempo { .. }) => {
+                    r.check(when, command)
+                        .map_err(|error| Rejection::Transport {
+                            address: m.addr.clone(),
+                            error,
+                        })?;
+                    Action::Request(command)
+                }
+                _ => Action::Transport(command),
+            };
             return Ok(Planned {
                 when,
-                what: Action::Transport(command),
+                what,
                 address: m.addr.clone(),
             });
         }
@@ -895,6 +979,14 @@ pub fn serve(
     serve_handler(addr, OscHandler::new(controller), on_reject)
 }
 
+/// The server thread's `SCHED_FIFO` priority where the system grants one: below the
+/// recorder's writer (20), the pool's workers (70) and the audio thread (80), above every
+/// ordinary thread. A server at normal priority fell behind while builds held both cores of
+/// a 2-core machine, and its socket's buffer overflowed (94 of 3.6 million messages lost in
+/// an hour's soak); it sleeps in `recv` whenever no packet waits, so it takes little from
+/// anyone.
+const SERVER_PRIORITY: i32 = 15;
+
 /// [`serve`] with a handler made beforehand: one that edits the graph too
 /// ([`OscHandler::with_editor`]).
 ///
@@ -919,6 +1011,8 @@ pub fn serve_handler(
     let thread = std::thread::Builder::new()
         .name("downbeat-osc".into())
         .spawn(move || {
+            // Refused without the privilege: the server then competes as any thread.
+            let _ = downbeat_rt::pool::set_current_thread_realtime(SERVER_PRIORITY);
             // The largest UDP payload: a datagram is never cut short.
             let mut buf = vec![0u8; 65_536];
             // Packets that arrived before a stop are still handled.
