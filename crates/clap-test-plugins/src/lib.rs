@@ -1,4 +1,4 @@
-//! Five small CLAP plugins for Downbeat's plugin-hosting tests, all in one `.clap` file:
+//! Small CLAP plugins for Downbeat's plugin-hosting tests, all in one `.clap` file:
 //!
 //! * [`GAIN_ID`]: a stereo gain with one parameter, `gain` (0 to 2, default 1). Parameter
 //!   events are applied at their sample offset inside the block, so a host that sends an
@@ -11,6 +11,9 @@
 //!   sample per note on, at the event's frame: `velocity + key / 1000`, silence elsewhere, so a
 //!   test can read where and which notes arrived; and one per MIDI 1 message (pitch bend,
 //!   sustain): minus its three bytes as a 24-bit number over 2^24, exact in an `f32`.
+//! * [`TRANSPORT_ID`]: a recorder of the transport each `process` call is given
+//!   (`clap_process.transport`), written exactly into its [`TRANSPORT_CHANNELS`] output
+//!   channels, for a host's test to [`decode`]: see `transport.rs`.
 //! * [`HOST_PROBE_ID`]: a stereo gain that uses the host's extensions as real plugins do
 //!   (latency from `deactivate` without a check, as DPF does; log and thread-check from
 //!   `process`; state; a sidechain input; a log flood, set through its state, that fills
@@ -32,6 +35,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 mod host_probe;
 pub use host_probe::{FLOOD_MESSAGE, HOST_PROBE_ID, PROBE_LATENCY, STATE_MAGIC};
+
+mod transport;
+pub use transport::{decode, TransportField, TRANSPORT_CHANNELS, TRANSPORT_FIELDS, TRANSPORT_ID};
 
 use clack_extensions::audio_ports::{
     AudioPortFlags, AudioPortInfo, AudioPortInfoWriter, AudioPortType, PluginAudioPorts,
@@ -78,6 +84,8 @@ enum Kind {
     Delay,
     Alloc,
     Click,
+    /// The transport recorder (`transport.rs`).
+    Transport,
 }
 
 /// The plugin type; its instances' behaviour is chosen by [`Kind`].
@@ -100,7 +108,7 @@ impl Plugin for TestPlugin {
             Some(Kind::Click) => {
                 builder.register::<PluginNotePorts>();
             }
-            None => {}
+            Some(Kind::Transport) | None => {}
         }
     }
 }
@@ -174,10 +182,14 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Processor<'a> {
 
     fn process(
         &mut self,
-        _process: Process,
+        process: Process,
         mut audio: Audio,
         events: Events,
     ) -> Result<ProcessStatus, PluginError> {
+        if self.shared.kind == Kind::Transport {
+            transport::process(&process, &mut audio, &events)?;
+            return Ok(ProcessStatus::Continue);
+        }
         if self.shared.kind == Kind::Click {
             let mut port = audio
                 .output_port(0)
@@ -253,7 +265,7 @@ impl<'a> PluginAudioProcessor<'a, Shared, MainThread<'a>> for Processor<'a> {
                     }
                 }
             }
-            Kind::Click => {}
+            Kind::Click | Kind::Transport => {}
             Kind::Delay => {
                 let start = self.pos;
                 for (buf, ring) in bufs.iter_mut().zip(&mut self.rings) {
@@ -283,18 +295,23 @@ impl PluginAudioProcessorParams for Processor<'_> {
 
 impl PluginAudioPortsImpl for MainThread<'_> {
     fn count(&self, is_input: bool) -> u32 {
-        // The instrument has no audio input.
-        u32::from(!(is_input && self.shared.kind == Kind::Click))
+        // The instrument and the transport recorder have no audio input.
+        let generator = matches!(self.shared.kind, Kind::Click | Kind::Transport);
+        u32::from(!(is_input && generator))
     }
 
     fn get(&self, index: u32, _is_input: bool, writer: &mut AudioPortInfoWriter) {
         if index == 0 {
+            let (channel_count, port_type) = match self.shared.kind {
+                Kind::Transport => (TRANSPORT_CHANNELS as u32, None),
+                _ => (CHANNELS, Some(AudioPortType::STEREO)),
+            };
             writer.set(&AudioPortInfo {
                 id: ClapId::new(0),
                 name: b"main",
-                channel_count: CHANNELS,
+                channel_count,
                 flags: AudioPortFlags::IS_MAIN,
-                port_type: Some(AudioPortType::STEREO),
+                port_type,
                 in_place_pair: None,
             });
         }
@@ -384,17 +401,21 @@ struct Factory {
     probe: PluginDescriptor,
     /// The plugins that crash on purpose (`crashing.rs`), listed after the others.
     crashing: crashing::Crashing,
+    /// The transport recorder, listed last: it came after the others, whose places in the
+    /// list tests and audits rely on.
+    transport: PluginDescriptor,
 }
 
 impl PluginFactoryImpl for Factory {
     fn plugin_count(&self) -> u32 {
-        (self.descriptors.len() + 1 + self.crashing.descriptors().count()) as u32
+        (self.descriptors.len() + 2 + self.crashing.descriptors().count()) as u32
     }
 
     fn plugin_descriptor(&self, index: u32) -> Option<&PluginDescriptor> {
         let all = self.descriptors.iter().map(|(_, d)| d);
         all.chain(std::iter::once(&self.probe))
             .chain(self.crashing.descriptors())
+            .chain(std::iter::once(&self.transport))
             .nth(index as usize)
     }
 
@@ -412,8 +433,9 @@ impl PluginFactoryImpl for Factory {
         let (kind, descriptor) = self
             .descriptors
             .iter()
+            .map(|(k, d)| (*k, d))
+            .chain(std::iter::once((Kind::Transport, &self.transport)))
             .find(|(_, d)| d.id() == Some(plugin_id))?;
-        let kind = *kind;
         Some(PluginInstance::new::<TestPlugin>(
             host_info,
             descriptor,
@@ -452,6 +474,7 @@ impl Entry for TestEntry {
                 ],
                 probe: descriptor(HOST_PROBE_ID, "Downbeat host probe"),
                 crashing: crashing::Crashing::new(),
+                transport: descriptor(TRANSPORT_ID, "Downbeat test transport recorder"),
             }),
         })
     }

@@ -11,7 +11,9 @@ mod clap_support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use clap_support::{test_plugins, ALLOC_ID, CLICK_ID, DELAY_ID, GAIN_ID, HOST_PROBE_ID};
+use clap_support::{
+    test_plugins, ALLOC_ID, CLICK_ID, DELAY_ID, GAIN_ID, HOST_PROBE_ID, TRANSPORT_ID,
+};
 
 const CRASH_ACTIVATE: &str = "org.downbeat.test.crash.activate";
 const CRASH_PROCESS: &str = "org.downbeat.test.crash.process";
@@ -67,7 +69,7 @@ fn a_folder_gets_a_row_per_plugin_and_a_crash_does_not_stop_the_rest() {
     let broken = dir.join("broken.clap").display().to_string();
     let test = dir.join("plugins/test.clap").display().to_string();
     // path, id, format, result, phase, signal, violations
-    let want: [(&str, &str, &str, &str, &str); 9] = [
+    let want: [(&str, &str, &str, &str, &str); 10] = [
         (&broken, "-", "refused", "-", "-"),
         (&test, GAIN_ID, "clean", "-", "-"),
         (&test, DELAY_ID, "clean", "-", "-"),
@@ -95,6 +97,7 @@ fn a_folder_gets_a_row_per_plugin_and_a_crash_does_not_stop_the_rest() {
             "deactivate",
             "SIGSEGV(signal_11)",
         ),
+        (&test, TRANSPORT_ID, "clean", "-", "-"),
     ];
     assert_eq!(rows.len(), want.len(), "{stdout}");
     for (row, (path, id, result, phase, signal)) in rows.iter().zip(want) {
@@ -113,7 +116,7 @@ fn a_folder_gets_a_row_per_plugin_and_a_crash_does_not_stop_the_rest() {
         "{stdout}"
     );
     assert!(
-        stderr.contains("9 plugins, 4 clean, 1 with violations, 3 crashed, 1 refused"),
+        stderr.contains("10 plugins, 5 clean, 1 with violations, 3 crashed, 1 refused"),
         "{stderr}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
@@ -126,7 +129,7 @@ fn json_is_one_array_with_an_object_per_plugin() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
     let rows = v.as_array().expect("an array");
-    assert_eq!(rows.len(), 9, "{v:#}");
+    assert_eq!(rows.len(), 10, "{v:#}");
     for row in rows {
         for field in [
             "path",

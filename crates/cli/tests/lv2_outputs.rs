@@ -1,6 +1,6 @@
 //! A plugin's control output read through the engine's watcher, by its port symbol, as a
 //! parameter is: Ardour's a-delay, synced to the tempo, reports its delay time (`delaytime`),
-//! which follows the tempo the node sends (`host_bpm`) when a controller moves it; setting
+//! which follows the song's tempo when a controller changes it live; setting
 //! the output is refused with an error that says it is one (issue 29).
 
 // Built with the `lv2` feature only (crates/plugin/ci.sh turns it on).
@@ -12,6 +12,7 @@ mod lv2_support;
 use std::time::Duration;
 
 use downbeat::control::When;
+use downbeat_graph::time::TransportCommand;
 use downbeat::Engine;
 use downbeat_graph::nodes::Output;
 use downbeat_graph::{CompileConfig, Graph, NodeConfig};
@@ -61,10 +62,18 @@ fn a_delays_delay_time_follows_the_tempo_through_the_watcher() {
         Some(500.0),
         "a quarter note at 120 bpm"
     );
-    control.step("d", "host_bpm", 150.0, When::Now).unwrap();
+    control
+        .transport(
+            When::Now,
+            TransportCommand::Tempo {
+                bpm: 150.0,
+                ramp: 0.0,
+            },
+        )
+        .unwrap();
     engine.process(&mut block);
     assert!(watcher.wait(Duration::from_secs(1)));
-    assert_eq!(watcher.value("d", "host_bpm"), Some(150.0));
+    assert_eq!(engine.schedule().transport().position().bpm, 150.0);
     assert_eq!(
         watcher.value("d", "delaytime"),
         Some(400.0),

@@ -12,6 +12,7 @@ use clap_support::{
     test_plugins, ALLOC_ID, CLICK_ID, DELAY_FRAMES, DELAY_ID, GAIN_ID, HOST_PROBE_ID,
 };
 use downbeat_graph::nodes::{Mix, Noise, Output};
+use downbeat_graph::time::{Signature, TempoMap, TempoPoint, Transport, TransportCommand};
 use downbeat_graph::{
     lookup_node_type, AudioMut, AudioRef, Change, CompileConfig, Event, Graph, Node, NodeConfig,
     NoteEvent, ParamError, ParamKind, ParamValue, ProcessContext, Schedule,
@@ -436,14 +437,34 @@ fn the_clap_node_type_takes_path_id_and_the_plugins_parameters() {
 
 downbeat_rt::install_guard_allocator!();
 
+/// The host's side of `process` under the guard, with parameter events in every block and
+/// the song's transport playing through a tempo ramp (each block's CLAP transport carries a
+/// new tempo and its increment) and stopping half-way.
 #[test]
 fn the_hosts_process_path_is_real_time_safe() {
     let mut node = load(GAIN_ID);
     let frames = 256;
     let input = vec![0.5f32; 2 * frames];
     let mut output = vec![0.0f32; 2 * frames];
+    // From 120 to 60 bpm over the first beat: the 20 blocks all lie in the ramp. The map is
+    // built here, off the guard; the transport's own calls do not allocate.
+    let ramp = TempoPoint {
+        beat: 0.0,
+        bpm: 60.0,
+        ramp: 1.0,
+    };
+    let map = TempoMap::new(120.0, Signature::default(), &[ramp], &[], 48000.0).unwrap();
+    let mut transport = Transport::new(map);
     let mut run = |node: &mut ClapNode, position: u64| {
-        let ctx = ProcessContext::new(48000.0, frames, position);
+        if position == 10 * frames as u64 {
+            transport.apply(TransportCommand::Stop).unwrap();
+        }
+        let ctx = ProcessContext {
+            musical: transport.position(),
+            ..ProcessContext::new(48000.0, transport.piece(frames), position)
+        };
+        assert_eq!(ctx.frames, frames, "no cut inside the ramp");
+        transport.advance(frames);
         node.process(
             &ctx,
             AudioRef::new(&input, 2, frames, frames),

@@ -1,17 +1,20 @@
-//! The host's transport for plugins that follow it (`time:Position`) and control outputs,
+//! The song's transport for plugins that follow it (`time:Position`) and control outputs,
 //! with Ardour's a-delay: synced to the tempo, its delay time (a control output, one of the
-//! node's `Node::outputs`) and its echo follow the tempo the node sends (`host_bpm`), from
-//! the project's value and from a live change, the delay time read through the schedule as
-//! a watcher reads it; the transport's audio-thread path runs under the guard.
+//! node's `Node::outputs`) and its echo follow the song's tempo the node sends from the
+//! engine's transport (`ProcessContext::musical`), the schedule's default 120 bpm, a tempo
+//! map's, and a tempo change in the middle of the render, the delay time read through the
+//! schedule as a watcher reads it; the transport's audio-thread path (a playing ramp, a
+//! stop, a locate, a loop) runs under the guard.
 
 // Built with the `lv2` feature only (crates/plugin/ci.sh turns it on).
 #![cfg(feature = "lv2")]
 
 mod lv2_support;
 
+use downbeat_graph::time::{Signature, TempoMap, TempoPoint, Transport, TransportCommand};
 use downbeat_graph::{AudioMut, AudioRef, Node, NodeConfig, ProcessContext};
 use downbeat_plugin::lv2::{ControlValue, Lv2Node};
-use lv2_support::{render_outputs, require_plugin};
+use lv2_support::{render_song, require_plugin};
 
 downbeat_rt::install_guard_allocator!();
 
@@ -39,17 +42,23 @@ fn synced(extra: &[(&str, f64)]) -> Lv2Node {
     Lv2Node::load(DELAY, &values, &CFG).unwrap()
 }
 
-fn param(node: &Lv2Node, name: &str) -> usize {
-    node.params().iter().position(|p| p.name == name).unwrap()
+/// 120 bpm, stepping to `bpm` at `beat`.
+fn step(beat: f64, bpm: f64) -> TempoMap {
+    let point = TempoPoint {
+        beat,
+        bpm,
+        ramp: 0.0,
+    };
+    TempoMap::new(120.0, Signature::default(), &[point], &[], f64::from(RATE)).unwrap()
 }
 
 /// Where the echo of an impulse at frame 0 is loudest, and the plugin's `delaytime` output
-/// after the render.
-fn echo_frame(node: Lv2Node, seconds: f32) -> (usize, f32) {
+/// after the render, the song playing by `map` (the schedule's 120 bpm without one).
+fn echo_frame(node: Lv2Node, seconds: f32, map: Option<TempoMap>) -> (usize, f32) {
     let frames = (seconds * RATE) as usize;
     let mut input = vec![0.0f32; frames];
     input[0] = 1.0;
-    let (out, outputs) = render_outputs(Box::new(node), 1, &input, RATE, 256);
+    let (out, outputs) = render_song(Box::new(node), 1, &input, RATE, 256, map);
     let at = out
         .iter()
         .enumerate()
@@ -69,21 +78,19 @@ fn delaytime(outputs: &[(&str, f32)]) -> f32 {
 }
 
 #[test]
-fn a_delay_synced_to_the_tempo_takes_the_host_bpm() {
+fn a_delay_synced_to_the_tempo_takes_the_songs_tempo() {
     require_plugin(DELAY);
-    // The default tempo, 120 bpm: a quarter note is 500 ms.
-    let node = synced(&[]);
-    assert_eq!(node.bpm(), Some(120.0));
-    let (at, delay) = echo_frame(node, 1.0);
+    // The schedule's own song, 120 bpm: a quarter note is 500 ms.
+    let (at, delay) = echo_frame(synced(&[]), 1.0, None);
     assert_eq!(delay, 500.0);
     assert!(
         (23990..24010).contains(&at),
         "echo at frame {at}, expected 24000"
     );
 
-    // The project's tempo: 150 bpm, 400 ms.
-    let node = synced(&[("host_bpm", 150.0)]);
-    let (at, delay) = echo_frame(node, 1.0);
+    // A project's tempo map at 150 bpm: 400 ms.
+    let map = TempoMap::constant(150.0, f64::from(RATE)).unwrap();
+    let (at, delay) = echo_frame(synced(&[]), 1.0, Some(map));
     assert_eq!(delay, 400.0);
     assert!(
         (19190..19210).contains(&at),
@@ -94,31 +101,50 @@ fn a_delay_synced_to_the_tempo_takes_the_host_bpm() {
         node.params().iter().all(|p| p.name != "delaytime"),
         "an output is not a parameter"
     );
+    assert!(
+        node.params().iter().all(|p| !p.name.starts_with("host_")),
+        "the tempo is the song's, not a parameter of the node"
+    );
     assert!(node.monitor().is_none(), "no worker, no counts");
 }
 
 #[test]
-fn a_live_tempo_change_reaches_the_plugin_and_its_output_follows() {
+fn a_tempo_change_in_the_song_reaches_the_plugin_and_its_output_follows() {
     require_plugin(DELAY);
-    let mut node = synced(&[]);
-    let bpm = param(&node, "host_bpm");
-    assert_eq!(node.get_param(bpm), Some(120.0));
-    assert!(node.set_param(bpm, 90.0));
-    assert_eq!(node.get_param(bpm), Some(90.0));
-    let (_, outputs) = render_outputs(Box::new(node), 1, &vec![0.0; 4800], RATE, 256);
+    // 120 bpm, then 90 from beat 1 (half a second in): the block starting there sends it.
+    let silence = vec![0.0; 48000];
+    let (_, outputs) = render_song(
+        Box::new(synced(&[])),
+        1,
+        &silence,
+        RATE,
+        256,
+        Some(step(1.0, 90.0)),
+    );
     let got = delaytime(&outputs);
     assert!(
         (got - 60_000.0 / 90.0).abs() < 1e-3,
         "{got} ms, not 60000 / 90"
     );
+    // The control: the step after the render's end never reaches the plugin.
+    let (_, outputs) = render_song(
+        Box::new(synced(&[])),
+        1,
+        &silence,
+        RATE,
+        256,
+        Some(step(4.0, 90.0)),
+    );
+    assert_eq!(delaytime(&outputs), 500.0);
 }
 
 #[test]
-fn unsynced_the_plugin_ignores_the_host_tempo() {
+fn unsynced_the_plugin_ignores_the_songs_tempo() {
     require_plugin(DELAY);
-    // The control for the test above: with sync off, the time is the `time` control's.
-    let node = synced(&[("sync", 0.0), ("time", 250.0), ("host_bpm", 90.0)]);
-    let (at, delay) = echo_frame(node, 0.5);
+    // The control for the tests above: with sync off, the time is the `time` control's.
+    let map = TempoMap::constant(90.0, f64::from(RATE)).unwrap();
+    let node = synced(&[("sync", 0.0), ("time", 250.0)]);
+    let (at, delay) = echo_frame(node, 0.5, Some(map));
     assert_eq!(delay, 250.0);
     assert!(
         (11990..12010).contains(&at),
@@ -127,52 +153,72 @@ fn unsynced_the_plugin_ignores_the_host_tempo() {
 }
 
 #[test]
+fn the_old_tempo_parameters_are_gone() {
+    require_plugin(DELAY);
+    let values = [("host_bpm".to_string(), ControlValue::Number(150.0))];
+    let err = Lv2Node::load(DELAY, &values, &CFG).err().unwrap();
+    assert!(err.to_string().contains("host_bpm"), "{err}");
+}
+
+#[test]
 fn the_transport_reaches_the_plugin_without_allocating_or_locking() {
     require_plugin(DELAY);
     let mut node = synced(&[]);
-    let bpm = param(&node, "host_bpm");
-    let speed = param(&node, "host_speed");
     let delay = node
         .outputs()
         .iter()
         .position(|o| o.name == "delaytime")
         .unwrap();
-    let mut last = 0.0;
+    // 120 bpm ramping down to 60 over the first beat (two thirds of a second, 125 blocks):
+    // a new tempo, and a position, every block. Built here: the map allocates, the
+    // transport's calls do not.
+    let ramp = TempoPoint {
+        beat: 0.0,
+        bpm: 60.0,
+        ramp: 1.0,
+    };
+    let map = TempoMap::new(120.0, Signature::default(), &[ramp], &[], f64::from(RATE)).unwrap();
+    let mut transport = Transport::new(map);
+    let mut last = (0.0, 0.0);
     let input = vec![0.0f32; 256];
     let mut out = vec![0.0f32; 256];
-    let ctx = |n: u64| ProcessContext::new(RATE, 256, n * 256);
-    node.process(
-        &ctx(0),
-        AudioRef::new(&input, 1, 256, 256),
-        AudioMut::new(&mut out, 1, 256, 256),
-    );
+    let mut block = |node: &mut Lv2Node, transport: &mut Transport, n: u64| {
+        let ctx = ProcessContext {
+            musical: transport.position(),
+            ..ProcessContext::new(RATE, transport.piece(256), n * 256)
+        };
+        node.process(
+            &ctx,
+            AudioRef::new(&input, 1, 256, ctx.frames),
+            AudioMut::new(&mut out, 1, 256, ctx.frames),
+        );
+        transport.advance(ctx.frames);
+        // As the schedule reads an output after a block, for a watcher.
+        (ctx.musical.bpm, node.output_value(delay))
+    };
+    block(&mut node, &mut transport, 0);
     let report = downbeat_rt::guard::check(|| {
-        for n in 1..40u64 {
-            // A new tempo every few blocks, a stop and a start, and a jump in position:
+        for n in 1..60u64 {
+            // Through the ramp, a stop and a start, a jump back, and a loop that wraps:
             // each sends a position.
-            if n % 5 == 0 {
-                node.set_param(bpm, 60.0 + n as f32);
+            let command = match n {
+                20 => Some(TransportCommand::Stop),
+                25 => Some(TransportCommand::Play),
+                30 => Some(TransportCommand::LocateBeat(0.1)),
+                40 => Some(TransportCommand::Loop(0.1, 0.3)),
+                _ => None,
+            };
+            if let Some(c) = command {
+                transport.apply(c).unwrap();
             }
-            if n == 20 {
-                node.set_param(speed, 0.0);
-            }
-            if n == 25 {
-                node.set_param(speed, 1.0);
-            }
-            let at = if n >= 30 { n + 100 } else { n };
-            node.process(
-                &ctx(at),
-                AudioRef::new(&input, 1, 256, 256),
-                AudioMut::new(&mut out, 1, 256, 256),
-            );
-            // As the schedule reads an output after a block, for a watcher.
-            last = node.output_value(delay);
+            last = block(&mut node, &mut transport, n);
         }
     });
     report.assert_clean();
-    // The last tempo sent was 60 + 35 = 95 bpm.
-    let want = 60_000.0 / 95.0;
-    let got = last;
+    // The last block's tempo, sent at its start, set the delay.
+    let (bpm, got) = last;
+    assert!(bpm < 120.0 && bpm > 100.0, "{bpm} bpm");
+    let want = (60_000.0 / bpm) as f32;
     assert!(
         (got - want).abs() < 1e-2,
         "delay time {got}, expected {want}"

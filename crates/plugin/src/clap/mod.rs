@@ -27,6 +27,11 @@
 //! case, `_` between words: a port called "Sidechain" is `sidechain`, so
 //! `"kick -> comp:sidechain"`). An input port no edge reaches gets silence.
 //!
+//! **Transport.** Every `process` call carries the song's transport at the block's first
+//! frame in `clap_process.transport` ([`transport_event`]): tempo and its change per sample
+//! through the block, the position in beats and seconds, the bar, the time signature, the
+//! loop, and whether it plays. It is there when the transport is stopped too.
+//!
 //! **Host extensions** offered to the plugin (details in `host.rs`):
 //!
 //! * `clap.log`: printed to stderr as `[downbeat] clap <plugin name>: <SEVERITY>: <message>`.
@@ -105,7 +110,9 @@ use downbeat_graph::{
 pub use error::ClapError;
 #[doc(hidden)]
 pub use node::instances_loaded;
-pub use node::{param_name, port_names, ClapInfo, ClapNode, EVENT_CAPACITY, STATE_EXTENSION};
+pub use node::{
+    param_name, port_names, transport_event, ClapInfo, ClapNode, EVENT_CAPACITY, STATE_EXTENSION,
+};
 
 /// The keys every `clap` node takes besides the plugin's parameters: declared so that the
 /// project resolves `state`'s relative path against the project's folder.

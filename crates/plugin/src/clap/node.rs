@@ -10,11 +10,15 @@ use clack_extensions::latency::PluginLatency;
 use clack_extensions::note_ports::PluginNotePorts;
 use clack_extensions::params::{ParamInfoBuffer, PluginParams};
 use clack_extensions::state::PluginState;
-use clack_host::events::event_types::{MidiEvent, NoteOffEvent, NoteOnEvent, ParamValueEvent};
-use clack_host::events::{Match, Pckn};
+use clack_host::events::event_types::{
+    MidiEvent, NoteOffEvent, NoteOnEvent, ParamValueEvent, TransportEvent, TransportFlags,
+};
+use clack_host::events::{EventFlags, EventHeader, Match, Pckn};
 use clack_host::prelude::*;
 use clack_host::process::PluginAudioProcessor;
+use clack_host::utils::{BeatTime, SecondsTime};
 
+use downbeat_graph::time::MusicalPosition;
 use downbeat_graph::{
     AudioMut, AudioRef, Node, NodeState, NoteError, NoteEvent, ParamKind, ParamSpec, Port,
     ProcessContext, StateError,
@@ -129,6 +133,12 @@ pub struct ClapInfo {
 /// list at their sample offsets. An instrument (a plugin with a note input port) plays the
 /// notes given to [`Node::note`].
 ///
+/// Every call hands the plugin the song's transport at the block's first frame
+/// (`clap_process.transport`, see [`transport_event`]), stopped or playing: tempo, beats,
+/// seconds, bar, signature and loop. The engine cuts blocks wherever the transport jumps or
+/// the tempo map changes course, so the one event holds for the whole block and no
+/// `CLAP_EVENT_TRANSPORT` is sent inside it.
+///
 /// Loading, instantiation and activation run in [`load`](ClapNode::load), off the audio
 /// thread. CLAP makes `start_processing` an audio-thread call, so the first
 /// [`process`](Node::process) makes it (an audit counts what the plugin does there in its
@@ -161,6 +171,9 @@ pub struct ClapNode {
     latency: usize,
     instrument: bool,
     failed_calls: u64,
+    /// The transport of the block being processed: the plugin gets a pointer to it, so it
+    /// lives here rather than on the stack of a helper, and is rewritten in place.
+    transport: TransportEvent,
 }
 
 // SAFETY: `PluginInstance` is not `Send` because CLAP wants the plugin's main-thread calls
@@ -565,6 +578,7 @@ impl ClapNode {
             latency,
             instrument,
             failed_calls: 0,
+            transport: transport_event(&MusicalPosition::stopped(f64::from(sample_rate)), 1),
         })
     }
 
@@ -725,6 +739,82 @@ impl ClapNode {
     }
 }
 
+/// The CLAP transport of a block of `frames` frames whose first frame is at `m`: what the
+/// node passes as `clap_process.transport`.
+///
+/// Tempo, both timelines and the signature are always there, stopped too (a plugin syncing
+/// an LFO to the bar grid needs them before the song plays); `IS_PLAYING` and
+/// `IS_LOOP_ACTIVE` follow the transport. Positions are CLAP fixed point
+/// (`CLAP_BEATTIME_FACTOR`, `CLAP_SECTIME_FACTOR`: 2^31), rounded to nearest; the song's
+/// seconds are its frame over the sample rate, the frame being what the engine counts
+/// exactly. `tempo_inc` is the tempo's change per sample across the block, from its first
+/// frame's tempo to the tempo where the next block starts: CLAP draws the tempo as a
+/// straight line through each block, and the engine cuts blocks at every tempo point, so
+/// a plugin following `tempo_inc` arrives at the next block's tempo (a step is the next
+/// block's). Stopped, the tempo stands.
+///
+/// The loop's seconds are those of the block's tempo segment ([`MusicalPosition::segment`]):
+/// the map's own when the loop's ends lie in that segment, always so under one tempo; a loop
+/// reaching across tempo changes gets them as if the block's tempo held (the position gives
+/// the loop in beats only).
+///
+/// ```
+/// use clack_host::events::event_types::TransportFlags;
+/// use downbeat_graph::time::{MusicalPosition, TempoMap};
+/// use downbeat_plugin::clap::transport_event;
+///
+/// let map = TempoMap::constant(120.0, 48000.0).unwrap();
+/// let t = transport_event(&MusicalPosition::of(&map, 120_000, true, None), 256);
+/// assert!(t.flags.contains(TransportFlags::IS_PLAYING));
+/// assert_eq!(t.song_pos_beats.to_float(), 5.0); // 2.5 s at 120 bpm
+/// assert_eq!((t.bar_number, t.bar_start.to_float(), t.tempo_inc), (1, 4.0, 0.0));
+/// ```
+pub fn transport_event(m: &MusicalPosition, frames: usize) -> TransportEvent {
+    let mut flags = TransportFlags::HAS_TEMPO
+        | TransportFlags::HAS_BEATS_TIMELINE
+        | TransportFlags::HAS_SECONDS_TIMELINE
+        | TransportFlags::HAS_TIME_SIGNATURE;
+    if m.playing {
+        flags |= TransportFlags::IS_PLAYING;
+    }
+    let tempo_inc = if m.playing && frames > 0 {
+        (m.at(frames).bpm - m.bpm) / frames as f64
+    } else {
+        0.0
+    };
+    let seconds = |beat: f64| SecondsTime::from_float(m.segment().seconds_at(beat));
+    let zero = BeatTime::from_int(0);
+    let (loop_start_beats, loop_end_beats, loop_start_seconds, loop_end_seconds) = match m.looping {
+        Some((start, end)) => {
+            flags |= TransportFlags::IS_LOOP_ACTIVE;
+            (
+                BeatTime::from_float(start),
+                BeatTime::from_float(end),
+                seconds(start),
+                seconds(end),
+            )
+        }
+        None => (zero, zero, zero, zero),
+    };
+    TransportEvent {
+        header: EventHeader::new_core(0, EventFlags::empty()),
+        flags,
+        song_pos_beats: BeatTime::from_float(m.beat),
+        song_pos_seconds: SecondsTime::from_float(m.song_frame as f64 / m.sample_rate()),
+        tempo: m.bpm,
+        tempo_inc,
+        loop_start_beats,
+        loop_end_beats,
+        loop_start_seconds,
+        loop_end_seconds,
+        bar_start: BeatTime::from_float(m.bar_beat),
+        // No song reaches bar 2^31; saturate rather than wrap if one did.
+        bar_number: m.bar.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
+        time_signature_numerator: u16::from(m.signature.numerator),
+        time_signature_denominator: u16::from(m.signature.denominator),
+    }
+}
+
 fn key(note: f32) -> u16 {
     note.round().clamp(0.0, 127.0) as u16
 }
@@ -804,6 +894,7 @@ impl Node for ClapNode {
         }
         self.fill_events(frames);
         self.events_out.clear();
+        self.transport = transport_event(&ctx.musical, frames);
         let ok = match self.processor.as_mut() {
             Some(processor) => {
                 let in_base = self.in_bufs.as_mut_ptr();
@@ -839,7 +930,7 @@ impl Node for ClapNode {
                             &self.events_in.as_input(),
                             &mut self.events_out.as_output(),
                             Some(ctx.position),
-                            None,
+                            Some(&self.transport),
                         )
                         .is_ok(),
                     Err(_) => false,

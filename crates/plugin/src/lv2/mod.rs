@@ -12,8 +12,9 @@
 //! `downbeat run --save-state DIR` wrote, `DIR/<node>.ttl`, relative to the project), applied
 //! in that order before the first run, the control values given in the project overriding
 //! both ([`state`] through lilv). A plugin that follows the host's transport
-//! (`time:Position`, see [`time`]) also takes `host_bpm`, `host_beats_per_bar` and
-//! `host_speed`, live like its controls. A plugin asking for the LV2 worker gets one
+//! (`time:Position`, see [`time`]) is sent the song's position, tempo and signature from the
+//! engine's transport (the project's `[tempo]` and `[transport]`, `/transport/*` over OSC).
+//! A plugin asking for the LV2 worker gets one
 //! ([`worker`]); its control outputs are the node's outputs ([`Node::outputs`]), read
 //! through the engine's watchers by their symbols and never set.
 //!
@@ -58,7 +59,7 @@ use downbeat_graph::{
 pub use error::Lv2Error;
 #[doc(hidden)]
 pub use node::instances_loaded;
-pub use node::{ControlValue, Lv2Node, PluginInfo, PortInfo, Start, HOST_PARAMS};
+pub use node::{ControlValue, Lv2Node, PluginInfo, PortInfo, Start};
 pub use state::presets;
 
 /// The parameters every `lv2` node declares (the others are the plugin's): `state`, a path
@@ -93,8 +94,9 @@ impl NodeFactory for Lv2Factory {
             "`uri = \"…\"` names the plugin (required; `lv2ls` lists them); every control \
              input port is a live parameter named by its symbol, with the plugin's range and \
              default (`lv2info URI` shows them); `preset = \"NAME\"` starts from one of the \
-             plugin's presets; a plugin following the transport takes `host_bpm`, \
-             `host_beats_per_bar` and `host_speed`",
+             plugin's presets; a plugin following the transport (`time:Position`) gets the \
+             song's tempo, signature and position from the project's `[tempo]` and \
+             `[transport]`",
         )
     }
 

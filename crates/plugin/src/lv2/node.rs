@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use downbeat_graph::time::MusicalPosition;
 use downbeat_graph::{
     AudioMut, AudioRef, Node, NodeState, NoteError, NoteEvent, ParamKind, ParamSpec, Port,
     ProcessContext, SharedMonitor, StateError,
@@ -20,7 +21,7 @@ use super::groups::{audio_groups, AudioGroup, PortGroup};
 use super::outputs::output_specs;
 use super::port::{connection, ControlProps, ControlSpec, PortKind};
 use super::state::{self, Source};
-use super::time::{TimeUrids, Transport, DEFAULT_BEATS_PER_BAR, DEFAULT_BPM, POSITION_WORDS};
+use super::time::{position, TimeFollower, TimeUrids, POSITION_WORDS};
 use super::worker::{self, Worker, WorkerCounts};
 
 /// Silent blocks run at most while waiting for a plugin's latency report to settle.
@@ -259,42 +260,6 @@ impl PluginInfo {
     }
 }
 
-/// The parameters the node adds to the plugin's own for a plugin that follows the host's
-/// transport ([`PluginInfo::follows_time`]): the tempo, metre and speed sent to it in the
-/// `time:Position` atom (see [`time`](super::time)).
-pub const HOST_PARAMS: [ParamSpec; 3] = [
-    ParamSpec {
-        name: "host_bpm",
-        doc: "the host's tempo sent to the plugin (time:Position), beats per minute",
-        kind: ParamKind::Float {
-            min: 1.0,
-            max: 999.0,
-            default: DEFAULT_BPM as f64,
-        },
-        live: true,
-    },
-    ParamSpec {
-        name: "host_beats_per_bar",
-        doc: "the host's beats per bar sent to the plugin (time:Position)",
-        kind: ParamKind::Float {
-            min: 1.0,
-            max: 64.0,
-            default: DEFAULT_BEATS_PER_BAR as f64,
-        },
-        live: true,
-    },
-    ParamSpec {
-        name: "host_speed",
-        doc: "the host's transport speed sent to the plugin (time:Position): 1 rolling, 0 stopped",
-        kind: ParamKind::Float {
-            min: 0.0,
-            max: 16.0,
-            default: 1.0,
-        },
-        live: true,
-    },
-];
-
 pub(crate) fn find_plugin(
     world: &lilv::World,
     uri: &str,
@@ -319,7 +284,7 @@ fn param_specs(info: &PluginInfo, sample_rate: f32) -> &'static [ParamSpec] {
     specs
         .entry((info.uri.clone(), sample_rate.to_bits()))
         .or_insert_with(|| {
-            let mut list: Vec<ParamSpec> = info
+            let list: Vec<ParamSpec> = info
                 .controls()
                 .map(|c| ParamSpec {
                     name: Box::leak(c.symbol.clone().into_boxed_str()),
@@ -332,9 +297,6 @@ fn param_specs(info: &PluginInfo, sample_rate: f32) -> &'static [ParamSpec] {
                     live: true,
                 })
                 .collect();
-            if info.follows_time() {
-                list.extend(HOST_PARAMS);
-            }
             Box::leak(list.into_boxed_slice())
         })
 }
@@ -398,8 +360,9 @@ pub struct Lv2Node {
     atom_out: Vec<(usize, AtomBuffer)>,
     _cv: Vec<Box<[f32]>>,
     urids: AtomUrids,
-    /// The transport, for a plugin that follows it.
-    transport: Option<(Transport, TimeUrids)>,
+    /// For a plugin that follows the transport: what it was last told of the song's time,
+    /// and the URIDs its position is written with.
+    transport: Option<(TimeFollower, TimeUrids)>,
     /// Control output port indices, in the order of `out_specs`.
     out_ports: Vec<usize>,
     /// The node's outputs: one per control output port.
@@ -485,7 +448,7 @@ impl Lv2Node {
             // Asking for the latency means running the plugin; the node starts from a
             // fresh instance so that its first block is the plugin's first, as in any
             // other host.
-            let latency = node.query_latency();
+            let latency = node.query_latency(cfg.sample_rate);
             drop(node);
             node = Self::instantiate(uri, values, cfg)?;
             restore(&mut node)?;
@@ -506,33 +469,12 @@ impl Lv2Node {
         .map(|_| ())
     }
 
-    /// Gives the control inputs (and the transport's parameters) the project's values.
+    /// Gives the control inputs the project's values.
     fn apply_values(&mut self, values: &[(String, ControlValue)]) -> Result<(), Lv2Error> {
         for (symbol, value) in values {
-            if let Some(h) = HOST_PARAMS.iter().position(|p| p.name == symbol) {
-                if self.transport.is_some() {
-                    let ParamKind::Float { min, max, .. } = HOST_PARAMS[h].kind else {
-                        unreachable!("host parameters are floats")
-                    };
-                    let v = match value {
-                        ControlValue::Number(v) if (min..=max).contains(v) => *v as f32,
-                        _ => {
-                            return Err(Lv2Error::BadValue {
-                                symbol: symbol.clone(),
-                                message: format!("expected a number from {min} to {max}"),
-                            })
-                        }
-                    };
-                    self.set_param(self.params.len() + h, v);
-                    continue;
-                }
-            }
             let Some((port, spec)) = self.params.iter().find(|(_, s)| &s.symbol == symbol) else {
-                let mut valid: Vec<String> =
+                let valid: Vec<String> =
                     self.params.iter().map(|(_, s)| s.symbol.clone()).collect();
-                if self.transport.is_some() {
-                    valid.extend(HOST_PARAMS.iter().map(|p| p.name.to_string()));
-                }
                 return Err(Lv2Error::UnknownControl {
                     symbol: symbol.clone(),
                     valid,
@@ -689,7 +631,7 @@ impl Lv2Node {
         let specs = param_specs(&info, cfg.sample_rate);
         let transport = info
             .follows_time()
-            .then(|| (Transport::new(cfg.sample_rate), TimeUrids::new()));
+            .then(|| (TimeFollower::new(), TimeUrids::new()));
         let mut pending = Vec::with_capacity(NOTE_CAPACITY);
         // The notes are queued on the audio thread: their first pages are mapped here.
         prefault_spare(&mut pending);
@@ -754,7 +696,7 @@ impl Lv2Node {
     /// throws it away and uses a fresh one.
     ///
     /// [`load`]: Lv2Node::load
-    fn query_latency(&mut self) -> usize {
+    fn query_latency(&mut self, sample_rate: f32) -> usize {
         let Some(port) = self.info.latency_port else {
             return 0;
         };
@@ -773,8 +715,10 @@ impl Lv2Node {
         // Some plugins glide to a new setting (nodelay fades to its delay) and report the
         // latency once there: run silent blocks until the report holds still.
         let mut value = f32::NAN;
-        for block in 0..MAX_LATENCY_BLOCKS {
-            self.run_plugin(frames, (block * frames) as u64);
+        // A stopped song at its start: this instance only answers the query.
+        let stopped = MusicalPosition::stopped(f64::from(sample_rate));
+        for _ in 0..MAX_LATENCY_BLOCKS {
+            self.run_plugin(frames, &stopped);
             let now = self.controls.get(port).copied().unwrap_or(0.0);
             if now == value {
                 break;
@@ -812,17 +756,12 @@ impl Lv2Node {
         self.worker.as_ref().map(Worker::counts)
     }
 
-    /// The tempo the node sends the plugin, for a plugin that follows the transport.
-    pub fn bpm(&self) -> Option<f32> {
-        self.transport.as_ref().map(|(t, _)| t.bpm())
-    }
-
     /// One block of the plugin, its ports already connected: the atom inputs written, the
     /// worker's responses delivered, `run()`, `end_run()` (the control outputs are then in
     /// their slots, for [`Node::output_value`]). Real-time safe on the host's side
     /// (offline, the worker wait yields).
-    fn run_plugin(&mut self, frames: usize, position: u64) {
-        self.prepare_atoms(frames, position);
+    fn run_plugin(&mut self, frames: usize, musical: &MusicalPosition) {
+        self.prepare_atoms(frames, musical);
         if let Some(w) = &mut self.worker {
             w.begin_run();
         }
@@ -835,19 +774,19 @@ impl Lv2Node {
             w.end_run();
         }
         if let Some((t, _)) = &mut self.transport {
-            t.advance(position, frames);
+            t.ran(musical, frames);
         }
     }
 
-    /// Writes the atom inputs for a block of `frames` starting at `position`: the transport
-    /// (when due) and the notes due in the block on the MIDI input, the transport or empty
-    /// sequences elsewhere; and empty chunks on the outputs.
-    fn prepare_atoms(&mut self, frames: usize, position: u64) {
+    /// Writes the atom inputs for a block of `frames` starting at `musical`: the song's
+    /// position (when due) and the notes due in the block on the MIDI input, the position
+    /// or empty sequences elsewhere; and empty chunks on the outputs.
+    fn prepare_atoms(&mut self, frames: usize, musical: &MusicalPosition) {
         let urids = self.urids;
         let words: [u64; POSITION_WORDS];
         let time: &[u64] = match &self.transport {
-            Some((t, time_urids)) if t.due(position) => {
-                words = t.position(time_urids, position);
+            Some((t, time_urids)) if t.due(musical) => {
+                words = position(time_urids, musical);
                 &words
             }
             _ => &[],
@@ -928,7 +867,7 @@ impl Node for Lv2Node {
                     .connect_port_mut(port, output.channel_mut(c).as_mut_ptr())
             };
         }
-        self.run_plugin(frames, ctx.position);
+        self.run_plugin(frames, &ctx.musical);
     }
 
     fn set_param(&mut self, index: usize, value: f32) -> bool {
@@ -937,18 +876,7 @@ impl Node for Lv2Node {
                 self.controls[*port] = spec.coerce(value);
                 true
             }
-            None => {
-                let Some((t, _)) = &mut self.transport else {
-                    return false;
-                };
-                match index - self.params.len() {
-                    0 => t.set_bpm(value),
-                    1 => t.set_beats_per_bar(value),
-                    2 => t.set_speed(value.max(0.0)),
-                    _ => return false,
-                }
-                true
-            }
+            None => false,
         }
     }
 
@@ -957,16 +885,8 @@ impl Node for Lv2Node {
     }
 
     fn get_param(&self, index: usize) -> Option<f32> {
-        if let Some((port, _)) = self.params.get(index) {
-            return Some(self.controls[*port]);
-        }
-        let (t, _) = self.transport.as_ref()?;
-        match index - self.params.len() {
-            0 => Some(t.bpm()),
-            1 => Some(t.beats_per_bar()),
-            2 => Some(t.speed()),
-            _ => None,
-        }
+        let (port, _) = self.params.get(index)?;
+        Some(self.controls[*port])
     }
 
     fn set_offline(&mut self, offline: bool) {

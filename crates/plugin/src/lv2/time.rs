@@ -1,12 +1,18 @@
-//! The host's transport for plugins that follow it: the `time:Position` atom.
+//! The song's transport for plugins that follow it: the `time:Position` atom.
 //!
 //! A plugin whose atom input `atom:supports time:Position` (Ardour's `a-delay` syncing its
 //! delay to the tempo, arpeggiators, LFOs in time) gets an object with the frame, the speed,
-//! the bar and beat, the beat unit, beats per bar and beats per minute. The node sends it at
-//! frame 0 of its first block, and again at the start of a block whenever the tempo, the
-//! metre or the speed changed (the node's `host_bpm`, `host_beats_per_bar` and `host_speed`
-//! parameters, moved like any other by a controller, OSC or automation) or the frames jumped.
-//! Writing it is a few stores into the port's preallocated buffer: real-time safe.
+//! the bar and beat, the beat unit, beats per bar and beats per minute, all read from the
+//! engine's transport ([`ProcessContext::musical`](downbeat_graph::ProcessContext::musical)):
+//! the song's frame, 1 playing or 0 stopped, the bar from 0, the beat into the bar counted in
+//! the signature's beats (eighths in 6/8), the signature, the tempo at the block's start.
+//! The node sends it at frame 0 of its first block, and again at the start of a block
+//! whenever the tempo, the signature or playing changed, or the song jumped (a locate, a
+//! loop wrap: the block does not start where the last one ended). Through a tempo ramp
+//! that is every block, each with the tempo at its start. Writing it is a few stores into
+//! the port's preallocated buffer: real-time safe.
+
+use downbeat_graph::time::{MusicalPosition, Signature};
 
 use super::atom::pair;
 use super::features::urid;
@@ -58,180 +64,222 @@ impl Default for TimeUrids {
     }
 }
 
-/// The tempo, metre and speed the host plays at, and where it is.
+/// When a plugin is sent a position: what it was last told, and where the song would be
+/// next had it played on.
 ///
 /// ```
-/// use downbeat_plugin::lv2::time::Transport;
+/// use downbeat_graph::time::{MusicalPosition, TempoMap};
+/// use downbeat_plugin::lv2::time::TimeFollower;
 ///
-/// let mut t = Transport::new(48000.0);
-/// t.set_bpm(120.0);
-/// assert!(t.due(0), "the first block gets a position");
-/// t.advance(0, 48000); // one second at 120 bpm: two beats
-/// assert!(!t.due(48000), "nothing changed, no position");
-/// assert_eq!(t.beats(), 2.0);
-/// t.set_bpm(90.0);
-/// assert!(t.due(48000), "a new tempo is sent");
+/// let map = TempoMap::constant(120.0, 48000.0).unwrap();
+/// let mut t = TimeFollower::new();
+/// let start = MusicalPosition::of(&map, 0, true, None);
+/// assert!(t.due(&start), "the first block gets a position");
+/// t.ran(&start, 256);
+/// assert!(!t.due(&start.at(256)), "playing on at one tempo: nothing to say");
+/// assert!(t.due(&MusicalPosition::of(&map, 96_000, true, None)), "a jump is sent");
 /// ```
-#[derive(Clone, Debug)]
-pub struct Transport {
-    sample_rate: f64,
-    /// Beats per minute.
-    bpm: f32,
-    beats_per_bar: f32,
-    /// The note value of a beat (4: a quarter note).
-    beat_unit: i32,
-    /// 1 rolling, 0 stopped.
-    speed: f32,
-    /// Beats since frame 0.
-    beats: f64,
-    /// The frame the next block is expected to start at (a jump sends a position).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TimeFollower {
+    /// What the last position sent said: the tempo, the signature, playing.
+    told: Option<(f64, Signature, bool)>,
+    /// The song frame the next block starts at if the song plays on (or stands, stopped).
     next: Option<u64>,
-    changed: bool,
 }
 
-/// Tempo when the project gives none: 120 beats per minute.
-pub const DEFAULT_BPM: f32 = 120.0;
-/// Beats per bar when the project gives none.
-pub const DEFAULT_BEATS_PER_BAR: f32 = 4.0;
-
-impl Transport {
-    /// At 120 bpm in 4/4, rolling, at beat 0.
-    pub fn new(sample_rate: f32) -> Self {
-        Transport {
-            sample_rate: f64::from(sample_rate.max(1.0)),
-            bpm: DEFAULT_BPM,
-            beats_per_bar: DEFAULT_BEATS_PER_BAR,
-            beat_unit: 4,
-            speed: 1.0,
-            beats: 0.0,
-            next: None,
-            changed: true,
-        }
+impl TimeFollower {
+    /// Nothing sent yet.
+    pub fn new() -> Self {
+        Self::default()
     }
 
-    /// The tempo, in beats per minute (at least 1).
-    pub fn bpm(&self) -> f32 {
-        self.bpm
+    /// Whether a block starting at `m` must send a position: the first block, and one
+    /// where the tempo, the signature or playing differ from what was last sent, or the
+    /// song is not where the last block left it. Real-time safe.
+    pub fn due(&self, m: &MusicalPosition) -> bool {
+        self.told != Some((m.bpm, m.signature, m.playing)) || self.next != Some(m.song_frame)
     }
 
-    /// Beats per bar.
-    pub fn beats_per_bar(&self) -> f32 {
-        self.beats_per_bar
+    /// After a block of `frames` starting at `m` ran (with a position when [`due`] said
+    /// so): notes what the plugin now knows. Real-time safe.
+    ///
+    /// [`due`]: TimeFollower::due
+    pub fn ran(&mut self, m: &MusicalPosition, frames: usize) {
+        // Not due, these are what the plugin was told already.
+        self.told = Some((m.bpm, m.signature, m.playing));
+        self.next = Some(m.at(frames).song_frame);
     }
+}
 
-    /// The speed (0 stopped, 1 rolling).
-    pub fn speed(&self) -> f32 {
-        self.speed
+/// The `time:Position` event at frame 0 of a block starting at `m`, as the words of an atom
+/// sequence's event: `time:frame` the song's frame, `time:speed` 1 playing or 0 stopped,
+/// `time:bar` from 0, `time:barBeat` the beats into the bar in units of the signature's beat
+/// (`(beat - bar_beat) / (4 / denominator)`), `time:beatUnit` the denominator,
+/// `time:beatsPerBar` the numerator, `time:beatsPerMinute` the tempo (quarter notes per
+/// minute, as the engine counts it). Real-time safe.
+pub fn position(urids: &TimeUrids, m: &MusicalPosition) -> [u64; POSITION_WORDS] {
+    let signature = m.signature;
+    // A position a hair before its bar line (rounding) is counted on it, never negative.
+    let bar_beat = ((m.beat - m.bar_beat).max(0.0) / signature.beat_length()) as f32;
+    let mut w = [0u64; POSITION_WORDS];
+    let body_bytes = (8 + 7 * 24) as u32;
+    w[0] = 0; // the event's time: frame 0 of the block
+    w[1] = pair(body_bytes, urids.object);
+    w[2] = pair(0, urids.position); // object id (blank), object type
+    let float = |v: f32| pair(v.to_bits(), 0);
+    let speed = if m.playing { 1.0 } else { 0.0 };
+    let props: [(u32, u32, u32, u64); 7] = [
+        (urids.frame, 8, urids.long, m.song_frame),
+        (urids.speed, 4, urids.float, float(speed)),
+        (urids.bar, 8, urids.long, m.bar as u64),
+        (urids.bar_beat, 4, urids.float, float(bar_beat)),
+        (
+            urids.beat_unit,
+            4,
+            urids.int,
+            pair(u32::from(signature.denominator), 0),
+        ),
+        (
+            urids.beats_per_bar,
+            4,
+            urids.float,
+            float(f32::from(signature.numerator)),
+        ),
+        (urids.bpm, 4, urids.float, float(m.bpm as f32)),
+    ];
+    for (k, (key, size, type_, value)) in props.into_iter().enumerate() {
+        w[3 + 3 * k] = pair(key, 0);
+        w[4 + 3 * k] = pair(size, type_);
+        w[5 + 3 * k] = value;
     }
-
-    /// Beats played since frame 0.
-    pub fn beats(&self) -> f64 {
-        self.beats
-    }
-
-    /// Sets the tempo from the next block on. Real-time safe.
-    pub fn set_bpm(&mut self, bpm: f32) {
-        let bpm = bpm.max(1.0);
-        self.changed |= bpm != self.bpm;
-        self.bpm = bpm;
-    }
-
-    /// Sets the beats per bar. Real-time safe.
-    pub fn set_beats_per_bar(&mut self, beats: f32) {
-        let beats = beats.max(1.0);
-        self.changed |= beats != self.beats_per_bar;
-        self.beats_per_bar = beats;
-    }
-
-    /// Sets the speed (0 stopped, 1 rolling). Real-time safe.
-    pub fn set_speed(&mut self, speed: f32) {
-        self.changed |= speed != self.speed;
-        self.speed = speed;
-    }
-
-    /// Whether a block starting at `frame` must send a position: the first, one after a
-    /// change, one after a jump.
-    pub fn due(&self, frame: u64) -> bool {
-        self.changed || self.next != Some(frame)
-    }
-
-    /// After a block of `frames` starting at `frame`: moves the beat on at the tempo and
-    /// speed, and forgets the change.
-    pub fn advance(&mut self, frame: u64, frames: usize) {
-        self.beats +=
-            frames as f64 * f64::from(self.speed) * f64::from(self.bpm) / 60.0 / self.sample_rate;
-        self.next = Some(frame + frames as u64);
-        self.changed = false;
-    }
-
-    /// The `time:Position` event at frame 0 for a block starting at `frame`, as the words of
-    /// an atom sequence's event.
-    pub fn position(&self, urids: &TimeUrids, frame: u64) -> [u64; POSITION_WORDS] {
-        let bar = (self.beats / f64::from(self.beats_per_bar)).floor();
-        let bar_beat = (self.beats - bar * f64::from(self.beats_per_bar)) as f32;
-        let mut w = [0u64; POSITION_WORDS];
-        let body_bytes = (8 + 7 * 24) as u32;
-        w[0] = 0; // the event's time: frame 0 of the block
-        w[1] = pair(body_bytes, urids.object);
-        w[2] = pair(0, urids.position); // object id (blank), object type
-        let float = |v: f32| pair(v.to_bits(), 0);
-        let props: [(u32, u32, u32, u64); 7] = [
-            (urids.frame, 8, urids.long, frame),
-            (urids.speed, 4, urids.float, float(self.speed)),
-            (urids.bar, 8, urids.long, bar as i64 as u64),
-            (urids.bar_beat, 4, urids.float, float(bar_beat)),
-            (
-                urids.beat_unit,
-                4,
-                urids.int,
-                pair(self.beat_unit as u32, 0),
-            ),
-            (
-                urids.beats_per_bar,
-                4,
-                urids.float,
-                float(self.beats_per_bar),
-            ),
-            (urids.bpm, 4, urids.float, float(self.bpm)),
-        ];
-        for (k, (key, size, type_, value)) in props.into_iter().enumerate() {
-            w[3 + 3 * k] = pair(key, 0);
-            w[4 + 3 * k] = pair(size, type_);
-            w[5 + 3 * k] = value;
-        }
-        w
-    }
+    w
 }
 
 #[cfg(test)]
 mod tests {
+    use downbeat_graph::time::{
+        SignatureChange, TempoMap, TempoPoint, Transport, TransportCommand,
+    };
+
     use super::*;
 
+    fn lo(x: u64) -> u32 {
+        u32::from_ne_bytes(x.to_ne_bytes()[..4].try_into().unwrap())
+    }
+
+    fn hi(x: u64) -> u32 {
+        u32::from_ne_bytes(x.to_ne_bytes()[4..].try_into().unwrap())
+    }
+
+    /// 120 bpm in 4/4, 6/8 from beat 8 (bar 2), a ramp down to 60 bpm over beats 14 to 20.
+    fn song() -> TempoMap {
+        let ramp = TempoPoint {
+            beat: 14.0,
+            bpm: 60.0,
+            ramp: 6.0,
+        };
+        let six_eight = SignatureChange {
+            beat: 8.0,
+            signature: "6/8".parse().unwrap(),
+        };
+        TempoMap::new(120.0, Signature::default(), &[ramp], &[six_eight], 48000.0).unwrap()
+    }
+
     #[test]
-    fn the_position_object_is_laid_out_as_lv2_atom_object() {
+    fn the_position_object_is_laid_out_as_lv2_atom_object_from_the_songs_position() {
         let urids = TimeUrids::new();
-        let mut t = Transport::new(48000.0);
-        t.set_bpm(90.0);
-        t.advance(0, 48000 * 4); // four seconds at 90 bpm: six beats, bar 1 beat 2
-        let w = t.position(&urids, 192000);
-        let lo = |x: u64| {
-            x.to_ne_bytes()[..4]
-                .try_into()
-                .map(u32::from_ne_bytes)
-                .unwrap()
-        };
-        let hi = |x: u64| {
-            x.to_ne_bytes()[4..]
-                .try_into()
-                .map(u32::from_ne_bytes)
-                .unwrap()
-        };
+        // Beat 12.25 at 120 bpm: 6.125 s. Bar 3 of the song (the second of 6/8, from beat
+        // 11), 1.25 quarter notes in: 2.5 eighths.
+        let m = MusicalPosition::of(&song(), 294_000, true, None);
+        let w = position(&urids, &m);
         assert_eq!(lo(w[1]), 176, "object body: 8 + 7 properties of 24 bytes");
+        assert_eq!(hi(w[1]), urids.object);
         assert_eq!(hi(w[2]), urids.position);
-        assert_eq!(w[5], 192000, "time:frame");
-        assert_eq!(w[11], 1, "time:bar");
-        assert_eq!(f32::from_bits(lo(w[14])), 2.0, "time:barBeat");
-        assert_eq!(hi(w[22]), urids.float);
-        assert_eq!(f32::from_bits(lo(w[23])), 90.0, "time:beatsPerMinute");
+        let props = [
+            (urids.frame, 8, urids.long),
+            (urids.speed, 4, urids.float),
+            (urids.bar, 8, urids.long),
+            (urids.bar_beat, 4, urids.float),
+            (urids.beat_unit, 4, urids.int),
+            (urids.beats_per_bar, 4, urids.float),
+            (urids.bpm, 4, urids.float),
+        ];
+        for (k, (key, size, type_)) in props.into_iter().enumerate() {
+            assert_eq!(lo(w[3 + 3 * k]), key, "property {k}'s key");
+            assert_eq!(
+                (lo(w[4 + 3 * k]), hi(w[4 + 3 * k])),
+                (size, type_),
+                "property {k}"
+            );
+        }
+        let float = |k: usize| f32::from_bits(lo(w[5 + 3 * k]));
+        assert_eq!(w[5], 294_000, "time:frame");
+        assert_eq!(float(1), 1.0, "time:speed");
+        assert_eq!(w[11], 3, "time:bar");
+        assert_eq!(float(3), 2.5, "time:barBeat, in eighths");
+        assert_eq!(lo(w[17]), 8, "time:beatUnit");
+        assert_eq!(float(5), 6.0, "time:beatsPerBar");
+        assert_eq!(float(6), 120.0, "time:beatsPerMinute");
+
+        let stopped = position(&urids, &MusicalPosition::of(&song(), 294_000, false, None));
+        assert_eq!(f32::from_bits(lo(stopped[8])), 0.0, "time:speed, stopped");
+        assert_eq!(stopped[11], 3, "the same bar");
+    }
+
+    /// Which of the blocks of `frames`, played as the engine plays them, get a position.
+    fn sent(transport: &mut Transport, follower: &mut TimeFollower, blocks: usize) -> Vec<bool> {
+        (0..blocks)
+            .map(|_| {
+                let frames = transport.piece(256);
+                let m = transport.position();
+                let due = follower.due(&m);
+                follower.ran(&m, frames);
+                transport.advance(frames);
+                due
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_position_is_sent_first_then_on_every_change_and_jump_only() {
+        let mut transport = Transport::new(song());
+        let mut follower = TimeFollower::new();
+        // The first block, then nothing while the song plays on at 120 bpm in 4/4.
+        let first = sent(&mut transport, &mut follower, 10);
+        assert_eq!(
+            first,
+            [true, false, false, false, false, false, false, false, false, false]
+        );
+        // Beat 8, 6/8: sent once, at the block that starts on the change.
+        transport.apply(TransportCommand::LocateBeat(7.9)).unwrap();
+        let across = sent(&mut transport, &mut follower, 12);
+        assert_eq!(
+            across.iter().filter(|&&s| s).count(),
+            2,
+            "the jump and the signature"
+        );
+        assert!(across[0]);
+        let change = across.iter().skip(1).position(|&s| s).unwrap() + 1;
+        transport.apply(TransportCommand::LocateBeat(13.9)).unwrap();
+        // Through the ramp (beats 14 to 20): every block has a new tempo.
+        let ramp = sent(&mut transport, &mut follower, 40);
+        assert!(ramp[0], "the jump");
+        let into = ramp.iter().skip(1).position(|&s| s).unwrap() + 1;
+        assert!(ramp[into..].iter().all(|&s| s), "{ramp:?}");
+        assert!(change > 1 && into > 1);
+        // Stopped: sent once; standing still, nothing more; played again: sent.
+        transport.apply(TransportCommand::LocateBeat(30.0)).unwrap();
+        sent(&mut transport, &mut follower, 2);
+        transport.apply(TransportCommand::Stop).unwrap();
+        assert_eq!(sent(&mut transport, &mut follower, 3), [true, false, false]);
+        transport.apply(TransportCommand::Play).unwrap();
+        assert_eq!(sent(&mut transport, &mut follower, 3), [true, false, false]);
+        // A loop wrap is a jump: sent at the block after the wrap only. One beat at 60 bpm
+        // is 48,000 frames, 187.5 blocks of 256.
+        transport.apply(TransportCommand::Loop(30.0, 31.0)).unwrap();
+        transport.apply(TransportCommand::LocateBeat(30.0)).unwrap();
+        let looped = sent(&mut transport, &mut follower, 400);
+        let at: Vec<usize> = (0..400).filter(|&k| looped[k]).collect();
+        assert_eq!(at, [0, 188, 376], "the locate and two wraps");
     }
 }

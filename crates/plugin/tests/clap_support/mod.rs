@@ -23,6 +23,13 @@ pub const DELAY_ID: &str = "org.downbeat.test.delay";
 pub const ALLOC_ID: &str = "org.downbeat.test.alloc";
 /// The instrument writing `velocity + key / 1000` at each note on's frame.
 pub const CLICK_ID: &str = "org.downbeat.test.click";
+/// The recorder of the transport each `process` call is given, written exactly into its
+/// [`TRANSPORT_CHANNELS`] output channels (`crates/clap-test-plugins/src/transport.rs`).
+pub const TRANSPORT_ID: &str = "org.downbeat.test.transport";
+/// The transport recorder's record: 16 words, each over three channels.
+pub const TRANSPORT_FIELDS: usize = 16;
+/// The transport recorder's output channels.
+pub const TRANSPORT_CHANNELS: usize = 3 * TRANSPORT_FIELDS;
 /// The delay's reported latency.
 pub const DELAY_FRAMES: usize = 64;
 /// The plugin that exercises the host's extensions (`crates/clap-test-plugins/src/host_probe.rs`).

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use downbeat_graph::nodes::Output;
+use downbeat_graph::time::TempoMap;
 use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, Node, Port, ProcessContext};
 use downbeat_plugin::lv2::PluginInfo;
 
@@ -232,6 +233,19 @@ pub fn render_outputs(
     rate: f32,
     block: usize,
 ) -> (Vec<f32>, Vec<(&'static str, f32)>) {
+    render_song(node, in_channels, input, rate, block, None)
+}
+
+/// As [`render_outputs`], with the song playing by `map` (a project's `[tempo]`) rather than
+/// the schedule's own 120 bpm in 4/4, when it is given.
+pub fn render_song(
+    node: Box<dyn Node>,
+    in_channels: usize,
+    input: &[f32],
+    rate: f32,
+    block: usize,
+    map: Option<TempoMap>,
+) -> (Vec<f32>, Vec<(&'static str, f32)>) {
     let frames = input.len() / in_channels.max(1);
     let out_channels = node.output_channels();
     let names: Vec<&'static str> = node.outputs().iter().map(|o| o.name).collect();
@@ -266,6 +280,9 @@ pub fn render_outputs(
             max_block: block,
         })
         .unwrap();
+    if let Some(map) = map {
+        schedule.set_tempo(map);
+    }
     let mut result = vec![0.0; frames * out_channels];
     let mut done = 0;
     while done < frames {
