@@ -535,3 +535,37 @@ fn automation_in_beats_follows_the_song() {
     let err = Project::parse(&bad, "beats.toml").expect_err("an unknown unit");
     assert!(err.message.contains("bars"), "{err}");
 }
+
+/// A controller whose events fill the schedule's queue does not hold back another's that
+/// need no room there: a transport command, an event for a beat.
+#[test]
+fn a_full_queue_does_not_hold_back_the_transport() {
+    let p = metronome("[tempo]\nbpm = 120\n");
+    let mut engine = Engine::new(p.build().unwrap());
+    let mut flood = engine.controller(4096);
+    let mut transport = engine.controller(16);
+    let room = engine.schedule().event_room();
+    for k in 0..room + 100 {
+        flood
+            .step("m", "gain", 0.5, When::Frame(10_000_000 + k as u64))
+            .unwrap();
+    }
+    transport
+        .transport(When::Now, TransportCommand::Stop)
+        .unwrap();
+    render(&mut engine, 64, 64);
+    assert_eq!(
+        engine.schedule().event_room(),
+        0,
+        "the flood filled the queue"
+    );
+    assert!(
+        !engine.schedule().transport().is_playing(),
+        "the stop went in beside the flood"
+    );
+    assert_eq!(
+        engine.waiting_events(),
+        100,
+        "the flood's rest waits, in order"
+    );
+}

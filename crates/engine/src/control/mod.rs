@@ -182,11 +182,13 @@ impl ControlInputs {
                 match schedule.push_event(event) {
                     Ok(()) | Err(ControlError::Stale) => {}
                     // Waits for room, unless it needs more than the whole queue.
+                    // This controller's later events wait behind it, in order; another's
+                    // may need no room there (a transport command, an event for a beat).
                     Err(ControlError::QueueFull { capacity })
                         if event.target != Target::Instruments
                             || schedule.instrument_count() <= capacity =>
                     {
-                        break 'queues
+                        continue 'queues
                     }
                     Err(_) => self.undelivered += 1,
                 }
