@@ -65,6 +65,8 @@ bash packages/engine/scripts/build-wasm.sh
     -p downbeat-engine-wasm -p downbeat -p downbeat-graph -p downbeat-rt -p downbeat-file \
     -- -D warnings)
 (cd .. && CARGO_INCREMENTAL=0 cargo build -q -p downbeat-cli --bin downbeat)
+# The native side of native-transport.test.mjs: the same calls through the native Controller.
+(cd .. && CARGO_INCREMENTAL=0 cargo build -q -p downbeat-engine-wasm --example native_script)
 run_tests packages/engine/test/native-*.test.mjs
 
 step "browser: demo and OfflineAudioContext in headless Chromium"

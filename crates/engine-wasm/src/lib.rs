@@ -16,6 +16,9 @@
 //! too, where it is unit-tested (each test thread has its own state).
 //!
 //! Frames are `u64`s passed as two `u32`s (`lo`, `hi`); `lo = hi = 0xFFFF_FFFF` means "now".
+//! An event timed by the song's beats instead has [`BEAT`] added to its op: the two words
+//! are then the low and high halves of an `f64` beat, or [`NEXT_BEAT`] / [`NEXT_BAR`] (see
+//! [`db_event`]).
 //!
 //! ```
 //! use downbeat_engine_wasm::*;
@@ -41,6 +44,9 @@ use std::fmt::Write as _;
 pub use error::{Code, Error};
 pub use refused::REFUSED;
 pub use session::{Op, Session, ALL, EVENT_CAPACITY};
+
+/// When an event takes effect ([`Session::event_when`]): the native engine's own type.
+pub use downbeat::control::When;
 
 /// The module's state: the session, and the last error's message.
 struct State {
@@ -103,6 +109,33 @@ fn fail_now(e: Error) -> i32 {
 /// `frame_lo`/`frame_hi` as a frame, `None` for "now".
 fn frame(lo: u32, hi: u32) -> Option<u64> {
     (lo != u32::MAX || hi != u32::MAX).then(|| u64::from(hi) << 32 | u64::from(lo))
+}
+
+/// Added to [`db_event`]'s `op`: the event is timed by the song's beats, its `frame_lo` and
+/// `frame_hi` the low and high 32 bits of an `f64` beat (quarter notes from the song's
+/// start), or [`NEXT_BEAT`] or [`NEXT_BAR`].
+pub const BEAT: u32 = 0x1_0000;
+
+/// With [`BEAT`]: `frame_lo = frame_hi = NEXT_BEAT` (a NaN's bits, as "now" is) times the
+/// event on the next beat line of the time signature after where the song is when the
+/// engine takes it.
+pub const NEXT_BEAT: u32 = 0xFFFF_FFFF;
+
+/// With [`BEAT`]: `frame_lo = NEXT_BAR`, `frame_hi = 0xFFFF_FFFF` (a NaN's bits) times the
+/// event on the next bar line.
+pub const NEXT_BAR: u32 = 0xFFFF_FFFE;
+
+/// When an event with op word `op` and frame words `lo`, `hi` takes effect.
+fn when(op: u32, lo: u32, hi: u32) -> When {
+    if op & BEAT == 0 {
+        return frame(lo, hi).map_or(When::Now, When::Frame);
+    }
+    match (lo, hi) {
+        (NEXT_BEAT, u32::MAX) => When::NextBeat,
+        (NEXT_BAR, u32::MAX) => When::NextBar,
+        // Any other NaN is refused as a beat that is not a number.
+        _ => When::Beat(f64::from_bits(u64::from(hi) << 32 | u64::from(lo))),
+    }
 }
 
 /// A slice from a pointer and length handed over by JavaScript.
@@ -337,13 +370,30 @@ pub extern "C" fn db_reclaim() -> u32 {
     with_session(|s| Ok(s.reclaim() as u32)).unwrap_or(0)
 }
 
-/// Queues one event, applied at its frame as the native `Controller` applies it. `op`: 1
-/// set, 2 step, 3 ramp (`extra` seconds), 4 note on (`id` an instrument or `0xFFFF_FFFF`
-/// for all, `value` the note, `extra` the velocity 0..127, `channel` 0..15), 5 note off, 6
-/// all notes off (`channel` or `0xFFFF_FFFF`). Returns 0 or -1, -2 (no such op), -3, -4,
-/// -5 (counted in [`db_dropped`]). Allocates nothing, also when it refuses, except for a
-/// value outside the parameter's range or a bad ramp duration: the native `Controller`'s
-/// check that refuses those builds its error with the node's name.
+/// Queues one event, applied at its frame (or beat) as the native `Controller` applies it.
+///
+/// `op`: 1 set, 2 step, 3 ramp (`extra` seconds), 4 note on (`id` an instrument or
+/// `0xFFFF_FFFF` for all, `value` the note, `extra` the velocity 0..127, `channel` 0..15), 5
+/// note off, 6 all notes off (`channel` or `0xFFFF_FFFF`); the transport (`id` and `channel`
+/// ignored): 7 play, 8 stop, 9 locate (`value` the beat), 10 loop (from beat `value` to beat
+/// `extra`), 11 unloop, 12 tempo (`value` bpm, reached linearly over `extra` beats, 0 for a
+/// step, from the beat where it lands; the map's later changes are dropped). Beats and tempos
+/// travel as `f32`s here: exact for a beat that is a whole number of 1/1024 beats below
+/// 16,384.
+///
+/// When: `frame_lo`/`frame_hi` are an engine frame, or "now" (both `0xFFFF_FFFF`: the start
+/// of the next render). With [`BEAT`] added to `op` they are the low and high words of an
+/// `f64` beat: the event waits for the playing song to reach that beat and lands on its
+/// exact frame (one for a beat already passed applies at once, counted late); both
+/// [`NEXT_BEAT`], or [`NEXT_BAR`] and `0xFFFF_FFFF`, time it on the next beat or bar line
+/// after where the song is when the next render takes it. Every op takes every timing.
+///
+/// Returns 0 or -1, -2 (no such op), -3, -4 (a value, note, velocity or channel out of
+/// range; a beat that is negative or not a number; a loop that does not end after it starts;
+/// a tempo not above 0 or above 999; a negative ramp), -5 (counted in [`db_dropped`]).
+/// Allocates nothing, also when it refuses, except for a value outside the parameter's
+/// range or a bad ramp duration: the native `Controller`'s check that refuses those builds
+/// its error with the node's name.
 #[no_mangle]
 pub extern "C" fn db_event(
     op: u32,
@@ -355,15 +405,23 @@ pub extern "C" fn db_event(
     channel: u32,
 ) -> i32 {
     with_session_to(|s, message| {
-        let Some(op) = Op::from_number(op) else {
+        let number = if op & !(BEAT | 0xFFFF) == 0 {
+            op & 0xFFFF
+        } else {
+            op
+        };
+        let Some(kind) = Op::from_number(number) else {
             message.clear();
-            let _ = write!(message, "no event op {op}: give 1 to 6");
+            let _ = write!(
+                message,
+                "no event op {op}: give 1 to 12, plus {BEAT} to time it by a beat"
+            );
             return Err(Code::BadInput);
         };
         s.event_to(
-            op,
+            kind,
             id,
-            frame(frame_lo, frame_hi),
+            when(op, frame_lo, frame_hi),
             value,
             extra,
             channel,
@@ -393,6 +451,38 @@ pub extern "C" fn db_output_ptr(channel: u32) -> *const f32 {
         })
     })
     .unwrap_or(std::ptr::null())
+}
+
+/// 1 while the song plays, 0 while it is stopped (after the last render; 0 without a
+/// project).
+#[no_mangle]
+pub extern "C" fn db_transport_playing() -> u32 {
+    with_session(|s| Ok(u32::from(s.transport_position().playing))).unwrap_or(0)
+}
+
+/// The song's beat after the last render: quarter notes from its start.
+#[no_mangle]
+pub extern "C" fn db_transport_beat() -> f64 {
+    with_session(|s| Ok(s.transport_position().beat)).unwrap_or(0.0)
+}
+
+/// The song's bar after the last render, counted from 0.
+#[no_mangle]
+pub extern "C" fn db_transport_bar() -> f64 {
+    with_session(|s| Ok(s.transport_position().bar as f64)).unwrap_or(0.0)
+}
+
+/// The beat the song's current bar started on (the beat within the bar is
+/// [`db_transport_beat`] minus this).
+#[no_mangle]
+pub extern "C" fn db_transport_bar_beat() -> f64 {
+    with_session(|s| Ok(s.transport_position().bar_beat)).unwrap_or(0.0)
+}
+
+/// The song's tempo after the last render, in quarter notes per minute.
+#[no_mangle]
+pub extern "C" fn db_transport_bpm() -> f64 {
+    with_session(|s| Ok(s.transport_position().bpm)).unwrap_or(0.0)
 }
 
 /// Frames rendered since load.

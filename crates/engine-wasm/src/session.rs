@@ -11,6 +11,7 @@ use downbeat::edit::{CommitError, LiveEditor};
 use downbeat::midi::{play, MidiFile};
 use downbeat::project::Project;
 use downbeat::Engine;
+use downbeat_graph::time::{MusicalPosition, TransportCommand, TransportError};
 use downbeat_graph::{
     Change, ControlError, NodeConfig, NodeKey, NoteEvent, ParamId, ParamTable, Ramp, Shape,
 };
@@ -44,10 +45,23 @@ pub enum Op {
     NoteOff,
     /// Releases every note on `channel` ([`ALL`]: on every channel).
     AllNotesOff,
+    /// The transport plays from where it stands.
+    Play,
+    /// The transport stops where it is (the song's position stays).
+    Stop,
+    /// The song goes to beat `value` (playing or not).
+    Locate,
+    /// The song loops from beat `value` to beat `extra`.
+    Loop,
+    /// No more looping.
+    Unloop,
+    /// The tempo goes to `value` bpm, linearly over `extra` beats (0: at once), from the beat
+    /// the song is at when it lands.
+    Tempo,
 }
 
 impl Op {
-    /// The op of ABI number `n` (1 to 6).
+    /// The op of ABI number `n` (1 to 12).
     pub fn from_number(n: u32) -> Option<Op> {
         Some(match n {
             1 => Op::Set,
@@ -56,6 +70,12 @@ impl Op {
             4 => Op::NoteOn,
             5 => Op::NoteOff,
             6 => Op::AllNotesOff,
+            7 => Op::Play,
+            8 => Op::Stop,
+            9 => Op::Locate,
+            10 => Op::Loop,
+            11 => Op::Unloop,
+            12 => Op::Tempo,
             _ => return None,
         })
     }
@@ -104,6 +124,8 @@ pub struct Session {
     position: u64,
     dropped: u64,
     midi_frames: Option<u64>,
+    /// The song's position after the last render (or at load), for the transport readers.
+    musical: MusicalPosition,
     /// [`MESSAGE_ROOM`] bytes made at load, for the exports' message when the session is
     /// installed on a thread whose message has less (see `install` in `lib.rs`).
     room: String,
@@ -147,6 +169,7 @@ impl Session {
         let channels = engine.channels();
         let block = engine.block_size();
         let table_json = crate::table::json(&engine, &table, &params, &initial, &instruments);
+        let musical = engine.schedule().transport().position();
         Ok(Session {
             project,
             controller,
@@ -165,6 +188,7 @@ impl Session {
             position: 0,
             dropped: 0,
             midi_frames: None,
+            musical,
             room: String::with_capacity(MESSAGE_ROOM),
             engine,
         })
@@ -217,8 +241,7 @@ impl Session {
     /// unless it fails.
     ///
     /// # Errors
-    /// [`Code::UnknownId`], [`Code::OutOfRange`] (the message names the range),
-    /// [`Code::Full`] (counted in [`dropped`](Session::dropped)).
+    /// As [`event_when`](Session::event_when).
     pub fn event(
         &mut self,
         op: Op,
@@ -228,26 +251,75 @@ impl Session {
         extra: f32,
         channel: u32,
     ) -> Result<(), Error> {
+        let when = frame.map_or(When::Now, When::Frame);
+        self.event_when(op, id, when, value, extra, channel)
+    }
+
+    /// Queues one event at `when`: a frame of the timeline, "now" (the start of the next
+    /// block), or a musical time ([`When::Beat`], [`When::NextBeat`], [`When::NextBar`]: the
+    /// event waits for the song to reach it, after whatever tempo changes, locates and loops
+    /// come first). The transport ops ([`Op::Play`] to [`Op::Tempo`]) ignore `id` and
+    /// `channel`. Checked and sent exactly as the native [`Controller`] does (its
+    /// [`transport`](Controller::transport) for the transport ops). Allocates nothing
+    /// unless it fails.
+    ///
+    /// ```
+    /// use downbeat_engine_wasm::{Op, Session, When};
+    /// let text = "edges = [\"m -> out\"]\n[nodes.m]\ntype = \"metronome\"\n\
+    ///             [nodes.out]\ntype = \"output\"\n";
+    /// let mut s = Session::load(text, "x.toml").unwrap();
+    /// s.event_when(Op::Stop, 0, When::Beat(1.0), 0.0, 0.0, 0).unwrap();
+    /// let e = s.event_when(Op::Loop, 0, When::Now, 4.0, 2.0, 0).unwrap_err();
+    /// assert_eq!(e.message, "transport: a loop from beat 4 to beat 2 must end at least one frame after it starts");
+    /// for _ in 0..200 {
+    ///     s.render(256).unwrap(); // 120 bpm: beat 1 is 24,000 frames in
+    /// }
+    /// assert!(!s.transport_position().playing);
+    /// assert_eq!(s.transport_position().beat, 1.0);
+    /// ```
+    ///
+    /// # Errors
+    /// [`Code::UnknownId`], [`Code::OutOfRange`] (the message names the range: a value, a
+    /// beat that is negative or not a number, a loop that does not end after it starts, a
+    /// tempo not above 0 or above 999, a negative ramp), [`Code::Full`] (counted in
+    /// [`dropped`](Session::dropped)).
+    pub fn event_when(
+        &mut self,
+        op: Op,
+        id: u32,
+        when: When,
+        value: f32,
+        extra: f32,
+        channel: u32,
+    ) -> Result<(), Error> {
         let mut message = String::new();
-        self.event_to(op, id, frame, value, extra, channel, &mut message)
+        self.event_to(op, id, when, value, extra, channel, &mut message)
             .map_err(|code| Error::new(code, message))
     }
 
-    /// [`event`](Session::event) for the exports: a refusal's message is written into
-    /// `message` (whose room the module keeps), so that refusing allocates nothing.
+    /// [`event_when`](Session::event_when) for the exports: a refusal's message is written
+    /// into `message` (whose room the module keeps), so that refusing allocates nothing.
     // The ABI's event record is six words; the seventh argument is where a refusal says why.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn event_to(
         &mut self,
         op: Op,
         id: u32,
-        frame: Option<u64>,
+        when: When,
         value: f32,
         extra: f32,
         channel: u32,
         message: &mut String,
     ) -> Result<(), Code> {
-        let when = frame.map_or(When::Now, When::Frame);
+        if let When::Beat(b) = when {
+            if !(b.is_finite() && b >= 0.0) {
+                return Err(say(
+                    message,
+                    Code::OutOfRange,
+                    format_args!("{}", TransportError::BadBeat(b)),
+                ));
+            }
+        }
         let result = match op {
             Op::Set | Op::Step | Op::Ramp => {
                 let Some(&param) = self.params.get(id as usize) else {
@@ -298,6 +370,24 @@ impl Session {
                     self.controller.send_note_to(when, key, note)
                 }
             }
+            Op::Play => self.controller.transport(when, TransportCommand::Play),
+            Op::Stop => self.controller.transport(when, TransportCommand::Stop),
+            Op::Locate => {
+                let beat = f64::from(value);
+                self.controller
+                    .transport(when, TransportCommand::LocateBeat(beat))
+            }
+            Op::Loop => {
+                let (start, end) = (f64::from(value), f64::from(extra));
+                self.controller
+                    .transport(when, TransportCommand::Loop(start, end))
+            }
+            Op::Unloop => self.controller.transport(when, TransportCommand::Unloop),
+            Op::Tempo => {
+                let (bpm, ramp) = (f64::from(value), f64::from(extra));
+                self.controller
+                    .transport(when, TransportCommand::Tempo { bpm, ramp })
+            }
         };
         result.map_err(|e| self.refused(e, message))
     }
@@ -325,6 +415,10 @@ impl Session {
                 Code::UnknownId,
                 format_args!("no node of this project plays notes"),
             ),
+            // Worded as `ControlError::message` words it, without its `String`.
+            ControlError::Transport(e) => {
+                say(message, Code::OutOfRange, format_args!("transport: {e}"))
+            }
             e => say(message, Code::OutOfRange, format_args!("{}", e.message())),
         }
     }
@@ -370,7 +464,15 @@ impl Session {
         }
         self.frames = frames;
         self.position += frames as u64;
+        self.musical = self.engine.schedule().transport().position();
         Ok(frames)
+    }
+
+    /// Where the song stands after the last render (at load: where it starts): playing or
+    /// not, beat, bar, tempo, signature, loop. Read by the `db_transport_*` exports, for a
+    /// position display; worked out by the render, without allocating.
+    pub fn transport_position(&self) -> MusicalPosition {
+        self.musical
     }
 
     /// Channel `channel` of the last rendered block (empty for a channel the project does

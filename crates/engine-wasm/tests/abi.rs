@@ -226,8 +226,11 @@ fn bad_events_say_why_with_their_codes() {
         "channel 16 is outside 0 to 15 (MIDI channels 1 to 16)"
     );
     assert_eq!(event(3, gain, 0, 1.0, -1.0, 0), -4);
-    assert_eq!(event(9, gain, 0, 1.0, 0.0, 0), -2);
-    assert_eq!(last_error(), "no event op 9: give 1 to 6");
+    assert_eq!(event(13, gain, 0, 1.0, 0.0, 0), -2);
+    assert_eq!(
+        last_error(),
+        "no event op 13: give 1 to 12, plus 65536 to time it by a beat"
+    );
     assert_eq!(db_render(65), -2);
     assert_eq!(
         last_error(),

@@ -97,8 +97,8 @@ fn the_exports_per_block_calls_and_their_refusals_are_real_time_safe() {
         };
         refused(
             0,
-            db_event(9, gain, NOW, NOW, 1.0, 0.0, 0),
-            b"no event op 9: give 1 to 6",
+            db_event(13, gain, NOW, NOW, 1.0, 0.0, 0),
+            b"no event op 13: give 1 to 12",
         );
         refused(
             1,
@@ -242,4 +242,158 @@ fn db_render_taking_an_edit_over_is_real_time_safe() {
         assert_eq!(session.edits_applied(), u64::from(k) + 1);
         assert_eq!(session.reclaim(), 1);
     }
+}
+
+/// A song for the musical-time guard tests: fast beats (a beat every 6,000 frames, then a
+/// ramp), a loop, a metronome, a synth and a gain.
+const SONG: &str = "block_size = 64\nedges = [\"m -> g -> out\", \"k -> g\"]\n\
+    [nodes.m]\ntype = \"metronome\"\n[nodes.k]\ntype = \"synth\"\n\
+    [nodes.g]\ntype = \"gain\"\n[nodes.out]\ntype = \"output\"\n\
+    [tempo]\nbpm = 480\nchanges = [{ beat = 8, bpm = 600, ramp = 8 }]\n\
+    [transport]\nloop = [0, 32]\n";
+
+/// Events timed by beats (a beat, the next beat, the next bar) and every transport command
+/// (a loop, a tempo ramp, a stop, a play, a locate, an unloop), sent between guarded renders
+/// that carry them out, with the song's position read after every render: no allocation,
+/// free, lock or system call, and every one taken.
+#[test]
+fn beat_events_and_transport_commands_are_real_time_safe() {
+    let mut s = Session::load(SONG, "song.toml").unwrap();
+    let gain = s.param_id("g", "gain").unwrap();
+    let synth = s.instrument_id("k").unwrap();
+    assert_eq!(s.render(64), Ok(64));
+    // Refusals counted, the first kept: a vector of every result would fault its pages in.
+    let (mut taken, mut refused) = (0u32, None);
+    let mut check = |r: Result<(), Error>| match r {
+        Ok(()) => taken += 1,
+        Err(e) => refused = refused.take().or(Some(e)),
+    };
+    let (mut beats, mut stopped, mut sum) = (0.0f64, 0u32, 0.0f32);
+    let report = guard::check(|| {
+        for block in 0..2000u64 {
+            let p = s.transport_position();
+            let next = p.beat.floor() + 0.25;
+            check(s.event_when(Op::NoteOn, ALL, When::Beat(next + 0.25), 60.0, 90.0, 0));
+            check(s.event_when(Op::NoteOff, synth, When::Beat(next + 0.5), 60.0, 0.0, 0));
+            if block % 8 == 0 {
+                check(s.event_when(Op::Step, gain, When::NextBeat, 0.8, 0.0, 0));
+                check(s.event_when(Op::Ramp, gain, When::NextBar, 1.0, 0.01, 0));
+            }
+            let at = s.position();
+            let command = match block % 300 {
+                0 => Some((Op::Loop, When::NextBar, 4.0, 12.0)),
+                50 => Some((Op::Tempo, When::Beat(p.beat + 1.0), 300.0, 2.0)),
+                100 => Some((Op::Stop, When::Frame(at + 10), 0.0, 0.0)),
+                110 => Some((Op::Locate, When::Now, 2.5, 0.0)),
+                120 => Some((Op::Play, When::Frame(at + 30), 0.0, 0.0)),
+                200 => Some((Op::Unloop, When::NextBeat, 0.0, 0.0)),
+                250 => Some((Op::Tempo, When::Now, 480.0, 0.0)),
+                _ => None,
+            };
+            if let Some((op, when, value, extra)) = command {
+                check(s.event_when(op, 0, when, value, extra, 0));
+            }
+            sum += s.render(64).map_or(f32::NAN, |n| n as f32) + s.peak(0);
+            let p = s.transport_position();
+            beats += p.beat + p.bpm + p.bar as f64;
+            stopped += u32::from(!p.playing);
+        }
+    });
+    report.assert_clean();
+    assert_eq!(refused, None);
+    assert!(taken > 2000 * 2, "{taken}");
+    assert!(sum.is_finite() && sum > 2000.0 * 64.0, "{sum}");
+    assert!(beats.is_finite() && beats > 0.0);
+    assert!(stopped > 0, "the stops took effect");
+    assert_eq!(s.dropped(), 0);
+}
+
+/// The same through the exports, as the worklet's `process()` calls them: records timed by
+/// a beat's bits, `NEXT_BEAT` and `NEXT_BAR`, the transport ops, the readers after every
+/// render, then the refusals of musical time, with their codes and messages.
+#[test]
+fn the_exports_transport_and_beat_events_and_their_refusals_are_real_time_safe() {
+    const NOW: u32 = u32::MAX;
+    let session = Session::load(SONG, "song.toml").unwrap();
+    let gain = session.param_id("g", "gain").unwrap();
+    let synth = session.instrument_id("k").unwrap();
+    let block = session.block_size() as u32;
+    let mut refusals = [(0i32, false); 6];
+    let mut read = 0.0f64;
+    let (session, report) = guard::check_with(&guard::Options::new(), || {
+        assert!(install(Some(session)).is_none());
+        for b in 0..1000u32 {
+            let beat = (db_transport_beat().floor() + 0.5).to_bits();
+            let (lo, hi) = (beat as u32, (beat >> 32) as u32);
+            let mut rc = db_event(4 | BEAT, ALL, lo, hi, 64.0, 100.0, 0)
+                | db_event(5 | BEAT, synth, lo, hi + 1, 64.0, 0.0, 0);
+            if b % 16 == 0 {
+                rc |= db_event(2 | BEAT, gain, NEXT_BEAT, NEXT_BEAT, 0.7, 0.0, 0)
+                    | db_event(3 | BEAT, gain, NEXT_BAR, NOW, 1.0, 0.01, 0);
+            }
+            let at = block * (b + 1);
+            rc |= match b % 200 {
+                0 => db_event(10 | BEAT, 0, NEXT_BAR, NOW, 2.0, 6.0, 0),
+                20 => db_event(12 | BEAT, 0, lo, hi, 360.0, 1.0, 0),
+                40 => db_event(8, 0, at + 10, 0, 0.0, 0.0, 0),
+                50 => db_event(9, 0, NOW, NOW, 1.0, 0.0, 0),
+                60 => db_event(7, 0, at + 5, 0, 0.0, 0.0, 0),
+                100 => db_event(11 | BEAT, 0, NEXT_BEAT, NEXT_BEAT, 0.0, 0.0, 0),
+                150 => db_event(12, 0, NOW, NOW, 480.0, 0.0, 0),
+                _ => 0,
+            };
+            assert_eq!(rc, 0);
+            assert_eq!(db_render(block), block as i32);
+            read += db_transport_beat()
+                + db_transport_bar()
+                + db_transport_bar_beat()
+                + db_transport_bpm()
+                + f64::from(db_transport_playing());
+            assert!(db_dropped() == 0.0);
+        }
+        let mut refused = |i: usize, rc: i32, expected: &[u8]| {
+            refusals[i] = (rc, error_message().starts_with(expected));
+        };
+        refused(
+            0,
+            db_event(10, 0, NOW, NOW, 8.0, 4.0, 0),
+            b"transport: a loop from beat 8 to beat 4 must end",
+        );
+        refused(
+            1,
+            db_event(12, 0, NOW, NOW, 0.0, 0.0, 0),
+            b"transport: a tempo of 0 bpm over 0 beats",
+        );
+        let minus = (-1.0f64).to_bits();
+        refused(
+            2,
+            db_event(7 | BEAT, 0, minus as u32, (minus >> 32) as u32, 0.0, 0.0, 0),
+            b"beat -1 must be a number of beats from 0 up",
+        );
+        refused(
+            3,
+            db_event(4 | BEAT, ALL, 0, NOW, 60.0, 100.0, 0),
+            b"beat NaN must be",
+        );
+        refused(
+            4,
+            db_event(9, 0, NOW, NOW, -3.0, 0.0, 0),
+            b"transport: beat -3 must be",
+        );
+        refused(
+            5,
+            db_event(7 | 0x4_0000, 0, NOW, NOW, 0.0, 0.0, 0),
+            b"no event op 262151: give 1 to 12",
+        );
+        install(None)
+    });
+    report.assert_clean();
+    for (i, &(rc, said)) in refusals.iter().enumerate() {
+        let want = if i == 5 { -2 } else { -4 };
+        assert_eq!(rc, want, "refusal {i}");
+        assert!(said, "refusal {i}: the message was not the expected one");
+    }
+    let session = session.expect("the session was installed");
+    assert_eq!(session.dropped(), 0);
+    assert!(read.is_finite() && read > 0.0);
 }

@@ -21,7 +21,8 @@ pub(crate) struct Entry {
 }
 
 /// A fixed-capacity list, in arrival order (so that events due at the same frame keep it).
-/// Allocated off the audio thread; pushing into a full list is refused.
+/// Allocated off the audio thread, its memory written there (so that filling it on the audio
+/// thread takes no page fault); pushing into a full list is refused.
 #[derive(Debug)]
 pub(crate) struct Waiting {
     entries: Vec<Entry>,
@@ -33,10 +34,15 @@ pub(crate) const WAITING_CAPACITY: usize = 256;
 
 impl Waiting {
     pub(crate) fn new(capacity: usize) -> Self {
-        Self {
-            entries: Vec::with_capacity(capacity),
-            capacity,
-        }
+        // Written once, then emptied: a list that fills for the first time on the audio
+        // thread would fault its pages in there.
+        let filler = Entry {
+            due: Due::Frame(0),
+            event: Event::transport(None, crate::time::TransportCommand::Stop),
+        };
+        let mut entries = vec![filler; capacity];
+        entries.clear();
+        Self { entries, capacity }
     }
 
     pub(crate) fn capacity(&self) -> usize {

@@ -35,6 +35,11 @@ export interface EngineExports {
   db_render(frames: number): number;
   db_output_ptr(channel: number): number;
   db_position(): number;
+  db_transport_playing(): number;
+  db_transport_beat(): number;
+  db_transport_bar(): number;
+  db_transport_bar_beat(): number;
+  db_transport_bpm(): number;
   db_peak(channel: number): number;
   db_rms(channel: number): number;
   db_value(id: number): number;
@@ -64,6 +69,11 @@ const REQUIRED: (keyof EngineExports)[] = [
   "db_render",
   "db_output_ptr",
   "db_position",
+  "db_transport_playing",
+  "db_transport_beat",
+  "db_transport_bar",
+  "db_transport_bar_beat",
+  "db_transport_bpm",
   "db_peak",
   "db_rms",
   "db_value",

@@ -353,6 +353,11 @@ export class EngineCore {
     s[Status.RecordedFrames] = n[RECORDED];
     s[Status.RecordLost] = n[REC_LOST];
     s[Status.RecordStart] = n[REC_START];
+    s[Status.Playing] = e.db_transport_playing();
+    s[Status.Beat] = e.db_transport_beat();
+    s[Status.Bar] = e.db_transport_bar();
+    s[Status.BarBeat] = e.db_transport_bar_beat();
+    s[Status.Bpm] = e.db_transport_bpm();
     for (let c = 0; c < ch; c++) {
       s[Status.Header + c] = e.db_peak(c);
       s[Status.Header + ch + c] = e.db_rms(c);

@@ -18,9 +18,11 @@ import {
   Controller,
   type AllNotesOffOptions,
   type At,
+  type AtFrame,
   type ControllerInit,
   type NoteOptions,
   type SetOptions,
+  type Transport,
 } from "./controller.js";
 import { batchJson, type EditBatch, type EditOptions, type EditResult } from "./edit.js";
 import { EngineError } from "./errors.js";
@@ -137,6 +139,8 @@ async function inspect(module: WebAssembly.Module, input: LoadInput): Promise<Pr
  * engine.node.connect(context.destination);
  * engine.noteOn(60, 100);
  * engine.setParam("keys", "cutoff", 1200);
+ * engine.noteOn(64, 100, { beat: 8 });           // when the song reaches beat 8
+ * engine.transport.loop(0, 16, { nextBar: true }); // the song's transport
  * requestAnimationFrame(() => console.log(engine.meters().peak(0), engine.value("keys", "cutoff")));
  * ```
  *
@@ -344,6 +348,16 @@ export class DownbeatEngine {
     return { control: this._control, table: this.table };
   }
 
+  /**
+   * The song's transport: `play`, `stop`, `locate(beat)`, `loop(start, end)`, `unloop`,
+   * `tempo(bpm, rampBeats?)`, each at a frame, on a beat, on the next beat or bar line, or now
+   * (see {@link Transport}). Where the song is comes back in `meters()` (`playing`, `beat`, `bar`,
+   * `barBeat`, `bpm`).
+   */
+  get transport(): Transport {
+    return this._controller.transport;
+  }
+
   /** See {@link Controller.setParam}. */
   setParam(node: string, param: string, value: number, options?: SetOptions): true {
     return this._controller.setParam(node, param, value, options);
@@ -395,7 +409,7 @@ export class DownbeatEngine {
    *
    * @throws Error if a recording is already running; ControlRingFull.
    */
-  record(options: At & { fileName?: string } = {}): Recording {
+  record(options: AtFrame & { fileName?: string } = {}): Recording {
     if (this._recording && !this._recording.finished) throw new Error("a recording is already running: stop it first");
     const fileName = options.fileName ?? `downbeat-${Date.now()}.wav`;
     this._controller._send(Op.RecordStart, 0, options.frame, 0, 0, 0, "record");

@@ -10,6 +10,8 @@
  * const engine = await DownbeatEngine.create(context, projectToml);
  * engine.node.connect(context.destination);
  * engine.noteOn(60, 100);
+ * engine.transport.loop(0, 16, { nextBar: true });
+ * engine.noteOn(67, 100, { beat: 8.5 });
  * await engine.edit({ add: { hp: { type: "biquad", mode: "highpass", freq: 200 } },
  *                     disconnect: ["mix -> out"], connect: ["mix -> hp -> out"] });
  * ```
@@ -19,8 +21,8 @@
 
 export { DownbeatEngine, compileEngine } from "./engine.js";
 export type { CreateOptions, ProjectInfo, ProjectOptions, WasmSource } from "./engine.js";
-export { Controller } from "./controller.js";
-export type { AllNotesOffOptions, At, ControllerInit, NoteOptions, SetOptions } from "./controller.js";
+export { Controller, Transport } from "./controller.js";
+export type { AllNotesOffOptions, At, AtFrame, ControllerInit, NoteOptions, SetOptions } from "./controller.js";
 export { Meters } from "./meters.js";
 export { Recording } from "./recording.js";
 export type { RecordedFile } from "./recording.js";
@@ -31,4 +33,4 @@ export { ControlRingFull, EngineError, UnknownName } from "./errors.js";
 export type { EngineTable, InstrumentInfo, ParamInfo } from "./abi.js";
 export { WAV_HEADER_BYTES, decodeWav, encodeWav, wavHeader } from "./wav.js";
 export type { DecodedWav } from "./wav.js";
-export { CONTROL_RECORD, NOW, Op } from "./protocol.js";
+export { BEAT, CONTROL_RECORD, NEXT_BAR, NEXT_BEAT, NOW, Op } from "./protocol.js";

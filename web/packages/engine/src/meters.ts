@@ -15,6 +15,7 @@ import { Status, statusRecordLength } from "./protocol.js";
  * ```js
  * const m = engine.meters();
  * console.log(m.position, m.peak(0), m.rms(1), m.dropped);
+ * console.log(m.playing, m.bar + 1, m.beat - m.barBeat + 1, m.bpm); // "bar 3, beat 2.5, 120 bpm"
  * ```
  *
  * The worklet posts its status after every block on a shared board (a seqlock: see
@@ -95,6 +96,31 @@ export class Meters {
   }
   get lastEventError(): number {
     return this._latest[Status.LastEventError];
+  }
+
+  /** Whether the song plays (the transport), after the last block. */
+  get playing(): boolean {
+    return this._latest[Status.Playing] === 1;
+  }
+
+  /** The song's beat after the last block: quarter notes from its start (0 before the first block). */
+  get beat(): number {
+    return this._latest[Status.Beat];
+  }
+
+  /** The song's bar after the last block, counted from 0. */
+  get bar(): number {
+    return this._latest[Status.Bar];
+  }
+
+  /** The beat the song's bar started on: `beat - barBeat` is the beat within the bar. */
+  get barBeat(): number {
+    return this._latest[Status.BarBeat];
+  }
+
+  /** The song's tempo after the last block, in quarter notes per minute (0 before the first block). */
+  get bpm(): number {
+    return this._latest[Status.Bpm];
   }
 
   /** Peak of the last block on `channel`. */

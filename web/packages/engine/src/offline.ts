@@ -44,6 +44,27 @@ export interface RenderOptions extends ProjectOptions {
    * ```
    */
   edits?: OfflineEdit[];
+  /**
+   * Called once the engine is made, before its first block renders, with the engine: send what
+   * the render is to play, at frames or on the song's beats, and the transport's commands, as
+   * on a live engine. The events wait in the control ring (`controlCapacity` records, default
+   * 1024) and reach the engine as it renders, as they would live.
+   *
+   * ```js
+   * await renderOffline(toml, { seconds: 20, control(engine) {
+   *   engine.transport.loop(4, 8, { nextBar: true });   // loop bar 2 from the next bar line
+   *   engine.transport.tempo(120, 2, { beat: 6 });      // ramp to 120 bpm from beat 6
+   *   engine.noteOn(72, 100, { beat: 2.5 });
+   *   engine.noteOff(72, { beat: 2.75 });
+   *   engine.transport.stop({ frame: 400000 });
+   *   engine.transport.locate(1, { frame: 410000 });
+   *   engine.transport.play({ frame: 430000 });
+   * } });
+   * ```
+   */
+  control?: (engine: DownbeatEngine) => void;
+  /** Control records the ring holds (see {@link RenderOptions.control}); default 1024. */
+  controlCapacity?: number;
 }
 
 /**
@@ -56,6 +77,8 @@ export interface RenderOptions extends ProjectOptions {
  * ```
  *
  * `edits` (a live edit at a time) give `editFrames`: the engine frame each took effect at.
+ * `control` sends events and transport commands before the first block, timed by frames or
+ * beats, exactly as the native engine's `Controller` takes them: the same samples.
  *
  * @throws EngineError as `DownbeatEngine.create` does, or as `DownbeatEngine.edit` does for an
  * edit it refuses (after the render, which goes on without that edit).
@@ -90,6 +113,7 @@ export async function renderOffline(
   });
   const engine = await DownbeatEngine.create(context, project, { ...options, length: frames });
   engine.node.connect(context.destination);
+  options.control?.(engine);
   const editFrames: number[] = [];
   let refused: unknown = null;
   const done = [...quanta].map(([q, batch]) =>

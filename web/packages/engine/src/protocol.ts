@@ -8,11 +8,28 @@
 
 import type { EngineTable } from "./abi.js";
 
-/** u32 words per control record: `[op, id, frame_lo, frame_hi, value bits, extra bits, channel, 0]`. */
+/**
+ * u32 words per control record: `[op, id, frame_lo, frame_hi, value bits, extra bits, channel, 0]`.
+ * With {@link BEAT} added to `op`, `frame_lo`/`frame_hi` are the low and high words of an f64
+ * beat instead of a frame (or {@link NEXT_BEAT} / {@link NEXT_BAR}).
+ */
 export const CONTROL_RECORD = 8;
 
 /** `frame_lo = frame_hi = NOW`: "at the start of the next block rendered". Also "every" for ids and channels. */
 export const NOW = 0xffff_ffff;
+
+/**
+ * Added to a record's op: the event is timed by the song's beats. `frame_lo`/`frame_hi` are the
+ * low and high 32 bits of an f64 beat (quarter notes from the song's start), or the words of
+ * {@link NEXT_BEAT} or {@link NEXT_BAR}.
+ */
+export const BEAT = 0x1_0000;
+
+/** With {@link BEAT}: `frame_lo = frame_hi = NEXT_BEAT` (a NaN's bits): on the next beat line. */
+export const NEXT_BEAT = 0xffff_ffff;
+
+/** With {@link BEAT}: `frame_lo = NEXT_BAR`, `frame_hi = 0xffff_ffff` (a NaN's bits): on the next bar line. */
+export const NEXT_BAR = 0xffff_fffe;
 
 /** The engine's event ops (ABI.md), passed to `db_event` as they are. */
 export const Op = {
@@ -28,6 +45,18 @@ export const Op = {
   NoteOff: 5,
   /** All notes off on `channel` (or NOW = every channel). */
   AllNotesOff: 6,
+  /** The transport plays from where it stands (id and channel ignored, as for every transport op). */
+  Play: 7,
+  /** The transport stops where it is; the song's position stays. */
+  Stop: 8,
+  /** The song goes to beat `value` (as an f32). */
+  Locate: 9,
+  /** The song loops from beat `value` to beat `extra`. */
+  Loop: 10,
+  /** No more looping. */
+  Unloop: 11,
+  /** The tempo goes to `value` bpm over `extra` beats (0: a step) from where it lands. */
+  Tempo: 12,
   /**
    * Worklet-only (never reaches the engine): start copying the rendered audio into the record
    * ring at the record's frame.
@@ -58,8 +87,18 @@ export const Status = {
   RecordLost: 6,
   /** Engine frame of the recording's first frame. */
   RecordStart: 7,
+  /** 1 while the song plays, 0 while it is stopped (`db_transport_playing`). */
+  Playing: 8,
+  /** The song's beat after the block: quarter notes from its start (`db_transport_beat`). */
+  Beat: 9,
+  /** The song's bar, from 0 (`db_transport_bar`). */
+  Bar: 10,
+  /** The beat the bar started on (`db_transport_bar_beat`). */
+  BarBeat: 11,
+  /** The song's tempo in quarter notes per minute (`db_transport_bpm`). */
+  Bpm: 12,
   /** Words before the meters. */
-  Header: 8,
+  Header: 13,
 } as const;
 
 /**

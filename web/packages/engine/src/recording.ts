@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { At, Controller } from "./controller.js";
+import type { AtFrame, Controller } from "./controller.js";
 import type { Meters } from "./meters.js";
 import { Op, Status } from "./protocol.js";
 
@@ -54,7 +54,7 @@ export class Recording {
    * @throws Error if frames were lost (the Worker fell more than the ring behind; make the
    * engine with a larger `recordSeconds`), or the file could not be written.
    */
-  async stop(options: At = {}): Promise<RecordedFile> {
+  async stop(options: AtFrame = {}): Promise<RecordedFile> {
     if (this.finished) throw new Error("this recording is already stopped");
     this.finished = true;
     this._controller._send(Op.RecordStop, 0, options.frame, 0, 0, 0, "record stop");

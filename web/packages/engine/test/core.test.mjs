@@ -103,7 +103,11 @@ test("the status board carries position, meters, values and refused events", () 
   const seq = new Int32Array(options.status, 0, 1);
   quanta(core, 4);
   assert.equal(seq[0], 4, "two blocks, each posted between two bumps of the sequence word");
-  assert.deepEqual([...readStatus(options)], [512, 0, 1, -3, 0, 0, 0, 0, 511, 511.25, 0, 1, 0, 880]);
+  // Position, counters, recording, the song (playing, beat, bar, bar's beat, bpm), meters, values.
+  assert.deepEqual(
+    [...readStatus(options)],
+    [512, 0, 1, -3, 0, 0, 0, 0, 1, 512 / 24000, 0, 0, 120, 511, 511.25, 0, 1, 0, 880],
+  );
 });
 
 test("recording copies exactly [start, stop) into the ring, interleaved, across block edges", () => {

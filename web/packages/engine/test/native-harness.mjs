@@ -15,6 +15,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const repo = resolve(here, '../../../..');
 export const wasmPath = resolve(here, '../dist/downbeat_engine.wasm');
 export const cli = join(repo, 'target/debug/downbeat');
+/** The native side of the control calls' identity tests (crates/engine-wasm/examples/native_script.rs). */
+export const nativeScriptBin = join(resolve(repo, process.env.CARGO_TARGET_DIR ?? 'target'), 'debug/examples/native_script');
 const NOW = 0xffffffff;
 
 /** Builds the wasm, the CLI and the samples when missing (once per process). */
@@ -95,6 +97,44 @@ export class Engine {
             }
         }
         return out;
+    }
+}
+
+/** Builds the native script runner when missing (web/ci.sh rebuilds it, so it is never stale there). */
+export function prepareNativeScript() {
+    if (!existsSync(nativeScriptBin)) {
+        execFileSync('cargo', ['build', '-p', 'downbeat-engine-wasm', '--example', 'native_script'], {
+            cwd: repo,
+            stdio: 'inherit',
+            env: { ...process.env, CARGO_INCREMENTAL: '0' },
+        });
+    }
+}
+
+/** `project` (a path) rendered natively for `frames` frames, with `calls` (as the JavaScript API
+ * takes them: `['transport.loop', 4, 8, { nextBar: true }]`) made through the native
+ * `Controller` before the first block; `beats` asks for their frames in the song's tempo map at
+ * the end. Gives one Float32Array per channel and the native song's position at the end. */
+export function renderNativeScript(project, { frames, calls, beats = [] }) {
+    const dir = mkdtempSync(join(tmpdir(), 'downbeat-script-'));
+    try {
+        const script = join(dir, 'script.json');
+        const out = join(dir, 'out.f32');
+        writeFileSync(script, JSON.stringify({ frames, calls, beats }));
+        const r = spawnSync(nativeScriptBin, [project, script, out], { cwd: repo, encoding: 'utf8' });
+        if (r.status !== 0) throw new Error(`native_script ${project}: ${r.stderr}`);
+        const summary = JSON.parse(r.stdout);
+        const b = readFileSync(out);
+        const all = new Float32Array(new Uint8Array(b).buffer); // a copy: aligned
+        const ch = summary.channels;
+        const channels = Array.from({ length: ch }, (_, c) => {
+            const x = new Float32Array(frames);
+            for (let i = 0; i < frames; i++) x[i] = all[i * ch + c];
+            return x;
+        });
+        return { ...summary, channels };
+    } finally {
+        rmSync(dir, { recursive: true, force: true });
     }
 }
 

@@ -8,8 +8,10 @@ export function readStatus(options, channels = 2, params = 2) {
 import { RingBuffer } from "@downbeat/ringbuf";
 import { CONTROL_RECORD } from "@downbeat/engine";
 
+/** Float64 words of a status record: the header (13 words: position, counters, recording, the
+ * song's transport), peak and RMS per channel, one value per parameter. */
 export function statusLength(channels, params) {
-  return 8 + 2 * channels + params;
+  return 13 + 2 * channels + params;
 }
 
 export function processorOptions({ module = null, project = "", channels = 2, params = 2, length = -1, controlRecords = 64, recordFrames = 4096, midi = null, files = [] } = {}) {

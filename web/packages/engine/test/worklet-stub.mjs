@@ -76,3 +76,66 @@ export function quanta(node, count, out, frames = 128) {
     channels.forEach((c, k) => out[k].push(...c));
   }
 }
+
+/**
+ * An OfflineAudioContext for Node, just enough for `renderOffline`: `startRendering` runs the
+ * node's processor quantum by quantum (128 frames) into the buffer it resolves with;
+ * `suspend(seconds)` resolves when rendering reaches that time's quantum and holds the render
+ * (turning the event loop, so the port's messages and the engine's promises run) until
+ * `resume()`. Set `globalThis.OfflineAudioContext` to it before calling `renderOffline`.
+ */
+export class FakeOfflineAudioContext {
+  constructor({ numberOfChannels, length, sampleRate }) {
+    this.numberOfChannels = numberOfChannels;
+    this.length = length;
+    this.sampleRate = sampleRate;
+    this.nodes = [];
+    this.destination = {};
+    this.audioWorklet = { addModule: async (url) => void (await import(String(url))) };
+    this._suspensions = new Map();
+    this._resume = null;
+  }
+
+  suspend(seconds) {
+    const at = Math.floor((seconds * this.sampleRate) / 128) * 128;
+    return new Promise((resolve) => this._suspensions.set(at, resolve));
+  }
+
+  resume() {
+    const go = this._resume;
+    this._resume = null;
+    go?.();
+    return Promise.resolve();
+  }
+
+  async startRendering() {
+    const out = Array.from({ length: this.numberOfChannels }, () => new Float32Array(this.length));
+    const quantum = out.map(() => new Float32Array(128));
+    try {
+      for (let at = 0; at < this.length; at += 128) {
+        const suspended = this._suspensions.get(at);
+        if (suspended) {
+          this._suspensions.delete(at);
+          await new Promise((resolve) => {
+            this._resume = resolve;
+            suspended();
+          });
+        }
+        for (const node of this.nodes) node.processor.process([], [quantum]);
+        const n = Math.min(128, this.length - at);
+        quantum.forEach((q, c) => out[c].set(q.subarray(0, n), at));
+      }
+    } finally {
+      for (const node of this.nodes) {
+        node.port.close();
+        node.processorPort.close();
+      }
+    }
+    return {
+      numberOfChannels: this.numberOfChannels,
+      length: this.length,
+      sampleRate: this.sampleRate,
+      getChannelData: (c) => out[c],
+    };
+  }
+}
