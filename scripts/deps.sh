@@ -16,7 +16,8 @@ packages=(
     liblo-tools
     # downbeat-file and the recording tests: files made and decoded by sox and ffmpeg.
     sox libsox-fmt-all ffmpeg
-    # The JACK device and its tests (jackd, jack_rec, jack_lsp, jack_metro, jack_midiseq).
+    # The JACK device and its tests (jackd, jack_rec, jack_lsp, jack_metro, jack_midiseq,
+    # jack_transport).
     jackd2 libjack-jackd2-dev
     # The system device: cpal through ALSA's PulseAudio plugin, against PulseAudio servers.
     pulseaudio pulseaudio-utils libasound2-dev libasound2-plugins

@@ -19,6 +19,9 @@ fi
 cargo clippy -q -p downbeat --features jack --all-targets -- -D warnings
 cargo clippy -q -p downbeat-cli --features jack --all-targets -- -D warnings
 cargo test -p downbeat-cli --features jack --test jack -- --test-threads=1
+# The song following JACK's transport (`--transport jack`, `jack-master`), moved by
+# jack_transport and read by a probe client of the test's own.
+cargo test -p downbeat-cli --features jack --test jack_transport -- --test-threads=1
 # MIDI from another JACK client through 50 hot swaps (the engine's one inbox).
 cargo test -p downbeat --features jack --test jack_midi
 

@@ -8,7 +8,9 @@
 use std::path::PathBuf;
 
 use clap::ValueEnum;
-use downbeat::device::{self as devices, DeviceKind, RunLength, MAX_CALLBACK_FRAMES};
+use downbeat::device::{
+    self as devices, DeviceKind, RunLength, TransportSync, MAX_CALLBACK_FRAMES,
+};
 use downbeat::Engine;
 use downbeat_cli::Failure;
 use downbeat_graph::nodes::{Capture, Output};
@@ -169,6 +171,8 @@ pub(crate) fn run(args: &Args) -> Result<(), Failure> {
         record_input: Some(captured_wav.clone()),
         fallback: None,
         out: Some(played_wav.clone()),
+        transport: TransportSync::Internal,
+        transport_requests: None,
     };
     device.check()?;
     let result = measure(args, &device, &played_wav, &captured_wav);

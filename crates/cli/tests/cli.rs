@@ -70,6 +70,48 @@ fn missing_file_and_bad_arguments_exit_2() {
     }
 }
 
+/// `--transport` takes `internal`, `jack` or `jack-master` (a bad value exits 2 naming the
+/// valid ones), and JACK's transport only on the JACK device.
+#[test]
+fn a_bad_transport_exits_2_with_the_valid_values() {
+    let hello = "examples/projects/hello.toml";
+    let out = downbeat(&["run", hello, "--transport", "bogus"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for value in ["internal", "jack", "jack-master"] {
+        assert!(err.contains(value), "`{value}` not named: {err}");
+    }
+    for transport in ["jack", "jack-master"] {
+        let out = downbeat(&[
+            "run",
+            hello,
+            "--device",
+            "offline",
+            "--transport",
+            transport,
+        ]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!(
+                "--transport {transport} only applies to `--device jack`, not to `--device offline`"
+            )),
+            "{err}"
+        );
+    }
+    let out = downbeat(&[
+        "run",
+        hello,
+        "--device",
+        "offline",
+        "--seconds",
+        "0.1",
+        "--transport",
+        "internal",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 /// README's example of exit 1: a WAV file that cannot be written once the run is under way
 /// (the device full), as opposed to a path that cannot be opened (bad input, exit 2 above).
 #[test]

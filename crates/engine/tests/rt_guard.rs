@@ -477,3 +477,106 @@ fn the_transport_is_clean() {
     assert_ne!(s.transport().song_frame(), wraps_before);
     assert!(s.event_stats().applied >= 10, "{:?}", s.event_stats());
 }
+
+/// What the JACK device does on its process thread when the song follows JACK's transport
+/// (`--transport jack`, `jack-master`), without JACK: the requests from a control thread
+/// taken, the song's transport made to follow a JACK position that plays, stops, locates
+/// (stopped and rolling) and changes tempo ([`follow`]), the cycle processed, and the
+/// bar/beat/tick a timebase master publishes ([`timebase_bbt`]), all under the guard.
+/// JACK's own calls (`jack_transport_query`, `_start`, `_stop`, `_locate`) are its
+/// real-time API and run in `crates/cli/tests/jack_transport.rs`.
+///
+/// [`follow`]: downbeat::device::follow
+/// [`timebase_bbt`]: downbeat::device::timebase_bbt
+#[test]
+fn following_an_outside_transport_is_clean() {
+    use downbeat::control::When;
+    use downbeat::device::{follow, timebase_bbt, ExternalPosition, TransportRequests};
+    use downbeat_graph::time::TransportCommand;
+    let text = format!(
+        "{}\n[nodes.m]\ntype = \"metronome\"\nchannels = 1\n\n[tempo]\nbpm = 240\n\
+         changes = [{{ beat = 4, bpm = 400, ramp = 4 }}, {{ beat = 12, signature = \"7/8\" }}]\n\
+         [transport]\nloop = [2, 16]\n",
+        support::constant_through_gain(64).replace(
+            "edges = [\"s -> g -> out\"]",
+            "edges = [\"s -> g -> out\", \"m -> out\"]"
+        )
+    );
+    let p = Project::parse(&text, "song.toml").unwrap();
+    let mut engine = Engine::new(p.build().unwrap());
+    let requests = TransportRequests::new();
+    let frames = 256;
+    let mut block = vec![0.0f32; frames];
+    let mut jack = ExternalPosition {
+        rolling: false,
+        frame: 0,
+        bpm: None,
+    };
+    let mut cycle = |engine: &mut Engine, jack: &mut ExternalPosition, round: u32| {
+        let taken = requests.take();
+        let map = engine.schedule().transport().map();
+        let located = match taken.locate {
+            Some(TransportCommand::LocateBeat(b)) => Some(map.frame_of(b)),
+            Some(TransportCommand::LocateFrame(f)) => Some(f),
+            _ => None,
+        };
+        // JACK carries the requests out (here at once; a cycle or two later in JACK).
+        if let Some(f) = located {
+            jack.frame = f;
+        }
+        match taken.run {
+            Some(TransportCommand::Play) => jack.rolling = true,
+            Some(TransportCommand::Stop) => jack.rolling = false,
+            _ => {}
+        }
+        match round {
+            // A locate in JACK while stopped, then while rolling; a master's tempo.
+            20 => jack.frame = 200_000,
+            40 => jack.rolling = true,
+            90 => jack.frame = 50_000,
+            120 => jack.bpm = Some(150.0),
+            160 => jack.bpm = Some(95.5),
+            200 => jack.rolling = false,
+            _ => {}
+        }
+        let commands = follow(engine.schedule().transport(), jack);
+        let transport = engine.schedule_mut().transport_mut();
+        for command in commands.iter() {
+            let _ = transport.apply(command);
+        }
+        engine.process(&mut block);
+        let published = timebase_bbt(engine.schedule().transport().map(), jack.frame);
+        std::hint::black_box(published);
+        if jack.rolling {
+            jack.frame += frames as u64;
+        }
+    };
+    for round in 0..10 {
+        cycle(&mut engine, &mut jack, round);
+    }
+    let report = guard::check(|| {
+        for round in 10..300u32 {
+            let sent = match round {
+                230 => requests.send(When::Now, TransportCommand::LocateBeat(9.5)),
+                240 => requests.send(When::Now, TransportCommand::Play),
+                270 => requests.send(When::Now, TransportCommand::LocateFrame(1_000_000)),
+                280 => requests.send(When::Now, TransportCommand::Stop),
+                _ => Ok(()),
+            };
+            sent.unwrap();
+            cycle(&mut engine, &mut jack, round);
+        }
+    });
+    support::assert_complete(&report);
+    report.assert_clean();
+    let t = engine.schedule().transport();
+    assert!(!t.is_playing() && !jack.rolling);
+    // Located to 1,000,000 at round 270, rolled ten cycles, stopped at round 280.
+    assert_eq!(
+        (t.song_frame(), jack.frame),
+        (1_002_560, 1_002_560),
+        "the last locate was followed"
+    );
+    assert_eq!(t.looping(), None, "the project's loop was dropped");
+    assert_eq!(t.position().bpm, 95.5, "the master's tempo was taken");
+}

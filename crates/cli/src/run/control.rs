@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use downbeat::control::osc::{self, OscHandler, OscServer};
 use downbeat::control::record::{self, RecordReader};
+use downbeat::device::TransportRequests;
 use downbeat::project::Project;
 use downbeat::Engine;
 use downbeat_cli::Failure;
@@ -56,14 +57,19 @@ pub(crate) fn play_midi(
 /// than a network burst between two blocks.
 const OSC_QUEUE: usize = 4096;
 
-/// Starts the `--osc` server, editing the graph through `edits` (`/graph/...`); it logs
+/// Starts the `--osc` server, editing the graph through `edits` (`/graph/...`) and sending
+/// play, stop and locate to `requests` when the song follows JACK's transport; it logs
 /// every refused packet to stderr and goes on.
 pub(crate) fn serve_osc(
     addr: &str,
     engine: &mut Engine,
     edits: Option<&super::Edits>,
+    requests: Option<TransportRequests>,
 ) -> Result<OscServer, Failure> {
     let mut handler = OscHandler::new(engine.controller(OSC_QUEUE));
+    if let Some(r) = requests {
+        handler = handler.with_transport_requests(r);
+    }
     if let Some(e) = edits {
         handler = handler.with_editor(Arc::clone(&e.editor), e.config);
         if let Some(c) = &e.capture {

@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
-use downbeat::device::{DeviceKind, DeviceSpec, InputFile, OnLoss, RecordTo};
+use downbeat::device::{
+    DeviceKind, DeviceSpec, InputFile, OnLoss, RecordTo, TransportRequests, TransportSync,
+};
 use downbeat::project::Project;
 use downbeat_cli::Failure;
 use downbeat_graph::nodes::Capture;
@@ -35,6 +37,31 @@ impl From<DeviceFlag> for DeviceKind {
     }
 }
 
+/// `--transport`: whose transport the song plays by (the library's [`TransportSync`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TransportFlag {
+    /// The song's own: the project's `[transport]`, OSC's /transport/...
+    #[default]
+    Internal,
+    /// Follow JACK's transport: rolling or not, its frame, and the tempo its timebase master
+    /// gives, when there is one (from where the song is; bar and beat stay the song's)
+    Jack,
+    /// Follow JACK's rolling and frame, and be its timebase master: every client reads bar,
+    /// beat, tick, signature and tempo (quarter notes per minute) from the song's tempo map,
+    /// live tempo changes included
+    JackMaster,
+}
+
+impl From<TransportFlag> for TransportSync {
+    fn from(flag: TransportFlag) -> Self {
+        match flag {
+            TransportFlag::Internal => TransportSync::Internal,
+            TransportFlag::Jack => TransportSync::Jack,
+            TransportFlag::JackMaster => TransportSync::JackMaster,
+        }
+    }
+}
+
 /// `--fallback`: where a run goes on when its device is lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum FallbackKind {
@@ -55,6 +82,9 @@ pub(crate) struct DeviceArgs {
     pub(crate) record_input: Option<PathBuf>,
     pub(crate) fallback: Option<FallbackKind>,
     pub(crate) out: Option<PathBuf>,
+    pub(crate) transport: TransportSync,
+    /// Play, stop and locate from OSC for JACK's transport, when the song follows it.
+    pub(crate) transport_requests: Option<TransportRequests>,
 }
 
 impl DeviceArgs {
@@ -86,6 +116,12 @@ impl DeviceArgs {
         only(
             "--midi-in",
             self.midi_in.is_some(),
+            d == DeviceKind::Jack,
+            "`--device jack`",
+        )?;
+        only(
+            &format!("--transport {}", self.transport.name()),
+            self.transport.follows(),
             d == DeviceKind::Jack,
             "`--device jack`",
         )?;
@@ -153,6 +189,8 @@ impl DeviceArgs {
                 Some(FallbackKind::Virtual) => OnLoss::FallBackToVirtual,
                 None => OnLoss::Stop,
             },
+            transport: self.transport,
+            transport_requests: self.transport_requests.clone(),
         }
     }
 }

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use downbeat::control::osc::OscServer;
-use downbeat::device::{self as devices, DeviceReport, InputFile, RunLength};
+use downbeat::device::{self as devices, DeviceReport, InputFile, RunLength, TransportRequests};
 use downbeat::edit::LiveEditor;
 use downbeat::project::Project;
 use downbeat::record::RecordOptions;
@@ -23,7 +23,7 @@ use downbeat_graph::{NodeConfig, SharedMonitor};
 
 use crate::values::parse_seconds;
 pub(crate) use device::{check_dir, DeviceArgs};
-use device::{DeviceFlag, FallbackKind};
+use device::{DeviceFlag, FallbackKind, TransportFlag};
 use progress::Progress;
 use summary::{NodeCountsLine, NodeLevelLine, RecordingLine, SavedStatesLine, Summary};
 
@@ -53,6 +53,15 @@ pub(crate) struct Args {
     /// whose names start with this (e.g. `system:capture`).
     #[arg(long, value_name = "PORT")]
     connect_in: Option<String>,
+    /// With `--device jack`: whose transport the song plays by. Following JACK's, at the
+    /// start of every cycle the song plays while JACK's transport rolls and stops while it
+    /// stands, and goes to JACK's frame when it is elsewhere (a locate by `jack_transport` or
+    /// any other client); a loop is not used (JACK's transport has none). With `--osc`,
+    /// /transport/play, stop and locate then go to JACK at once, so that every client moves
+    /// together (with a beat or a timetag, and /transport/loop, they are refused;
+    /// /transport/tempo stays the song's).
+    #[arg(long, value_enum, value_name = "SOURCE", default_value_t = TransportFlag::Internal)]
+    transport: TransportFlag,
     /// With `--device system` or `jack`: when the device or its server goes away mid-run,
     /// go on on this device instead of stopping.
     #[arg(long, value_enum, value_name = "DEVICE")]
@@ -171,21 +180,35 @@ impl Args {
             record_input: self.record_input.clone(),
             fallback: self.fallback,
             out: self.out.clone(),
+            transport: self.transport.into(),
+            // Made with the OSC server, which sends them (see `prepare`).
+            transport_requests: None,
         }
     }
 }
 
 /// Runs the project and prints the summary.
 pub(crate) fn run(args: Args) -> Result<(), Failure> {
-    let device = args.device_args();
+    let mut device = args.device_args();
     device.check()?;
+    if device.transport.follows() && args.osc.is_some() {
+        device.transport_requests = Some(TransportRequests::new());
+    }
     check_dir("--report", args.report.as_deref())?;
     check_dir("--record-events", args.record_events.as_deref())?;
     // Before the load: a save between the load and the watch's start is not missed.
     let stamp = args.watch.then(|| reload::stamp(&args.project)).flatten();
     let editable = args.osc.is_some() || args.watch;
     let built = device::build(&args.project, &device, editable)?;
-    let (engine, run) = prepare(built, &args, stamp)?;
+    if let (true, Some((start, end))) =
+        (device.transport.follows(), built.project.transport.looping)
+    {
+        eprintln!(
+            "note: the song follows JACK's transport, which does not loop: the project's loop \
+             [{start}, {end}] is not used"
+        );
+    }
+    let (engine, run) = prepare(built, &args, &device, stamp)?;
     let ran = play(engine, &run, &device, args.json)?;
     finish(ran, run, &args)
 }
@@ -221,6 +244,7 @@ pub(crate) struct Edits {
 fn prepare(
     built: device::Built,
     args: &Args,
+    device: &DeviceArgs,
     stamp: Option<reload::Stamp>,
 ) -> Result<(Engine, Setup), Failure> {
     let nodes = built.schedule.len();
@@ -246,7 +270,10 @@ fn prepare(
     let osc = args
         .osc
         .as_deref()
-        .map(|addr| control::serve_osc(addr, &mut engine, edits.as_ref()))
+        .map(|addr| {
+            let requests = device.transport_requests.clone();
+            control::serve_osc(addr, &mut engine, edits.as_ref(), requests)
+        })
         .transpose()?;
     let reloads = match (&edits, args.watch) {
         (Some(edits), true) => {

@@ -6,15 +6,18 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use downbeat_graph::time::TransportCommand;
+use jack::jack_sys;
 use jack::{
     AsyncClient, AudioIn, AudioOut, Client, ClientOptions, Control, Frames, LatencyType, MidiIn,
-    Port, PortFlags, ProcessScope,
+    Port, PortFlags, ProcessScope, TransportState,
 };
 
 use super::handoff::Handoff;
 use super::pacing::pace;
 use super::render::{PlanarBuffers, PlanarInputs, Renderer};
 use super::takes::prepare;
+use super::transport::{follow, timebase_bbt, ExternalPosition, TransportRequests, TransportSync};
 use super::{
     ClaimedLatency, Device, DeviceError, DeviceReport, Fallback, OnLoss, RecordTo, Run, RunLength,
 };
@@ -32,6 +35,9 @@ use crate::Engine;
 /// follows the server's buffer size, counts xruns, and ends cleanly if the server goes away,
 /// or goes on on the virtual device with [`OnLoss::FallBackToVirtual`].
 ///
+/// With [`transport`](Self::transport) the song follows JACK's transport, and can be its
+/// timebase master (see [`TransportSync`]).
+///
 /// The engine lives in the process callback for the run (the callback owns its state, as
 /// JACK's API wants) and comes back when the run ends, also when the server died.
 #[derive(Debug)]
@@ -42,6 +48,8 @@ pub struct Jack {
     midi_in: Option<String>,
     record_to: RecordTo,
     on_loss: OnLoss,
+    transport: TransportSync,
+    requests: Option<TransportRequests>,
 }
 
 impl Jack {
@@ -58,6 +66,8 @@ impl Jack {
                 ..RecordTo::default()
             },
             on_loss: OnLoss::Stop,
+            transport: TransportSync::Internal,
+            requests: None,
         }
     }
 
@@ -93,6 +103,20 @@ impl Jack {
     /// What to do when the server goes away mid-run.
     pub fn on_loss(mut self, on_loss: OnLoss) -> Self {
         self.on_loss = on_loss;
+        self
+    }
+
+    /// Whose transport the song plays by. With [`TransportSync::Jack`] or
+    /// [`JackMaster`](TransportSync::JackMaster), every process callback first reads JACK's
+    /// transport (`jack_transport_query`) and makes the song's match it ([`follow`]), so the
+    /// nodes see the song's musical position where JACK's transport is; with `JackMaster`
+    /// the run is also JACK's timebase master (unconditionally: it takes over from another)
+    /// and publishes bar, beat, tick, signature and tempo from the song's tempo map
+    /// ([`timebase_bbt`]). `requests` are play, stop and locate a control thread sends to
+    /// JACK's transport (taken at the start of every cycle; see [`TransportRequests`]).
+    pub fn transport(mut self, sync: TransportSync, requests: Option<TransportRequests>) -> Self {
+        self.transport = sync;
+        self.requests = requests;
         self
     }
 
@@ -308,6 +332,73 @@ struct Process {
     outputs: Vec<Port<AudioOut>>,
     midi: Option<Port<MidiIn>>,
     status: Arc<Status>,
+    /// JACK's transport, when the song follows it.
+    follower: Option<Follower>,
+}
+
+/// The song following JACK's transport, in the process callback.
+struct Follower {
+    transport: jack::Transport,
+    /// Whether this client is the timebase master: JACK's bar/beat/tick are then the song's
+    /// own, and its tempo is not followed.
+    master: bool,
+    requests: Option<TransportRequests>,
+}
+
+impl Follower {
+    /// Where JACK's transport stands for this cycle (`jack_transport_query`, real-time safe
+    /// in JACK's API: it copies the cycle's position); `None` once the client is gone.
+    fn query(&self) -> Option<ExternalPosition> {
+        let now = self.transport.query().ok()?;
+        let bpm = if self.master {
+            None
+        } else {
+            now.pos.bbt().map(|bbt| bbt.bpm)
+        };
+        Some(ExternalPosition {
+            rolling: now.state == TransportState::Rolling,
+            frame: u64::from(now.pos.frame()),
+            bpm,
+        })
+    }
+
+    /// Sends the requests taken since the last cycle to JACK's transport (they take effect
+    /// at a later cycle), then makes the song's transport stand where JACK's does in this
+    /// one. Real-time safe: JACK's transport calls are, and [`follow`] is (the guard tests
+    /// run it).
+    fn step(&self, engine: &mut Engine, jack: Option<ExternalPosition>) {
+        if let Some(requests) = &self.requests {
+            let taken = requests.take();
+            let map = engine.schedule().transport().map();
+            let frame = match taken.locate {
+                Some(TransportCommand::LocateBeat(b)) => Some(map.frame_of(b)),
+                Some(TransportCommand::LocateFrame(f)) => Some(f),
+                _ => None,
+            };
+            if let Some(f) = frame {
+                // JACK's frames are 32-bit: about a day at 48 kHz.
+                let _ = self.transport.locate(f.min(u64::from(u32::MAX)) as Frames);
+            }
+            match taken.run {
+                Some(TransportCommand::Play) => {
+                    let _ = self.transport.start();
+                }
+                Some(TransportCommand::Stop) => {
+                    let _ = self.transport.stop();
+                }
+                _ => {}
+            }
+        }
+        if let Some(jack) = jack {
+            let commands = follow(engine.schedule().transport(), &jack);
+            let transport = engine.schedule_mut().transport_mut();
+            for command in commands.iter() {
+                // A tempo change the map has no room left for is the only refusal: the song
+                // keeps its tempo.
+                let _ = transport.apply(command);
+            }
+        }
+    }
 }
 
 /// The input ports as [`PlanarInputs`] for one process cycle.
@@ -349,7 +440,13 @@ impl jack::ProcessHandler for Process {
         // Everything the renderer does here is `render_planar`, which the guard checks in
         // the tests; once the control thread has taken the renderer back, silence.
         let midi = &self.midi;
+        let follower = &self.follower;
+        // JACK's transport as it stands for this whole cycle.
+        let jack = follower.as_ref().and_then(Follower::query);
         let played = self.renderer.with(|r| {
+            if let Some(f) = follower {
+                f.step(r.engine_mut(), jack);
+            }
             if let Some(port) = midi {
                 // The engine stamps each message with this cycle's first frame plus its
                 // offset: every cycle renders exactly the frames JACK asks for.
@@ -477,25 +574,113 @@ const MIDI_OUTPUTS: (&str, PortFlags) = ("midi", PortFlags::IS_OUTPUT);
 /// How long the control thread waits for a process callback to hand the renderer back.
 const TAKE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The ports a run registers and the connections it makes.
+/// The ports a run registers and the connections it makes, and whose transport it follows.
 struct Wiring {
     outputs: usize,
     inputs: usize,
     connect: Option<String>,
     connect_in: Option<String>,
     midi_in: Option<String>,
+    transport: TransportSync,
+    requests: Option<TransportRequests>,
 }
 
-/// A client that runs: active, its ports connected as asked (or why they could not be).
+/// A client that runs: active, its ports connected as asked (or why they could not be, or
+/// why it could not become the timebase master).
 struct Started {
-    active: AsyncClient<Notifications, Process>,
-    connect_error: Option<ConnectError>,
+    active: Active,
+    failed: Option<DeviceError>,
     claimed: Option<ClaimedLatency>,
 }
 
+/// The active client and what its timebase callback reads, in this order: dropping it
+/// closes the client first (its callbacks end when it is deactivated), and only then frees
+/// the timebase's state. A client left to the end of the process is forgotten whole.
+struct Active {
+    _client: AsyncClient<Notifications, Process>,
+    _timebase: Option<Box<Timebase>>,
+}
+
+/// What the timebase callback reads: the renderer, whose schedule holds the song's tempo
+/// map. The callback borrows it through the [`Handoff`] as the process callback does (on
+/// the same JACK thread, right after it), so it never waits and finds nothing once the
+/// control thread has taken the renderer back.
+struct Timebase {
+    renderer: Arc<Handoff<Renderer>>,
+}
+
+/// JACK's timebase callback (`JackTimebaseCallback`): fills the bar/beat/tick fields of the
+/// next cycle's position from the song's tempo map at that position's frame
+/// ([`timebase_bbt`]). Runs on JACK's process thread: no allocation, no lock, no panic
+/// (the map's conversions are arithmetic).
+unsafe extern "C" fn timebase_callback(
+    _state: jack_sys::jack_transport_state_t,
+    _frames: jack_sys::jack_nframes_t,
+    position: *mut jack_sys::jack_position_t,
+    _new_position: std::ffi::c_int,
+    arg: *mut std::ffi::c_void,
+) {
+    // SAFETY: `arg` is the `Box<Timebase>` that `become_master` registered with this client;
+    // it lives in the run's `Active` beside the client and is freed only after the client
+    // is deactivated and closed (or never, for a client forgotten), and JACK calls this
+    // only during the cycles of an active client. It is only read here, and `Timebase` is
+    // `Sync` (an `Arc` of a `Sync` handoff).
+    let timebase = unsafe { &*arg.cast::<Timebase>() };
+    // SAFETY: JACK passes the position of the next cycle, which only the timebase master
+    // writes, valid and unaliased for the length of this call; a null one is skipped.
+    let Some(position) = (unsafe { position.as_mut() }) else {
+        return;
+    };
+    let frame = u64::from(position.frame);
+    let bbt = timebase
+        .renderer
+        .with(|r| timebase_bbt(r.engine().schedule().transport().map(), frame));
+    match bbt {
+        Some(b) => {
+            position.bar = b.bar;
+            position.beat = b.beat;
+            position.tick = b.tick;
+            position.bar_start_tick = b.bar_start_tick;
+            position.beats_per_bar = b.beats_per_bar;
+            position.beat_type = b.beat_type;
+            position.ticks_per_beat = b.ticks_per_beat;
+            position.beats_per_minute = b.beats_per_minute;
+            position.valid =
+                (position.valid | jack_sys::JackPositionBBT) & !jack_sys::JackBBTFrameOffset;
+        }
+        // The run is ending: no bar/beat/tick rather than stale ones.
+        None => position.valid &= !jack_sys::JackPositionBBT,
+    }
+}
+
+/// Makes `client` JACK's timebase master, unconditionally, with [`timebase_callback`]
+/// reading `renderer`; the state it registers comes back to be kept with the client.
+fn become_master(
+    client: &Client,
+    renderer: Arc<Handoff<Renderer>>,
+) -> Result<Box<Timebase>, DeviceError> {
+    let timebase = Box::new(Timebase { renderer });
+    let arg = std::ptr::from_ref::<Timebase>(&*timebase).cast_mut().cast();
+    // SAFETY: `client.raw()` is this open client; the callback has the signature libjack
+    // expects, and `arg` points to the boxed state, which the caller keeps at the same
+    // address (a `Box` does not move its contents) until the client is closed (see
+    // `Active`). JACK only reads it through the callback, which only takes `&Timebase`.
+    let code = unsafe {
+        jack_sys::jack_set_timebase_callback(client.raw(), 0, Some(timebase_callback), arg)
+    };
+    if code != 0 {
+        return Err(DeviceError::Unavailable(format!(
+            "--transport jack-master: JACK refused to make this client its timebase master \
+             (error {code})"
+        )));
+    }
+    Ok(timebase)
+}
+
 /// Registers the ports of `client`, activates it with the process callback and connects the
-/// ports as `wiring` asks. On an error, the client comes back to be closed, unless activating
-/// it failed (the `jack` crate then keeps it, never closed).
+/// ports as `wiring` asks (and, to be JACK's timebase master, registers the timebase
+/// callback). On an error, the client comes back to be closed, unless activating it failed
+/// (the `jack` crate then keeps it, never closed).
 fn start(
     client: Client,
     wiring: Wiring,
@@ -520,14 +705,21 @@ fn start(
         .map(|p| p.name().unwrap_or_default())
         .collect();
     let midi_name = midi.as_ref().map(|p| vec![p.name().unwrap_or_default()]);
+    let master = wiring.transport == TransportSync::JackMaster;
+    let follower = wiring.transport.follows().then(|| Follower {
+        transport: client.transport(),
+        master,
+        requests: wiring.requests.clone(),
+    });
     let process = Process {
-        renderer,
+        renderer: Arc::clone(&renderer),
         inputs,
         outputs,
         midi,
         status: Arc::clone(&status),
+        follower,
     };
-    let active = client
+    let client = client
         .activate_async(Notifications(status, rate), process)
         .map_err(|e| {
             (
@@ -535,21 +727,38 @@ fn start(
                 None,
             )
         })?;
-    let c = active.as_client();
-    let mut connect_error = None;
-    if let Some(prefix) = &wiring.connect {
-        connect_error = connect_ports(c, &out_names, prefix, AUDIO_INPUTS, "--connect").err();
+    let c = client.as_client();
+    let (timebase, mut failed) = if master {
+        match become_master(c, renderer) {
+            Ok(t) => (Some(t), None),
+            Err(e) => (None, Some(e)),
+        }
+    } else {
+        (None, None)
+    };
+    let refused = |e: ConnectError| DeviceError::Config(e.to_string());
+    if let (None, Some(prefix)) = (&failed, &wiring.connect) {
+        failed = connect_ports(c, &out_names, prefix, AUDIO_INPUTS, "--connect")
+            .err()
+            .map(refused);
     }
-    if let (None, Some(prefix)) = (&connect_error, &wiring.connect_in) {
-        connect_error = connect_ports(c, &in_names, prefix, AUDIO_OUTPUTS, "--connect-in").err();
+    if let (None, Some(prefix)) = (&failed, &wiring.connect_in) {
+        failed = connect_ports(c, &in_names, prefix, AUDIO_OUTPUTS, "--connect-in")
+            .err()
+            .map(refused);
     }
-    if let (None, Some(prefix), Some(ours)) = (&connect_error, &wiring.midi_in, &midi_name) {
-        connect_error = connect_ports(c, ours, prefix, MIDI_OUTPUTS, "--midi-in").err();
+    if let (None, Some(prefix), Some(ours)) = (&failed, &wiring.midi_in, &midi_name) {
+        failed = connect_ports(c, ours, prefix, MIDI_OUTPUTS, "--midi-in")
+            .err()
+            .map(refused);
     }
     let claimed = claimed_latency(c, &out_names, &in_names);
     Ok(Started {
-        active,
-        connect_error,
+        active: Active {
+            _client: client,
+            _timebase: timebase,
+        },
+        failed,
         claimed,
     })
 }
@@ -641,6 +850,8 @@ impl Device for Jack {
             connect: self.connect.clone(),
             connect_in: self.connect_in.clone(),
             midi_in: self.midi_in.clone(),
+            transport: self.transport,
+            requests: self.requests.clone(),
         };
         let status = Arc::new(Status::new());
         let handoff = Handoff::new(renderer);
@@ -657,7 +868,7 @@ impl Device for Jack {
         };
         let Started {
             active,
-            connect_error,
+            failed,
             claimed,
         } = match start {
             Ok(Ok(s)) => s,
@@ -674,7 +885,7 @@ impl Device for Jack {
             }
         };
         let need = length.frames;
-        while connect_error.is_none()
+        while failed.is_none()
             && !status.stopped.load(Ordering::Acquire)
             && status.frames.load(Ordering::Acquire) < need
             && !stopper.is_stopped()
@@ -706,9 +917,9 @@ impl Device for Jack {
             claimed_latency: claimed,
             ..DeviceReport::default()
         };
-        if let Some(e) = connect_error {
+        if let Some(e) = failed {
             recorded.close()?;
-            return Err(DeviceError::Config(e.to_string()));
+            return Err(e);
         }
         let renderer = match (lost, self.on_loss) {
             (false, _) => renderer,

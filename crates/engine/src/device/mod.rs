@@ -19,6 +19,9 @@
 //!
 //! [`open`] makes any of them from a [`DeviceSpec`], and says with
 //! [`OpenError::NotBuilt`] when this build left the device out.
+//!
+//! On the JACK device the song can play by JACK's transport instead of its own, and give
+//! JACK's clients its bar, beat and tempo as the timebase master: see [`TransportSync`].
 
 #[cfg(any(feature = "jack", feature = "system"))]
 mod handoff;
@@ -33,6 +36,7 @@ mod sample;
 #[cfg(feature = "system")]
 mod system;
 mod takes;
+mod transport;
 mod virtual_device;
 mod wav;
 
@@ -45,6 +49,10 @@ pub use render::{CaptureSender, PlanarBuffers, PlanarInputs, Renderer, Take, MAX
 pub use sample::DeviceSample;
 #[cfg(feature = "system")]
 pub use system::System;
+pub use transport::{
+    follow, timebase_bbt, ExternalPosition, FollowCommands, RequestError, Requested, TimebaseBbt,
+    TransportRequests, TransportSync,
+};
 pub use virtual_device::Virtual;
 pub use wav::write_wav;
 

@@ -4,7 +4,10 @@
 
 use std::fmt;
 
-use super::{Device, DeviceError, InputFile, Offline, OnLoss, RecordTo, Virtual};
+use super::{
+    Device, DeviceError, InputFile, Offline, OnLoss, RecordTo, TransportRequests, TransportSync,
+    Virtual,
+};
 
 /// Which device drives the engine.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -79,6 +82,11 @@ pub struct DeviceSpec {
     pub input_device: Option<String>,
     /// JACK and system: what to do when the device goes away mid-run.
     pub on_loss: OnLoss,
+    /// JACK: whose transport the song plays by (its own unless told otherwise).
+    pub transport: TransportSync,
+    /// JACK, following JACK's transport: play, stop and locate to send to JACK's transport
+    /// instead of the song's (OSC's `/transport/...` with `--transport jack`).
+    pub transport_requests: Option<TransportRequests>,
 }
 
 /// Why a device could not be opened or asked about.
@@ -213,7 +221,8 @@ fn jack(spec: &DeviceSpec) -> Result<Box<dyn Device>, OpenError> {
         .midi_in(spec.midi_in.clone())
         .record_input(spec.record_to.input.clone())
         .record_options(spec.record_to.options.clone())
-        .on_loss(spec.on_loss),
+        .on_loss(spec.on_loss)
+        .transport(spec.transport, spec.transport_requests.clone()),
     ))
 }
 
