@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod support;
+
 use downbeat::control::record::read_events;
 use downbeat::control::When;
 use downbeat::project::Project;
@@ -405,27 +407,7 @@ fn the_osc_server_runs_at_a_real_time_priority_below_the_audio_threads() {
     let mut engine = engine();
     let server =
         downbeat::control::osc::serve("127.0.0.1:0", engine.controller(16), |_, _| {}).unwrap();
-    let mut found = None;
-    for _ in 0..200 {
-        found = std::fs::read_dir("/proc/self/task")
-            .unwrap()
-            .flatten()
-            .find_map(|t| {
-                let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
-                let (name, rest) = stat.split_once(") ")?;
-                if !name.ends_with("(downbeat-osc") {
-                    return None;
-                }
-                // After the name: field 3 is index 0, so rt_priority (40) and policy
-                // (41) are 37 and 38.
-                let f: Vec<&str> = rest.split_whitespace().collect();
-                Some((f[37].parse::<i32>().ok()?, f[38].parse::<i32>().ok()?))
-            });
-        if matches!(found, Some((15, _))) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let found = support::thread_priority("downbeat-osc", 15);
     server.stop();
     assert_eq!(
         found,

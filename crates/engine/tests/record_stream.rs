@@ -274,27 +274,7 @@ fn the_writer_runs_at_a_real_time_priority_below_the_audio_threads() {
     )
     .unwrap();
     // The writer sets its priority first thing; give it a moment to start.
-    let mut found = None;
-    for _ in 0..200 {
-        found = std::fs::read_dir("/proc/self/task")
-            .unwrap()
-            .flatten()
-            .find_map(|t| {
-                let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
-                let (name, rest) = stat.split_once(") ")?;
-                if !name.ends_with("(downbeat-record") {
-                    return None;
-                }
-                // After the name: field 3 is index 0, so rt_priority (40) and policy
-                // (41) are 37 and 38.
-                let f: Vec<&str> = rest.split_whitespace().collect();
-                Some((f[37].parse::<i32>().ok()?, f[38].parse::<i32>().ok()?))
-            });
-        if matches!(found, Some((20, _))) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let found = support::thread_priority("downbeat-record", 20);
     drop(tap);
     recorder.finish().unwrap();
     let _ = std::fs::remove_file(&path);

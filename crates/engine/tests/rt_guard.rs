@@ -405,15 +405,9 @@ fn output_watch_in_the_callback_is_clean() {
     assert!(output.peak > 0.0 && output.load > 0.0, "{output:?}");
 }
 
-/// The transport's audio-thread paths: blocks cut at tempo points, signature changes and
-/// loop wraps, the musical position every node is handed, a metronome clicking, events
-/// waiting for their beats and transport commands (stop, locate, play, loop, live tempo
-/// changes) taken and
-/// carried out, all under the guard.
-#[test]
-fn the_transport_is_clean() {
-    use downbeat::control::When;
-    use downbeat_graph::time::TransportCommand;
+/// A constant through a gain and a metronome, in a song with a ramp, a signature change and
+/// a loop: what the transport's guard tests play.
+fn song() -> Project {
     let text = format!(
         "{}\n[nodes.m]\ntype = \"metronome\"\nchannels = 1\n\n[tempo]\nbpm = 240\n\
          changes = [{{ beat = 4, bpm = 400, ramp = 4 }}, {{ beat = 12, signature = \"7/8\" }}]\n\
@@ -423,7 +417,18 @@ fn the_transport_is_clean() {
             "edges = [\"s -> g -> out\", \"m -> out\"]"
         )
     );
-    let p = Project::parse(&text, "song.toml").unwrap();
+    Project::parse(&text, "song.toml").unwrap()
+}
+
+/// The transport's audio-thread paths: blocks cut at tempo points, signature changes and
+/// loop wraps, the musical position every node is handed, a metronome clicking, events
+/// waiting for their beats and transport commands (stop, locate, play, loop, live tempo
+/// changes) taken and carried out, all under the guard.
+#[test]
+fn the_transport_is_clean() {
+    use downbeat::control::When;
+    use downbeat_graph::time::TransportCommand;
+    let p = song();
     let mut engine = Engine::new(p.build().unwrap());
     let mut control = engine.controller(256);
     let mut block = vec![0.0f32; 100];
@@ -493,16 +498,7 @@ fn following_an_outside_transport_is_clean() {
     use downbeat::control::When;
     use downbeat::device::{follow, timebase_bbt, ExternalPosition, TransportRequests};
     use downbeat_graph::time::TransportCommand;
-    let text = format!(
-        "{}\n[nodes.m]\ntype = \"metronome\"\nchannels = 1\n\n[tempo]\nbpm = 240\n\
-         changes = [{{ beat = 4, bpm = 400, ramp = 4 }}, {{ beat = 12, signature = \"7/8\" }}]\n\
-         [transport]\nloop = [2, 16]\n",
-        support::constant_through_gain(64).replace(
-            "edges = [\"s -> g -> out\"]",
-            "edges = [\"s -> g -> out\", \"m -> out\"]"
-        )
-    );
-    let p = Project::parse(&text, "song.toml").unwrap();
+    let p = song();
     let mut engine = Engine::new(p.build().unwrap());
     let requests = TransportRequests::new();
     let frames = 256;

@@ -115,35 +115,28 @@ pub fn place(
     let rate = schedule.config().sample_rate as u32;
     let table = schedule.param_table();
     let release = (table.longest_release() * f64::from(rate)).ceil() as u64;
-    let Division::TicksPerQuarter(ppq) = file.tempo_map().division() else {
-        schedule
-            .add_to_timeline(events(file, &table, cc, rate)?)
-            .expect("the events name live nodes of this schedule");
-        return Ok(Placed {
-            frames: run_frames(file, &table, rate),
-            in_beats: false,
-            tempo_ignored: 0,
-            tempo_taken: false,
-        });
+    // A file in SMPTE time has no beats: frames, and the song keeps its map. A file in
+    // beats sets the song's tempo unless the project has one.
+    let ppq = match file.tempo_map().division() {
+        Division::TicksPerQuarter(ppq) if song_has_tempo => ppq,
+        division => {
+            let taken = match division {
+                Division::TicksPerQuarter(ppq) => song_map(file, ppq, f64::from(rate))
+                    .map(|map| schedule.set_tempo(map))
+                    .is_some(),
+                Division::Smpte { .. } => false,
+            };
+            schedule
+                .add_to_timeline(events(file, &table, cc, rate)?)
+                .expect("the events name live nodes of this schedule");
+            return Ok(Placed {
+                frames: run_frames(file, &table, rate),
+                in_beats: false,
+                tempo_ignored: 0,
+                tempo_taken: taken,
+            });
+        }
     };
-    if !song_has_tempo {
-        let taken = match song_map(file, ppq, f64::from(rate)) {
-            Some(map) => {
-                schedule.set_tempo(map);
-                true
-            }
-            None => false,
-        };
-        schedule
-            .add_to_timeline(events(file, &table, cc, rate)?)
-            .expect("the events name live nodes of this schedule");
-        return Ok(Placed {
-            frames: run_frames(file, &table, rate),
-            in_beats: false,
-            tempo_ignored: 0,
-            tempo_taken: taken,
-        });
-    }
     let beat = |tick: u64| tick as f64 / f64::from(ppq);
     let timed: Vec<(f64, MidiMessage)> = file
         .messages()

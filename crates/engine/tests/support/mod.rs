@@ -60,3 +60,32 @@ pub fn assert_complete(r: &downbeat_rt::guard::Report) {
         );
     }
 }
+
+/// The real-time priority and scheduling policy of this process's thread named `name`
+/// (`/proc/self/task/*/stat`), once it reports priority `want` or after a second of
+/// asking (a thread sets its priority first thing after it starts).
+pub fn thread_priority(name: &str, want: i32) -> Option<(i32, i32)> {
+    let tag = format!("({name}");
+    let mut found = None;
+    for _ in 0..200 {
+        found = std::fs::read_dir("/proc/self/task")
+            .ok()?
+            .flatten()
+            .find_map(|t| {
+                let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+                let (head, rest) = stat.split_once(") ")?;
+                if !head.ends_with(&tag) {
+                    return None;
+                }
+                // After the name: field 3 is index 0, so rt_priority (40) and policy
+                // (41) are 37 and 38.
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                Some((f[37].parse::<i32>().ok()?, f[38].parse::<i32>().ok()?))
+            });
+        if matches!(found, Some((p, _)) if p == want) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    found
+}
