@@ -11,7 +11,7 @@ use downbeat::edit::{CommitError, LiveEditor};
 use downbeat::midi::{play, MidiFile};
 use downbeat::project::Project;
 use downbeat::Engine;
-use downbeat_graph::time::{MusicalPosition, TransportCommand, TransportError};
+use downbeat_graph::time::{checked_beat, MusicalPosition, TransportCommand};
 use downbeat_graph::{
     Change, ControlError, NodeConfig, NodeKey, NoteEvent, ParamId, ParamTable, Ramp, Shape,
 };
@@ -312,12 +312,8 @@ impl Session {
         message: &mut String,
     ) -> Result<(), Code> {
         if let When::Beat(b) = when {
-            if !(b.is_finite() && b >= 0.0) {
-                return Err(say(
-                    message,
-                    Code::OutOfRange,
-                    format_args!("{}", TransportError::BadBeat(b)),
-                ));
+            if let Err(e) = checked_beat(b) {
+                return Err(say(message, Code::OutOfRange, format_args!("{e}")));
             }
         }
         let result = match op {

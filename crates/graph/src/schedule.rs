@@ -23,7 +23,7 @@ use crate::profile::{NodeSample, Profile};
 use crate::smooth::{ParamCurve, Segment, Shape};
 use crate::song_timeline::{SongEntry, SongTimeline};
 use crate::state::{NodeState, StateError};
-use crate::time::{TempoMap, Transport};
+use crate::time::{checked_beat, TempoMap, Transport};
 use crate::waiting::{Due, Entry, Waiting, WAITING_CAPACITY};
 
 /// Events a schedule holds by default: waiting for their frame, and due in one block.
@@ -1562,38 +1562,36 @@ impl Schedule {
         Ok(())
     }
 
+    /// Whether an event with `body` for `target` has somewhere to go here: a live parameter
+    /// or an instrument of a node this schedule has, some instrument for a note to all, a
+    /// command for the transport.
+    fn check_target(&self, target: Target, body: &NodeEvent) -> Result<(), ControlError> {
+        match target {
+            Target::Node(key) if self.accepts(key, body).is_none() => Err(ControlError::Stale),
+            Target::Instruments if self.instruments.is_empty() => Err(ControlError::NoInstrument),
+            Target::Instruments if !matches!(body, NodeEvent::Note(_)) => Err(ControlError::Stale),
+            Target::Transport if !matches!(body, NodeEvent::Transport(_)) => {
+                Err(ControlError::Stale)
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// An event waiting for a musical time: `NextBeat` and `NextBar` become beats where the
     /// song stands now; a beat already behind the song goes in at once, counted late.
     fn push_on_beat(&mut self, on: OnBeat, event: Event) -> Result<(), ControlError> {
         let now = self.transport.position();
         let map = self.transport.map();
         let beat = match on {
-            OnBeat::Beat(b) if b.is_finite() && b >= 0.0 => b,
-            OnBeat::Beat(b) => {
-                return Err(ControlError::Transport(
-                    crate::time::TransportError::BadBeat(b),
-                ))
-            }
+            OnBeat::Beat(b) => checked_beat(b).map_err(ControlError::Transport)?,
             OnBeat::NextBeat => map.next_beat(now.beat),
             OnBeat::NextBar => map.next_bar(now.beat),
         };
-        match event.target {
-            Target::Node(key) if self.accepts(key, &event.body).is_none() => {
+        if let Err(e) = self.check_target(event.target, &event.body) {
+            if e == ControlError::Stale {
                 self.events.stats.stale += 1;
-                return Err(ControlError::Stale);
             }
-            Target::Instruments if self.instruments.is_empty() => {
-                return Err(ControlError::NoInstrument)
-            }
-            Target::Instruments if !matches!(event.body, NodeEvent::Note(_)) => {
-                self.events.stats.stale += 1;
-                return Err(ControlError::Stale);
-            }
-            Target::Transport if !matches!(event.body, NodeEvent::Transport(_)) => {
-                self.events.stats.stale += 1;
-                return Err(ControlError::Stale);
-            }
-            _ => {}
+            return Err(e);
         }
         if map.frame_of(beat) < now.song_frame {
             self.events.stats.late += 1;
@@ -1732,12 +1730,7 @@ impl Schedule {
         self.transport.continue_from(&mut old.transport);
         let mut waiting = std::mem::replace(&mut old.waiting, Waiting::new(0));
         waiting.drain_into(|e| {
-            let ok = match e.event.target {
-                Target::Node(key) => self.accepts(key, &e.event.body).is_some(),
-                Target::Instruments => !self.instruments.is_empty(),
-                Target::Transport => true,
-            };
-            if !ok {
+            if self.check_target(e.event.target, &e.event.body).is_err() {
                 self.events.stats.stale += 1;
             } else if self.waiting.push(e).is_err() {
                 self.events.stats.dropped += 1;
@@ -1866,12 +1859,7 @@ impl Schedule {
         let mut song = Vec::with_capacity(timed.len());
         for e in timed {
             let beat = match e.beat {
-                Some(OnBeat::Beat(b)) if b.is_finite() && b >= 0.0 => b,
-                Some(OnBeat::Beat(b)) => {
-                    return Err(ControlError::Transport(
-                        crate::time::TransportError::BadBeat(b),
-                    ))
-                }
+                Some(OnBeat::Beat(b)) => checked_beat(b).map_err(ControlError::Transport)?,
                 // "The next bar" means nothing before the song plays.
                 _ => return Err(ControlError::Stale),
             };

@@ -67,7 +67,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::clock::now_ns;
-use downbeat_graph::time::{TransportCommand, TransportError};
+use downbeat_graph::time::{checked_beat, TransportCommand};
 use downbeat_graph::{
     Change, ControlError, Event, NodeKey, NoteEvent, OnBeat, ParamId, ParamTable, Ramp, Schedule,
     Shape, Target,
@@ -316,9 +316,9 @@ impl Controller {
     /// A beat that is negative or not a number, a loop that does not end after it starts,
     /// a time that is not a number, or [`ControlError::QueueFull`].
     pub fn transport(&mut self, when: When, command: TransportCommand) -> Result<(), ControlError> {
-        check_command(command)?;
+        command.check().map_err(ControlError::Transport)?;
         if let When::Beat(b) = when {
-            check_command(TransportCommand::LocateBeat(b))?;
+            checked_beat(b).map_err(ControlError::Transport)?;
         }
         let event = self.timed(when, Event::transport(None, command));
         self.queue.push(event).map_err(|_| ControlError::QueueFull {
@@ -559,46 +559,5 @@ impl Controller {
     /// As [`send_note`](Self::send_note).
     pub fn sustain(&mut self, when: When, channel: u8, on: bool) -> Result<(), ControlError> {
         self.send_note(when, NoteEvent::Sustain { channel, on })
-    }
-}
-
-/// Refuses on the control thread what the transport would refuse on the audio thread, so
-/// that the sender hears why.
-fn check_command(command: TransportCommand) -> Result<(), ControlError> {
-    let beat = |b: f64| {
-        if b.is_finite() && b >= 0.0 {
-            Ok(())
-        } else {
-            Err(ControlError::Transport(TransportError::BadBeat(b)))
-        }
-    };
-    match command {
-        TransportCommand::LocateBeat(b) => beat(b),
-        TransportCommand::Loop(start, end) => {
-            beat(start)?;
-            beat(end)?;
-            if end <= start {
-                return Err(ControlError::Transport(TransportError::BadLoop {
-                    start,
-                    end,
-                }));
-            }
-            Ok(())
-        }
-        TransportCommand::Tempo { bpm, ramp } => {
-            if bpm > 0.0 && bpm <= 999.0 && ramp >= 0.0 && ramp.is_finite() {
-                Ok(())
-            } else {
-                Err(ControlError::Transport(TransportError::BadTempo {
-                    bpm,
-                    ramp,
-                    no_room: false,
-                }))
-            }
-        }
-        TransportCommand::Play
-        | TransportCommand::Stop
-        | TransportCommand::LocateFrame(_)
-        | TransportCommand::Unloop => Ok(()),
     }
 }

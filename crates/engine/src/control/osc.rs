@@ -89,7 +89,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use downbeat_graph::nodes::Capture;
-use downbeat_graph::time::TransportCommand;
+use downbeat_graph::time::{checked_beat, TransportCommand};
 use downbeat_graph::{
     all_node_types, lookup_node_type, Change, ControlError, EditError, Node, NodeConfig, NodeKey,
     NoteEvent, ParamError, ParamId, ParamValue, Ramp, Shape, MAX_NOTE,
@@ -538,7 +538,7 @@ impl OscHandler {
                 let beat = beat
                     .parse::<f64>()
                     .ok()
-                    .filter(|b| b.is_finite() && *b >= 0.0)
+                    .and_then(|b| checked_beat(b).ok())
                     .ok_or_else(|| Rejection::BadArguments {
                         address: m.addr.clone(),
                         reason: format!("`{beat}` is not a beat (a number from 0 up)"),

@@ -205,10 +205,15 @@ pub struct BeatLine {
 /// The tempo segment whose frames include `frame`: segment `k` holds the frames from the
 /// frame of its first beat ([`TempoMap::frame_of`]) up to that of the next segment's.
 pub(crate) fn segment_at_frame(map: &TempoMap, frame: u64) -> &Segment {
-    let segments = map.segments();
+    &map.segments()[segment_index_at_frame(map, frame)]
+}
+
+/// The index of [`segment_at_frame`]'s segment.
+pub(crate) fn segment_index_at_frame(map: &TempoMap, frame: u64) -> usize {
     let rate = map.sample_rate();
-    let k = segments.partition_point(|s| start_frame(s, rate) <= frame);
-    &segments[k.saturating_sub(1)]
+    map.segments()
+        .partition_point(|s| start_frame(s, rate) <= frame)
+        .saturating_sub(1)
 }
 
 /// The frame of a segment's first beat: what [`TempoMap::frame_of`] gives for it (the map

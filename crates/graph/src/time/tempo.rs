@@ -321,7 +321,7 @@ pub struct TempoMap {
 }
 
 /// Whether a tempo can be used: finite, above 0, at most 999 bpm.
-fn valid_bpm(bpm: f64) -> bool {
+pub(crate) fn valid_bpm(bpm: f64) -> bool {
     bpm > 0.0 && bpm <= 999.0
 }
 

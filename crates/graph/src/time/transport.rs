@@ -4,8 +4,8 @@
 use std::fmt;
 
 use super::error::TempoError;
-use super::position::{segment_at_frame, start_frame, MusicalPosition};
-use super::tempo::TempoMap;
+use super::position::{segment_index_at_frame, start_frame, MusicalPosition};
+use super::tempo::{valid_bpm, TempoMap};
 
 /// What a transport is told to do.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -31,6 +31,67 @@ pub enum TransportCommand {
         /// Beats the change takes.
         ramp: f64,
     },
+}
+
+/// `beat` when it is a beat of the song (a number from 0 up), else why not: the one check
+/// every place that takes a beat from outside makes (a command, an event's time, an OSC
+/// address).
+///
+/// ```
+/// use downbeat_graph::time::{checked_beat, TransportError};
+/// assert_eq!(checked_beat(4.5), Ok(4.5));
+/// assert_eq!(checked_beat(-1.0), Err(TransportError::BadBeat(-1.0)));
+/// assert!(checked_beat(f64::NAN).is_err());
+/// ```
+pub fn checked_beat(beat: f64) -> Result<f64, TransportError> {
+    if beat.is_finite() && beat >= 0.0 {
+        Ok(beat)
+    } else {
+        Err(TransportError::BadBeat(beat))
+    }
+}
+
+impl TransportCommand {
+    /// Refuses what [`Transport::apply`] refuses for the command's values alone: a beat
+    /// that is not one, a loop that does not end after it starts, a tempo not above 0 or
+    /// above 999, a ramp that is negative or not a number. The map decides the rest (a
+    /// loop shorter than a frame, the room for live tempo changes). For a control thread,
+    /// so that the sender hears why.
+    ///
+    /// ```
+    /// use downbeat_graph::time::TransportCommand;
+    /// assert!(TransportCommand::Loop(0.0, 16.0).check().is_ok());
+    /// assert!(TransportCommand::Loop(8.0, 4.0).check().is_err());
+    /// assert!(TransportCommand::Tempo { bpm: 0.0, ramp: 0.0 }.check().is_err());
+    /// ```
+    pub fn check(self) -> Result<(), TransportError> {
+        match self {
+            TransportCommand::LocateBeat(b) => checked_beat(b).map(|_| ()),
+            TransportCommand::Loop(start, end) => {
+                checked_beat(start)?;
+                checked_beat(end)?;
+                if end <= start {
+                    return Err(TransportError::BadLoop { start, end });
+                }
+                Ok(())
+            }
+            TransportCommand::Tempo { bpm, ramp } => {
+                if valid_bpm(bpm) && ramp >= 0.0 && ramp.is_finite() {
+                    Ok(())
+                } else {
+                    Err(TransportError::BadTempo {
+                        bpm,
+                        ramp,
+                        no_room: false,
+                    })
+                }
+            }
+            TransportCommand::Play
+            | TransportCommand::Stop
+            | TransportCommand::LocateFrame(_)
+            | TransportCommand::Unloop => Ok(()),
+        }
+    }
 }
 
 /// Live tempo changes a transport has room for ([`TransportCommand::Tempo`]): each takes
@@ -145,6 +206,11 @@ struct Place {
 }
 
 impl Place {
+    /// Whether it is good for song frame `frame`.
+    fn holds(&self, frame: u64) -> bool {
+        self.from <= frame && frame < self.cut
+    }
+
     /// Matches no frame: the next [`Transport::settle`] looks the place up.
     const NONE: Place = Place {
         segment: 0,
@@ -193,30 +259,31 @@ impl Transport {
 
     /// The musical position at the current frame.
     pub fn position(&self) -> MusicalPosition {
-        let segment = match self.map.segments().get(self.place.segment) {
-            Some(s) if self.place.from <= self.song_frame && self.song_frame < self.place.cut => *s,
-            _ => *segment_at_frame(&self.map, self.song_frame),
-        };
         MusicalPosition::in_segment(
             &self.map,
-            segment,
+            self.map.segments()[self.place().segment],
             self.song_frame,
             self.playing,
             self.looping(),
         )
     }
 
-    /// Looks up where the song is in the map unless the place kept is still good for its
-    /// frame. Real-time safe: two binary searches when it looks.
-    fn settle(&mut self) {
-        let here = self.song_frame;
-        if self.place.from <= here && here < self.place.cut {
-            return;
+    /// The place kept, or looked up when it does not hold the song's frame (never so after
+    /// a `&mut` method, which settles it).
+    fn place(&self) -> Place {
+        if self.place.holds(self.song_frame) {
+            self.place
+        } else {
+            self.look_up()
         }
+    }
+
+    /// Where the song's frame is in the map: its tempo segment and the next frame at which
+    /// the segment or the signature changes. Real-time safe: two binary searches.
+    fn look_up(&self) -> Place {
+        let here = self.song_frame;
+        let k = segment_index_at_frame(&self.map, here);
         let (segments, rate) = (self.map.segments(), self.map.sample_rate());
-        let k = segments
-            .partition_point(|s| start_frame(s, rate) <= here)
-            .saturating_sub(1);
         let beat = segments[k].beat_at_seconds(here as f64 / rate);
         let mut cut = segments
             .get(k + 1)
@@ -224,11 +291,18 @@ impl Transport {
         if let Some(b) = self.map.next_signature_change(beat) {
             cut = cut.min(self.map.frame_of(b));
         }
-        self.place = Place {
+        Place {
             segment: k,
             from: here,
             cut: cut.max(here + 1),
-        };
+        }
+    }
+
+    /// Keeps the place good for the song's frame, looking it up only when it is not.
+    fn settle(&mut self) {
+        if !self.place.holds(self.song_frame) {
+            self.place = self.look_up();
+        }
     }
 
     /// Carries on where `old` was: playing or not, looping or not, at the same beat. When
@@ -270,20 +344,15 @@ impl Transport {
     }
 
     fn carry_out(&mut self, command: TransportCommand) -> Result<(), TransportError> {
-        let beat_ok = |b: f64| {
-            if b.is_finite() && b >= 0.0 {
-                Ok(b)
-            } else {
-                Err(TransportError::BadBeat(b))
-            }
-        };
         match command {
             TransportCommand::Play => self.playing = true,
             TransportCommand::Stop => self.playing = false,
-            TransportCommand::LocateBeat(b) => self.song_frame = self.map.frame_of(beat_ok(b)?),
+            TransportCommand::LocateBeat(b) => {
+                self.song_frame = self.map.frame_of(checked_beat(b)?)
+            }
             TransportCommand::LocateFrame(f) => self.song_frame = f,
             TransportCommand::Loop(start, end) => {
-                let (start, end) = (beat_ok(start)?, beat_ok(end)?);
+                let (start, end) = (checked_beat(start)?, checked_beat(end)?);
                 let (start_frame, end_frame) = (self.map.frame_of(start), self.map.frame_of(end));
                 if end_frame <= start_frame {
                     return Err(TransportError::BadLoop { start, end });
@@ -325,50 +394,9 @@ impl Transport {
             return frames;
         }
         let here = self.song_frame;
-        let mut end = here.saturating_add(frames as u64);
-        let place = if self.place.from <= here && here < self.place.cut {
-            self.place
-        } else {
-            // Not settled (never the case after a `&mut` method): look it up.
-            let mut t = Transport {
-                map: TempoMap::default(),
-                base: TempoMap::default(),
-                ..*self
-            };
-            let _ = &mut t;
-            return self.piece_looked_up(frames);
-        };
-        if place.cut > here {
-            end = end.min(place.cut);
-        }
+        let mut end = here.saturating_add(frames as u64).min(self.place().cut);
         if let Some(l) = self.looping.filter(|l| l.end_frame > here) {
             end = end.min(l.end_frame);
-        }
-        (end - here) as usize
-    }
-
-    /// [`piece`](Transport::piece) without the kept place.
-    fn piece_looked_up(&self, frames: usize) -> usize {
-        let here = self.song_frame;
-        let mut end = here.saturating_add(frames as u64);
-        let (segments, rate) = (self.map.segments(), self.map.sample_rate());
-        let k = segments.partition_point(|s| start_frame(s, rate) <= here);
-        let beat = segments[k.saturating_sub(1)].beat_at_seconds(here as f64 / rate);
-        for next in [
-            segments.get(k).map(|s| start_frame(s, rate)),
-            self.map
-                .next_signature_change(beat)
-                .map(|b| self.map.frame_of(b)),
-            self.looping
-                .filter(|l| l.end_frame > here)
-                .map(|l| l.end_frame),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            if next > here {
-                end = end.min(next);
-            }
         }
         (end - here) as usize
     }
