@@ -17,10 +17,11 @@
 #![cfg(feature = "clap")]
 
 mod clap_support;
+mod song_support;
 
 use clap_support::{test_plugins, TRANSPORT_CHANNELS, TRANSPORT_FIELDS, TRANSPORT_ID};
 use downbeat_graph::time::{
-    Segment, Signature, SignatureChange, TempoMap, TempoPoint, Transport, TransportCommand,
+    Signature, SignatureChange, TempoMap, TempoPoint, Transport, TransportCommand,
 };
 use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 use downbeat_plugin::clap::ClapNode;
@@ -146,17 +147,6 @@ fn play(
     out
 }
 
-/// The map's segment, beat and tempo at the song's frame `frame`, the frame of a tempo
-/// point counting in the segment the point starts (a change lands on the frame nearest its
-/// beat, which may be a hair before the beat: the frame is the new tempo's all the same).
-fn at_frame(map: &TempoMap, frame: u64) -> (Segment, f64, f64) {
-    let segments = map.segments();
-    let k = segments.partition_point(|s| map.frame_of(s.start_beat) <= frame);
-    let segment = segments[k.saturating_sub(1)];
-    let beat = segment.beat_at_seconds(frame as f64 / map.sample_rate());
-    (segment, beat, segment.bpm_at(beat))
-}
-
 /// Asserts that what the plugin saw in a block agrees with `map` at the block's song frame.
 fn agrees(map: &TempoMap, ctx: &ProcessContext, seen: &Seen) {
     let m = &ctx.musical;
@@ -173,7 +163,7 @@ fn agrees(map: &TempoMap, ctx: &ProcessContext, seen: &Seen) {
         flags |= IS_LOOP_ACTIVE;
     }
     assert_eq!(seen.flags, flags, "flags: {at}");
-    let (segment, beat, bpm) = at_frame(map, m.song_frame);
+    let (segment, beat, bpm) = song_support::at_frame(map, m.song_frame);
     assert!((seen.beats - beat).abs() <= FIXED, "beat {beat}: {at}");
     let seconds = m.song_frame as f64 / f64::from(RATE);
     assert!((seen.seconds - seconds).abs() <= FIXED, "{seconds} s: {at}");

@@ -18,9 +18,10 @@
 #![cfg(feature = "lv2")]
 
 mod c_bundle;
+mod song_support;
 
 use downbeat_graph::time::{
-    Segment, Signature, SignatureChange, TempoMap, TempoPoint, Transport, TransportCommand,
+    Signature, SignatureChange, TempoMap, TempoPoint, Transport, TransportCommand,
 };
 use downbeat_graph::{AudioMut, AudioRef, Node, NodeConfig, ProcessContext};
 use downbeat_plugin::lv2::Lv2Node;
@@ -109,17 +110,6 @@ impl Expect {
     }
 }
 
-/// The map's segment, beat and tempo at the song's frame `frame`, the frame of a tempo
-/// point counting in the segment the point starts (a change lands on the frame nearest its
-/// beat, which may be a hair before the beat: the frame is the new tempo's all the same).
-fn at_frame(map: &TempoMap, frame: u64) -> (Segment, f64, f64) {
-    let segments = map.segments();
-    let k = segments.partition_point(|s| map.frame_of(s.start_beat) <= frame);
-    let segment = segments[k.saturating_sub(1)];
-    let beat = segment.beat_at_seconds(frame as f64 / map.sample_rate());
-    (segment, beat, segment.bpm_at(beat))
-}
-
 /// Asserts that the block got a position exactly when one was due, and that it agrees
 /// with `map` at the block's song frame.
 fn check(map: &TempoMap, ctx: &ProcessContext, got: &Got, due: bool) {
@@ -134,7 +124,7 @@ fn check(map: &TempoMap, ctx: &ProcessContext, got: &Got, due: bool) {
     if !due {
         return;
     }
-    let (_, beat, bpm) = at_frame(map, m.song_frame);
+    let (_, beat, bpm) = song_support::at_frame(map, m.song_frame);
     let (bar, bar_start) = map.bar_at(beat);
     let signature = map.signature_at(beat);
     assert_eq!(got.at, 0.0, "at the block's first frame: {at}");
