@@ -405,13 +405,16 @@ fn output_watch_in_the_callback_is_clean() {
     assert!(output.peak > 0.0 && output.load > 0.0, "{output:?}");
 }
 
-/// A constant through a gain and a metronome, in a song with a ramp, a signature change and
-/// a loop: what the transport's guard tests play.
+/// A constant through a gain and a metronome, in a song with a ramp, a signature change, a
+/// loop and automation in beats (the song's own timeline): what the transport's guard tests
+/// play.
 fn song() -> Project {
     let text = format!(
         "{}\n[nodes.m]\ntype = \"metronome\"\nchannels = 1\n\n[tempo]\nbpm = 240\n\
          changes = [{{ beat = 4, bpm = 400, ramp = 4 }}, {{ beat = 12, signature = \"7/8\" }}]\n\
-         [transport]\nloop = [2, 16]\n",
+         [transport]\nloop = [2, 16]\n\
+         [[automation]]\nnode = \"g\"\nparam = \"gain\"\ntime = \"beats\"\n\
+         points = [[3, 0.5], [5, 0.9, \"linear\"], [9, 0.7]]\n",
         support::constant_through_gain(64).replace(
             "edges = [\"s -> g -> out\"]",
             "edges = [\"s -> g -> out\", \"m -> out\"]"
@@ -421,7 +424,8 @@ fn song() -> Project {
 }
 
 /// The transport's audio-thread paths: blocks cut at tempo points, signature changes and
-/// loop wraps, the musical position every node is handed, a metronome clicking, events
+/// loop wraps, the musical position every node is handed, a metronome clicking, automation
+/// in beats taken from the song's timeline (looked up again after a locate), events
 /// waiting for their beats and transport commands (stop, locate, play, loop, live tempo
 /// changes) taken and carried out, all under the guard.
 #[test]
