@@ -24,7 +24,9 @@ use std::ops::Range;
 use serde::Deserialize;
 use toml::Spanned;
 
-use downbeat_graph::time::{Signature, SignatureChange, TempoError, TempoMap, TempoPoint};
+use downbeat_graph::time::{
+    Signature, SignatureChange, TempoError, TempoMap, TempoPoint, Transport, TransportCommand,
+};
 
 /// The `[tempo]` table as written.
 #[derive(Deserialize)]
@@ -171,26 +173,21 @@ pub(crate) fn transport(
     let t = raw.get_ref();
     let looping = match &t.looping {
         None => None,
-        Some(l) => match l.get_ref().as_slice() {
-            &[start, end]
-                if start.is_finite()
-                    && end.is_finite()
-                    && start >= 0.0
-                    && map.frame_of(end) > map.frame_of(start) =>
-            {
-                Some((start, end))
-            }
-            _ => {
-                return Err(TableError {
-                    span: l.span(),
-                    message: format!(
-                        "[transport]: loop {:?} must be two beats from 0 up, the end at least one frame after the start",
-                        l.get_ref()
-                    ),
-                    help: "write the loop as `loop = [START, END]` in quarter-note beats, e.g. `loop = [0, 16]` for four bars of 4/4",
-                })
-            }
-        },
+        Some(l) => {
+            // The transport's own rule, so that building never meets a loop it refuses.
+            let checked = match l.get_ref().as_slice() {
+                &[start, end] => Transport::new(map.clone())
+                    .apply(TransportCommand::Loop(start, end))
+                    .map(|()| (start, end))
+                    .map_err(|e| e.to_string()),
+                other => Err(format!("{} numbers where two beats belong", other.len())),
+            };
+            Some(checked.map_err(|why| TableError {
+                span: l.span(),
+                message: format!("[transport]: loop {:?}: {why}", l.get_ref()),
+                help: "write the loop as `loop = [START, END]` in quarter-note beats, e.g. `loop = [0, 16]` for four bars of 4/4",
+            })?)
+        }
     };
     Ok(TransportSetup {
         playing: t.playing.unwrap_or(true),

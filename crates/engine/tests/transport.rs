@@ -261,6 +261,8 @@ fn bad_tempo_tables_are_refused_where_they_are_wrong() {
             3,
         ),
         ("[transport]\nloop = [8, 4]\n", "loop", 2),
+        ("[transport]\nloop = [0, 1e300]\n", "past the end", 2),
+        ("[transport]\nloop = [0, 4, 8]\n", "3 numbers", 2),
         ("[tempo]\nchanges = [\n  { beat = 5 },\n]\n", "neither", 3),
     ];
     for (tables, says, line) in cases {

@@ -75,4 +75,4 @@ pub use signature::Signature;
 pub use tempo::{
     Bbt, Segment, SignatureChange, TempoMap, TempoPoint, GRID_TOLERANCE, TICKS_PER_BEAT,
 };
-pub use transport::{checked_beat, Transport, TransportCommand, TransportError};
+pub use transport::{checked_beat, Transport, TransportCommand, TransportError, LAST_FRAME};

@@ -94,6 +94,11 @@ impl TransportCommand {
     }
 }
 
+/// The song's last frame: a locate or a loop past it is refused. Far enough that no song
+/// reaches it (three million years at 48 kHz), near enough that a frame plus any block,
+/// and the frames of any two beats' distance, stay inside `u64`.
+pub const LAST_FRAME: u64 = 1 << 62;
+
 /// Live tempo changes a transport has room for ([`TransportCommand::Tempo`]): each takes
 /// at most two segments of its map, reserved when the transport is made.
 pub const LIVE_TEMPO_CHANGES: usize = 512;
@@ -113,6 +118,11 @@ pub enum TransportError {
         /// Whether the room for live changes is used up (the values were fine).
         no_room: bool,
     },
+    /// A beat, or a frame, past the song's [`LAST_FRAME`].
+    PastTheEnd {
+        /// The beat asked for (for a frame, the beat there).
+        beat: f64,
+    },
     /// A loop that does not end after it starts (or that is shorter than one frame).
     BadLoop {
         /// Where it was to start.
@@ -126,6 +136,10 @@ impl fmt::Display for TransportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::BadBeat(b) => write!(f, "beat {b} must be a number of beats from 0 up"),
+            Self::PastTheEnd { beat } => write!(
+                f,
+                "beat {beat} is past the end of the song (frame {LAST_FRAME} at this tempo)"
+            ),
             Self::BadTempo { no_room: true, .. } => write!(
                 f,
                 "no room left for another live tempo change ({LIVE_TEMPO_CHANGES} per run)"
@@ -347,13 +361,17 @@ impl Transport {
         match command {
             TransportCommand::Play => self.playing = true,
             TransportCommand::Stop => self.playing = false,
-            TransportCommand::LocateBeat(b) => {
-                self.song_frame = self.map.frame_of(checked_beat(b)?)
+            TransportCommand::LocateBeat(b) => self.song_frame = self.frame_in_song(b)?,
+            TransportCommand::LocateFrame(f) => {
+                if f > LAST_FRAME {
+                    let beat = self.map.beat_at_frame(f);
+                    return Err(TransportError::PastTheEnd { beat });
+                }
+                self.song_frame = f;
             }
-            TransportCommand::LocateFrame(f) => self.song_frame = f,
             TransportCommand::Loop(start, end) => {
-                let (start, end) = (checked_beat(start)?, checked_beat(end)?);
-                let (start_frame, end_frame) = (self.map.frame_of(start), self.map.frame_of(end));
+                let (start_frame, end_frame) =
+                    (self.frame_in_song(start)?, self.frame_in_song(end)?);
                 if end_frame <= start_frame {
                     return Err(TransportError::BadLoop { start, end });
                 }
@@ -384,6 +402,15 @@ impl Transport {
             }
         }
         Ok(())
+    }
+
+    /// The frame of `beat`, a beat of the song no further than [`LAST_FRAME`].
+    fn frame_in_song(&self, beat: f64) -> Result<u64, TransportError> {
+        let frame = self.map.frame_of(checked_beat(beat)?);
+        if frame > LAST_FRAME {
+            return Err(TransportError::PastTheEnd { beat });
+        }
+        Ok(frame)
     }
 
     /// How many of the next `frames` frames (at least 1) may run as one piece: up to the
