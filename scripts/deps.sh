@@ -83,6 +83,12 @@ if ! command -v cargo-fuzz >/dev/null; then
     cargo install --locked cargo-fuzz --quiet
 fi
 
+# mdBook for the guide (docs/ci.sh); without the server and file watcher it does not need.
+if ! command -v mdbook >/dev/null || [ "$(mdbook --version)" != "mdbook v0.5.4" ]; then
+    echo "deps: installing mdbook 0.5.4"
+    cargo install --locked mdbook --version 0.5.4 --no-default-features --quiet
+fi
+
 # npm packages, from the lock files: the Web twin's, and node-web-audio-api for bench engines.
 for dir in web bench/engines; do
     if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then

@@ -13,6 +13,7 @@ mod devices;
 mod jitter;
 mod latency;
 mod nodes;
+mod reference;
 mod run;
 mod values;
 
@@ -32,8 +33,9 @@ enum Command {
     Run(run::Args),
     /// Checks a project file and its graph without running it.
     Check(check::Args),
-    /// Lists the node types and their parameters.
-    Nodes,
+    /// Lists the node types and their parameters (as Markdown with `--markdown`, as JSON with
+    /// `--json`).
+    Nodes(nodes::Args),
     /// Runs a plugin's process call under the real-time guard while moving its parameters
     /// and sending notes; reports allocations, frees, locks, system calls and page faults
     /// per callback. Exit 0 clean, 3 violations, 2 cannot load the plugin (or it crashed:
@@ -49,6 +51,10 @@ enum Command {
     Latency(latency::Args),
     /// Measures how late a periodic tick wakes up on this machine (a cyclictest-like meter).
     Jitter(jitter::Args),
+    /// Prints a reference chapter of the guide (`docs/guide/src/reference/`), generated from
+    /// the code: the command line, the OSC addresses or the keys of a project file.
+    #[command(hide = true)]
+    Reference(reference::Args),
 }
 
 /// Plugin node types, the file player (`player`) and the collected-heap ones (`echoes`) join the registry before any
@@ -67,11 +73,12 @@ fn main() -> ExitCode {
     let result = register_node_types().and_then(|()| match Cli::parse().command {
         Command::Run(args) => run::run(args),
         Command::Check(args) => check::run(&args),
-        Command::Nodes => nodes::run(),
+        Command::Nodes(args) => nodes::run(&args),
         Command::Audit(args) => audit::run(&args),
         Command::Devices => devices::run(),
         Command::Latency(args) => latency::run(&args),
         Command::Jitter(args) => jitter::run(&args),
+        Command::Reference(args) => reference::run(&args),
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,4 +1,4 @@
-//! `downbeat audit` when a tracker cannot run (README, "Auditing a plugin"; docs/AUDIT.md):
+//! `downbeat audit` when a tracker cannot run (the guide, "Audit a plugin"; docs/AUDIT.md):
 //! run where `seccomp(2)` is refused, as in a container's sandbox, the system-call tracker
 //! cannot start, so the audit proves nothing. One plugin exits 1 with an "incomplete"
 //! verdict naming what was not watched; in a folder, the plugin is a `refused` row (exit 2)

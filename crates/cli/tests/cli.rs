@@ -112,7 +112,7 @@ fn a_bad_transport_exits_2_with_the_valid_values() {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
-/// README's example of exit 1: a WAV file that cannot be written once the run is under way
+/// The guide's example of exit 1: a WAV file that cannot be written once the run is under way
 /// (the device full), as opposed to a path that cannot be opened (bad input, exit 2 above).
 #[test]
 fn a_recording_that_cannot_be_written_exits_1_and_names_the_file() {

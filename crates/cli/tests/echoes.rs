@@ -87,10 +87,10 @@ fn the_example_project_renders_offline_with_echoes_in_the_silences() {
 }
 
 #[test]
-fn the_readme_and_the_project_show_the_same_command() {
+fn the_guide_and_the_project_show_the_same_command() {
     let command = "cargo run --release -- run examples/projects/echoes.toml --device offline \
                    --seconds 8 --out echoes.wav";
-    for file in ["README.md", PROJECT] {
+    for file in ["docs/guide/src/design/memory.md", PROJECT] {
         let text = std::fs::read_to_string(repo().join(file)).unwrap();
         assert!(text.contains(command), "{file} lacks `{command}`");
     }

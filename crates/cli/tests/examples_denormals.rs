@@ -3,7 +3,7 @@
 //! on x86-64) and without (`Schedule::set_flush_denormals(false)`, what WebAssembly always
 //! does): the mode makes the audio thread faster and changes nothing in what it plays, so a
 //! Web build can render what a native one renders. The projects that come with a MIDI file
-//! in the README play it; `input` nodes hear a test signal. Here and not in the graph
+//! in the guide play it; `input` nodes hear a test signal. Here and not in the graph
 //! crate's tests because only the CLI registers the node types some examples use.
 #![cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 
@@ -18,7 +18,7 @@ mod projects;
 /// Seconds rendered of each project in each mode.
 const SECONDS: usize = 6;
 
-/// The MIDI file the README plays each project with.
+/// The MIDI file the guide plays each project with.
 const MIDI: &[(&str, &str)] = &[("drums.toml", "drums.mid"), ("synth.toml", "tune.mid")];
 
 /// The output of `path` for [`SECONDS`], as bits, with the flush mode `flush`.

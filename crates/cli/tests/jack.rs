@@ -61,7 +61,7 @@ fn renders_three_seconds_through_jack() {
 }
 
 /// A server at 44.1 kHz and a project at 48 kHz: the project is rebuilt at the server's rate,
-/// with a note, and plays its seconds at that rate (README: "follows the server's ... sample
+/// with a note, and plays its seconds at that rate (the guide, "Devices": "follows the server's ... sample
 /// rate").
 #[test]
 fn a_server_at_another_rate_gets_the_project_rebuilt_at_its_rate() {

@@ -1,4 +1,4 @@
-//! `examples/samples/make.py` writes the same bytes on every machine (README, "A sampler drum
+//! `examples/samples/make.py` writes the same bytes on every machine (the guide, "A sampler drum
 //! kit"): its outputs are pinned here by SHA-256, and the one thing that could make another
 //! machine differ, the C library's `sin` and `exp` (Python's `math` calls them), is shown
 //! unable to: no sample sits near enough to a 16-bit rounding edge for a last-bit
@@ -84,7 +84,7 @@ fn make_py_writes_the_pinned_bytes() {
         std::fs::read(support::repo().join("examples/projects/drums.mid")).unwrap(),
         "make.py no longer writes the committed examples/projects/drums.mid"
     );
-    // The README's size: 109 KB of WAVs.
+    // The guide's size (docs/guide/src/tasks/files.md): 109 KB of WAVs.
     let wav_bytes: u64 = PINNED[..4]
         .iter()
         .map(|(f, _)| std::fs::metadata(root.join(f)).unwrap().len())

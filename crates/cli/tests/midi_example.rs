@@ -1,4 +1,4 @@
-//! The README's "Play it" command renders the example project with its MIDI file: the WAV
+//! The guide's first MIDI command (docs/guide/src/start/cli.md) renders the example project with its MIDI file: the WAV
 //! is not silent and lasts to the file's last event plus the longest release (the pluck's
 //! 0.6 s `length`).
 
@@ -8,10 +8,10 @@ use std::process::Command;
 use downbeat::midi::MidiFile;
 
 #[test]
-fn the_readme_command_renders_the_example_tune() {
+fn the_guide_command_renders_the_example_tune() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let out = std::env::temp_dir().join(format!("downbeat-tune-{}.wav", std::process::id()));
-    // The README's command, `cargo run --release -- ` being this test's own build.
+    // The guide's command, `cargo run --release -- ` being this test's own build.
     let o = Command::new(env!("CARGO_BIN_EXE_downbeat"))
         .current_dir(&root)
         .args([
@@ -27,13 +27,13 @@ fn the_readme_command_renders_the_example_tune() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let guide = std::fs::read_to_string(root.join("docs/guide/src/start/cli.md")).unwrap();
     assert!(
-        readme.contains(
+        guide.contains(
             "cargo run --release -- run examples/projects/synth.toml --device offline \
              --midi examples/projects/tune.mid --out tune.wav"
         ),
-        "the README shows this command"
+        "the guide shows this command"
     );
     let mut r = hound::WavReader::open(&out).unwrap();
     let spec = r.spec();

@@ -62,7 +62,7 @@ fn save_state_into_a_file_is_bad_input() {
 }
 
 /// A node whose state cannot be saved fails the run with exit 1, naming the node, after the
-/// other nodes' states are written (README, "State"; ARCHITECTURE, "State leaves a node"):
+/// other nodes' states are written (the guide, "Host plugins"; ARCHITECTURE, "State leaves a node"):
 /// the CLAP test gain has no `clap.state` extension, the host probe has one. The gain comes
 /// first in processing order, so the probe's file shows that the failure did not stop the
 /// nodes after it.

@@ -1,7 +1,7 @@
-//! The README's example: build a graph, compile it, process one block.
+//! The guide's first graph (docs/guide/src/start/rust.md): build a graph, compile it, process one block.
 
-use downbeat_graph::nodes::{Biquad, FilterMode, Gain, Output, Sine};
-use downbeat_graph::{CompileConfig, Graph};
+use downbeat::graph::nodes::{Biquad, FilterMode, Gain, Output, Sine};
+use downbeat::graph::{CompileConfig, Graph};
 
 fn main() {
     let sr = 48_000.0;

@@ -28,6 +28,11 @@ pub mod swap;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod watch;
 
+/// The graph crate, `downbeat-graph`: [`Graph`](graph::Graph), the built-in
+/// [`nodes`](graph::nodes), the [`Schedule`](graph::Schedule) a graph compiles to, events and
+/// musical time. Re-exported so that one dependency, `downbeat`, is enough.
+pub use downbeat_graph as graph;
+
 pub use engine::{Engine, Stopper};
 pub use load::{LoadMeter, LoadSummary};
 #[cfg(not(target_arch = "wasm32"))]

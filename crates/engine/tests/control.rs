@@ -248,7 +248,7 @@ fn frames_in(d: Duration) -> u64 {
     (d.as_secs_f64() * 48_000.0).ceil() as u64
 }
 
-/// `When::At`: an instant maps onto the timeline through the latest block's start (README,
+/// `When::At`: an instant maps onto the timeline through the latest block's start (the guide,
 /// "at an `Instant` mapped onto it"). The block's start time is the clock read at the top of
 /// `Engine::process`, somewhere between `before` and `after`; no clock can be injected, so
 /// the test bounds the frame by what it measured instead of guessing a speed: 10 ms after
@@ -306,7 +306,7 @@ fn an_instant_maps_to_the_frame_of_the_latest_blocks_start_plus_its_distance() {
     );
 }
 
-/// An OSC bundle applies all its messages at the one frame its timetag maps to (README,
+/// An OSC bundle applies all its messages at the one frame its timetag maps to (the guide,
 /// OSC): two steps in one bundle, on the two gains, change the output in one frame from
 /// `1` (`ga` 1, `gb` 0) to `0.75` (`ga` 0.25, `gb` 0.5); messages landing on different
 /// frames would show `0.25` or `1.5` in between. The timetag is 100 ms ahead; the frame is

@@ -4,13 +4,14 @@
 
 use downbeat::project::Project;
 use downbeat_graph::{
-    register_node_type, Node, NodeConfig, NodeType, ParamError, ParamKind, ParamSpec, Params,
+    register_node_type, Node, NodeConfig, NodeType, ParamError, ParamKind, ParamSpec, Params, Unit,
 };
 
 static PARAMS: &[ParamSpec] = &[ParamSpec {
     name: "files",
     doc: "files by name",
     kind: ParamKind::PathMap,
+    unit: Unit::None,
     live: false,
 }];
 

@@ -3,13 +3,14 @@
 
 use downbeat::project::Project;
 use downbeat_graph::{
-    register_node_type, Node, NodeConfig, NodeType, ParamError, ParamKind, ParamSpec, Params,
+    register_node_type, Node, NodeConfig, NodeType, ParamError, ParamKind, ParamSpec, Params, Unit,
 };
 
 static PARAMS: &[ParamSpec] = &[ParamSpec {
     name: "file",
     doc: "a file",
     kind: ParamKind::Path { default: "" },
+    unit: Unit::None,
     live: false,
 }];
 

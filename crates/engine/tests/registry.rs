@@ -5,7 +5,7 @@
 use downbeat::project::{node_reference, Project};
 use downbeat_graph::{
     lookup_node_type, register_node_type, AudioMut, AudioRef, Node, NodeConfig, NodeFactory,
-    ParamError, ParamKind, ParamSpec, ParamValue, Params, ProcessContext, RegistryError,
+    ParamError, ParamKind, ParamSpec, ParamValue, Params, ProcessContext, RegistryError, Unit,
 };
 
 /// Scales its one input channel by the product of every `factor_*` parameter it is given:
@@ -20,6 +20,7 @@ static SCALER_PARAMS: &[ParamSpec] = &[ParamSpec {
         max: 1.0,
         default: 0.0,
     },
+    unit: Unit::None,
     live: false,
 }];
 

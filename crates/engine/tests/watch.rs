@@ -135,6 +135,7 @@ static PEAK: &[downbeat_graph::ParamSpec] = &[downbeat_graph::ParamSpec {
         max: f64::INFINITY,
         default: 0.0,
     },
+    unit: downbeat_graph::Unit::None,
     live: false,
 }];
 

@@ -48,7 +48,7 @@ use std::sync::Arc;
 use downbeat_graph::{
     register_node_type, AudioMut, AudioRef, Node, NodeConfig, NodeCount, NodeMonitor, NodeType,
     ParamCurve, ParamError, ParamKind, ParamSpec, Params, ProcessContext, RegistryError,
-    SharedMonitor,
+    SharedMonitor, Unit,
 };
 
 use crate::stream::{
@@ -70,6 +70,7 @@ pub static PARAMS: &[ParamSpec] = &[
         name: "path",
         doc: "the audio file (WAV, FLAC, Ogg Vorbis, MP3), relative to the project file",
         kind: ParamKind::Path { default: "" },
+        unit: Unit::None,
         live: false,
     },
     ParamSpec {
@@ -80,12 +81,14 @@ pub static PARAMS: &[ParamSpec] = &[
             max: MAX_SECONDS,
             default: 0.0,
         },
+        unit: Unit::Seconds,
         live: false,
     },
     ParamSpec {
         name: "loop",
         doc: "loop from loop_start to loop_end",
         kind: ParamKind::Bool { default: false },
+        unit: Unit::None,
         live: false,
     },
     ParamSpec {
@@ -96,6 +99,7 @@ pub static PARAMS: &[ParamSpec] = &[
             max: MAX_SECONDS,
             default: 0.0,
         },
+        unit: Unit::Seconds,
         live: false,
     },
     ParamSpec {
@@ -106,6 +110,7 @@ pub static PARAMS: &[ParamSpec] = &[
             max: MAX_SECONDS,
             default: 0.0,
         },
+        unit: Unit::Seconds,
         live: false,
     },
     ParamSpec {
@@ -116,6 +121,7 @@ pub static PARAMS: &[ParamSpec] = &[
             max: 16.0,
             default: 1.0,
         },
+        unit: Unit::None,
         live: true,
     },
     ParamSpec {
@@ -126,12 +132,14 @@ pub static PARAMS: &[ParamSpec] = &[
             max: 4.0,
             default: 1.0,
         },
+        unit: Unit::None,
         live: true,
     },
     ParamSpec {
         name: "autoplay",
         doc: "play from the run's first frame (else wait for playing = 1)",
         kind: ParamKind::Bool { default: true },
+        unit: Unit::None,
         live: false,
     },
     ParamSpec {
@@ -142,6 +150,7 @@ pub static PARAMS: &[ParamSpec] = &[
             max: MAX_SECONDS,
             default: &[],
         },
+        unit: Unit::Seconds,
         live: false,
     },
     ParamSpec {
@@ -152,6 +161,7 @@ pub static PARAMS: &[ParamSpec] = &[
             max: 32,
             default: 2,
         },
+        unit: Unit::None,
         live: false,
     },
     ParamSpec {
@@ -162,6 +172,7 @@ pub static PARAMS: &[ParamSpec] = &[
             max: 1.0,
             default: 1.0,
         },
+        unit: Unit::None,
         live: true,
     },
     ParamSpec {
@@ -172,6 +183,7 @@ pub static PARAMS: &[ParamSpec] = &[
             max: MAX_SECONDS,
             default: 0.0,
         },
+        unit: Unit::Seconds,
         live: true,
     },
     ParamSpec {
@@ -182,6 +194,7 @@ pub static PARAMS: &[ParamSpec] = &[
             max: 30.0,
             default: 0.5,
         },
+        unit: Unit::Seconds,
         live: false,
     },
 ];

@@ -10,7 +10,7 @@ use downbeat_gc::{gc_struct, AccessError, Atomic, Block, Collector, Config, GcEr
 use downbeat_graph::nodes::CHANNELS;
 use downbeat_graph::{
     AudioMut, AudioRef, Node, NodeConfig, NodeCount, NodeMonitor, NodeType, ParamError, ParamKind,
-    ParamSpec, ParamValue, Params, ProcessContext, SharedMonitor,
+    ParamSpec, ParamValue, Params, ProcessContext, SharedMonitor, Unit,
 };
 
 use crate::plan::HeapPlan;
@@ -626,6 +626,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 2.0,
             default: 0.25,
         },
+        unit: Unit::Seconds,
         live: false,
     },
     ParamSpec {
@@ -637,6 +638,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 0.99,
             default: 0.6,
         },
+        unit: Unit::None,
         live: true,
     },
     ParamSpec {
@@ -648,6 +650,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 1.0,
             default: 0.1,
         },
+        unit: Unit::None,
         live: true,
     },
     ParamSpec {
@@ -658,6 +661,7 @@ static PARAMS: &[ParamSpec] = &[
             max: MAX_TAPS as i64,
             default: 16,
         },
+        unit: Unit::None,
         live: false,
     },
     ParamSpec {
@@ -668,6 +672,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 1.0,
             default: 0.5,
         },
+        unit: Unit::None,
         live: true,
     },
 ];

@@ -42,7 +42,7 @@ pub use key::{NodeKey, Target};
 pub use monitor::{NodeCount, NodeMonitor, SharedMonitor, MEMORY_BYTES};
 pub use node::{Node, Port, ProcessContext};
 pub use note::{note_to_hz, NoteError, NoteEvent, MAX_CHANNEL, MAX_NOTE};
-pub use param::{ParamError, ParamKind, ParamSpec, ParamValue, Params};
+pub use param::{ParamError, ParamKind, ParamSpec, ParamValue, Params, Unit};
 pub use profile::NodeSample;
 pub use registry::{
     all_node_types, lookup_node_type, node_type, node_types, register_node_type, BuildFn,

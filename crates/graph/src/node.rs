@@ -181,13 +181,14 @@ pub trait Node: Send + 'static {
     /// ```
     /// use downbeat_graph::{
     ///     nodes::Output, AudioMut, AudioRef, CompileConfig, ControlError, Graph, Node,
-    ///     ParamKind, ParamSpec, ProcessContext,
+    ///     ParamKind, ParamSpec, ProcessContext, Unit,
     /// };
     ///
     /// static PEAK: &[ParamSpec] = &[ParamSpec {
     ///     name: "peak",
     ///     doc: "the highest absolute sample of the latest block",
     ///     kind: ParamKind::Float { min: 0.0, max: f64::INFINITY, default: 0.0 },
+    ///     unit: Unit::None,
     ///     live: false,
     /// }];
     ///

@@ -88,6 +88,63 @@ impl ParamKind {
     }
 }
 
+/// The unit a parameter's value is in, for the reference documentation (`downbeat nodes`)
+/// and for anything that shows a value to a person. It changes nothing about validation:
+/// the value is the number the [`ParamKind`] accepts, in this unit.
+///
+/// ```
+/// use downbeat_graph::{node_type, Unit};
+/// let sine = node_type("sine").unwrap();
+/// let freq = sine.params.iter().find(|p| p.name == "freq").unwrap();
+/// assert_eq!(freq.unit, Unit::Hz);
+/// assert_eq!(freq.unit.symbol(), "Hz");
+/// assert_eq!(Unit::None.symbol(), "");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Unit {
+    /// No unit: a count, a ratio, a linear gain, a switch, a word or a path.
+    #[default]
+    None,
+    /// Hertz: a frequency.
+    Hz,
+    /// Seconds.
+    Seconds,
+    /// Milliseconds.
+    Milliseconds,
+    /// Decibels: a level or a gain on a logarithmic scale (0 dB is unity, or full scale
+    /// for a level).
+    Decibels,
+    /// Semitones: a pitch interval.
+    Semitones,
+    /// Octaves: a pitch interval or a ratio of frequencies, logarithmic.
+    Octaves,
+    /// A MIDI note number: 60 is middle C, 69 is A4 = 440 Hz; fractions are between notes.
+    Note,
+    /// Samples (frames) at the node's sample rate.
+    Samples,
+    /// Cycles of a waveform: 1 is a whole period.
+    Cycles,
+}
+
+impl Unit {
+    /// The unit's short symbol as written after a value (`"Hz"`, `"s"`, `"ms"`, `"dB"`),
+    /// `""` for [`Unit::None`].
+    pub fn symbol(&self) -> &'static str {
+        match self {
+            Unit::None => "",
+            Unit::Hz => "Hz",
+            Unit::Seconds => "s",
+            Unit::Milliseconds => "ms",
+            Unit::Decibels => "dB",
+            Unit::Semitones => "st",
+            Unit::Octaves => "oct",
+            Unit::Note => "note",
+            Unit::Samples => "samples",
+            Unit::Cycles => "cycles",
+        }
+    }
+}
+
 /// Declaration of one parameter of a node type.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ParamSpec {
@@ -97,6 +154,9 @@ pub struct ParamSpec {
     pub doc: &'static str,
     /// Type, range and default.
     pub kind: ParamKind,
+    /// The unit the value is in ([`Unit::None`] for a count, a ratio, a linear gain or
+    /// anything that is not a number).
+    pub unit: Unit,
     /// Whether the parameter can change while the graph runs (through
     /// [`Node::set_param`](crate::Node::set_param), a controller or automation). Only
     /// `Float` parameters can be live; every live parameter is smoothed by the schedule.
@@ -184,11 +244,12 @@ impl Params {
     /// Validates `given` against `specs` and fills in defaults.
     ///
     /// ```
-    /// use downbeat_graph::{ParamKind, ParamSpec, ParamValue, Params};
+    /// use downbeat_graph::{ParamKind, ParamSpec, ParamValue, Params, Unit};
     /// static SPECS: &[ParamSpec] = &[ParamSpec {
     ///     name: "gain",
     ///     doc: "linear gain",
     ///     kind: ParamKind::Float { min: 0.0, max: 4.0, default: 1.0 },
+    ///     unit: Unit::None,
     ///     live: true,
     /// }];
     /// let p = Params::validate(SPECS, vec![("gain".into(), ParamValue::Int(2))]).unwrap();

@@ -9,7 +9,7 @@ use downbeat_graph::nodes::{CompressorSettings, Output, SpectralCompressor};
 use downbeat_graph::{
     node_types, AudioMut, AudioRef, Change, CompileConfig, ControlError, Event, Graph, Node,
     NodeConfig, NodeEvent, ParamCurve, ParamId, ParamKind, ParamSpec, ProcessContext, Ramp,
-    Schedule, Shape, Target, CONTROL_FRAMES,
+    Schedule, Shape, Target, Unit, CONTROL_FRAMES,
 };
 use downbeat_rt::guard;
 use downbeat_rt::pool::{Pool, PoolConfig};
@@ -42,6 +42,7 @@ static PROBE_PARAMS: &[ParamSpec] = &[ParamSpec {
         max: 1000.0,
         default: 0.0,
     },
+    unit: Unit::None,
     live: true,
 }];
 

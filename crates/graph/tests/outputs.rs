@@ -6,7 +6,7 @@
 use downbeat_graph::nodes::Output;
 use downbeat_graph::{
     AudioMut, AudioRef, Change, CompileConfig, ControlError, Event, Graph, Node, ParamId,
-    ParamKind, ParamSpec, ProcessContext, Schedule,
+    ParamKind, ParamSpec, ProcessContext, Schedule, Unit,
 };
 use downbeat_rt::guard;
 
@@ -20,6 +20,7 @@ static LEVEL: &[ParamSpec] = &[ParamSpec {
         max: 1.0,
         default: 0.5,
     },
+    unit: Unit::None,
     live: true,
 }];
 
@@ -31,6 +32,7 @@ static LAST: &[ParamSpec] = &[ParamSpec {
         max: 1.0,
         default: 0.0,
     },
+    unit: Unit::None,
     live: false,
 }];
 

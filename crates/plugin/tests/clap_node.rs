@@ -165,6 +165,7 @@ impl Node for Recorder {
                 max: 1.0,
                 default: 0.0,
             },
+            unit: downbeat_graph::Unit::None,
             live: true,
         }]
     }

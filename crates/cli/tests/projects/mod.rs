@@ -44,7 +44,7 @@ pub fn register_node_types() -> Vec<&'static str> {
     .collect()
 }
 
-/// Makes the samples `examples/projects/drums.toml` plays (with python3, as the README does).
+/// Makes the samples `examples/projects/drums.toml` plays (with python3, as the guide does).
 pub fn make_drum_kit() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/samples");
     if !dir.join("open-hat.wav").exists() {

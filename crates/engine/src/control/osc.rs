@@ -1,26 +1,14 @@
 //! Open Sound Control over UDP: a control thread receives packets and turns them into
 //! events through a [`Controller`], so a phone, a sequencer or `oscsend` can play the graph.
 //!
-//! | address | arguments | effect |
-//! |---|---|---|
-//! | `/node/<node>/<param>` | value | moves the parameter to the value, smoothed ([`Change::Set`]) |
-//! | `/node/<node>/<param>/step` | value | jumps to the value, unsmoothed ([`Change::Step`]) |
-//! | `/node/<node>/<param>/ramp` | target, seconds | a linear ramp from the value reached |
-//! | `/node/<node>/<param>/exp` | target, seconds | an exponential ramp from the value reached |
-//! | `/node/<node>/note_on` | note, velocity | starts a note on the node (MIDI channel 1) |
-//! | `/node/<node>/note_off` | note | releases the note |
-//! | `/node/<node>/all_notes_off` | none | releases every note of the node |
-//! | `/edge/<from>/<to>/gain_db` and its `/step`, `/ramp`, `/exp` forms | as for a parameter | moves the level of the edge `from -> to` (in dB, -144 to 24), which must have been made with one (`"a -> b @ 0 dB"` in a project, a level in `/graph/connect`) |
-//! | `/graph/add` | name, type, then parameter, value pairs | adds a node (no edges yet) |
-//! | `/graph/remove` | name | removes a node and its edges |
-//! | `/graph/connect` | from, to, optional level in dB | adds an edge (`node` or `node:port` at each end), with that level (a send) |
-//! | `/graph/disconnect` | from, to | removes an edge |
-//! | `/transport/play`, `/transport/stop` | none | plays or stops the song (the position stays) |
-//! | `/transport/locate` | beat | goes to that quarter-note beat |
-//! | `/transport/loop` | start, end (beats) | loops the song from start to end |
-//! | `/transport/unloop` | none | stops looping |
-//! | `/transport/tempo` | bpm, optional ramp (beats) | from where the song is, the tempo goes to bpm (over the ramp), and stays |
-//! | `/beat/<beat>/...`, `/next_bar/...`, `/next_beat/...` in front of any address above but `/graph` | as that address | takes effect when the playing song reaches the beat (`/beat/16/node/synth/note_on 60 100`), on the exact frame of that beat |
+//! The addresses it serves, with their arguments, are [`ADDRESSES`], and the ways to time a
+//! message [`TIMING`] (the guide's reference is [`reference_markdown`], printed by `downbeat
+//! reference osc`): `/node/<node>/<param>` and its `/step`, `/ramp` and `/exp` forms, notes
+//! (`/node/<node>/note_on`...), the levels of edges (`/edge/<from>/<to>/gain_db`...), edits of
+//! the running graph (`/graph/add`, `remove`, `connect`, `disconnect`) and the song's
+//! transport (`/transport/play`, `stop`, `locate`, `loop`, `unloop`, `tempo`), timed by
+//! `/beat/<beat>/...`, `/next_beat/...`, `/next_bar/...` in front of an address or a bundle's
+//! timetag.
 //!
 //! When the song follows JACK's transport (a handler made
 //! [`with_transport_requests`](OscHandler::with_transport_requests)), `/transport/play`,
@@ -943,6 +931,481 @@ pub fn timetag(at: SystemTime) -> OscTime {
         seconds,
         fractional,
     }
+}
+
+/// The type an argument of an [`OscAddress`] takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OscArgType {
+    /// A number: float (`f`), double (`d`), int (`i`) or 64-bit int (`h`).
+    Number,
+    /// A string (`s`).
+    String,
+    /// A parameter value, as the node type takes it: a number, a string or true/false (`T`,
+    /// `F`).
+    Value,
+}
+
+impl OscArgType {
+    /// The name the reference gives the type.
+    ///
+    /// ```
+    /// use downbeat::control::osc::OscArgType;
+    /// assert_eq!(OscArgType::Number.name(), "number");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            OscArgType::Number => "number",
+            OscArgType::String => "string",
+            OscArgType::Value => "value",
+        }
+    }
+}
+
+/// How many times an argument of an [`OscAddress`] comes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OscArgCount {
+    /// Exactly once.
+    One,
+    /// Once or not at all (the last arguments only).
+    Optional,
+    /// Any number of times, in turn with the other repeated arguments (the last arguments
+    /// only): `/graph/add`'s parameter names and values.
+    Repeated,
+}
+
+/// One argument of an [`OscAddress`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OscArg {
+    /// What it is (`value`, `target`, `seconds`...).
+    pub name: &'static str,
+    /// Its type.
+    pub kind: OscArgType,
+    /// How many times it comes.
+    pub count: OscArgCount,
+}
+
+/// One argument of an [`OscExample`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum OscExampleArg {
+    /// A float (`f`).
+    Float(f32),
+    /// An int (`i`).
+    Int(i32),
+    /// A string (`s`).
+    String(&'static str),
+}
+
+/// A message an [`OscAddress`] takes, written for [`EXAMPLE_PROJECT`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OscExample {
+    /// The address.
+    pub address: &'static str,
+    /// The arguments.
+    pub args: &'static [OscExampleArg],
+}
+
+impl OscExample {
+    /// The message.
+    ///
+    /// ```
+    /// use downbeat::control::osc::{OscExample, OscExampleArg};
+    /// use rosc::OscType;
+    ///
+    /// let example = OscExample { address: "/node/lowpass/freq", args: &[OscExampleArg::Float(800.0)] };
+    /// let message = example.message();
+    /// assert_eq!(message.addr, "/node/lowpass/freq");
+    /// assert_eq!(message.args, vec![OscType::Float(800.0)]);
+    /// ```
+    pub fn message(&self) -> OscMessage {
+        OscMessage {
+            addr: self.address.to_string(),
+            args: self
+                .args
+                .iter()
+                .map(|a| match *a {
+                    OscExampleArg::Float(x) => OscType::Float(x),
+                    OscExampleArg::Int(x) => OscType::Int(x),
+                    OscExampleArg::String(s) => OscType::String(s.to_string()),
+                })
+                .collect(),
+        }
+    }
+
+    /// The message as liblo's `oscsend` takes it after the host and port: the address, the
+    /// type tags and the arguments.
+    ///
+    /// ```
+    /// use downbeat::control::osc::{OscExample, OscExampleArg};
+    ///
+    /// let example = OscExample {
+    ///     address: "/node/keys/note_on",
+    ///     args: &[OscExampleArg::Float(69.0), OscExampleArg::Int(100)],
+    /// };
+    /// assert_eq!(example.oscsend(), "/node/keys/note_on fi 69 100");
+    /// ```
+    pub fn oscsend(&self) -> String {
+        let mut tags = String::new();
+        let mut values = String::new();
+        for a in self.args {
+            let (tag, value) = match *a {
+                OscExampleArg::Float(x) => ('f', x.to_string()),
+                OscExampleArg::Int(x) => ('i', x.to_string()),
+                OscExampleArg::String(s) => ('s', s.to_string()),
+            };
+            tags.push(tag);
+            values.push(' ');
+            values.push_str(&value);
+        }
+        if tags.is_empty() {
+            self.address.to_string()
+        } else {
+            format!("{} {tags}{values}", self.address)
+        }
+    }
+}
+
+/// An address the handler serves: [`ADDRESSES`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OscAddress {
+    /// The address, with the parts the sender chooses in angle brackets (`<node>`).
+    pub pattern: &'static str,
+    /// Its arguments, in order.
+    pub args: &'static [OscArg],
+    /// What it does.
+    pub meaning: &'static str,
+    /// A message it takes, written for [`EXAMPLE_PROJECT`].
+    pub example: OscExample,
+}
+
+/// A way to time a message: a prefix in front of an address, or a bundle ([`TIMING`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OscTiming {
+    /// The form.
+    pub pattern: &'static str,
+    /// When the messages take effect.
+    pub meaning: &'static str,
+    /// A message of this form, written for [`EXAMPLE_PROJECT`]; `None` for a bundle.
+    pub example: Option<OscExample>,
+}
+
+/// The project the examples of [`ADDRESSES`] and [`TIMING`] are written for: an instrument
+/// `keys` through a filter `lowpass` into a mix, and also straight into the mix with a level
+/// (the edge `keys -> mix`, at -12 dB).
+pub const EXAMPLE_PROJECT: &str = r#"edges = ["keys -> lowpass -> mix", "keys -> mix @ -12 dB", "mix -> out"]
+
+[nodes.keys]
+type = "synth"
+
+[nodes.lowpass]
+type = "biquad"
+mode = "lowpass"
+
+[nodes.mix]
+type = "mix"
+
+[nodes.out]
+type = "output"
+"#;
+
+const fn arg(name: &'static str, kind: OscArgType) -> OscArg {
+    OscArg {
+        name,
+        kind,
+        count: OscArgCount::One,
+    }
+}
+
+const fn optional(name: &'static str, kind: OscArgType) -> OscArg {
+    OscArg {
+        name,
+        kind,
+        count: OscArgCount::Optional,
+    }
+}
+
+const fn repeated(name: &'static str, kind: OscArgType) -> OscArg {
+    OscArg {
+        name,
+        kind,
+        count: OscArgCount::Repeated,
+    }
+}
+
+const fn example(address: &'static str, args: &'static [OscExampleArg]) -> OscExample {
+    OscExample { address, args }
+}
+
+/// Every address [`OscHandler::handle`] takes, with its arguments; `downbeat reference osc`
+/// renders it ([`reference_markdown`]) for the guide. A test sends each example to a
+/// handler, and each with an argument of the wrong type, which must be refused as
+/// [`Rejection::BadArguments`].
+///
+/// ```
+/// use downbeat::control::osc::ADDRESSES;
+/// assert!(ADDRESSES.iter().any(|a| a.pattern == "/transport/play"));
+/// ```
+pub const ADDRESSES: &[OscAddress] = {
+    use OscArgType::{Number, String as Text, Value};
+    use OscExampleArg::{Float as F, Int as I, String as S};
+    const VALUE: &[OscArg] = &[arg("value", Number)];
+    const RAMP: &[OscArg] = &[arg("target", Number), arg("seconds", Number)];
+    &[
+        OscAddress {
+            pattern: "/node/<node>/<param>",
+            args: VALUE,
+            meaning: "Moves a live parameter to the value, smoothed.",
+            example: example("/node/lowpass/freq", &[F(800.0)]),
+        },
+        OscAddress {
+            pattern: "/node/<node>/<param>/step",
+            args: VALUE,
+            meaning: "Jumps to the value, unsmoothed.",
+            example: example("/node/lowpass/freq/step", &[F(800.0)]),
+        },
+        OscAddress {
+            pattern: "/node/<node>/<param>/ramp",
+            args: RAMP,
+            meaning: "A linear ramp from the value reached to the target, over that many seconds.",
+            example: example("/node/lowpass/freq/ramp", &[F(200.0), F(1.5)]),
+        },
+        OscAddress {
+            pattern: "/node/<node>/<param>/exp",
+            args: RAMP,
+            meaning: "An exponential ramp from the value reached to the target, over that many \
+                  seconds (start and target of one sign, neither 0).",
+            example: example("/node/lowpass/freq/exp", &[F(200.0), F(1.5)]),
+        },
+        OscAddress {
+            pattern: "/node/<node>/note_on",
+            args: &[arg("note", Number), arg("velocity", Number)],
+            meaning: "Starts a note on a node that plays notes (`synth`, `karplus`), on MIDI \
+                  channel 1: note 0 to 127, where fractions are microtones (69 is A4, \
+                  440 Hz), velocity 0 to 127, where 0 is a note off.",
+            example: example("/node/keys/note_on", &[F(69.0), I(100)]),
+        },
+        OscAddress {
+            pattern: "/node/<node>/note_off",
+            args: &[arg("note", Number)],
+            meaning: "Releases the note.",
+            example: example("/node/keys/note_off", &[F(69.0)]),
+        },
+        OscAddress {
+            pattern: "/node/<node>/all_notes_off",
+            args: &[],
+            meaning: "Releases every note of the node.",
+            example: example("/node/keys/all_notes_off", &[]),
+        },
+        OscAddress {
+            pattern: "/edge/<from>/<to>/gain_db",
+            args: VALUE,
+            meaning: "Moves the level of the edge `from -> to` in dB (-144 to 24), smoothed. The \
+                  edge must have been made with a level (`\"a -> b @ 0 dB\"` in a project, a \
+                  level in `/graph/connect`).",
+            example: example("/edge/keys/mix/gain_db", &[F(-6.0)]),
+        },
+        OscAddress {
+            pattern: "/edge/<from>/<to>/gain_db/step",
+            args: VALUE,
+            meaning: "Jumps to the level, unsmoothed.",
+            example: example("/edge/keys/mix/gain_db/step", &[F(-6.0)]),
+        },
+        OscAddress {
+            pattern: "/edge/<from>/<to>/gain_db/ramp",
+            args: RAMP,
+            meaning: "A linear ramp of the level, in dB.",
+            example: example("/edge/keys/mix/gain_db/ramp", &[F(-24.0), F(2.0)]),
+        },
+        OscAddress {
+            pattern: "/edge/<from>/<to>/gain_db/exp",
+            args: RAMP,
+            meaning: "An exponential ramp of the level, in dB.",
+            example: example("/edge/keys/mix/gain_db/exp", &[F(-24.0), F(2.0)]),
+        },
+        OscAddress {
+            pattern: "/graph/add",
+            args: &[
+                arg("name", Text),
+                arg("type", Text),
+                repeated("param", Text),
+                repeated("value", Value),
+            ],
+            meaning: "Adds a node of that type (see `downbeat nodes`) with those parameters, each \
+                  name followed by its value; no edges yet.",
+            example: example("/graph/add", &[S("tone"), S("sine"), S("freq"), F(440.0)]),
+        },
+        OscAddress {
+            pattern: "/graph/remove",
+            args: &[arg("name", Text)],
+            meaning: "Removes a node and its edges.",
+            example: example("/graph/remove", &[S("lowpass")]),
+        },
+        OscAddress {
+            pattern: "/graph/connect",
+            args: &[
+                arg("from", Text),
+                arg("to", Text),
+                optional("level", Number),
+            ],
+            meaning: "Adds an edge (`node` or `node:port` at each end), with that level in dB (a \
+                  send, which `/edge/...` then moves) when one is given.",
+            example: example("/graph/connect", &[S("lowpass"), S("out"), F(-6.0)]),
+        },
+        OscAddress {
+            pattern: "/graph/disconnect",
+            args: &[arg("from", Text), arg("to", Text)],
+            meaning: "Removes an edge.",
+            example: example("/graph/disconnect", &[S("keys"), S("lowpass")]),
+        },
+        OscAddress {
+            pattern: "/transport/play",
+            args: &[],
+            meaning: "Plays the song from where it is.",
+            example: example("/transport/play", &[]),
+        },
+        OscAddress {
+            pattern: "/transport/stop",
+            args: &[],
+            meaning: "Stops the song; the position stays.",
+            example: example("/transport/stop", &[]),
+        },
+        OscAddress {
+            pattern: "/transport/locate",
+            args: &[arg("beat", Number)],
+            meaning: "Goes to that quarter-note beat (counted from 0).",
+            example: example("/transport/locate", &[F(16.0)]),
+        },
+        OscAddress {
+            pattern: "/transport/loop",
+            args: &[arg("start", Number), arg("end", Number)],
+            meaning: "Loops the song from start to end, in beats.",
+            example: example("/transport/loop", &[F(0.0), F(16.0)]),
+        },
+        OscAddress {
+            pattern: "/transport/unloop",
+            args: &[],
+            meaning: "Stops looping.",
+            example: example("/transport/unloop", &[]),
+        },
+        OscAddress {
+            pattern: "/transport/tempo",
+            args: &[arg("bpm", Number), optional("ramp", Number)],
+            meaning: "From where the song is, the tempo goes to bpm (over the ramp, in beats) and \
+                  stays.",
+            example: example("/transport/tempo", &[F(140.0), F(8.0)]),
+        },
+    ]
+};
+
+/// Every way to time a message: prefixes in front of an address of [`ADDRESSES`] but
+/// `/graph/...`, and bundles. A test sends each example to a handler.
+///
+/// ```
+/// use downbeat::control::osc::TIMING;
+/// assert!(TIMING.iter().any(|t| t.pattern == "/next_bar/<address>"));
+/// ```
+pub const TIMING: &[OscTiming] = {
+    use OscExampleArg::{Float as F, Int as I};
+    &[
+        OscTiming {
+            pattern: "<address>",
+            meaning: "A message on its own takes effect at the start of the next block.",
+            example: Some(example("/node/lowpass/freq", &[F(800.0)])),
+        },
+        OscTiming {
+            pattern: "/beat/<beat>/<address>",
+            meaning: "When the playing song reaches that quarter-note beat (a number from 0 up), \
+                  on the exact frame of the beat.",
+            example: Some(example("/beat/16/node/keys/note_on", &[F(60.0), I(100)])),
+        },
+        OscTiming {
+            pattern: "/next_beat/<address>",
+            meaning: "On the next beat of the song's time signature.",
+            example: Some(example("/next_beat/node/lowpass/freq/step", &[F(400.0)])),
+        },
+        OscTiming {
+            pattern: "/next_bar/<address>",
+            meaning: "On the song's next bar line.",
+            example: Some(example("/next_bar/transport/play", &[])),
+        },
+        OscTiming {
+            pattern: "#bundle",
+            meaning: "Every message of the bundle at one frame: the frame its NTP timetag stands \
+                  for on the engine's timeline, mapped through the wall clock; the timetag \
+                  \"immediately\" (`0.000...1`) and a timetag already past are the next block. \
+                  A bundle is checked whole before any of it is sent. Its timetag does not \
+                  delay `/graph/...` edits; a bundle of them is one edit, made whole or not at \
+                  all, and holds no other messages.",
+            example: None,
+        },
+    ]
+};
+
+/// The reference of [`ADDRESSES`] and [`TIMING`] as markdown (a chapter's body, headed
+/// `##`), as `downbeat reference osc` prints it.
+///
+/// ```
+/// let md = downbeat::control::osc::reference_markdown();
+/// assert!(md.contains("| `/transport/play` |"));
+/// ```
+pub fn reference_markdown() -> String {
+    let mut s = String::new();
+    s.push_str(
+        "`downbeat run PROJECT --osc ADDR` serves Open Sound Control on the UDP address \
+         `ADDR` (e.g. `127.0.0.1:9000`). Argument types: a *number* is a float (`f`), a \
+         double (`d`), an int (`i`) or a 64-bit int (`h`); a *string* is `s`; a *value* is a \
+         number, a string or true/false (`T`, `F`), as the node type takes it. A message \
+         with an address not below, a wrong number or type of arguments, or one the engine \
+         refuses (an unknown node, a parameter that is not live, a value out of range, a \
+         graph edit that would make a cycle...) changes nothing; `downbeat run` logs it on \
+         stderr and counts it (`osc_rejected`).\n\n\
+         The examples are what liblo's `oscsend` takes after the host and port (`oscsend \
+         127.0.0.1 9000 /node/lowpass/freq f 800`), written for this project:\n\n",
+    );
+    s.push_str("```toml\n");
+    s.push_str(EXAMPLE_PROJECT);
+    s.push_str("```\n\n## Addresses\n\n");
+    s.push_str("| address | arguments | meaning | example |\n|---|---|---|---|\n");
+    for a in ADDRESSES {
+        let args = if a.args.is_empty() {
+            "none".to_string()
+        } else {
+            a.args
+                .iter()
+                .map(|x| {
+                    let count = match x.count {
+                        OscArgCount::One => "",
+                        OscArgCount::Optional => ", optional",
+                        OscArgCount::Repeated => ", repeated",
+                    };
+                    format!("`{}` ({}{count})", x.name, x.kind.name())
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        s.push_str(&format!(
+            "| `{}` | {args} | {} | `{}` |\n",
+            a.pattern,
+            a.meaning,
+            a.example.oscsend()
+        ));
+    }
+    s.push_str(
+        "\n## Timing\n\n\
+         A prefix goes in front of any address above but `/graph/...`, and takes the \
+         arguments of that address.\n\n\
+         | form | takes effect | example |\n|---|---|---|\n",
+    );
+    for t in TIMING {
+        let example = t.example.map_or_else(
+            || "(sent with `rosc`; `oscsend` sends no bundles)".to_string(),
+            |e| format!("`{}`", e.oscsend()),
+        );
+        s.push_str(&format!(
+            "| `{}` | {} | {example} |\n",
+            t.pattern, t.meaning
+        ));
+    }
+    s
 }
 
 /// What a server did.

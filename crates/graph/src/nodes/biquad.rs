@@ -7,7 +7,7 @@ use crate::dsp::denormal::flush as flush_output;
 use crate::dsp::math;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{check_channels, float_param_accepts, invalid, CHANNELS};
-use crate::param::{ParamError, ParamKind, ParamSpec, Params};
+use crate::param::{ParamError, ParamKind, ParamSpec, Params, Unit};
 use crate::registry::{NodeConfig, NodeType};
 
 /// The response of a [`Biquad`].
@@ -210,6 +210,7 @@ static PARAMS: &[ParamSpec] = &[
             options: &["lowpass", "highpass", "bandpass"],
             default: "lowpass",
         },
+        unit: Unit::None,
         live: false,
     },
     ParamSpec {
@@ -221,6 +222,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 96_000.0,
             default: 1000.0,
         },
+        unit: Unit::Hz,
         live: true,
     },
     ParamSpec {
@@ -232,6 +234,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 50.0,
             default: std::f64::consts::FRAC_1_SQRT_2,
         },
+        unit: Unit::None,
         live: true,
     },
 ];

@@ -5,7 +5,7 @@ use crate::dsp::denormal::flush;
 use crate::dsp::math;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{curve_accepts, float_param_accepts};
-use crate::param::{ParamKind, ParamSpec};
+use crate::param::{ParamKind, ParamSpec, Unit};
 use crate::smooth::ParamCurve;
 
 /// The lowest level an edge takes, in dB: the edge is silent there (a gain of 0).
@@ -19,6 +19,7 @@ static PARAMS: &[ParamSpec] = &[ParamSpec {
         max: 24.0,
         default: 0.0,
     },
+    unit: Unit::Decibels,
     live: true,
 }];
 

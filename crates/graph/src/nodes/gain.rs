@@ -4,7 +4,7 @@ use crate::buffer::{AudioMut, AudioRef};
 use crate::dsp::denormal::flush;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{curve_accepts, float_param_accepts, CHANNELS};
-use crate::param::{ParamError, ParamKind, ParamSpec, Params};
+use crate::param::{ParamError, ParamKind, ParamSpec, Params, Unit};
 use crate::registry::{NodeConfig, NodeType};
 use crate::smooth::ParamCurve;
 
@@ -52,6 +52,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 16.0,
             default: 1.0,
         },
+        unit: Unit::None,
         live: true,
     },
 ];

@@ -17,7 +17,7 @@ use crate::nodes::{
     check_channels, curve_accepts, float_param_accepts, invalid, Pcg32, CHANNELS, SEED,
 };
 use crate::note::{note_to_hz, NoteError, NoteEvent};
-use crate::param::{ParamError, ParamKind, ParamSpec, Params};
+use crate::param::{ParamError, ParamKind, ParamSpec, Params, Unit};
 use crate::registry::{NodeConfig, NodeType};
 use crate::smooth::ParamCurve;
 
@@ -470,6 +470,7 @@ static PARAMS: &[ParamSpec] = &[
             max: HIGHEST_NOTE,
             default: DEFAULT_NOTES,
         },
+        unit: Unit::Note,
         live: false,
     },
     ParamSpec {
@@ -480,6 +481,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 60.0,
             default: 0.5,
         },
+        unit: Unit::Seconds,
         live: false,
     },
     ParamSpec {
@@ -491,6 +493,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 60.0,
             default: 0.4,
         },
+        unit: Unit::Seconds,
         live: false,
     },
     ParamSpec {
@@ -501,6 +504,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 3600.0,
             default: 0.0,
         },
+        unit: Unit::Seconds,
         live: false,
     },
     ParamSpec {
@@ -511,6 +515,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 1.0,
             default: 0.996,
         },
+        unit: Unit::None,
         live: true,
     },
     ParamSpec {
@@ -521,6 +526,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 16.0,
             default: 0.5,
         },
+        unit: Unit::None,
         live: true,
     },
     SEED,

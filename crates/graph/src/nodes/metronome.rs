@@ -5,7 +5,7 @@ use crate::dsp::denormal::flush;
 use crate::dsp::math;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{float_param_accepts, CHANNELS};
-use crate::param::{ParamError, ParamKind, ParamSpec, Params};
+use crate::param::{ParamError, ParamKind, ParamSpec, Params, Unit};
 use crate::registry::{NodeConfig, NodeType};
 
 /// The click's pitch on a bar line, and on the other beats, in Hz.
@@ -128,6 +128,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 1.0,
             default: 0.5,
         },
+        unit: Unit::None,
         live: true,
     },
 ];

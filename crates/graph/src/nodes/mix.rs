@@ -6,7 +6,7 @@ use crate::buffer::{AudioMut, AudioRef};
 use crate::dsp::math;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{curve_accepts, float_param_accepts, CHANNELS};
-use crate::param::{ParamError, ParamKind, ParamSpec, Params};
+use crate::param::{ParamError, ParamKind, ParamSpec, Params, Unit};
 use crate::registry::{NodeConfig, NodeType};
 use crate::smooth::ParamCurve;
 
@@ -112,6 +112,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 24.0,
             default: 0.0,
         },
+        unit: Unit::Decibels,
         live: true,
     },
     ParamSpec {
@@ -123,6 +124,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 1.0,
             default: 0.0,
         },
+        unit: Unit::None,
         live: true,
     },
 ];

@@ -50,7 +50,7 @@ pub use sine::Sine;
 pub use spectral_compressor::{CompressorSettings, CompressorStats, SpectralCompressor};
 pub use synth::{Synth, SynthSettings, Wave, MAX_VOICES, PENDING_EVENTS, STEAL_FADE};
 
-use crate::param::{ParamError, ParamKind, ParamSpec};
+use crate::param::{ParamError, ParamKind, ParamSpec, Unit};
 use crate::registry::NodeType;
 use crate::smooth::ParamCurve;
 
@@ -67,6 +67,7 @@ pub const CHANNELS: ParamSpec = ParamSpec {
         max: 32,
         default: 2,
     },
+    unit: Unit::None,
     live: false,
 };
 
@@ -79,6 +80,7 @@ pub(crate) const SEED: ParamSpec = ParamSpec {
         max: 4_294_967_295,
         default: 1,
     },
+    unit: Unit::None,
     live: false,
 };
 
@@ -223,6 +225,7 @@ mod tests {
                     max: 1.0,
                     default: 0.5,
                 },
+                unit: Unit::None,
                 live: false,
             },
         ];

@@ -21,7 +21,7 @@ use crate::monitor::{NodeCount, NodeMonitor, SharedMonitor, MEMORY_BYTES};
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{float_param_accepts, CHANNELS};
 use crate::note::{NoteError, NoteEvent};
-use crate::param::{ParamKind, ParamSpec};
+use crate::param::{ParamKind, ParamSpec, Unit};
 
 pub use samples::{note_name, parse_note, Sample, SampleSet, SamplerError, MAX_SAMPLE_CHANNELS};
 use voice::Voice;
@@ -191,6 +191,7 @@ const SAMPLE: ParamSpec = ParamSpec {
     name: "sample",
     doc: "one sample played across the keyboard, pitched from `root` (or give `samples`)",
     kind: ParamKind::Path { default: "" },
+    unit: Unit::None,
     live: false,
 };
 const ROOT: ParamSpec = ParamSpec {
@@ -201,6 +202,7 @@ const ROOT: ParamSpec = ParamSpec {
         max: 127.0,
         default: 60.0,
     },
+    unit: Unit::Note,
     live: false,
 };
 const SAMPLES: ParamSpec = ParamSpec {
@@ -208,6 +210,7 @@ const SAMPLES: ParamSpec = ParamSpec {
     doc: "a kit: note numbers or names to files, e.g. { 36 = \"kick.wav\", D2 = \
           \"snare.wav\" } (or give `sample`)",
     kind: ParamKind::PathMap,
+    unit: Unit::None,
     live: false,
 };
 const MODE: ParamSpec = ParamSpec {
@@ -217,6 +220,7 @@ const MODE: ParamSpec = ParamSpec {
         options: PlayMode::NAMES,
         default: "oneshot",
     },
+    unit: Unit::None,
     live: false,
 };
 const RELEASE: ParamSpec = ParamSpec {
@@ -227,6 +231,7 @@ const RELEASE: ParamSpec = ParamSpec {
         max: 30.0,
         default: 0.05,
     },
+    unit: Unit::Seconds,
     live: false,
 };
 const VOICES: ParamSpec = ParamSpec {
@@ -238,6 +243,7 @@ const VOICES: ParamSpec = ParamSpec {
         max: SAMPLER_MAX_VOICES as i64,
         default: 32,
     },
+    unit: Unit::None,
     live: false,
 };
 const GAIN: ParamSpec = ParamSpec {
@@ -248,6 +254,7 @@ const GAIN: ParamSpec = ParamSpec {
         max: 4.0,
         default: 1.0,
     },
+    unit: Unit::None,
     live: true,
 };
 

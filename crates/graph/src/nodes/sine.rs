@@ -5,7 +5,7 @@ use crate::dsp::denormal::flush;
 use crate::dsp::{hz_to_phase_inc, phase_to_turns, sin_turn, turns_to_phase, SineFill};
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{curve_accepts, float_param_accepts, invalid, CHANNELS};
-use crate::param::{ParamError, ParamKind, ParamSpec, Params};
+use crate::param::{ParamError, ParamKind, ParamSpec, Params, Unit};
 use crate::registry::{NodeConfig, NodeType};
 use crate::smooth::ParamCurve;
 
@@ -79,6 +79,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 96_000.0,
             default: 440.0,
         },
+        unit: Unit::Hz,
         live: true,
     },
     ParamSpec {
@@ -89,6 +90,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 16.0,
             default: 0.5,
         },
+        unit: Unit::None,
         live: true,
     },
     ParamSpec {
@@ -99,6 +101,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 1.0,
             default: 0.0,
         },
+        unit: Unit::Cycles,
         live: false,
     },
 ];

@@ -9,7 +9,7 @@ use crate::dsp::fft::{Complex, RealFft};
 use crate::dsp::math;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{check_channels, float_param_accepts, invalid, CHANNELS};
-use crate::param::{ParamError, ParamKind, ParamSpec, Params};
+use crate::param::{ParamError, ParamKind, ParamSpec, Params, Unit};
 use crate::registry::{NodeConfig, NodeType};
 
 /// Everything about a [`SpectralCompressor`] except its channel count and sample rate.
@@ -516,6 +516,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 8192,
             default: 2048,
         },
+        unit: Unit::Samples,
         live: false,
     },
     ParamSpec {
@@ -526,6 +527,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 8,
             default: 4,
         },
+        unit: Unit::None,
         live: false,
     },
     ParamSpec {
@@ -536,6 +538,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 0.0,
             default: -20.0,
         },
+        unit: Unit::Decibels,
         live: true,
     },
     ParamSpec {
@@ -546,6 +549,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 100.0,
             default: 4.0,
         },
+        unit: Unit::None,
         live: true,
     },
     ParamSpec {
@@ -556,6 +560,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 2000.0,
             default: 10.0,
         },
+        unit: Unit::Milliseconds,
         live: true,
     },
     ParamSpec {
@@ -566,6 +571,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 10_000.0,
             default: 150.0,
         },
+        unit: Unit::Milliseconds,
         live: true,
     },
     ParamSpec {
@@ -576,6 +582,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 48.0,
             default: 0.0,
         },
+        unit: Unit::Decibels,
         live: true,
     },
 ];

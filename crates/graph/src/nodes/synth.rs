@@ -12,7 +12,7 @@ use crate::dsp::math;
 use crate::node::{Node, ProcessContext};
 use crate::nodes::{check_channels, float_param_accepts, invalid, CHANNELS};
 use crate::note::{NoteError, NoteEvent, MAX_CHANNEL};
-use crate::param::{ParamError, ParamKind, ParamSpec, Params};
+use crate::param::{ParamError, ParamKind, ParamSpec, Params, Unit};
 use crate::registry::{NodeConfig, NodeType};
 
 use envelope::Adsr;
@@ -527,6 +527,7 @@ static PARAMS: &[ParamSpec] = &[
             max: MAX_VOICES as i64,
             default: 16,
         },
+        unit: Unit::None,
         live: false,
     },
     ParamSpec {
@@ -536,6 +537,7 @@ static PARAMS: &[ParamSpec] = &[
             options: Wave::NAMES,
             default: "saw",
         },
+        unit: Unit::None,
         live: false,
     },
     ParamSpec {
@@ -546,6 +548,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 30.0,
             default: 0.002,
         },
+        unit: Unit::Seconds,
         live: true,
     },
     ParamSpec {
@@ -556,6 +559,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 30.0,
             default: 0.3,
         },
+        unit: Unit::Seconds,
         live: true,
     },
     ParamSpec {
@@ -566,6 +570,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 1.0,
             default: 0.7,
         },
+        unit: Unit::None,
         live: true,
     },
     ParamSpec {
@@ -576,6 +581,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 30.0,
             default: 0.08,
         },
+        unit: Unit::Seconds,
         live: true,
     },
     ParamSpec {
@@ -586,6 +592,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 20000.0,
             default: 5000.0,
         },
+        unit: Unit::Hz,
         live: true,
     },
     ParamSpec {
@@ -596,6 +603,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 20.0,
             default: 0.707,
         },
+        unit: Unit::None,
         live: true,
     },
     ParamSpec {
@@ -606,6 +614,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 1.0,
             default: 0.5,
         },
+        unit: Unit::None,
         live: true,
     },
     ParamSpec {
@@ -616,6 +625,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 8.0,
             default: 1.0,
         },
+        unit: Unit::Octaves,
         live: true,
     },
     ParamSpec {
@@ -626,6 +636,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 4.0,
             default: 0.1,
         },
+        unit: Unit::None,
         live: true,
     },
     ParamSpec {
@@ -636,6 +647,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 48.0,
             default: 2.0,
         },
+        unit: Unit::Semitones,
         live: true,
     },
     ParamSpec {
@@ -646,6 +658,7 @@ static PARAMS: &[ParamSpec] = &[
             max: 16,
             default: 0,
         },
+        unit: Unit::None,
         live: false,
     },
 ];

@@ -104,7 +104,7 @@ use std::path::Path;
 
 use downbeat_graph::{
     register_node_type, Node, NodeConfig, NodeFactory, ParamError, ParamKind, ParamSpec,
-    ParamValue, RegistryError,
+    ParamValue, RegistryError, Unit,
 };
 
 pub use error::ClapError;
@@ -121,6 +121,7 @@ static FACTORY_PARAMS: [ParamSpec; 1] = [ParamSpec {
     doc: "a state file saved by `downbeat run --save-state` (`<node>.clapstate`), loaded into \
           the plugin before activation; parameters given in the project still win",
     kind: ParamKind::Path { default: "" },
+    unit: Unit::None,
     live: false,
 }];
 

@@ -21,7 +21,7 @@ use clack_host::utils::{BeatTime, SecondsTime};
 use downbeat_graph::time::MusicalPosition;
 use downbeat_graph::{
     AudioMut, AudioRef, Node, NodeState, NoteError, NoteEvent, ParamKind, ParamSpec, Port,
-    ProcessContext, StateError,
+    ProcessContext, StateError, Unit,
 };
 
 use super::error::ClapError;
@@ -526,6 +526,7 @@ impl ClapNode {
                         max: p.max_value,
                         default: p.default_value,
                     },
+                    unit: Unit::None,
                     live: true,
                 });
                 params.push(Param {

@@ -53,7 +53,7 @@ mod sync {
 
 use downbeat_graph::{
     register_node_type, Node, NodeConfig, NodeFactory, ParamError, ParamSpec, ParamValue,
-    RegistryError,
+    RegistryError, Unit,
 };
 
 pub use error::Lv2Error;
@@ -68,6 +68,7 @@ static FACTORY_PARAMS: [ParamSpec; 1] = [ParamSpec {
     name: "state",
     doc: "a state file to start from (`downbeat run --save-state DIR` writes DIR/<node>.ttl)",
     kind: downbeat_graph::ParamKind::Path { default: "" },
+    unit: Unit::None,
     live: false,
 }];
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use downbeat_graph::time::MusicalPosition;
 use downbeat_graph::{
     AudioMut, AudioRef, Node, NodeState, NoteError, NoteEvent, ParamKind, ParamSpec, Port,
-    ProcessContext, SharedMonitor, StateError,
+    ProcessContext, SharedMonitor, StateError, Unit,
 };
 use lilv::instance::ActiveInstance;
 
@@ -294,6 +294,7 @@ fn param_specs(info: &PluginInfo, sample_rate: f32) -> &'static [ParamSpec] {
                         max: f64::from(c.max),
                         default: f64::from(c.default),
                     },
+                    unit: Unit::None,
                     live: true,
                 })
                 .collect();

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use downbeat_graph::{ParamKind, ParamSpec};
+use downbeat_graph::{ParamKind, ParamSpec, Unit};
 
 use super::node::PluginInfo;
 use super::port::PortKind;
@@ -38,6 +38,7 @@ pub(crate) fn output_specs(info: &PluginInfo) -> &'static [ParamSpec] {
                     max: f64::INFINITY,
                     default: 0.0,
                 },
+                unit: Unit::None,
                 live: false,
             })
             .collect();
