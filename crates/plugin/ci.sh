@@ -48,7 +48,8 @@ RUSTFLAGS="--cfg loom" cargo test -q -p downbeat-plugin --test loom_urid --relea
 # that run every example project, examples/projects/overdrive-lv2.toml included.
 echo "--- downbeat-cli with --features lv2"
 cargo clippy -q -p downbeat-cli --features lv2 --all-targets -- -D warnings
-cargo test -p downbeat-cli --features lv2 --test examples_guard --test parallel_projects
+cargo test -p downbeat-cli --features lv2 --test examples_guard --test parallel_projects \
+    --test examples_denormals --test player_cli --test reference_nodes
 
 # `downbeat audit` over LV2, end to end through the executable and the malloc interposition
 # of its probe (`downbeat-audit-probe`, built next to it):
