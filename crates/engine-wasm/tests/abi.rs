@@ -7,24 +7,15 @@ use downbeat::project::Project;
 use downbeat::Engine;
 use downbeat_engine_wasm::*;
 
+mod support;
+use support::{event, load, param, table};
+
 const PROJECT: &str = "sample_rate = 48000\nblock_size = 64\n\
     edges = [\"a -> g -> out\", \"k -> g\"]\n\
     [nodes.a]\ntype = \"sine\"\nfreq = 330.0\n\
     [nodes.k]\ntype = \"synth\"\n\
     [nodes.g]\ntype = \"gain\"\ngain = 1.0\n\
     [nodes.out]\ntype = \"output\"\n";
-
-fn load(text: &str, name: &str) -> i32 {
-    // SAFETY: both slices are valid for their lengths.
-    unsafe {
-        db_load(
-            text.as_ptr(),
-            text.len() as u32,
-            name.as_ptr(),
-            name.len() as u32,
-        )
-    }
-}
 
 fn load_midi(bytes: &[u8]) -> i32 {
     // SAFETY: the slice is valid for its length.
@@ -35,13 +26,6 @@ fn add_file(path: &str, bytes: &[u8]) -> i32 {
     let (p, b) = (path.as_bytes(), bytes);
     // SAFETY: both slices are valid for their lengths.
     unsafe { db_add_file(p.as_ptr(), p.len() as u32, b.as_ptr(), b.len() as u32) }
-}
-
-fn table() -> serde_json::Value {
-    let len = db_table_len() as usize;
-    // SAFETY: the table is `len` bytes at `db_table_ptr` while the project is loaded.
-    let bytes = unsafe { std::slice::from_raw_parts(db_table_ptr(), len) };
-    serde_json::from_slice(bytes).unwrap()
 }
 
 fn render(frames: usize) -> Vec<f32> {
@@ -58,18 +42,6 @@ fn render(frames: usize) -> Vec<f32> {
     out
 }
 
-fn event(op: u32, id: u32, frame: u64, value: f32, extra: f32, channel: u32) -> i32 {
-    db_event(
-        op,
-        id,
-        frame as u32,
-        (frame >> 32) as u32,
-        value,
-        extra,
-        channel,
-    )
-}
-
 /// The same events through a native engine's `Controller`: channel 0 of `frames` frames.
 fn native(frames: usize, send: impl FnOnce(&mut downbeat::control::Controller)) -> Vec<f32> {
     let project = Project::parse(PROJECT, "x.toml").unwrap();
@@ -82,17 +54,6 @@ fn native(frames: usize, send: impl FnOnce(&mut downbeat::control::Controller)) 
         engine.process(piece);
     }
     out.chunks_exact(2).map(|f| f[0]).collect()
-}
-
-fn param(table: &serde_json::Value, node: &str, name: &str) -> u32 {
-    table["params"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["node"] == node && p["name"] == name)
-        .unwrap_or_else(|| panic!("{node}.{name} in {table}"))["id"]
-        .as_u64()
-        .unwrap() as u32
 }
 
 #[test]

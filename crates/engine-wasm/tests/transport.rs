@@ -12,6 +12,9 @@ use downbeat_engine_wasm::*;
 use downbeat_graph::time::{TempoMap, TransportCommand};
 use downbeat_graph::NoteEvent;
 
+mod support;
+use support::{event, load, param, table};
+
 const NOW: u32 = u32::MAX;
 const PLAY: u32 = 7;
 const STOP: u32 = 8;
@@ -36,37 +39,6 @@ const CLICKS: &str = "sample_rate = 48000\nblock_size = 128\n\
     [nodes.click]\ntype = \"metronome\"\nchannels = 1\ngain = 0.5\n\
     [nodes.out]\ntype = \"output\"\nchannels = 1\n";
 
-fn load(text: &str) -> i32 {
-    let name = "song.toml";
-    // SAFETY: both slices are valid for their lengths.
-    unsafe {
-        db_load(
-            text.as_ptr(),
-            text.len() as u32,
-            name.as_ptr(),
-            name.len() as u32,
-        )
-    }
-}
-
-fn table() -> serde_json::Value {
-    let len = db_table_len() as usize;
-    // SAFETY: the table is `len` bytes at `db_table_ptr` while the project is loaded.
-    let bytes = unsafe { std::slice::from_raw_parts(db_table_ptr(), len) };
-    serde_json::from_slice(bytes).unwrap()
-}
-
-fn param(node: &str, name: &str) -> u32 {
-    let t = table();
-    let p = t["params"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["node"] == node && p["name"] == name)
-        .unwrap_or_else(|| panic!("{node}.{name}"));
-    p["id"].as_u64().unwrap() as u32
-}
-
 /// `frames` frames through the exports, interleaved, in blocks of the project's size.
 fn render(frames: usize) -> Vec<f32> {
     let block = db_block_size() as usize;
@@ -86,12 +58,6 @@ fn render(frames: usize) -> Vec<f32> {
         left -= n;
     }
     out
-}
-
-/// `db_event` timed by an engine frame.
-fn at(op: u32, id: u32, frame: u64, value: f32, extra: f32, channel: u32) -> i32 {
-    let (lo, hi) = (frame as u32, (frame >> 32) as u32);
-    db_event(op, id, lo, hi, value, extra, channel)
 }
 
 /// `db_event` timed by beat `beat`.
@@ -167,8 +133,8 @@ fn first_difference(a: &[f32], b: &[f32]) -> Option<usize> {
 fn beat_events_and_transport_ops_equal_the_native_controllers() {
     const S: u64 = 400_000;
     const FRAMES: usize = 860_000;
-    assert_eq!(load(SONG), 0, "{}", last_error());
-    let gain = param("click", "gain");
+    assert_eq!(load(SONG, "song.toml"), 0, "{}", last_error());
+    let gain = param(&table(), "click", "gain");
     let keys = 0;
     let ok = |rc: i32| assert_eq!(rc, 0, "{}", last_error());
     ok(on_beat(4, ALL, 2.5, 72.0, 100.0, 0));
@@ -187,10 +153,10 @@ fn beat_events_and_transport_ops_equal_the_native_controllers() {
     ok(on_beat(3, gain, 12.0, 0.5, 0.05, 0));
     ok(db_event(LOOP | BEAT, 0, NEXT_BAR, NOW, 4.0, 8.0, 0));
     ok(on_beat(TEMPO, 0, 6.0, 120.0, 2.0, 0));
-    ok(at(STOP, 0, S, 0.0, 0.0, 0));
-    ok(at(LOCATE, 0, S + 10_000, 1.0, 0.0, 0));
-    ok(at(UNLOOP, 0, S + 10_000, 0.0, 0.0, 0));
-    ok(at(PLAY, 0, S + 30_000, 0.0, 0.0, 0));
+    ok(event(STOP, 0, S, 0.0, 0.0, 0));
+    ok(event(LOCATE, 0, S + 10_000, 1.0, 0.0, 0));
+    ok(event(UNLOOP, 0, S + 10_000, 0.0, 0.0, 0));
+    ok(event(PLAY, 0, S + 30_000, 0.0, 0.0, 0));
     ok(on_beat(TEMPO, 0, 14.0, 90.0, 0.0, 0));
     // Ids and channels are ignored by the transport ops.
     ok(on_beat(PLAY, 12345, 15.0, 0.0, 0.0, 99));
@@ -269,7 +235,7 @@ fn beat_events_and_transport_ops_equal_the_native_controllers() {
 
     // And the events did something: the same render without them differs from frame 0
     // on (the note on the next beat, the loop on the next bar).
-    assert_eq!(load(SONG), 0);
+    assert_eq!(load(SONG, "song.toml"), 0);
     let plain = render(FRAMES);
     let first = first_difference(&wasm, &plain).expect("the events change the render") / 2;
     assert_eq!(first as u64, map(SONG).frame_of(1.0), "the note on beat 1");
@@ -285,14 +251,14 @@ fn clicks_land_on_the_maps_frames_through_a_locate_a_loop_a_stop_and_play() {
     const S: u64 = 700_000;
     const P: u64 = S + 30_000;
     const FRAMES: usize = 1_000_000;
-    assert_eq!(load(CLICKS), 0, "{}", last_error());
+    assert_eq!(load(CLICKS, "song.toml"), 0, "{}", last_error());
     let ok = |rc: i32| assert_eq!(rc, 0, "{}", last_error());
     ok(db_event(LOCATE | BEAT, NOW, NEXT_BAR, NOW, 2.0, 0.0, NOW));
     ok(on_beat(LOOP, 0, 5.0, 4.0, 8.0, 0));
-    ok(at(STOP, 0, S, 0.0, 0.0, 0));
-    ok(at(LOCATE, 0, S + 10_000, 1.0, 0.0, 0));
-    ok(at(UNLOOP, 0, S + 10_000, 0.0, 0.0, 0));
-    ok(at(PLAY, 0, P, 0.0, 0.0, 0));
+    ok(event(STOP, 0, S, 0.0, 0.0, 0));
+    ok(event(LOCATE, 0, S + 10_000, 1.0, 0.0, 0));
+    ok(event(UNLOOP, 0, S + 10_000, 0.0, 0.0, 0));
+    ok(event(PLAY, 0, P, 0.0, 0.0, 0));
     let audio = render(FRAMES);
 
     let m = map(CLICKS);
@@ -350,7 +316,7 @@ fn clicks_land_on_the_maps_frames_through_a_locate_a_loop_a_stop_and_play() {
 /// gives them; a note on a beat lands on that beat's frame.
 #[test]
 fn a_live_tempo_change_and_a_note_on_a_beat_land_where_the_native_map_says() {
-    assert_eq!(load(SONG), 0);
+    assert_eq!(load(SONG, "song.toml"), 0);
     assert_eq!(on_beat(TEMPO, 0, 2.0, 150.0, 0.0, 0), 0);
     let m = TempoMap::new(
         100.0,
@@ -373,7 +339,7 @@ fn a_live_tempo_change_and_a_note_on_a_beat_land_where_the_native_map_says() {
     // A note on beat 5.5 (after the change): the render parts from the one without it on
     // that beat's frame under the changed map.
     let with_note = |note: bool| {
-        assert_eq!(load(SONG), 0);
+        assert_eq!(load(SONG, "song.toml"), 0);
         assert_eq!(on_beat(TEMPO, 0, 2.0, 150.0, 0.0, 0), 0);
         if note {
             assert_eq!(on_beat(4, ALL, 5.5, 60.0, 127.0, 0), 0);
@@ -390,42 +356,42 @@ fn a_live_tempo_change_and_a_note_on_a_beat_land_where_the_native_map_says() {
 #[test]
 fn bad_transport_ops_and_beats_say_why_with_their_codes() {
     assert_eq!(db_event(PLAY, 0, NOW, NOW, 0.0, 0.0, 0), -1);
-    assert_eq!(load(SONG), 0);
-    let gain = param("click", "gain");
+    assert_eq!(load(SONG, "song.toml"), 0);
+    let gain = param(&table(), "click", "gain");
     // Each call's code, and its message as the module keeps it (read right after it).
     let refused = |rc: i32, code: i32, message: &str| {
         assert_eq!((rc, last_error().as_str()), (code, message));
     };
     refused(
-        at(LOOP, 0, 0, 4.0, 2.0, 0),
+        event(LOOP, 0, 0, 4.0, 2.0, 0),
         -4,
         "transport: a loop from beat 4 to beat 2 must end at least one frame after it starts",
     );
     refused(
-        at(LOOP, 0, 0, 4.0, 4.0, 0),
+        event(LOOP, 0, 0, 4.0, 4.0, 0),
         -4,
         "transport: a loop from beat 4 to beat 4 must end at least one frame after it starts",
     );
     refused(
-        at(TEMPO, 0, 0, 0.0, 0.0, 0),
+        event(TEMPO, 0, 0, 0.0, 0.0, 0),
         -4,
         "transport: a tempo of 0 bpm over 0 beats: the tempo must be above 0 and at most 999, \
          the ramp 0 or more beats",
     );
     refused(
-        at(TEMPO, 0, 0, 1000.0, 0.0, 0),
+        event(TEMPO, 0, 0, 1000.0, 0.0, 0),
         -4,
         "transport: a tempo of 1000 bpm over 0 beats: the tempo must be above 0 and at most \
          999, the ramp 0 or more beats",
     );
     refused(
-        at(TEMPO, 0, 0, 120.0, -1.0, 0),
+        event(TEMPO, 0, 0, 120.0, -1.0, 0),
         -4,
         "transport: a tempo of 120 bpm over -1 beats: the tempo must be above 0 and at most \
          999, the ramp 0 or more beats",
     );
     refused(
-        at(LOCATE, 0, 0, -1.0, 0.0, 0),
+        event(LOCATE, 0, 0, -1.0, 0.0, 0),
         -4,
         "transport: beat -1 must be a number of beats from 0 up",
     );
@@ -457,7 +423,7 @@ fn bad_transport_ops_and_beats_say_why_with_their_codes() {
     );
     // Nothing reached the engine: the render is the plain one.
     let refused = render(48_000);
-    assert_eq!(load(SONG), 0);
+    assert_eq!(load(SONG, "song.toml"), 0);
     assert_eq!(first_difference(&refused, &render(48_000)), None);
     assert_eq!(db_event_room() as usize, EVENT_CAPACITY);
 }
@@ -475,11 +441,11 @@ fn the_transport_readers_at_load_and_without_a_project() {
         ),
         (0, 0.0, 0.0, 0.0)
     );
-    assert_eq!(load(SONG), 0);
+    assert_eq!(load(SONG, "song.toml"), 0);
     assert_eq!(db_transport_playing(), 1);
     assert_eq!(db_transport_beat(), 0.0);
     assert_eq!(db_transport_bpm(), 100.0);
-    assert_eq!(at(STOP, 0, 0, 0.0, 0.0, 0), 0);
+    assert_eq!(event(STOP, 0, 0, 0.0, 0.0, 0), 0);
     render(256);
     assert_eq!(db_transport_playing(), 0);
     assert_eq!(db_transport_beat(), 0.0);
@@ -487,8 +453,8 @@ fn the_transport_readers_at_load_and_without_a_project() {
     render(128);
     assert_eq!(db_transport_playing(), 0);
     assert_eq!(db_transport_beat(), 0.0, "stopped: beat 0 never comes");
-    assert_eq!(at(LOCATE, 0, 0, 9.0, 0.0, 0), 0);
-    assert_eq!(at(PLAY, 0, 0, 0.0, 0.0, 0), 0);
+    assert_eq!(event(LOCATE, 0, 0, 9.0, 0.0, 0), 0);
+    assert_eq!(event(PLAY, 0, 0, 0.0, 0.0, 0), 0);
     render(128);
     assert_eq!(db_transport_playing(), 1);
     assert_eq!(db_transport_bar(), 2.0);
