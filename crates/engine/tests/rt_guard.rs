@@ -514,20 +514,12 @@ fn following_an_outside_transport_is_clean() {
     };
     let mut cycle = |engine: &mut Engine, jack: &mut ExternalPosition, round: u32| {
         let taken = requests.take();
-        let map = engine.schedule().transport().map();
-        let located = match taken.locate {
-            Some(TransportCommand::LocateBeat(b)) => Some(map.frame_of(b)),
-            Some(TransportCommand::LocateFrame(f)) => Some(f),
-            _ => None,
-        };
         // JACK carries the requests out (here at once; a cycle or two later in JACK).
-        if let Some(f) = located {
+        if let Some(f) = taken.locate_frame(engine.schedule().transport().map()) {
             jack.frame = f;
         }
-        match taken.run {
-            Some(TransportCommand::Play) => jack.rolling = true,
-            Some(TransportCommand::Stop) => jack.rolling = false,
-            _ => {}
+        if let Some(rolling) = taken.rolling() {
+            jack.rolling = rolling;
         }
         match round {
             // A locate in JACK while stopped, then while rolling; a master's tempo.

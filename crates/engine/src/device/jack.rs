@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use downbeat_graph::time::TransportCommand;
 use jack::jack_sys;
 use jack::{
     AsyncClient, AudioIn, AudioOut, Client, ClientOptions, Control, Frames, LatencyType, MidiIn,
@@ -369,24 +368,18 @@ impl Follower {
     fn step(&self, engine: &mut Engine, jack: Option<ExternalPosition>) {
         if let Some(requests) = &self.requests {
             let taken = requests.take();
-            let map = engine.schedule().transport().map();
-            let frame = match taken.locate {
-                Some(TransportCommand::LocateBeat(b)) => Some(map.frame_of(b)),
-                Some(TransportCommand::LocateFrame(f)) => Some(f),
-                _ => None,
-            };
-            if let Some(f) = frame {
+            if let Some(f) = taken.locate_frame(engine.schedule().transport().map()) {
                 // JACK's frames are 32-bit: about a day at 48 kHz.
                 let _ = self.transport.locate(f.min(u64::from(u32::MAX)) as Frames);
             }
-            match taken.run {
-                Some(TransportCommand::Play) => {
+            match taken.rolling() {
+                Some(true) => {
                     let _ = self.transport.start();
                 }
-                Some(TransportCommand::Stop) => {
+                Some(false) => {
                     let _ = self.transport.stop();
                 }
-                _ => {}
+                None => {}
             }
         }
         if let Some(jack) = jack {

@@ -298,6 +298,35 @@ pub struct Requested {
     pub run: Option<TransportCommand>,
 }
 
+impl Requested {
+    /// The song frame the locate asks for, a beat's through `map`. Real-time safe.
+    ///
+    /// ```
+    /// use downbeat::device::Requested;
+    /// use downbeat_graph::time::{TempoMap, TransportCommand};
+    ///
+    /// let r = Requested { locate: Some(TransportCommand::LocateBeat(2.0)), run: None };
+    /// assert_eq!(r.locate_frame(&TempoMap::default()), Some(48_000)); // 120 bpm, 48 kHz
+    /// ```
+    pub fn locate_frame(&self, map: &TempoMap) -> Option<u64> {
+        match self.locate {
+            Some(TransportCommand::LocateBeat(b)) => Some(map.frame_of(b)),
+            Some(TransportCommand::LocateFrame(f)) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// Whether the outside transport is asked to roll (`Some(true)`), to stand
+    /// (`Some(false)`), or neither.
+    pub fn rolling(&self) -> Option<bool> {
+        match self.run {
+            Some(TransportCommand::Play) => Some(true),
+            Some(TransportCommand::Stop) => Some(false),
+            _ => None,
+        }
+    }
+}
+
 /// Why [`TransportRequests`] refused a command.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum RequestError {
