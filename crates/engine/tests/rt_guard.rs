@@ -427,7 +427,8 @@ fn song() -> Project {
 /// loop wraps, the musical position every node is handed, a metronome clicking, automation
 /// in beats taken from the song's timeline (looked up again after a locate), events
 /// waiting for their beats and transport commands (stop, locate, play, loop, live tempo
-/// changes) taken and carried out, all under the guard.
+/// changes) taken and carried out, and a locate past the song's end refused, all under the
+/// guard.
 #[test]
 fn the_transport_is_clean() {
     use downbeat::control::When;
@@ -440,6 +441,7 @@ fn the_transport_is_clean() {
         engine.process(&mut block);
     }
     let wraps_before = engine.schedule().transport().song_frame();
+    let undelivered_before = engine.undelivered_events();
     let report = guard::check(|| {
         for round in 0..400u32 {
             if round % 40 == 0 {
@@ -450,6 +452,8 @@ fn the_transport_is_clean() {
             }
             match round {
                 100 => control.transport(When::NextBar, TransportCommand::Stop),
+                // Past the song's last frame: refused on the audio thread and counted.
+                120 => control.transport(When::Now, TransportCommand::LocateBeat(1e30)),
                 150 => control.transport(When::Now, TransportCommand::LocateBeat(5.5)),
                 160 => control.transport(When::Beat(6.0), TransportCommand::Loop(4.0, 14.0)),
                 170 => control.transport(When::Now, TransportCommand::Play),
@@ -485,6 +489,11 @@ fn the_transport_is_clean() {
     );
     assert_ne!(s.transport().song_frame(), wraps_before);
     assert!(s.event_stats().applied >= 10, "{:?}", s.event_stats());
+    assert_eq!(
+        engine.undelivered_events(),
+        undelivered_before + 1,
+        "the locate past the end was refused"
+    );
 }
 
 /// What the JACK device does on its process thread when the song follows JACK's transport
