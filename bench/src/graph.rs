@@ -18,8 +18,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crossbeam_queue::ArrayQueue;
+use downbeat::nodes::{Gain, Output};
 use downbeat::project::Project;
-use downbeat_graph::nodes::{Gain, Output};
 use downbeat_graph::{
     AudioMut, AudioRef, CompileConfig, Graph, Node, NodeRunner, ProcessContext, Schedule,
 };
@@ -397,12 +397,22 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 #[cfg(feature = "lv2")]
 const PLUGIN_URI: &str = "http://gareus.org/oss/lv2/darc#stereo";
 
+/// Registers the `lv2` and `clap` node types, once per process.
+#[cfg(feature = "lv2")]
+fn register_plugins() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        downbeat::register_node_type(downbeat_plugin::lv2::Lv2Factory).unwrap();
+        downbeat::register_node_type(downbeat_plugin::clap::ClapFactory).unwrap();
+    });
+}
+
 /// fanin84 with every spectral compressor replaced by [`PLUGIN_URI`] (threshold -30 dB as
 /// in the original; darc has no FFT, so each node costs far less): the same graph, sources
 /// and fan-in, with plugin nodes.
 #[cfg(feature = "lv2")]
 fn fanin84_lv2() -> Project {
-    downbeat_plugin::lv2::register().unwrap();
+    register_plugins();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/projects/fanin84.toml");
     let text = std::fs::read_to_string(&path).unwrap();
     let compressor = "type = \"spectral_compressor\"\nfft_size = 2048\noverlap = 8\n\
@@ -434,8 +444,7 @@ const ZAM_NAME: &str = "ZaMultiCompX2";
 /// graph and the same DSP code, so that the two rows differ only by the host's format.
 #[cfg(feature = "lv2")]
 fn fanin84_zam(format: &str) -> Project {
-    downbeat_plugin::lv2::register().unwrap();
-    downbeat_plugin::clap::register().unwrap();
+    register_plugins();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/projects/fanin84.toml");
     let text = std::fs::read_to_string(&path).unwrap();
     let compressor = "type = \"spectral_compressor\"\nfft_size = 2048\noverlap = 8\n\

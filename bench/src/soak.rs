@@ -142,7 +142,6 @@ pub fn main(args: &SoakArgs) -> i32 {
 
 /// The whole run in `dir`: sets everything up, plays `seconds`, gathers the figures.
 fn soak(dir: &Path, seconds: f64, args: &SoakArgs) -> Result<Outcome, String> {
-    downbeat_file::register().map_err(|e| e.to_string())?;
     let files = project::write(dir)?;
     let first = Project::load(&files.project).map_err(|e| e.to_string())?;
     let (editor, schedule) = first.editor().map_err(|e| e.to_string())?;

@@ -17,7 +17,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use downbeat_graph::nodes::{Synth, SynthSettings, Wave, MAX_VOICES};
+use downbeat::nodes::{Synth, SynthSettings, Wave, MAX_VOICES};
 use downbeat_graph::{AudioMut, AudioRef, Node, NoteEvent, ProcessContext};
 
 use crate::report::{quantile, Report};

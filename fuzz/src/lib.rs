@@ -11,14 +11,14 @@ use downbeat_graph::ParamValue;
 /// them (`path = "mono.wav"`, `samples = { 60 = "stereo.wav" }`).
 pub const MEMORY_FILES: [&str; 2] = ["mono.wav", "stereo.wav"];
 
-/// Registers the node types the `downbeat` binary registers without plugins (`player`,
-/// `sampler`, `echoes`), and the [`MEMORY_FILES`]. Once per process.
+/// Registers the node type the `downbeat` binary registers besides the built-in ones and
+/// its plugin hosts (`echoes`), and the [`MEMORY_FILES`]. Once per process.
 pub fn register_node_types() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         no_realtime();
-        downbeat_file::register().expect("the file node types register");
-        downbeat_gc_nodes::register().expect("the collected-heap node types register");
+        downbeat::register_node_type(downbeat_gc_nodes::ECHOES)
+            .expect("the collected-heap node type registers");
         downbeat_file::memory::add_file(MEMORY_FILES[0], wav(MEMORY_RATES[0], 1, 400));
         downbeat_file::memory::add_file(MEMORY_FILES[1], wav(MEMORY_RATES[1], 2, 2_000));
     });

@@ -96,7 +96,7 @@ async function start(options = {}) {
       if (kind === "synth") {
         // Every voice held: one note on each, queued so a full ring only delays them.
         for (let k = count - 1; k >= 0; k--) {
-          s.queue.push(() => s.engine.noteOn(voiceNote(k), 100, { channel: voiceChannel(k), instrument: voiceSynth(k) }));
+          s.queue.push(() => s.engine.noteOn(voiceNote(k), 0.75, { channel: voiceChannel(k), instrument: voiceSynth(k) }));
         }
       }
     }

@@ -294,7 +294,8 @@ function pitch() {
 
 /** One strum in the wasm engine: a note on of string `i`'s node at its pitch, velocity = strength. */
 function strumWasm(s, i, strength) {
-  const velocity = Math.max(1, Math.min(127, Math.round(127 * strength)));
+  // Velocity is 0..1 as strength is; a strength of 0 would be a note off.
+  const velocity = Math.max(1 / 127, Math.min(1, strength));
   try {
     s.ctl.noteOn(stringNote(i), velocity, { instrument: stringName(i) });
   } catch (e) {

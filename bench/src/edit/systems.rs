@@ -4,8 +4,8 @@
 use std::time::Instant;
 
 use downbeat::edit::LiveEditor;
+use downbeat::nodes::{Mix, Output};
 use downbeat::Engine;
-use downbeat_graph::nodes::{Mix, Output};
 use downbeat_graph::{Editor, Graph, Schedule};
 use downbeat_ring::{Consumer, Producer, RingBuffer};
 

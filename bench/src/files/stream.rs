@@ -25,10 +25,10 @@ use std::time::Duration;
 
 use creek::{ReadDiskStream, ReadStreamOptions, SeekMode, SymphoniaDecoder};
 use downbeat::device::{Device, RunLength, Virtual};
+use downbeat::nodes::Output;
 use downbeat::Engine;
 use downbeat_file::stream::{Reader, DEFAULT_POLL};
 use downbeat_file::{Player, PlayerSettings};
-use downbeat_graph::nodes::Output;
 use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, Node, NodeConfig, ProcessContext};
 use downbeat_rt::clock::{Ticker, TickerOptions};
 

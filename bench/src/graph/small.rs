@@ -4,7 +4,7 @@
 //! a few hundred nanoseconds: where handing out one node at a time costs more than the
 //! nodes. Unpaced, serial against Downbeat's pool, in alternating order.
 
-use downbeat_graph::nodes::{Biquad, FilterMode, Gain, Output, Sine};
+use downbeat::nodes::{Biquad, FilterMode, Gain, Output, Sine};
 use downbeat_graph::{CompileConfig, Graph, Schedule};
 
 pub const SAMPLE_RATE: f32 = 48_000.0;

@@ -2,7 +2,7 @@
 //! that a scheduler taking sources in topological order starts the critical path after the
 //! light work instead of beside it.
 
-use downbeat_graph::nodes::{Mix, Output};
+use downbeat::nodes::{Mix, Output};
 use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, Node, ProcessContext, Schedule};
 
 /// Light nodes (sources, each straight into the mix).

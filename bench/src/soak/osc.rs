@@ -151,7 +151,6 @@ mod tests {
     #[test]
     fn the_engine_takes_every_message_the_sender_cycles_through() {
         use downbeat::control::osc::OscHandler;
-        downbeat_file::register().unwrap();
         let dir = std::env::temp_dir().join(format!("soak-osc-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let files = super::super::project::write(&dir).unwrap();

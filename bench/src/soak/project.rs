@@ -170,7 +170,6 @@ mod tests {
 
     #[test]
     fn both_variants_build_and_keep_every_node_events_address() {
-        downbeat_file::register().unwrap();
         let dir = std::env::temp_dir().join(format!("soak-project-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let files = write(&dir).unwrap();

@@ -11,9 +11,9 @@ use clap::ValueEnum;
 use downbeat::device::{
     self as devices, DeviceKind, RunLength, TransportSync, MAX_CALLBACK_FRAMES,
 };
+use downbeat::nodes::{Capture, Output};
 use downbeat::Engine;
 use downbeat_cli::Failure;
-use downbeat_graph::nodes::{Capture, Output};
 use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, Node, ProcessContext};
 use serde::Serialize;
 

@@ -1,10 +1,12 @@
 //! What the `downbeat` binary and its audit probe (`downbeat-audit-probe`, the child process
 //! `downbeat audit` runs) share: how a failure becomes an exit code, the audit's arguments,
-//! and the phases the probe announces. The commands themselves live in the binary, one
+//! the phases the probe announces, and the node types the binary registers. The commands themselves live in the binary, one
 //! module each.
 
 pub mod audit_args;
 pub mod audit_phase;
 pub mod failure;
+pub mod node_types;
 
 pub use failure::Failure;
+pub use node_types::register_node_types;

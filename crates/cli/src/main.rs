@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use downbeat_cli::{audit_args, Failure};
+use downbeat_cli::audit_args;
 
 mod audit;
 mod audit_child;
@@ -57,20 +57,8 @@ enum Command {
     Reference(reference::Args),
 }
 
-/// Plugin node types, the file player (`player`) and the collected-heap ones (`echoes`) join the registry before any
-/// project is read.
-fn register_node_types() -> Result<(), Failure> {
-    let failed = |e: &dyn std::fmt::Display| Failure::Runtime(e.to_string());
-    #[cfg(feature = "lv2")]
-    downbeat_plugin::lv2::register().map_err(|e| failed(&e))?;
-    #[cfg(feature = "clap")]
-    downbeat_plugin::clap::register().map_err(|e| failed(&e))?;
-    downbeat_file::register().map_err(|e| failed(&e))?;
-    downbeat_gc_nodes::register().map_err(|e| failed(&e))
-}
-
 fn main() -> ExitCode {
-    let result = register_node_types().and_then(|()| match Cli::parse().command {
+    let result = downbeat_cli::register_node_types().and_then(|()| match Cli::parse().command {
         Command::Run(args) => run::run(args),
         Command::Check(args) => check::run(&args),
         Command::Nodes(args) => nodes::run(&args),

@@ -241,8 +241,8 @@ fn text_summary_names_the_percentiles() {
 fn nodes_lists_every_type() {
     let out = downbeat(&["nodes"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    for t in downbeat_graph::node_types() {
-        assert!(text.contains(&format!("{}:", t.name)), "{}", t.name);
+    for t in downbeat::all_node_types() {
+        assert!(text.contains(&format!("{}:", t.name())), "{}", t.name());
     }
     // Live parameters are marked, the others are not.
     assert!(

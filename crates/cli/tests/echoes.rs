@@ -6,11 +6,10 @@ mod support;
 
 use std::process::Output;
 
+use downbeat::lookup_node_type;
 use downbeat::project::Project;
 use downbeat_gc_nodes::Echoes;
-use downbeat_graph::{
-    lookup_node_type, AudioMut, AudioRef, Node, NodeConfig, ParamValue, ProcessContext,
-};
+use downbeat_graph::{AudioMut, AudioRef, Node, NodeConfig, ParamValue, ProcessContext};
 use support::{downbeat, read_wav, repo, tmp};
 
 const PROJECT: &str = "examples/projects/echoes.toml";
@@ -101,7 +100,7 @@ fn the_example_makes_one_tap_per_pluck_and_keeps_about_four_alive() {
     // What the project's comment promises, checked on its own nodes and parameters: the
     // string from the file into the echoes from the file, as concrete nodes so that the
     // echoes' counters can be read.
-    downbeat_gc_nodes::register().unwrap();
+    downbeat_cli::register_node_types().unwrap();
     let project = Project::load(repo().join(PROJECT)).unwrap();
     let params = |name: &str| {
         let node = project.nodes.iter().find(|n| n.name == name).unwrap();

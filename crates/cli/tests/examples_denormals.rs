@@ -10,8 +10,8 @@
 use std::path::Path;
 
 use downbeat::midi::{play, MidiFile};
+use downbeat::nodes::Capture;
 use downbeat::project::Project;
-use downbeat_graph::nodes::Capture;
 
 mod projects;
 

@@ -5,9 +5,9 @@
 //! start, sound, are released and stolen. Here and not in the engine's tests because only
 //! the CLI registers those node types.
 
+use downbeat::nodes::Capture;
 use downbeat::project::Project;
 use downbeat::Engine;
-use downbeat_graph::nodes::Capture;
 use downbeat_rt::guard;
 
 downbeat_rt::install_guard_allocator!();

@@ -12,8 +12,8 @@ mod lv2_support;
 use std::time::Duration;
 
 use downbeat::control::When;
+use downbeat::nodes::Output;
 use downbeat::Engine;
-use downbeat_graph::nodes::Output;
 use downbeat_graph::time::TransportCommand;
 use downbeat_graph::{CompileConfig, Graph, NodeConfig};
 use downbeat_plugin::lv2::{ControlValue, Lv2Node};

@@ -1,7 +1,7 @@
 //! On every example project, the parallel processor's output is bit-identical to the serial one.
 
+use downbeat::nodes::Capture;
 use downbeat::project::Project;
-use downbeat_graph::nodes::Capture;
 use downbeat_graph::{Event, NoteEvent};
 use downbeat_rt::pool::{Pool, PoolConfig};
 

@@ -20,8 +20,9 @@
 
 use std::fmt::{self, Write as _};
 
+use downbeat::lookup_node_type;
 use downbeat::project::{Project, ProjectError};
-use downbeat_graph::{lookup_node_type, EditError, Editor, Node, NodeConfig};
+use downbeat_graph::{EditError, Editor, Node, NodeConfig};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;

@@ -3,18 +3,18 @@
 //! types that do need it, so that a project naming one parses and is refused with a message
 //! naming the node.
 
-use downbeat_graph::ParamValue;
-use downbeat_graph::{register_node_type, Node, NodeConfig, NodeFactory, ParamError, ParamSpec};
+use downbeat::{lookup_node_type, register_node_type};
+use downbeat_graph::{Node, NodeConfig, NodeFactory, ParamError, ParamSpec, ParamValue};
 
-/// Node types that cannot run in a browser, and why, in the order `downbeat` registers them
-/// (so that the list of valid types in an error message is the CLI's; `lv2`, which a default
-/// CLI build leaves out, comes last). `input` is built in.
+/// Node types that cannot run in a browser, and why. The ones that are not built in
+/// (`clap`, `echoes`, `lv2`) come in the order the `downbeat` command registers them, so
+/// that the list of valid types in an error message is the CLI's.
 pub const REFUSED: &[(&str, &str)] = &[
-    ("clap", "loads a native CLAP plugin"),
     ("player", "streams a file from disk on a reader thread"),
+    ("input", "reads a sound card's or a file's input"),
+    ("clap", "loads a native CLAP plugin"),
     ("echoes", "runs a collector thread for its heap"),
     ("lv2", "loads a native LV2 plugin"),
-    ("input", "reads a sound card's or a file's input"),
 ];
 
 /// Why node type `kind` cannot run in a browser, if it cannot.
@@ -68,19 +68,17 @@ impl NodeFactory for Refused {
     }
 }
 
-/// Registers the `sampler` and the stand-ins (once; later calls do nothing). A name another
-/// crate registered first (natively, the real `player`) is left as it is.
+/// Registers the stand-ins for the refused types that are not built in (once; later calls
+/// do nothing). A name already known (built in, like `player`, or natively registered
+/// first, like the real `clap`) is left as it is.
 pub fn register() {
     static DONE: std::sync::Once = std::sync::Once::new();
     DONE.call_once(|| {
-        // Errors are names taken already: the real type is there, which is as good.
         for (name, _) in REFUSED {
-            if downbeat_graph::lookup_node_type(name).is_none() {
+            if lookup_node_type(name).is_none() {
+                // Only a name taken between the look-up and here can refuse it, and then
+                // the real type is there, which is as good.
                 let _ = register_node_type(Refused { name });
-            }
-            // The CLI registers `sampler` right after `player` (`downbeat_file::register`).
-            if *name == "player" {
-                let _ = downbeat_file::sampler::register();
             }
         }
     });

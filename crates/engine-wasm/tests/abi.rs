@@ -241,7 +241,7 @@ fn a_bad_project_gives_the_clis_message() {
 #[test]
 fn node_types_that_need_the_system_are_refused_by_name() {
     for (kind, extra) in [
-        ("player", "file = \"x.wav\"\n"),
+        ("player", "path = \"x.wav\"\n"),
         ("echoes", ""),
         ("lv2", "uri = \"urn:x\"\n"),
         ("clap", "path = \"x.clap\"\n"),

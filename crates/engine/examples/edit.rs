@@ -15,9 +15,9 @@ use std::time::Duration;
 use downbeat::control::{Controller, When};
 use downbeat::device::{Run, Virtual};
 use downbeat::edit::LiveEditor;
+use downbeat::nodes::{Gain, Output, Synth, SynthSettings, Wave};
 use downbeat::{start, Engine};
-use downbeat_graph::dsp::denormal::flush;
-use downbeat_graph::nodes::{Gain, Output, Synth, SynthSettings, Wave};
+use downbeat_graph::denormal::flush;
 use downbeat_graph::{
     AudioMut, AudioRef, CompileConfig, Editor, Graph, Node, ProcessContext, Schedule, Shape,
 };

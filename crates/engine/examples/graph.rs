@@ -1,7 +1,7 @@
 //! The guide's first graph (docs/guide/src/start/rust.md): build a graph, compile it, process one block.
 
-use downbeat::graph::nodes::{Biquad, FilterMode, Gain, Output, Sine};
 use downbeat::graph::{CompileConfig, Graph};
+use downbeat::nodes::{Biquad, FilterMode, Gain, Output, Sine};
 
 fn main() {
     let sr = 48_000.0;

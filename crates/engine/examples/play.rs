@@ -12,9 +12,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use downbeat::device::{Device, Virtual};
+use downbeat::nodes::{Output, Sine};
 use downbeat::watch::Watcher;
 use downbeat::{start, Engine};
-use downbeat_graph::nodes::{Output, Sine};
 use downbeat_graph::{CompileConfig, Graph};
 
 fn play(device: impl Device + Send + 'static, rate: u32) -> Result<(), Box<dyn Error>> {

@@ -69,7 +69,7 @@ impl From<EditError> for CommitError {
 ///
 /// ```
 /// use downbeat::{project::Project, Engine};
-/// use downbeat_graph::nodes::Gain;
+/// use downbeat_nodes::Gain;
 ///
 /// let p = Project::parse(
 ///     "edges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\n[nodes.out]\ntype = \"output\"\n",

@@ -1,7 +1,7 @@
 //! [`Engine`]: runs a [`Schedule`] for a device callback and measures its load.
 
-use downbeat_graph::nodes::Capture;
 use downbeat_graph::Schedule;
+use downbeat_nodes::Capture;
 use downbeat_rt::pool::{Pool, PoolConfig};
 use downbeat_rt::reclaim::Reclaimer;
 

@@ -8,6 +8,7 @@
 //! serially and does not measure its load (the target has no clock).
 #![warn(missing_docs)]
 
+mod catalog;
 mod clock;
 pub mod control;
 #[cfg(not(target_arch = "wasm32"))]
@@ -28,10 +29,22 @@ pub mod swap;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod watch;
 
-/// The graph crate, `downbeat-graph`: [`Graph`](graph::Graph), the built-in
-/// [`nodes`](graph::nodes), the [`Schedule`](graph::Schedule) a graph compiles to, events and
-/// musical time. Re-exported so that one dependency, `downbeat`, is enough.
+/// The graph crate, `downbeat-graph`: [`Graph`](graph::Graph), the
+/// [`Schedule`](graph::Schedule) a graph compiles to, the [`Node`](graph::Node) trait, events
+/// and musical time. Re-exported, like [`nodes`] and [`file`](mod@file), so that one dependency,
+/// `downbeat`, is enough.
 pub use downbeat_graph as graph;
+
+/// The built-in node types, `downbeat-nodes`: [`Sine`](nodes::Sine),
+/// [`Synth`](nodes::Synth), [`Sampler`](nodes::Sampler) and the rest, with the DSP kernels
+/// they share.
+pub use downbeat_nodes as nodes;
+
+/// Audio files, `downbeat-file`: decoding, streaming from disk, and the
+/// [`Player`](file::Player) node.
+pub use downbeat_file as file;
+
+pub use catalog::{all_node_types, lookup_node_type, register_node_type, RegistryError};
 
 pub use engine::{Engine, Stopper};
 pub use load::{LoadMeter, LoadSummary};

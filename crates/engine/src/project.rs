@@ -26,9 +26,10 @@ use std::fmt;
 use std::ops::Range;
 use std::path::Path;
 
+use crate::{all_node_types, lookup_node_type};
 use downbeat_graph::{
-    all_node_types, lookup_node_type, CompileConfig, Editor, Graph, GraphError, NodeConfig,
-    ParamError, ParamKind, ParamValue, Schedule,
+    CompileConfig, Editor, Graph, GraphError, NodeConfig, ParamError, ParamKind, ParamValue,
+    Schedule,
 };
 use indexmap::IndexMap;
 use serde::Deserialize;

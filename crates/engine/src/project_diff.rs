@@ -66,9 +66,8 @@ use std::collections::HashSet;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use downbeat_graph::{
-    lookup_node_type, ControlError, EditError, GraphError, Node, NodeConfig, ParamValue,
-};
+use crate::lookup_node_type;
+use downbeat_graph::{ControlError, EditError, GraphError, Node, NodeConfig, ParamValue};
 
 use crate::control::Controller;
 use crate::edit::{CommitError, LiveEditor};
@@ -456,7 +455,7 @@ impl ProjectDiff {
     /// [`apply_built`](ProjectDiff::apply_built), so that a caller sharing the editor need
     /// not hold it while nodes load (a plugin may take its time). A node type that reads
     /// the device's input (`input`) is built under whatever
-    /// [`Capture::connect`](downbeat_graph::nodes::Capture::connect) the caller holds.
+    /// [`Capture::connect`](downbeat_nodes::Capture::connect) the caller holds.
     ///
     /// # Errors
     /// [`ApplyError::Project`] for a node that does not build, located at its parameter.

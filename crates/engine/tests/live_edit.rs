@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use downbeat::device::{Device, DeviceError, Run, RunLength, Virtual};
 use downbeat::edit::CommitError;
+use downbeat::nodes::{Gain, Mix, Output, Sine};
 use downbeat::{start, Engine};
-use downbeat_graph::nodes::{Gain, Mix, Output, Sine};
 use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Editor, Graph, Node, ProcessContext};
 use downbeat_rt::guard;
 

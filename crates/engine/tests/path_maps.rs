@@ -3,9 +3,8 @@
 //! order written is kept, and an entry that is not a string is refused at that value.
 
 use downbeat::project::Project;
-use downbeat_graph::{
-    register_node_type, Node, NodeConfig, NodeType, ParamError, ParamKind, ParamSpec, Params, Unit,
-};
+use downbeat::register_node_type;
+use downbeat_graph::{Node, NodeConfig, NodeType, ParamError, ParamKind, ParamSpec, Params, Unit};
 
 static PARAMS: &[ParamSpec] = &[ParamSpec {
     name: "files",

@@ -2,9 +2,8 @@
 //! whatever the working directory, and cannot be left out when it has no default.
 
 use downbeat::project::Project;
-use downbeat_graph::{
-    register_node_type, Node, NodeConfig, NodeType, ParamError, ParamKind, ParamSpec, Params, Unit,
-};
+use downbeat::register_node_type;
+use downbeat_graph::{Node, NodeConfig, NodeType, ParamError, ParamKind, ParamSpec, Params, Unit};
 
 static PARAMS: &[ParamSpec] = &[ParamSpec {
     name: "file",

@@ -3,9 +3,10 @@
 //! built-in ones.
 
 use downbeat::project::{node_reference, Project};
+use downbeat::{lookup_node_type, register_node_type, RegistryError};
 use downbeat_graph::{
-    lookup_node_type, register_node_type, AudioMut, AudioRef, Node, NodeConfig, NodeFactory,
-    ParamError, ParamKind, ParamSpec, ParamValue, Params, ProcessContext, RegistryError, Unit,
+    AudioMut, AudioRef, Node, NodeConfig, NodeFactory, ParamError, ParamKind, ParamSpec,
+    ParamValue, Params, ProcessContext, Unit,
 };
 
 /// Scales its one input channel by the product of every `factor_*` parameter it is given:

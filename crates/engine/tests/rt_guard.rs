@@ -2,9 +2,9 @@
 //! lock, page fault or system call (except the pool's counted wake of parked workers).
 
 use downbeat::device::DeviceSample;
+use downbeat::nodes::{Capture, Mix, Output, Sine};
 use downbeat::project::Project;
 use downbeat::Engine;
-use downbeat_graph::nodes::{Capture, Mix, Output, Sine};
 use downbeat_graph::{CompileConfig, Graph, Schedule};
 use downbeat_rt::guard::{self, Allow, Options};
 

@@ -4,9 +4,9 @@
 //! bad `[tempo]` tables refused with a located message.
 
 use downbeat::control::When;
+use downbeat::nodes::Sine;
 use downbeat::project::Project;
 use downbeat::Engine;
-use downbeat_graph::nodes::Sine;
 use downbeat_graph::time::{TempoMap, TempoPoint, TransportCommand};
 
 mod midi_corpus;

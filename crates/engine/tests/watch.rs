@@ -188,7 +188,7 @@ impl downbeat_graph::NodeFactory for FollowerType {
 /// The constant 1.0 through the gain `g` (0.5) into the follower `f`, then `extra`.
 fn follower_project(extra: &str) -> Result<downbeat_graph::Schedule, String> {
     static REGISTER: std::sync::Once = std::sync::Once::new();
-    REGISTER.call_once(|| downbeat_graph::register_node_type(FollowerType).unwrap());
+    REGISTER.call_once(|| downbeat::register_node_type(FollowerType).unwrap());
     let src = support::constant_through_gain(64).replace("s -> g -> out", "s -> g -> f -> out")
         + "gain = 0.5\n[nodes.f]\ntype = \"test-follower\"\n"
         + extra;

@@ -7,7 +7,7 @@
 //! chosen for [`ATTENUATION_DB`] of stop-band attenuation (which also bounds the pass-band
 //! ripple at the same level).
 
-use downbeat_graph::dsp::math;
+use downbeat_graph::math;
 
 /// Stop-band attenuation (and pass-band ripple bound) the filter is designed for, in dB.
 pub const ATTENUATION_DB: f64 = 130.0;

@@ -17,10 +17,10 @@
 //!
 //! Errors are [`FileError`]s whose `Display` names the file and the problem.
 //!
-//! This crate sits beside `downbeat-graph` in the layers and uses it for the node types that
-//! play files, which [`register`] adds to the node registry: [`player`] (one file streamed from
-//! disk by a reader thread through a ring per stream, [`stream`]) and [`sampler`] (decodes a
-//! kit at load and builds the graph's `Sampler`).
+//! This crate sits above `downbeat-nodes` in the layers and uses it for the node types that
+//! play files ([`node_types`]): [`player`] (one file streamed from disk by a reader thread
+//! through a ring per stream, [`stream`]) and [`sampler`] (decodes a kit at load and builds
+//! `downbeat-nodes`' `Sampler`).
 //!
 //! ```no_run
 //! use downbeat_file::{decode_all, map_channels};
@@ -55,19 +55,15 @@ pub use kernel::{ATTENUATION_DB, TRANSITION};
 pub use player::{Player, PlayerMonitor, PlayerSettings};
 pub use resampler::{Resampler, MAX_CHANNELS, MAX_RATIO, MAX_SPEED, MIN_SPEED};
 
-/// Registers the node types that play files, `player` and `sampler`, so that project files
-/// can use them. Safe to call more than once.
+/// The node types that play files, `player` and `sampler`, for project files. The
+/// `downbeat` crate lists them among its built-in types, so a project can name them with no
+/// registration call.
 ///
 /// ```
-/// downbeat_file::register().unwrap();
-/// assert!(downbeat_graph::lookup_node_type("player").is_some());
-/// assert!(downbeat_graph::lookup_node_type("sampler").is_some());
+/// let names: Vec<&str> = downbeat_file::node_types().iter().map(|t| t.name()).collect();
+/// assert_eq!(names, ["player", "sampler"]);
 /// ```
-///
-/// # Errors
-/// [`RegistryError::NameTaken`](downbeat_graph::RegistryError::NameTaken) if another crate
-/// took one of the names first.
-pub fn register() -> Result<(), downbeat_graph::RegistryError> {
-    player::register()?;
-    sampler::register()
+pub fn node_types() -> &'static [&'static dyn downbeat_graph::NodeFactory] {
+    static TYPES: [&dyn downbeat_graph::NodeFactory; 2] = [&player::PLAYER, &sampler::SamplerType];
+    &TYPES
 }

@@ -46,9 +46,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use downbeat_graph::{
-    register_node_type, AudioMut, AudioRef, Node, NodeConfig, NodeCount, NodeMonitor, NodeType,
-    ParamCurve, ParamError, ParamKind, ParamSpec, Params, ProcessContext, RegistryError,
-    SharedMonitor, Unit,
+    AudioMut, AudioRef, Node, NodeConfig, NodeCount, NodeMonitor, NodeType, ParamCurve, ParamError,
+    ParamKind, ParamSpec, Params, ProcessContext, SharedMonitor, Unit,
 };
 
 use crate::stream::{
@@ -199,26 +198,13 @@ pub static PARAMS: &[ParamSpec] = &[
     },
 ];
 
-/// The `player` node type: `type = "player"` once [`register`] ran.
+/// The `player` node type (`type = "player"`).
 pub static PLAYER: NodeType = NodeType {
     name: "player",
     doc: "plays one audio file, streamed from disk (events: playing, seek)",
     params: PARAMS,
     build: build_player,
 };
-
-/// Registers the node types of this crate (`player`) for project files. Idempotent; the
-/// `downbeat` binary calls it at start.
-///
-/// # Errors
-/// [`RegistryError::NameTaken`] if another crate took the name first.
-pub fn register() -> Result<(), RegistryError> {
-    static DONE: std::sync::Once = std::sync::Once::new();
-    let mut result = Ok(());
-    DONE.call_once(|| result = register_node_type(PLAYER));
-    result
-}
-
 fn build_player(p: &Params, cfg: &NodeConfig) -> Result<Box<dyn Node>, ParamError> {
     let settings = PlayerSettings {
         path: p.path("path").to_path_buf(),
@@ -691,6 +677,10 @@ fn with_path(e: FileError, path: &Path) -> FileError {
 }
 
 impl Node for Player {
+    fn type_name(&self) -> Option<&'static str> {
+        Some(PLAYER.name)
+    }
+
     fn input_channels(&self) -> usize {
         0
     }

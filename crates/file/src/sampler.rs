@@ -1,6 +1,6 @@
 //! The `sampler` node type of project files: decodes the samples a project names when it
 //! loads, resampled to the project's rate, and builds a
-//! [`downbeat_graph::nodes::Sampler`] from them. Nothing touches the disk after that.
+//! [`downbeat_nodes::Sampler`] from them. Nothing touches the disk after that.
 //!
 //! ```toml
 //! [nodes.kit]            # a drum kit: note numbers or names to files
@@ -22,17 +22,14 @@
 
 use std::path::Path;
 
-use downbeat_graph::nodes::{
+use downbeat_graph::{Node, NodeConfig, NodeFactory, ParamError, ParamSpec, ParamValue, Params};
+use downbeat_nodes::{
     note_name, parse_note, PlayMode, Sample, SampleSet, Sampler, SamplerSettings,
-};
-use downbeat_graph::{
-    register_node_type, Node, NodeConfig, NodeFactory, ParamError, ParamSpec, ParamValue, Params,
-    RegistryError,
 };
 
 use crate::{decode_all, map_channels};
 
-/// The `sampler` node type, for [`register_node_type`] (see [`register`]).
+/// The `sampler` node type (`type = "sampler"`), which loads its samples from files.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SamplerType;
 
@@ -160,22 +157,4 @@ impl NodeFactory for SamplerType {
             .map_err(|e| invalid(if kit { "samples" } else { "sample" }, e.to_string()))?;
         Ok(Box::new(sampler))
     }
-}
-
-/// Registers the `sampler` node type so that project files can use it and `downbeat
-/// nodes` lists it. Once; later calls do nothing. Off the audio thread.
-///
-/// ```
-/// downbeat_file::sampler::register().unwrap();
-/// downbeat_file::sampler::register().unwrap(); // a second call is harmless
-/// assert!(downbeat_graph::lookup_node_type("sampler").is_some());
-/// ```
-///
-/// # Errors
-/// [`RegistryError::NameTaken`] when another type already took the name `sampler`.
-pub fn register() -> Result<(), RegistryError> {
-    static DONE: std::sync::Once = std::sync::Once::new();
-    let mut result = Ok(());
-    DONE.call_once(|| result = register_node_type(SamplerType));
-    result
 }

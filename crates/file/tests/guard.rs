@@ -128,7 +128,6 @@ fn count(engine: &Engine, node: &str, name: &str) -> u64 {
 
 #[test]
 fn a_one_shot_sampler_playing_notes_does_not_allocate_lock_or_make_system_calls() {
-    downbeat_file::register().unwrap();
     let dir = scratch();
     let (kick, tone) = (dir.join("kick.wav"), dir.join("tone.wav"));
     write_hit(&kick, 3_000, 90.0);

@@ -45,7 +45,6 @@ fn noise(dir: &Path, rate: u32) -> PathBuf {
 }
 
 fn project(file: &Path, player: &str, extra: &str) -> Project {
-    downbeat_file::register().unwrap();
     let text = format!(
         "sample_rate = 48000\nblock_size = 256\nedges = [\"p -> out\"]\n\
          [nodes.p]\ntype = \"player\"\npath = {:?}\n{player}\n\

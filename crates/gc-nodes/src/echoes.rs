@@ -7,11 +7,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use downbeat_gc::{gc_struct, AccessError, Atomic, Block, Collector, Config, GcError, Mutator};
-use downbeat_graph::nodes::CHANNELS;
 use downbeat_graph::{
     AudioMut, AudioRef, Node, NodeConfig, NodeCount, NodeMonitor, NodeType, ParamError, ParamKind,
     ParamSpec, ParamValue, Params, ProcessContext, SharedMonitor, Unit,
 };
+use downbeat_nodes::CHANNELS;
 
 use crate::plan::HeapPlan;
 
@@ -677,7 +677,7 @@ static PARAMS: &[ParamSpec] = &[
     },
 ];
 
-/// The `echoes` node type, as [`register`](crate::register) adds it to the registry.
+/// The `echoes` node type, for `downbeat::register_node_type`.
 pub const ECHOES: NodeType = NodeType {
     name: "echoes",
     doc: "onset-triggered echoes whose taps live in a collected heap (downbeat-gc): born on \

@@ -3,7 +3,8 @@
 //! using the collector, not only its tests.
 //!
 //! One type so far, [`echoes`](Echoes) (`type = "echoes"` in a project file once
-//! [`register`] ran; the `downbeat` binary calls it at start). Each onset of its input
+//! [`ECHOES`] is registered with `downbeat::register_node_type`; the `downbeat` binary does
+//! it at start). Each onset of its input
 //! allocates, on the audio thread, a tap object with a delay line of its own, linked into a
 //! list that a root holds; each tap repeats what followed its onset with a decaying gain, and
 //! once it has faded below -60 dB it is unlinked and the collector frees it. Its heap grows
@@ -83,23 +84,3 @@ pub use echoes::{
     FULL_SNAPSHOT_EVERY, MAX_TAPS, REARM, RELEASE_SECONDS,
 };
 pub use plan::{HeapPlan, MAX_ATOMIC_BYTES, SLACK_SECONDS, TAP_BYTES};
-
-use downbeat_graph::{register_node_type, RegistryError};
-
-/// Registers the node types of this crate (`echoes`) so that project files can use them and
-/// `downbeat nodes` lists them. Once; later calls do nothing. Off the audio thread.
-///
-/// ```
-/// downbeat_gc_nodes::register().unwrap();
-/// downbeat_gc_nodes::register().unwrap(); // a second call is harmless
-/// assert!(downbeat_graph::lookup_node_type("echoes").is_some());
-/// ```
-///
-/// # Errors
-/// [`RegistryError::NameTaken`] when another type already took the name `echoes`.
-pub fn register() -> Result<(), RegistryError> {
-    static DONE: std::sync::Once = std::sync::Once::new();
-    let mut result = Ok(());
-    DONE.call_once(|| result = register_node_type(ECHOES));
-    result
-}

@@ -3,12 +3,12 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::buffer::{AudioMut, AudioRef};
+use crate::edge_gain::{EdgeGain, EDGE_GAIN_FLOOR_DB};
 use crate::edit::{Description, Previous, StandIn};
 use crate::error::GraphError;
 use crate::graph::{Endpoint, Entry, Graph};
 use crate::node::Port;
 use crate::node::{Node, ProcessContext};
-use crate::nodes::{EdgeGain, EDGE_GAIN_FLOOR_DB};
 use crate::schedule::{InputPlan, Kept, Route, RouteFrom, Schedule, Slot};
 
 /// The audio format a schedule is compiled for.
@@ -34,7 +34,8 @@ impl Graph {
     /// inside nothing: the error names the nodes and the edge involved.
     ///
     /// ```
-    /// use downbeat_graph::{nodes::{Gain, Output}, CompileConfig, Graph, GraphError};
+    /// use downbeat_graph::{CompileConfig, Graph, GraphError};
+    /// use downbeat_nodes::{Gain, Output};
     ///
     /// let mut g = Graph::new();
     /// let a = g.add("a", Gain::new(2, 1.0));

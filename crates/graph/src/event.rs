@@ -99,7 +99,8 @@ pub enum NodeEvent {
 /// An event for a running schedule: a [`NodeEvent`] for one node, at a frame.
 ///
 /// ```
-/// use downbeat_graph::{nodes::{Gain, Output, Sine}, Change, CompileConfig, Event, Graph};
+/// use downbeat_graph::{Change, CompileConfig, Event, Graph};
+/// use downbeat_nodes::{Gain, Output, Sine};
 ///
 /// let mut g = Graph::new();
 /// let osc = g.add("osc", Sine::new(1, 48000.0, 100.0, 1.0, 0.25));
@@ -259,7 +260,7 @@ pub enum ControlError {
     UnknownParam {
         /// The node.
         node: String,
-        /// Its type, when it is a built-in one.
+        /// Its type, when the node names one ([`Node::type_name`](crate::Node::type_name)).
         kind: Option<&'static str>,
         /// The name given.
         name: String,
@@ -270,7 +271,7 @@ pub enum ControlError {
     NotLive {
         /// The node.
         node: String,
-        /// Its type, when it is a built-in one.
+        /// Its type, when the node names one ([`Node::type_name`](crate::Node::type_name)).
         kind: Option<&'static str>,
         /// The parameter.
         name: String,
@@ -480,7 +481,8 @@ pub(crate) struct NodeParams {
 /// `Arc` and share with control threads.
 ///
 /// ```
-/// use downbeat_graph::{nodes::{Gain, Output}, Change, CompileConfig, ControlError, Graph};
+/// use downbeat_graph::{Change, CompileConfig, ControlError, Graph};
+/// use downbeat_nodes::{Gain, Output};
 /// let mut g = Graph::new();
 /// let gain = g.add("level", Gain::new(2, 1.0));
 /// let out = g.add("out", Output::new(2));

@@ -75,7 +75,8 @@ pub(crate) struct Entry {
 /// it into a [`Schedule`](crate::Schedule) that the audio thread runs.
 ///
 /// ```
-/// use downbeat_graph::{nodes::{Gain, Output}, Graph};
+/// use downbeat_graph::Graph;
+/// use downbeat_nodes::{Gain, Output};
 ///
 /// let mut g = Graph::new();
 /// let gain = g.add("gain", Gain::new(2, 0.5));
@@ -130,7 +131,7 @@ impl Graph {
     /// on its way (a send: `"vox -> reverb @ -12 dB"` in a project). The level is a live
     /// parameter, `gain_db`, of a node compile puts on the edge, named after it
     /// (`"vox -> reverb"`, with the ports the edge names; see
-    /// [`EdgeGain`](crate::nodes::EdgeGain)), so it moves, ramps and is automated like any
+    /// [`EdgeGain`](crate::EdgeGain)), so it moves, ramps and is automated like any
     /// parameter, sample-accurately.
     pub fn connect_gain(
         &mut self,

@@ -23,7 +23,8 @@ use std::sync::{Mutex, OnceLock};
 /// [`ParamTable::node_key`](crate::ParamTable::node_key) finds it by name.
 ///
 /// ```
-/// use downbeat_graph::{nodes::{Gain, Output}, CompileConfig, Graph};
+/// use downbeat_graph::{CompileConfig, Graph};
+/// use downbeat_nodes::{Gain, Output};
 ///
 /// let build = || {
 ///     let mut g = Graph::new();

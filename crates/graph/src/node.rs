@@ -161,6 +161,12 @@ pub trait Node: Send + 'static {
         &[]
     }
 
+    /// The name of the node's type in project files (`"sine"`), which error messages about
+    /// its parameters give. The default, `None`, suits a node that has no type of its own.
+    fn type_name(&self) -> Option<&'static str> {
+        None
+    }
+
     /// The current value of live parameter `index`, or `None` when it is not live. The
     /// schedule reads it once, when it compiles, to know where ramps start.
     fn get_param(&self, index: usize) -> Option<f32> {
@@ -179,10 +185,8 @@ pub trait Node: Send + 'static {
     /// node without outputs costs the schedule nothing.
     ///
     /// ```
-    /// use downbeat_graph::{
-    ///     nodes::Output, AudioMut, AudioRef, CompileConfig, ControlError, Graph, Node,
-    ///     ParamKind, ParamSpec, ProcessContext, Unit,
-    /// };
+    /// use downbeat_graph::{AudioMut, AudioRef, CompileConfig, ControlError, Graph, Node, ParamKind, ParamSpec, ProcessContext, Unit};
+    /// use downbeat_nodes::Output;
     ///
     /// static PEAK: &[ParamSpec] = &[ParamSpec {
     ///     name: "peak",
@@ -326,10 +330,8 @@ pub trait Node: Send + 'static {
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
     /// use std::sync::Arc;
-    /// use downbeat_graph::{
-    ///     AudioMut, AudioRef, CompileConfig, Graph, Node, NodeCount, NodeMonitor,
-    ///     ProcessContext, SharedMonitor, nodes::Output,
-    /// };
+    /// use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, Node, NodeCount, NodeMonitor, ProcessContext, SharedMonitor};
+    /// use downbeat_nodes::Output;
     ///
     /// struct Blocks(AtomicU64);
     /// impl NodeMonitor for Blocks {

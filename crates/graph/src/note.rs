@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use crate::dsp::math;
+use crate::math;
 
 /// Highest MIDI channel number as carried by a [`NoteEvent`] (`0..=15`).
 pub const MAX_CHANNEL: u8 = 15;

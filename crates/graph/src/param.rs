@@ -1,5 +1,6 @@
 //! Typed node parameters: their declarations, the values a user gives, and validation.
 
+use crate::smooth::ParamCurve;
 use std::fmt;
 
 /// The type, range and default of one parameter.
@@ -93,7 +94,8 @@ impl ParamKind {
 /// the value is the number the [`ParamKind`] accepts, in this unit.
 ///
 /// ```
-/// use downbeat_graph::{node_type, Unit};
+/// use downbeat_graph::Unit;
+/// use downbeat_nodes::node_type;
 /// let sine = node_type("sine").unwrap();
 /// let freq = sine.params.iter().find(|p| p.name == "freq").unwrap();
 /// assert_eq!(freq.unit, Unit::Hz);
@@ -438,4 +440,94 @@ pub(crate) fn quoted_list(items: &[&str]) -> String {
         .map(|s| format!("`{s}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// True when `value` is accepted by the `Float` parameter at `index` of `specs`: the check
+/// [`Node::set_param`](crate::Node::set_param) implementations make before they take a
+/// value. Real-time safe.
+///
+/// ```
+/// use downbeat_graph::{float_param_accepts, ParamKind, ParamSpec, Unit};
+///
+/// let specs = [ParamSpec {
+///     name: "gain",
+///     doc: "linear gain",
+///     kind: ParamKind::Float { min: 0.0, max: 4.0, default: 1.0 },
+///     unit: Unit::None,
+///     live: true,
+/// }];
+/// assert!(float_param_accepts(&specs, 0, 2.0));
+/// assert!(!float_param_accepts(&specs, 0, 5.0));
+/// ```
+pub fn float_param_accepts(specs: &[ParamSpec], index: usize, value: f32) -> bool {
+    match specs.get(index) {
+        Some(ParamSpec {
+            kind: ParamKind::Float { min, max, .. },
+            ..
+        }) => {
+            let v = f64::from(value);
+            v.is_finite() && v >= *min && v <= *max
+        }
+        _ => false,
+    }
+}
+
+/// True when every value of `curve` is accepted by the `Float` parameter at `index` of
+/// `specs`: the check [`Node::follow_param`](crate::Node::follow_param) implementations
+/// make. A ramp is monotonic, so its two ends bound it. Real-time safe.
+///
+/// ```
+/// use downbeat_graph::{curve_accepts, ParamCurve, ParamKind, ParamSpec, Shape, Unit};
+///
+/// let specs = [ParamSpec {
+///     name: "gain",
+///     doc: "linear gain",
+///     kind: ParamKind::Float { min: 0.0, max: 4.0, default: 1.0 },
+///     unit: Unit::None,
+///     live: true,
+/// }];
+/// assert!(curve_accepts(&specs, 0, &ParamCurve::ramp(Shape::Linear, 1.0, 3.0, 64)));
+/// assert!(!curve_accepts(&specs, 0, &ParamCurve::ramp(Shape::Linear, 1.0, 5.0, 64)));
+/// ```
+pub fn curve_accepts(specs: &[ParamSpec], index: usize, curve: &ParamCurve) -> bool {
+    let (lo, hi) = curve.bounds();
+    float_param_accepts(specs, index, lo) && float_param_accepts(specs, index, hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_param_accepts_checks_range_and_kind() {
+        let specs = [
+            ParamSpec {
+                name: "n",
+                doc: "",
+                kind: ParamKind::Int {
+                    min: 1,
+                    max: 32,
+                    default: 2,
+                },
+                unit: Unit::None,
+                live: false,
+            },
+            ParamSpec {
+                name: "x",
+                doc: "",
+                kind: ParamKind::Float {
+                    min: 0.0,
+                    max: 1.0,
+                    default: 0.5,
+                },
+                unit: Unit::None,
+                live: false,
+            },
+        ];
+        assert!(float_param_accepts(&specs, 1, 0.5));
+        assert!(!float_param_accepts(&specs, 1, 1.5));
+        assert!(!float_param_accepts(&specs, 1, f32::NAN));
+        assert!(!float_param_accepts(&specs, 0, 1.0));
+        assert!(!float_param_accepts(&specs, 2, 0.0));
+    }
 }

@@ -13,7 +13,8 @@ pub(crate) const TIME_EVERY: u64 = 16;
 /// One node in the last timed block; see [`Schedule::node_sample`](crate::Schedule::node_sample).
 ///
 /// ```
-/// use downbeat_graph::{nodes::{Output, Sine}, CompileConfig, Graph};
+/// use downbeat_graph::{CompileConfig, Graph};
+/// use downbeat_nodes::{Output, Sine};
 ///
 /// let mut g = Graph::new();
 /// let osc = g.add("osc", Sine::new(1, 48000.0, 440.0, 0.5, 0.0));

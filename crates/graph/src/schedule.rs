@@ -490,7 +490,8 @@ impl Events {
 /// (beyond what the nodes themselves do, and the built-in nodes do none of it).
 ///
 /// ```
-/// use downbeat_graph::{nodes::{Output, Sine}, CompileConfig, Graph};
+/// use downbeat_graph::{CompileConfig, Graph};
+/// use downbeat_nodes::{Output, Sine};
 ///
 /// let mut g = Graph::new();
 /// let osc = g.add("osc", Sine::new(2, 48000.0, 440.0, 0.5, 0.0));
@@ -1145,7 +1146,8 @@ impl Schedule {
     /// than one core.
     ///
     /// ```
-    /// use downbeat_graph::{nodes::{Noise, Output}, CompileConfig, Graph};
+    /// use downbeat_graph::{CompileConfig, Graph};
+    /// use downbeat_nodes::{Noise, Output};
     /// use downbeat_rt::pool::{Pool, PoolConfig};
     ///
     /// let mut g = Graph::new();
@@ -1216,7 +1218,8 @@ impl Schedule {
     /// path). What a host reports as the graph's latency. Off the audio thread (allocates).
     ///
     /// ```
-    /// use downbeat_graph::{nodes::{Output, Sine}, CompileConfig, Graph};
+    /// use downbeat_graph::{CompileConfig, Graph};
+    /// use downbeat_nodes::{Output, Sine};
     /// let mut g = Graph::new();
     /// let osc = g.add("osc", Sine::new(2, 48000.0, 440.0, 0.5, 0.0));
     /// let out = g.add("out", Output::new(2));
@@ -1271,7 +1274,8 @@ impl Schedule {
     /// engine back when a run ends).
     ///
     /// ```
-    /// use downbeat_graph::{nodes::{Output, Sine}, CompileConfig, Graph};
+    /// use downbeat_graph::{CompileConfig, Graph};
+    /// use downbeat_nodes::{Output, Sine};
     ///
     /// let mut g = Graph::new();
     /// let sine = g.add("sine", Sine::new(1, 48_000.0, 440.0, 0.5, 0.0));
@@ -1439,7 +1443,8 @@ impl Schedule {
     /// safe.
     ///
     /// ```
-    /// use downbeat_graph::{nodes::{Output, Sine}, CompileConfig, Graph};
+    /// use downbeat_graph::{CompileConfig, Graph};
+    /// use downbeat_nodes::{Output, Sine};
     /// let mut g = Graph::new();
     /// let s = g.add("s", Sine::new(1, 48_000.0, 440.0, 0.5, 0.0));
     /// let out = g.add("out", Output::new(1));
@@ -1470,7 +1475,8 @@ impl Schedule {
     /// no such mode, must. The pool's workers flush whatever this says.
     ///
     /// ```
-    /// use downbeat_graph::{nodes::{Output, Sine}, CompileConfig, Graph};
+    /// use downbeat_graph::{CompileConfig, Graph};
+    /// use downbeat_nodes::{Output, Sine};
     /// let render = |flush: bool| {
     ///     let mut g = Graph::new();
     ///     let s = g.add("s", Sine::new(1, 48_000.0, 440.0, 1e-30, 0.0));
@@ -1676,7 +1682,8 @@ impl Schedule {
     /// that run in another schedule than `old`.
     ///
     /// ```
-    /// use downbeat_graph::{nodes::{Gain, Output, Sine}, Change, CompileConfig, Event, Graph};
+    /// use downbeat_graph::{Change, CompileConfig, Event, Graph};
+    /// use downbeat_nodes::{Gain, Output, Sine};
     ///
     /// let build = |with_osc: bool| {
     ///     let mut g = Graph::new();
@@ -1998,7 +2005,7 @@ impl Schedule {
                 NodeParams {
                     name: self.names[i].clone(),
                     key: self.keys.key(i),
-                    kind: type_of(specs),
+                    kind: slot.node.type_name(),
                     specs,
                     live: slot.params.iter().map(|p| p.live).collect(),
                     outputs: slot.node.outputs(),
@@ -2100,18 +2107,6 @@ impl Schedule {
         for (n, cell) in self.slots.iter_mut().enumerate() {
             f(n, std::mem::take(&mut cell.get_mut().level));
         }
-    }
-}
-
-/// The built-in node type declaring `specs`, when exactly one does (a node does not know
-/// its type's name; its parameter list tells, except for types that share one).
-fn type_of(specs: &'static [crate::param::ParamSpec]) -> Option<&'static str> {
-    let mut types = crate::registry::node_types()
-        .iter()
-        .filter(|t| t.params == specs);
-    match (types.next(), types.next()) {
-        (Some(t), None) => Some(t.name),
-        _ => None,
     }
 }
 

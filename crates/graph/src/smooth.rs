@@ -6,7 +6,7 @@
 //! sub-blocks: a run on a device with 64-frame callbacks and one with 1000-frame callbacks
 //! see bit-identical parameter values.
 
-use crate::dsp::math;
+use crate::math;
 
 /// The shape of a ramp.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

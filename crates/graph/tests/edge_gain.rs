@@ -3,10 +3,10 @@
 // formula, not against itself.
 #![allow(clippy::disallowed_methods)]
 
-use downbeat_graph::nodes::{EdgeGain, Gain, Mix, Output, Sine};
 use downbeat_graph::{
-    Change, CompileConfig, Editor, Event, Graph, GraphError, Ramp, Schedule, Shape,
+    Change, CompileConfig, EdgeGain, Editor, Event, Graph, GraphError, Ramp, Schedule, Shape,
 };
+use downbeat_nodes::{Gain, Mix, Output, Sine};
 
 const CFG: CompileConfig = CompileConfig {
     sample_rate: 48_000.0,

@@ -3,13 +3,13 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use downbeat_graph::nodes::{
-    CompressorSettings, Gain, Karplus, KarplusSettings, Mix, Noise, Output, Sine,
-    SpectralCompressor, Synth, SynthSettings,
-};
 use downbeat_graph::{
     AudioMut, AudioRef, Change, CompileConfig, EditError, Editor, Event, Graph, GraphError, Node,
     NoteEvent, ProcessContext, Schedule,
+};
+use downbeat_nodes::{
+    CompressorSettings, Gain, Karplus, KarplusSettings, Mix, Noise, Output, Sine,
+    SpectralCompressor, Synth, SynthSettings,
 };
 
 const SR: f32 = 48_000.0;

@@ -4,13 +4,14 @@
 // Reference signals and measurements may use the platform's math; the engine may not.
 #![allow(clippy::disallowed_methods)]
 
-use downbeat_graph::nodes::{Biquad, FilterMode, Gain, Karplus, KarplusSettings, Mix, Noise, Sine};
-use downbeat_graph::nodes::{CompressorSettings, Output, SpectralCompressor};
 use downbeat_graph::{
-    node_types, AudioMut, AudioRef, Change, CompileConfig, ControlError, Event, Graph, Node,
-    NodeConfig, NodeEvent, ParamCurve, ParamId, ParamKind, ParamSpec, ProcessContext, Ramp,
-    Schedule, Shape, Target, Unit, CONTROL_FRAMES,
+    AudioMut, AudioRef, Change, CompileConfig, ControlError, Event, Graph, Node, NodeConfig,
+    NodeEvent, ParamCurve, ParamId, ParamKind, ParamSpec, ProcessContext, Ramp, Schedule, Shape,
+    Target, Unit, CONTROL_FRAMES,
 };
+use downbeat_nodes::node_types;
+use downbeat_nodes::{Biquad, FilterMode, Gain, Karplus, KarplusSettings, Mix, Noise, Sine};
+use downbeat_nodes::{CompressorSettings, Output, SpectralCompressor};
 use downbeat_rt::guard;
 use downbeat_rt::pool::{Pool, PoolConfig};
 

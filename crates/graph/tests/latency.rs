@@ -1,8 +1,8 @@
 //! Latency compensation: paths of different latency into one node arrive aligned, serially
 //! and on a pool, and the schedule reports the total.
 
-use downbeat_graph::nodes::{Mix, Output};
 use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, Node, ProcessContext, Schedule};
+use downbeat_nodes::{Mix, Output};
 use downbeat_rt::pool::{Pool, PoolConfig};
 
 /// One sample of 1.0 at frame 0 of the timeline, silence after.
@@ -160,7 +160,7 @@ fn inserted_delays_are_real_time_safe() {
 
 #[test]
 fn a_spectral_compressor_beside_a_dry_path_is_aligned() {
-    use downbeat_graph::nodes::{CompressorSettings, SpectralCompressor};
+    use downbeat_nodes::{CompressorSettings, SpectralCompressor};
     // Ratio 1 and no makeup: the compressor passes its input through, fft_size late.
     let settings = CompressorSettings {
         fft_size: 256,

@@ -2,8 +2,8 @@
 //! exact frame whatever the block size, serially and on the pool alike, and the path (queue,
 //! dispatch, voice allocation, stealing, rendering) is real-time safe.
 
-use downbeat_graph::nodes::{Output, Synth, SynthSettings};
 use downbeat_graph::{CompileConfig, ControlError, Event, Graph, Node, NoteEvent, Schedule};
+use downbeat_nodes::{Output, Synth, SynthSettings};
 use downbeat_rt::guard;
 use downbeat_rt::pool::{Pool, PoolConfig};
 

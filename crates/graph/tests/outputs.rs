@@ -3,11 +3,11 @@
 //! under the name the node declares; refused as the target of an event; and real-time safe
 //! to read.
 
-use downbeat_graph::nodes::Output;
 use downbeat_graph::{
     AudioMut, AudioRef, Change, CompileConfig, ControlError, Event, Graph, Node, ParamId,
     ParamKind, ParamSpec, ProcessContext, Schedule, Unit,
 };
+use downbeat_nodes::Output;
 use downbeat_rt::guard;
 
 downbeat_rt::install_guard_allocator!();

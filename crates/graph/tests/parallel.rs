@@ -1,10 +1,10 @@
 //! The parallel processor gives exactly the serial processor's output.
 
-use downbeat_graph::nodes::{
-    CompressorSettings, Karplus, KarplusSettings, Mix, Noise, Output, SpectralCompressor,
-};
 use downbeat_graph::{
     AudioMut, AudioRef, CompileConfig, Graph, Node, NodeId, ProcessContext, Schedule,
+};
+use downbeat_nodes::{
+    CompressorSettings, Karplus, KarplusSettings, Mix, Noise, Output, SpectralCompressor,
 };
 use downbeat_rt::guard::{self, Allow, Options};
 use downbeat_rt::pool::{Pool, PoolConfig};

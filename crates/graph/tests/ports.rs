@@ -1,9 +1,9 @@
 //! Named ports: edges into and out of a node's `main` and other ports.
 
-use downbeat_graph::nodes::{Output, Sine};
 use downbeat_graph::{
     AudioMut, AudioRef, CompileConfig, Editor, Graph, GraphError, Node, Port, ProcessContext,
 };
+use downbeat_nodes::{Output, Sine};
 use downbeat_rt::pool::{Pool, PoolConfig};
 
 const CFG: CompileConfig = CompileConfig {

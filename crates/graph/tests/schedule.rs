@@ -1,7 +1,7 @@
 //! Compilation and serial processing: order, summing, and errors that name the nodes.
 
-use downbeat_graph::nodes::{Gain, Output};
 use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, GraphError, Node, ProcessContext};
+use downbeat_nodes::{Gain, Output};
 use proptest::prelude::*;
 
 const CFG: CompileConfig = CompileConfig {

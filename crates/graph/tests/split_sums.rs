@@ -1,7 +1,7 @@
 //! A wide input sum split across the pool's threads by frame ranges gives the serial bits.
 
-use downbeat_graph::nodes::{Mix, Noise, Output};
 use downbeat_graph::{CompileConfig, Graph, Schedule};
+use downbeat_nodes::{Mix, Noise, Output};
 use downbeat_rt::guard::{self, Allow, Options};
 use downbeat_rt::pool::{Pool, PoolConfig};
 

@@ -2,9 +2,9 @@
 //! and a node that fails is reported, not dropped.
 
 use downbeat_graph::{
-    nodes::{Output, Sine},
     AudioMut, AudioRef, CompileConfig, Graph, Node, NodeState, ProcessContext, StateError,
 };
+use downbeat_nodes::{Output, Sine};
 
 /// Counts its blocks and saves the count; or, as `Broken`, refuses to save.
 struct Counter {

@@ -1,7 +1,7 @@
 //! `Schedule::take_over`: what a schedule swapped in keeps from the one it replaces.
 
-use downbeat_graph::nodes::{Gain, Output, Sine};
 use downbeat_graph::{Change, CompileConfig, Event, Graph, Schedule};
+use downbeat_nodes::{Gain, Output, Sine};
 
 /// A constant 1.0 through a gain named `gain`, behind `extra` more gains in front of it
 /// (which move it in processing order).

@@ -44,7 +44,7 @@
 //! the audit of a whole folder (`downbeat audit DIR`).
 //!
 //! ```
-//! use downbeat_graph::nodes::Gain;
+//! use downbeat_nodes::Gain;
 //! use downbeat_plugin::audit::{audit, AuditOptions};
 //!
 //! // The guard's counting allocator sees Rust allocations; `downbeat audit` adds a probe

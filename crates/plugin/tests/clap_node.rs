@@ -11,13 +11,13 @@ use std::path::Path;
 use clap_support::{
     test_plugins, ALLOC_ID, CLICK_ID, DELAY_FRAMES, DELAY_ID, GAIN_ID, HOST_PROBE_ID,
 };
-use downbeat_graph::nodes::{Mix, Noise, Output};
 use downbeat_graph::time::{Signature, TempoMap, TempoPoint, Transport, TransportCommand};
 use downbeat_graph::{
-    lookup_node_type, AudioMut, AudioRef, Change, CompileConfig, Event, Graph, Node, NodeConfig,
+    AudioMut, AudioRef, Change, CompileConfig, Event, Graph, Node, NodeConfig, NodeFactory,
     NoteEvent, ParamError, ParamKind, ParamValue, ProcessContext, Schedule,
 };
-use downbeat_plugin::clap::{register, ClapError, ClapNode};
+use downbeat_nodes::{Mix, Noise, Output};
+use downbeat_plugin::clap::{ClapError, ClapFactory, ClapNode};
 use downbeat_rt::pool::{Pool, PoolConfig};
 
 const CFG: CompileConfig = CompileConfig {
@@ -385,9 +385,7 @@ fn a_missing_file_a_wrong_id_and_a_non_clap_file_are_typed_errors() {
 
 #[test]
 fn the_clap_node_type_takes_path_id_and_the_plugins_parameters() {
-    register().unwrap();
-    register().unwrap();
-    let factory = lookup_node_type("clap").unwrap();
+    let factory = ClapFactory;
     let cfg = NodeConfig {
         sample_rate: 48000.0,
         max_block: 64,

@@ -15,10 +15,10 @@
 mod clap_support;
 
 use clap_support::{test_plugins, DELAY_FRAMES, DELAY_ID, HOST_PROBE_ID};
-use downbeat_graph::nodes::{Gain, Mix, Noise, Output, Sine};
 use downbeat_graph::{
     AudioMut, AudioRef, CompileConfig, Editor, Graph, Node, Port, ProcessContext, Schedule,
 };
+use downbeat_nodes::{Gain, Mix, Noise, Output, Sine};
 use downbeat_plugin::clap::ClapNode;
 
 const SR: f32 = 48_000.0;

@@ -19,7 +19,7 @@ mod lv2_support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use downbeat_graph::{lookup_node_type, NodeConfig, ParamValue};
+use downbeat_graph::{NodeConfig, NodeFactory, ParamValue};
 use downbeat_plugin::clap::ClapNode;
 use lv2_support::{read_wav, render, signal, tmp};
 
@@ -152,8 +152,6 @@ fn every_zam_clap_plugin_runs_2_s_of_noise_and_tears_down_with_exit_0() {
 
 #[test]
 fn the_clap_and_lv2_builds_of_each_zam_effect_give_the_same_output() {
-    downbeat_plugin::clap::register().unwrap();
-    downbeat_plugin::lv2::register().unwrap();
     let cfg = NodeConfig {
         sample_rate: 48000.0,
         max_block: 256,
@@ -165,8 +163,7 @@ fn the_clap_and_lv2_builds_of_each_zam_effect_give_the_same_output() {
         if EXCEPTED.iter().any(|(n, _)| *n == name) {
             continue;
         }
-        let mut clap = lookup_node_type("clap")
-            .unwrap()
+        let mut clap = downbeat_plugin::clap::ClapFactory
             .create(
                 vec![(
                     "path".into(),
@@ -175,8 +172,7 @@ fn the_clap_and_lv2_builds_of_each_zam_effect_give_the_same_output() {
                 &cfg,
             )
             .unwrap_or_else(|e| panic!("{name} (CLAP): {e}"));
-        let lv2 = lookup_node_type("lv2")
-            .unwrap()
+        let lv2 = downbeat_plugin::lv2::Lv2Factory
             .create(
                 vec![(
                     "uri".into(),

@@ -7,7 +7,7 @@
 
 mod lv2_support;
 
-use downbeat_graph::{lookup_node_type, Node, NodeConfig, ParamError, ParamKind, ParamValue};
+use downbeat_graph::{Node, NodeConfig, NodeFactory, ParamError, ParamKind, ParamValue};
 use downbeat_plugin::lv2::{self, ControlValue, Lv2Error, Lv2Node};
 use lv2_support::{render, require_plugin};
 
@@ -137,9 +137,7 @@ fn a_plugin_requiring_the_worker_loads_and_counts_its_requests() {
 
 #[test]
 fn bad_uris_and_keys_are_errors_naming_them() {
-    lv2::register().unwrap();
-    lv2::register().unwrap();
-    let factory = lookup_node_type("lv2").unwrap();
+    let factory = lv2::Lv2Factory;
     let err = factory
         .create(
             vec![("uri".into(), ParamValue::Text("urn:no:such:plugin".into()))],
@@ -226,8 +224,8 @@ fn a_live_parameter_changes_the_sound() {
 #[test]
 fn running_a_clean_plugin_does_not_allocate_lock_or_call_the_system() {
     require_plugin(OVERDRIVE);
-    use downbeat_graph::nodes::Output;
     use downbeat_graph::{CompileConfig, Graph};
+    use downbeat_nodes::Output;
     let mut g = Graph::new();
     let player = g.add(
         "player",

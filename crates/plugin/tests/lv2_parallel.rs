@@ -7,8 +7,8 @@
 
 mod lv2_support;
 
-use downbeat_graph::nodes::{Gain, Mix, Output};
 use downbeat_graph::{CompileConfig, Graph, Node, NodeConfig, Schedule};
+use downbeat_nodes::{Gain, Mix, Output};
 use downbeat_plugin::lv2::{ControlValue, Lv2Node};
 use downbeat_rt::pool::{Pool, PoolConfig};
 use lv2_support::{require_plugin, signal, Player};

@@ -13,10 +13,10 @@
 
 mod lv2_support;
 
-use downbeat_graph::nodes::{Output, Sine};
 use downbeat_graph::{
     AudioMut, AudioRef, CompileConfig, Graph, Node, NodeConfig, Port, ProcessContext,
 };
+use downbeat_nodes::{Output, Sine};
 use downbeat_plugin::lv2::{ControlValue, Lv2Node};
 use lv2_support::require_plugin;
 

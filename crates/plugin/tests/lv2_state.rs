@@ -10,7 +10,7 @@
 
 mod lv2_support;
 
-use downbeat_graph::{lookup_node_type, Node, NodeConfig, ParamError, ParamValue};
+use downbeat_graph::{Node, NodeConfig, NodeFactory, ParamError, ParamValue};
 use downbeat_plugin::lv2::{self, ControlValue, Lv2Error, Lv2Node, Start};
 use lv2_support::{render, require_plugin, signal, tmp};
 
@@ -84,8 +84,7 @@ fn a_preset_sets_the_ports_it_names() {
 #[test]
 fn an_unknown_preset_is_an_error_listing_the_presets() {
     require_plugin(COMP);
-    lv2::register().unwrap();
-    let factory = lookup_node_type("lv2").unwrap();
+    let factory = lv2::Lv2Factory;
     let err = factory
         .create(
             vec![

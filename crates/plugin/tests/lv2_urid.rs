@@ -10,8 +10,8 @@
 
 mod c_bundle;
 
-use downbeat_graph::nodes::Output;
 use downbeat_graph::{CompileConfig, Graph, NodeConfig};
+use downbeat_nodes::Output;
 use downbeat_plugin::lv2::{features, Lv2Node};
 
 downbeat_rt::install_guard_allocator!();

@@ -22,8 +22,8 @@ mod lv2_support;
 
 use std::path::Path;
 
-use downbeat_graph::nodes::{Gain, Mix, Noise, Output, Sine};
 use downbeat_graph::{CompileConfig, Editor, Graph, NodeConfig, Schedule};
+use downbeat_nodes::{Gain, Mix, Noise, Output, Sine};
 use downbeat_plugin::clap::ClapNode;
 use downbeat_plugin::lv2::{ControlValue, Lv2Node};
 use lv2_support::require_plugin;

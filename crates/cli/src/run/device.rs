@@ -8,9 +8,9 @@ use clap::ValueEnum;
 use downbeat::device::{
     DeviceKind, DeviceSpec, InputFile, OnLoss, RecordTo, TransportRequests, TransportSync,
 };
+use downbeat::nodes::Capture;
 use downbeat::project::Project;
 use downbeat_cli::Failure;
-use downbeat_graph::nodes::Capture;
 use downbeat_graph::{Editor, ParamValue, Schedule};
 
 /// `--device`: the library's [`DeviceKind`] as a command-line choice.

@@ -13,12 +13,12 @@ use std::sync::{Arc, Mutex};
 use downbeat::control::osc::OscServer;
 use downbeat::device::{self as devices, DeviceReport, InputFile, RunLength, TransportRequests};
 use downbeat::edit::LiveEditor;
+use downbeat::nodes::Capture;
 use downbeat::project::Project;
 use downbeat::record::RecordOptions;
 use downbeat::watch::Watcher;
 use downbeat::Engine;
 use downbeat_cli::Failure;
-use downbeat_graph::nodes::Capture;
 use downbeat_graph::{NodeConfig, SharedMonitor};
 
 use crate::values::parse_seconds;

@@ -13,10 +13,10 @@ use std::time::{Duration, SystemTime};
 
 use downbeat::control::Controller;
 use downbeat::edit::LiveEditor;
+use downbeat::nodes::Capture;
 use downbeat::project::Project;
 use downbeat::project_diff::{diff, ApplyError};
 use downbeat::Engine;
-use downbeat_graph::nodes::Capture;
 use downbeat_graph::NodeConfig;
 
 use super::Edits;

@@ -22,18 +22,13 @@ pub fn examples() -> Vec<PathBuf> {
 /// Registers the node types the `downbeat` binary registers (`echoes`, and the plugin
 /// hosts this build has) and returns the plugin node types this build lacks.
 pub fn register_node_types() -> Vec<&'static str> {
-    downbeat_gc_nodes::register().unwrap();
-    downbeat_file::register().unwrap();
+    downbeat_cli::register_node_types().unwrap();
     // Once per test binary: tests running side by side must not rewrite a file another reads.
     static MADE: std::sync::Once = std::sync::Once::new();
     MADE.call_once(|| {
         make_player_file();
         make_drum_kit();
     });
-    #[cfg(feature = "clap")]
-    downbeat_plugin::clap::register().unwrap();
-    #[cfg(feature = "lv2")]
-    downbeat_plugin::lv2::register().unwrap();
     [
         ("clap", cfg!(feature = "clap")),
         ("lv2", cfg!(feature = "lv2")),

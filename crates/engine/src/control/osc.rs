@@ -76,12 +76,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use downbeat_graph::nodes::Capture;
+use crate::{all_node_types, lookup_node_type};
 use downbeat_graph::time::{checked_beat, TransportCommand};
 use downbeat_graph::{
-    all_node_types, lookup_node_type, Change, ControlError, EditError, Node, NodeConfig, NodeKey,
-    NoteEvent, ParamError, ParamId, ParamValue, Ramp, Shape, MAX_NOTE,
+    Change, ControlError, EditError, Node, NodeConfig, NodeKey, NoteEvent, ParamError, ParamId,
+    ParamValue, Ramp, Shape, MAX_NOTE,
 };
+use downbeat_nodes::Capture;
 use rosc::{OscBundle, OscMessage, OscPacket, OscTime, OscType};
 
 use super::{Controller, When};

@@ -3,9 +3,10 @@
 
 use std::sync::Once;
 
+use downbeat::register_node_type;
 use downbeat_graph::{
-    register_node_type, AudioMut, AudioRef, Node, NodeConfig, NodeFactory, NoteError, NoteEvent,
-    ParamError, ParamSpec, ParamValue, Params, ProcessContext,
+    AudioMut, AudioRef, Node, NodeConfig, NodeFactory, NoteError, NoteEvent, ParamError, ParamSpec,
+    ParamValue, Params, ProcessContext,
 };
 
 /// Registers the `marker` node type (once per test binary).

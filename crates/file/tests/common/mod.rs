@@ -274,7 +274,8 @@ pub fn residual_db(a: &[f32], b: &[f32]) -> f64 {
 
 /// An engine playing `node` (two channels) straight into its output.
 pub fn player_engine(node: downbeat_file::Player, rate: u32, block: usize) -> downbeat::Engine {
-    use downbeat_graph::{nodes::Output, CompileConfig, Graph};
+    use downbeat_graph::{CompileConfig, Graph};
+    use downbeat_nodes::Output;
     let mut g = Graph::new();
     let p = g.add("p", node);
     let out = g.add("out", Output::new(2));

@@ -91,7 +91,8 @@ impl Model {
 /// Edits a running graph in batches, keeping every node a batch does not remove.
 ///
 /// ```
-/// use downbeat_graph::{nodes::{Gain, Mix, Output, Sine}, CompileConfig, Editor, Graph};
+/// use downbeat_graph::{CompileConfig, Editor, Graph};
+/// use downbeat_nodes::{Gain, Mix, Output, Sine};
 ///
 /// let mut g = Graph::new();
 /// let osc = g.add("osc", Sine::new(1, 48_000.0, 220.0, 0.5, 0.0));

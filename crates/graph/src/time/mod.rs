@@ -42,7 +42,7 @@
 //! others, in order or out of it. A player that locates to bar 40 computes the same frames
 //! as one that played from bar 1, and a block converted twice (after a loop, in a render
 //! and then live) lands on the same frames twice. The elementary functions are `libm`'s,
-//! the same code on every target (see [`crate::dsp::math`]), so the bits also agree
+//! the same code on every target (see [`crate::math`]), so the bits also agree
 //! between native and WebAssembly builds.
 //!
 //! ```

@@ -1036,7 +1036,7 @@ fn regions(signature: Signature, changes: &[SignatureChange]) -> Result<Vec<Regi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dsp::math;
+    use crate::math;
 
     /// A tiny xorshift generator: random enough for test data, reproducible, no dependency.
     struct Xorshift(u64);

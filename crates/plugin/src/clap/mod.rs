@@ -75,11 +75,13 @@
 //! library is involved.
 //!
 //! ```no_run
-//! use downbeat_graph::{lookup_node_type, NodeConfig, ParamValue};
+//! use downbeat_graph::{NodeConfig, NodeFactory, ParamValue};
+//! use downbeat_plugin::clap::ClapFactory;
 //!
-//! downbeat_plugin::clap::register().unwrap();
+//! // A project file names it once the program registered it with
+//! // `downbeat::register_node_type(ClapFactory)`, as the command line does at start.
 //! let cfg = NodeConfig { sample_rate: 48000.0, max_block: 256 };
-//! let node = lookup_node_type("clap").unwrap().create(
+//! let node = ClapFactory.create(
 //!     vec![
 //!         ("path".into(), ParamValue::Text("gain.clap".into())),
 //!         ("gain".into(), ParamValue::Float(0.5)),
@@ -103,8 +105,7 @@ mod thread;
 use std::path::Path;
 
 use downbeat_graph::{
-    register_node_type, Node, NodeConfig, NodeFactory, ParamError, ParamKind, ParamSpec,
-    ParamValue, RegistryError, Unit,
+    Node, NodeConfig, NodeFactory, ParamError, ParamKind, ParamSpec, ParamValue, Unit,
 };
 
 pub use error::ClapError;
@@ -240,16 +241,4 @@ impl NodeFactory for ClapFactory {
         }
         Ok(Box::new(node))
     }
-}
-
-/// Registers the `clap` node type (once; later calls do nothing). The command line calls it
-/// at start.
-///
-/// # Errors
-/// [`RegistryError`] when another type already took the name `clap`.
-pub fn register() -> Result<(), RegistryError> {
-    static DONE: std::sync::Once = std::sync::Once::new();
-    let mut result = Ok(());
-    DONE.call_once(|| result = register_node_type(ClapFactory));
-    result
 }

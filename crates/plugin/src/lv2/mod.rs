@@ -51,10 +51,7 @@ mod sync {
     pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 }
 
-use downbeat_graph::{
-    register_node_type, Node, NodeConfig, NodeFactory, ParamError, ParamSpec, ParamValue,
-    RegistryError, Unit,
-};
+use downbeat_graph::{Node, NodeConfig, NodeFactory, ParamError, ParamSpec, ParamValue, Unit};
 
 pub use error::Lv2Error;
 #[doc(hidden)]
@@ -184,16 +181,4 @@ impl NodeFactory for Lv2Factory {
             }),
         }
     }
-}
-
-/// Registers the `lv2` node type (once; later calls do nothing). The command line calls it
-/// when built with the `lv2` feature.
-///
-/// # Errors
-/// [`RegistryError`] when another type already took the name `lv2`.
-pub fn register() -> Result<(), RegistryError> {
-    static DONE: std::sync::Once = std::sync::Once::new();
-    let mut result = Ok(());
-    DONE.call_once(|| result = register_node_type(Lv2Factory));
-    result
 }

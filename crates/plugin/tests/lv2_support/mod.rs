@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use downbeat_graph::nodes::Output;
 use downbeat_graph::time::TempoMap;
 use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, Node, Port, ProcessContext};
+use downbeat_nodes::Output;
 use downbeat_plugin::lv2::PluginInfo;
 
 /// The Debian package of each plugin family the tests load (by URI prefix, the most

@@ -33,7 +33,7 @@ export interface AtFrame {
  * at most one of the four; none means the start of the next block the engine renders.
  *
  * ```js
- * engine.noteOn(60, 100, { beat: 16 });          // when the song reaches beat 16
+ * engine.noteOn(60, 0.75, { beat: 16 });          // when the song reaches beat 16
  * engine.transport.stop({ nextBar: true });      // on the next bar line
  * engine.setParam("g", "gain", 0, { frame: 96000, smooth: false });
  * ```
@@ -91,7 +91,7 @@ const TWO_32 = 0x1_0000_0000;
  * onmessage = ({ data }) => {
  *   const c = new Controller(data);
  *   c.setParam("lowpass", "freq", 1200);
- *   c.noteOn(60, 100, { instrument: "keys" });
+ *   c.noteOn(60, 0.75, { instrument: "keys" });
  * };
  * ```
  */
@@ -193,13 +193,13 @@ export class Controller {
   }
 
   /**
-   * Starts note `note` (0..127) with `velocity` (0..127) on every node that plays notes, or on
-   * `instrument` only.
+   * Starts note `note` (0..127) with `velocity` (0..1, as in Rust and over OSC; 0 is a note
+   * off) on every node that plays notes, or on `instrument` only.
    *
    * ```js
-   * engine.noteOn(60, 100);
-   * engine.noteOn(64, 90, { instrument: "keys", channel: 1, frame: 96000 });
-   * engine.noteOn(67, 90, { beat: 8.5 });                // when the song reaches beat 8.5
+   * engine.noteOn(60, 0.75);
+   * engine.noteOn(64, 0.625, { instrument: "keys", channel: 1, frame: 96000 });
+   * engine.noteOn(67, 0.625, { beat: 8.5 });             // when the song reaches beat 8.5
    * engine.noteOff(67, { beat: 9 });
    * ```
    *
@@ -207,7 +207,7 @@ export class Controller {
    */
   noteOn(note: number, velocity: number, options?: NoteOptions): true {
     midiByte("note", note);
-    midiByte("velocity", velocity);
+    unitVelocity(velocity);
     const channel = midiChannel(options?.channel ?? 0);
     const id = this._instrument(options?.instrument);
     return this._sendAt(Op.NoteOn, id, options, note, velocity, channel, "note on");
@@ -363,6 +363,12 @@ function label(what: string, param: string | undefined): string {
 function midiByte(what: string, v: number): void {
   if (!Number.isInteger(v) || v < 0 || v > 127) {
     throw new RangeError(`${what} must be a whole number from 0 to 127, got ${v}`);
+  }
+}
+
+function unitVelocity(v: number): void {
+  if (!(v >= 0 && v <= 1)) {
+    throw new RangeError(`velocity must be a number from 0 to 1 (0 is a note off), got ${v}`);
   }
 }
 

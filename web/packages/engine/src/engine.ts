@@ -137,9 +137,9 @@ async function inspect(module: WebAssembly.Module, input: LoadInput): Promise<Pr
  * const context = new AudioContext({ sampleRate: 48000 }); // the project's rate
  * const engine = await DownbeatEngine.create(context, await (await fetch("synth.toml")).text());
  * engine.node.connect(context.destination);
- * engine.noteOn(60, 100);
+ * engine.noteOn(60, 0.75);
  * engine.setParam("keys", "cutoff", 1200);
- * engine.noteOn(64, 100, { beat: 8 });           // when the song reaches beat 8
+ * engine.noteOn(64, 0.75, { beat: 8 });           // when the song reaches beat 8
  * engine.transport.loop(0, 16, { nextBar: true }); // the song's transport
  * requestAnimationFrame(() => console.log(engine.meters().peak(0), engine.value("keys", "cutoff")));
  * ```

@@ -9,9 +9,9 @@
  * const context = new AudioContext({ sampleRate: 48000 });
  * const engine = await DownbeatEngine.create(context, projectToml);
  * engine.node.connect(context.destination);
- * engine.noteOn(60, 100);
+ * engine.noteOn(60, 0.75);
  * engine.transport.loop(0, 16, { nextBar: true });
- * engine.noteOn(67, 100, { beat: 8.5 });
+ * engine.noteOn(67, 0.75, { beat: 8.5 });
  * await engine.edit({ add: { hp: { type: "biquad", mode: "highpass", freq: 200 } },
  *                     disconnect: ["mix -> out"], connect: ["mix -> hp -> out"] });
  * ```

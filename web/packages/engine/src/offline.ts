@@ -54,7 +54,7 @@ export interface RenderOptions extends ProjectOptions {
    * await renderOffline(toml, { seconds: 20, control(engine) {
    *   engine.transport.loop(4, 8, { nextBar: true });   // loop bar 2 from the next bar line
    *   engine.transport.tempo(120, 2, { beat: 6 });      // ramp to 120 bpm from beat 6
-   *   engine.noteOn(72, 100, { beat: 2.5 });
+   *   engine.noteOn(72, 0.75, { beat: 2.5 });
    *   engine.noteOff(72, { beat: 2.75 });
    *   engine.transport.stop({ frame: 400000 });
    *   engine.transport.locate(1, { frame: 410000 });

@@ -32,10 +32,10 @@ test("ramp, notes and all-notes-off write their ops", () => {
   const { c, pop } = setup();
   c.ramp("g", "gain", 0, 1.5, { frame: 4800 });
   assert.deepEqual(pop(), { op: Op.Ramp, id: 0, lo: 4800, hi: 0, value: 0, extra: 1.5, channel: 0, pad: 0 });
-  c.noteOn(60, 100);
-  assert.deepEqual(pop(), { op: Op.NoteOn, id: NOW, lo: NOW, hi: NOW, value: 60, extra: 100, channel: 0, pad: 0 });
-  c.noteOn(64, 90, { instrument: "pluck", channel: 9, frame: 7 });
-  assert.deepEqual(pop(), { op: Op.NoteOn, id: 1, lo: 7, hi: 0, value: 64, extra: 90, channel: 9, pad: 0 });
+  c.noteOn(60, 0.75);
+  assert.deepEqual(pop(), { op: Op.NoteOn, id: NOW, lo: NOW, hi: NOW, value: 60, extra: 0.75, channel: 0, pad: 0 });
+  c.noteOn(64, 0.625, { instrument: "pluck", channel: 9, frame: 7 });
+  assert.deepEqual(pop(), { op: Op.NoteOn, id: 1, lo: 7, hi: 0, value: 64, extra: 0.625, channel: 9, pad: 0 });
   c.noteOff(64, { instrument: "keys", channel: 3 });
   assert.deepEqual(pop(), { op: Op.NoteOff, id: 0, lo: NOW, hi: NOW, value: 64, extra: 0, channel: 3, pad: 0 });
   c.allNotesOff();

@@ -67,14 +67,14 @@ test("control records reach db_event before the next block, with their words int
   const c = new Controller({ control: options.control, table });
   quanta(core, 1); // block 0 rendered, 128 frames left in the FIFO
   c.setParam("osc", "freq", 330, { frame: 600 });
-  c.noteOn(60, 100, { instrument: "pluck", channel: 2 });
+  c.noteOn(60, 0.75, { instrument: "pluck", channel: 2 });
   c.allNotesOff();
   quanta(core, 1); // served from the FIFO: no block, no events yet
   assert.equal(e.log.events.length, 0);
   quanta(core, 1); // block 1: the events first
   assert.deepEqual(e.log.events, [
     { at: 256, op: Op.Set, id: 1, lo: 600, hi: 0, value: 330, extra: 0, channel: 0 },
-    { at: 256, op: Op.NoteOn, id: 1, lo: 0xffffffff, hi: 0xffffffff, value: 60, extra: 100, channel: 2 },
+    { at: 256, op: Op.NoteOn, id: 1, lo: 0xffffffff, hi: 0xffffffff, value: 60, extra: 0.75, channel: 2 },
     { at: 256, op: Op.AllNotesOff, id: 0xffffffff, lo: 0xffffffff, hi: 0xffffffff, value: 0, extra: 0, channel: 0xffffffff },
   ]);
 });

@@ -54,7 +54,7 @@ function describeCore() {
     const options = processorOptions({ module, project, params: paramSlots(table) });
     const core = new EngineCore(options);
     const c = new Controller({ control: options.control, table });
-    c.noteOn(60, 100, { instrument: "keys", frame: 0 });
+    c.noteOn(60, 0.75, { instrument: "keys", frame: 0 });
     c.noteOff(60, { instrument: "keys", frame: 2000 });
     return core;
   }
@@ -111,7 +111,7 @@ function describeEngine() {
   async function start() {
     const context = fakeContext(48000);
     const engine = await DownbeatEngine.create(context, project, { wasm: module, name: "live.toml" });
-    engine.noteOn(60, 100, { instrument: "keys", frame: 0 });
+    engine.noteOn(60, 0.75, { instrument: "keys", frame: 0 });
     engine.noteOff(60, { instrument: "keys", frame: 3000 });
     return { context, engine, node: context.nodes[0] };
   }

@@ -167,7 +167,7 @@ describe('events', () => {
             return [
                 [2, gain, N, 0.25], // step
                 [3, gain, 3 * N, 2.0, 0.01], // ramp over 0.01 s = 480 frames
-                [4, k, 2 * N, 69, 100, 0], // note on, velocity 100
+                [4, k, 2 * N, 69, 0.75, 0], // note on, velocity 0.75
                 [5, k, 4 * N, 69, 0, 0], // note off
             ];
         };
@@ -180,7 +180,7 @@ describe('events', () => {
             seconds: 0.2,
             replay: [
                 { frame: N, node: 'g', param: 'gain', change: 'step', value: 0.25 },
-                { frame: 2 * N, node: 'k', change: 'note_on', channel: 0, note: 69.0, velocity: 100 / 127 },
+                { frame: 2 * N, node: 'k', change: 'note_on', channel: 0, note: 69.0, velocity: 0.75 },
                 { frame: 3 * N, node: 'g', param: 'gain', change: 'linear', to: 2.0, frames: 480 },
                 { frame: 4 * N, node: 'k', change: 'note_off', channel: 0, note: 69.0 },
             ],

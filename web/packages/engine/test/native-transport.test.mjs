@@ -215,8 +215,8 @@ describe('the transport and beat options on a live engine', () => {
             [() => c.transport.tempo(120, -2), /a tempo of 120 bpm over -2 beats/],
             [() => c.transport.locate(NaN), /transport\.locate: beat must be a number of beats from 0 up, got NaN/],
             [() => c.transport.play({ beat: -1 }), /transport\.play: beat must be a number of beats from 0 up, got -1/],
-            [() => c.noteOn(60, 100, { beat: Infinity }), /note on: beat must be a number of beats from 0 up/],
-            [() => c.noteOn(60, 100, { beat: 4, frame: 10 }), /note on: give one of frame, beat, nextBeat and nextBar, not 2/],
+            [() => c.noteOn(60, 0.75, { beat: Infinity }), /note on: beat must be a number of beats from 0 up/],
+            [() => c.noteOn(60, 0.75, { beat: 4, frame: 10 }), /note on: give one of frame, beat, nextBeat and nextBar, not 2/],
             [() => c.transport.stop({ nextBar: true, nextBeat: true }), /give one of frame, beat, nextBeat and nextBar, not 2/],
         ];
         for (const [f, message] of refusals) assert.throws(f, (e) => e instanceof RangeError && message.test(e.message));

@@ -31,7 +31,7 @@ const sink = new Float64Array(1);
 function run(n) {
   for (let i = 0; i < n; i++) {
     if ((i & 3) === 0) controller.setParam("tone", "freq", freqs[(i >> 2) & 3]);
-    if ((i & 15) === 0) controller.noteOn(60 + (i & 7), 100);
+    if ((i & 15) === 0) controller.noteOn(60 + (i & 7), 0.75);
     if ((i & 15) === 8) controller.noteOff(60 + (i & 7));
     if ((i & 63) === 4) controller.ramp("lowpass", "freq", freqs[i & 3] * 4, 0.5, { frame: i * 128 });
     core.process(out);
