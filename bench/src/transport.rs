@@ -108,8 +108,8 @@ pub fn run(common: &Common) -> Report {
                     if kind && b % 100 == 0 {
                         // A few events waiting for beats, as a live set has.
                         let beat = engine.schedule().transport().position().beat;
-                        let _ = control.step("g0", "gain", 0.9, When::Beat(beat + 1.0));
-                        let _ = control.step("g0", "gain", 1.0, When::NextBar);
+                        let _ = control.step(When::Beat(beat + 1.0), "g0", "gain", 0.9);
+                        let _ = control.step(When::NextBar, "g0", "gain", 1.0);
                     }
                     engine.process(&mut block);
                 }

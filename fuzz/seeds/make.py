@@ -249,12 +249,12 @@ def osc():
         "step": osc_message("/node/g/gain/step", "f", 0.75),
         "ramp": osc_message("/node/g/gain/ramp", "if", 0, 0.2),
         "exp": osc_message("/node/lp/freq/exp", "dh", 200.0, 1),
-        "note-on": osc_message("/node/keys/note_on", "ff", 60.0, 100.0),
+        "note-on": osc_message("/node/keys/note_on", "ff", 60.0, 0.75),
         "note-off": osc_message("/node/keys/note_off", "i", 60),
         "all-notes-off": osc_message("/node/pluck/all_notes_off"),
         "pan": osc_message("/node/mix/pan", "f", -1.0),
         "bundle-now": osc_bundle(0, 1, osc_message("/node/g/gain", "f", 0.5),
-                                 osc_message("/node/keys/note_on", "ii", 64, 90)),
+                                 osc_message("/node/keys/note_on", "if", 64, 0.625)),
         "bundle-later": osc_bundle(later, 0x8000_0000, osc_message("/node/osc/freq/step", "f", 440.0)),
         "bundle-past": osc_bundle(1, 0, osc_message("/node/hiss/amp", "f", 0.0)),
         "bundle-nested": osc_bundle(0, 1, osc_bundle(0, 1, osc_message("/node/g/gain", "f", 1.0))),
@@ -268,7 +268,7 @@ def osc():
         "bad-bundle-bool": osc_bundle(0, 1, osc_message("/node/g/gain", "f", 0.5),
                                       osc_message("/node/g/gain", "T")),
         "bad-blob": osc_message("/node/g/gain", "b", b"\x01\x02\x03"),
-        "bad-note": osc_message("/node/keys/note_on", "ff", 128.0, 100.0),
+        "bad-note": osc_message("/node/keys/note_on", "ff", 128.0, 0.75),
         "bad-not-live": osc_message("/node/comp/fft_size", "i", 512),
         # Musical time: the transport, and addresses timed by a beat.
         "transport-play": osc_message("/transport/play"),
@@ -278,7 +278,7 @@ def osc():
         "transport-unloop": osc_message("/transport/unloop"),
         "transport-tempo": osc_message("/transport/tempo", "fd", 140.0, 4.0),
         "beat-step": osc_message("/beat/16.5/node/g/gain/step", "f", 0.0),
-        "next-bar-note": osc_message("/next_bar/node/keys/note_on", "ii", 60, 100),
+        "next-bar-note": osc_message("/next_bar/node/keys/note_on", "if", 60, 0.75),
         "next-beat-stop": osc_message("/next_beat/transport/stop"),
         "bad-loop": osc_message("/transport/loop", "ff", 8.0, 4.0),
         "bad-tempo": osc_message("/transport/tempo", "f", 0.0),
@@ -302,8 +302,8 @@ def wasm():
         # Parameter ids follow the table's order; 0 and 1 exist in the fixed project.
         "set-step-ramp": record(1, 0, value=0.5) + record(2, 1, value=0.1)
         + record(3, 0, 100, 0, 2.0, 0.5) + record(0, 256),
-        "notes": record(4, NOW, value=60.0, extra=100.0) + record(0, 64)
-        + record(5, NOW, 300, 0, value=60.0) + record(4, 0, value=67.0, extra=127.0, channel=15)
+        "notes": record(4, NOW, value=60.0, extra=0.75) + record(0, 64)
+        + record(5, NOW, 300, 0, value=60.0) + record(4, 0, value=67.0, extra=1.0, channel=15)
         + record(6, NOW, channel=NOW) + record(0, 256),
         "bad": record(7) + record(1, 9999, value=1.0) + record(4, NOW, value=200.0, extra=1.0)
         + record(4, NOW, value=60.0, extra=1.0, channel=16) + record(0, 0) + record(0, 100_000)

@@ -79,7 +79,15 @@ fn phase_nth(i: usize) -> f64 {
 pub fn sine_nth(i: usize, n: usize, rate: f32) -> downbeat::nodes::Sine {
     let freq = 110.0 + (i % 997) as f64 * 4.3;
     let phase = phase_nth(i);
-    downbeat::nodes::Sine::new(1, rate, freq, PEAK / n.max(1) as f32, phase)
+    downbeat::nodes::Sine::new(
+        1,
+        rate,
+        &downbeat::nodes::SineSettings {
+            freq,
+            amp: PEAK / n.max(1) as f32,
+            phase,
+        },
+    )
 }
 
 /// Downbeat's side of the twin oscillator.

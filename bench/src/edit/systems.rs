@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use downbeat::edit::LiveEditor;
-use downbeat::nodes::{Mix, Output};
+use downbeat::nodes::{Mix, MixSettings, Output};
 use downbeat::Engine;
 use downbeat_graph::{Editor, Graph, Schedule};
 use downbeat_ring::{Consumer, Producer, RingBuffer};
@@ -23,7 +23,16 @@ pub fn builtin(size: usize, watch: Option<Watch>) -> Graph {
     let fixed = 2 + usize::from(watch.is_some());
     let n = size.saturating_sub(fixed).max(1);
     let mut g = Graph::new();
-    let mix = g.add(MIX, Mix::new(1, 0.0, 0.0));
+    let mix = g.add(
+        MIX,
+        Mix::new(
+            1,
+            &MixSettings {
+                gain_db: 0.0,
+                ..MixSettings::default()
+            },
+        ),
+    );
     let out = g.add("out", Output::new(1));
     for i in 0..n {
         let s = g.add(format!("s{i}"), sine_nth(i, n, RATE));

@@ -4,7 +4,7 @@
 //! a few hundred nanoseconds: where handing out one node at a time costs more than the
 //! nodes. Unpaced, serial against Downbeat's pool, in alternating order.
 
-use downbeat::nodes::{Biquad, FilterMode, Gain, Output, Sine};
+use downbeat::nodes::{Biquad, BiquadSettings, FilterMode, Gain, Output, Sine, SineSettings};
 use downbeat_graph::{CompileConfig, Graph, Schedule};
 
 pub const SAMPLE_RATE: f32 = 48_000.0;
@@ -23,7 +23,15 @@ pub fn schedule(shape: &str) -> Schedule {
         for i in 0..1000 {
             let s = g.add(
                 format!("s{i}"),
-                Sine::new(1, sr, 50.0 + 17.3 * i as f64, 0.001, 0.0),
+                Sine::new(
+                    1,
+                    sr,
+                    &SineSettings {
+                        freq: 50.0 + 17.3 * i as f64,
+                        amp: 0.001,
+                        ..SineSettings::default()
+                    },
+                ),
             );
             g.connect(s, out);
         }
@@ -31,11 +39,27 @@ pub fn schedule(shape: &str) -> Schedule {
         for b in 0..32 {
             let mut prev = g.add(
                 format!("b{b}"),
-                Sine::new(1, sr, 200.0 + 37.0 * b as f64, 0.02, 0.0),
+                Sine::new(
+                    1,
+                    sr,
+                    &SineSettings {
+                        freq: 200.0 + 37.0 * b as f64,
+                        amp: 0.02,
+                        ..SineSettings::default()
+                    },
+                ),
             );
             for s in 0..8 {
-                let lp = Biquad::new(1, sr, FilterMode::Lowpass, 2000.0, 0.707)
-                    .expect("a valid low-pass");
+                let lp = Biquad::new(
+                    1,
+                    sr,
+                    &BiquadSettings {
+                        mode: FilterMode::Lowpass,
+                        freq: 2000.0,
+                        q: 0.707,
+                    },
+                )
+                .expect("a valid low-pass");
                 let lp = g.add(format!("b{b}_lp{s}"), lp);
                 let gain = g.add(
                     format!("b{b}_g{s}"),

@@ -2,7 +2,7 @@
 //! that a scheduler taking sources in topological order starts the critical path after the
 //! light work instead of beside it.
 
-use downbeat::nodes::{Mix, Output};
+use downbeat::nodes::{Mix, MixSettings, Output};
 use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, Node, ProcessContext, Schedule};
 
 /// Light nodes (sources, each straight into the mix).
@@ -46,7 +46,16 @@ impl Node for Burn {
 /// mix and the output.
 pub fn schedule() -> Schedule {
     let mut g = Graph::new();
-    let mix = g.add("mix", Mix::new(1, 0.0, 0.0));
+    let mix = g.add(
+        "mix",
+        Mix::new(
+            1,
+            &MixSettings {
+                gain_db: 0.0,
+                ..MixSettings::default()
+            },
+        ),
+    );
     for i in 0..LIGHT {
         let id = g.add(
             format!("light{i}"),

@@ -374,16 +374,16 @@ fn oscsend_plays_notes_on_a_named_node_at_their_frames() {
             ev.to_str().unwrap(),
         ],
     );
-    live.oscsend("/node/s/note_on", "if", &["69", "100"]);
+    live.oscsend("/node/s/note_on", "if", &["69", "1"]);
     std::thread::sleep(Duration::from_millis(150));
     live.oscsend("/node/s/note_off", "d", &["69"]);
-    live.oscsend("/node/s/note_on", "hf", &["57", "64.5"]);
+    live.oscsend("/node/s/note_on", "hf", &["57", "0.5"]);
     // Refused: out of range, wrong types and counts, a node that plays no notes.
-    live.oscsend("/node/s/note_on", "ii", &["128", "100"]);
-    live.oscsend("/node/s/note_on", "ii", &["60", "128"]);
-    live.oscsend("/node/s/note_on", "sf", &["C4", "100"]);
+    live.oscsend("/node/s/note_on", "if", &["128", "0.8"]);
+    live.oscsend("/node/s/note_on", "ii", &["60", "100"]);
+    live.oscsend("/node/s/note_on", "sf", &["C4", "0.8"]);
     live.oscsend("/node/s/all_notes_off", "i", &["1"]);
-    live.oscsend("/node/out/note_on", "ii", &["60", "100"]);
+    live.oscsend("/node/out/note_on", "if", &["60", "0.8"]);
     std::thread::sleep(Duration::from_millis(150));
     live.oscsend("/node/s/all_notes_off", "", &[]);
     let (summary, log) = live.finish();
@@ -392,7 +392,7 @@ fn oscsend_plays_notes_on_a_named_node_at_their_frames() {
     let reasons = log.join("\n");
     for why in [
         "note 128 is outside 0 to 127",
-        "velocity 128 is outside 0 to 127",
+        "velocity 100 is outside 0 to 1 (0 is a note off)",
         "argument 1 is a string",
         "1 argument(s) given; expected no argument",
         "node `out` does not play notes",
@@ -419,11 +419,9 @@ fn oscsend_plays_notes_on_a_named_node_at_their_frames() {
     let mut engine = downbeat::Engine::new(project.build().unwrap());
     let mut c = engine.controller(16);
     use downbeat::control::When::Frame;
-    c.note_on(Frame(frame(0)), 0, 69.0, (100.0f64 / 127.0) as f32)
-        .unwrap();
+    c.note_on(Frame(frame(0)), 0, 69.0, 1.0).unwrap();
     c.note_off(Frame(frame(1)), 0, 69.0).unwrap();
-    c.note_on(Frame(frame(2)), 0, 57.0, (64.5f64 / 127.0) as f32)
-        .unwrap();
+    c.note_on(Frame(frame(2)), 0, 57.0, 0.5).unwrap();
     c.all_notes_off(Frame(frame(3)), None).unwrap();
     let render = |engine: &mut downbeat::Engine| {
         let mut out = vec![0.0f32; 2 * 96_000];

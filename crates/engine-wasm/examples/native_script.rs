@@ -148,7 +148,7 @@ fn make(c: &mut Controller, call: &Value) -> Result<(), String> {
                 "noteOn" => NoteEvent::On {
                     channel: channel.unwrap_or(0),
                     note: f32_of(1)?,
-                    velocity: f32_of(2)? / 127.0,
+                    velocity: f32_of(2)?,
                 },
                 "noteOff" => NoteEvent::Off {
                     channel: channel.unwrap_or(0),
@@ -178,7 +178,7 @@ fn make(c: &mut Controller, call: &Value) -> Result<(), String> {
         "ramp" => {
             let at = when(&options(5))?;
             let seconds = f64::from(f32_of(4)?);
-            c.ramp(text(1)?, text(2)?, Shape::Linear, f32_of(3)?, seconds, at)
+            c.ramp(at, text(1)?, text(2)?, Shape::Linear, f32_of(3)?, seconds)
                 .map_err(e)
         }
         _ => Err(format!("unknown call `{name}`")),

@@ -373,7 +373,7 @@ pub extern "C" fn db_reclaim() -> u32 {
 /// Queues one event, applied at its frame (or beat) as the native `Controller` applies it.
 ///
 /// `op`: 1 set, 2 step, 3 ramp (`extra` seconds), 4 note on (`id` an instrument or
-/// `0xFFFF_FFFF` for all, `value` the note, `extra` the velocity 0..127, `channel` 0..15), 5
+/// `0xFFFF_FFFF` for all, `value` the note, `extra` the velocity 0..1, `channel` 0..15), 5
 /// note off, 6 all notes off (`channel` or `0xFFFF_FFFF`); the transport (`id` and `channel`
 /// ignored): 7 play, 8 stop, 9 locate (`value` the beat), 10 loop (from beat `value` to beat
 /// `extra`), 11 unloop, 12 tempo (`value` bpm, reached linearly over `extra` beats, 0 for a

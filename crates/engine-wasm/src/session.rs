@@ -39,7 +39,7 @@ pub enum Op {
     Step,
     /// Ramps a parameter linearly to `value` over `extra` seconds.
     Ramp,
-    /// Starts note `value` with velocity `extra` (0..=127) on `channel`.
+    /// Starts note `value` with velocity `extra` (0..=1) on `channel`.
     NoteOn,
     /// Releases note `value` on `channel`.
     NoteOff,
@@ -705,19 +705,17 @@ fn note(
     let channel_of = |c: Option<u8>| c.unwrap_or(0);
     Ok(match op {
         Op::NoteOn => {
-            if !(0.0..=127.0).contains(&extra) {
+            if !(0.0..=1.0).contains(&extra) {
                 return Err(say(
                     message,
                     Code::OutOfRange,
-                    format_args!(
-                        "velocity {extra} is outside 0 to 127 (as in MIDI; 0 is a note off)"
-                    ),
+                    format_args!("velocity {extra} is outside 0 to 1 (0 is a note off)"),
                 ));
             }
             NoteEvent::On {
                 channel: channel_of(channel),
                 note: value,
-                velocity: extra / 127.0,
+                velocity: extra,
             }
         }
         Op::NoteOff => NoteEvent::Off {

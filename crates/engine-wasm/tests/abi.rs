@@ -90,8 +90,8 @@ fn every_op_lands_as_the_native_controllers_event() {
     assert_eq!(event(1, freq, 100, 440.0, 0.0, 0), 0, "{}", last_error());
     assert_eq!(event(2, gain, 500, 0.5, 0.0, 0), 0, "{}", last_error());
     assert_eq!(event(3, gain, 900, 1.5, 0.01, 0), 0, "{}", last_error());
-    assert_eq!(event(4, ALL, 1200, 60.0, 127.0, 2), 0, "{}", last_error());
-    assert_eq!(event(4, 0, 1300, 64.0, 64.0, 3), 0, "{}", last_error());
+    assert_eq!(event(4, ALL, 1200, 60.0, 1.0, 2), 0, "{}", last_error());
+    assert_eq!(event(4, 0, 1300, 64.0, 0.5, 3), 0, "{}", last_error());
     assert_eq!(event(5, ALL, 2000, 60.0, 0.0, 2), 0, "{}", last_error());
     assert_eq!(event(6, ALL, 3000, 0.0, 0.0, ALL), 0, "{}", last_error());
     let wasm = render(frames);
@@ -114,7 +114,7 @@ fn every_op_lands_as_the_native_controllers_event() {
         let on = NoteEvent::On {
             channel: 3,
             note: 64.0,
-            velocity: 64.0 / 127.0,
+            velocity: 0.5,
         };
         c.send_note_to(When::Frame(1300), k, on).unwrap();
         c.note_off(When::Frame(2000), 2, 60.0).unwrap();
@@ -164,22 +164,22 @@ fn bad_events_say_why_with_their_codes() {
         last_error(),
         format!("no parameter has id {n}: ids go from 0 to {}", n - 1)
     );
-    assert_eq!(event(4, 5, 0, 60.0, 100.0, 0), -3);
+    assert_eq!(event(4, 5, 0, 60.0, 0.75, 0), -3);
     assert_eq!(last_error(), "no instrument has id 5: ids go from 0 to 0");
     assert_eq!(event(1, gain, 0, 99.0, 0.0, 0), -4);
     assert_eq!(
         last_error(),
         "bad value for `gain` of node `g`: got 99, expected a number from 0 to 16"
     );
-    assert_eq!(event(4, ALL, 0, 128.0, 100.0, 0), -4);
+    assert_eq!(event(4, ALL, 0, 128.0, 0.75, 0), -4);
     assert_eq!(
         last_error(),
         "note 128 is outside 0 to 127 (MIDI note numbers; 69 is A4)"
     );
-    assert_eq!(event(4, ALL, 0, 60.0, 200.0, 0), -4);
+    assert_eq!(event(4, ALL, 0, 60.0, 100.0, 0), -4);
     assert_eq!(
         last_error(),
-        "velocity 200 is outside 0 to 127 (as in MIDI; 0 is a note off)"
+        "velocity 100 is outside 0 to 1 (0 is a note off)"
     );
     assert_eq!(event(5, ALL, 0, 60.0, 0.0, 16), -4);
     assert_eq!(
@@ -314,7 +314,7 @@ fn samples_handed_over_as_bytes_are_decoded_by_the_native_code() {
         "edges = [\"s -> out\"]\n[nodes.s]\ntype = \"sampler\"\nsample = \"{path}\"\n[nodes.out]\ntype = \"output\"\n"
     );
     assert_eq!(load(&text, "kit.toml"), 0, "{}", last_error());
-    assert_eq!(event(4, ALL, 0, 60.0, 127.0, 0), 0);
+    assert_eq!(event(4, ALL, 0, 60.0, 1.0, 0), 0);
     let out = render(512);
     let decoded = downbeat_file::decode_all(std::path::Path::new(path), 48000).unwrap();
     assert_eq!(

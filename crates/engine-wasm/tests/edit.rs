@@ -21,7 +21,7 @@ const BLOCK: usize = 128;
 fn session() -> Session {
     let mut s = Session::load(PROJECT, "edit.toml").unwrap();
     let keys = s.instrument_id("keys").unwrap();
-    s.event(Op::NoteOn, keys, Some(0), 60.0, 100.0, 0).unwrap();
+    s.event(Op::NoteOn, keys, Some(0), 60.0, 0.75, 0).unwrap();
     s.event(Op::NoteOff, keys, Some(2000), 60.0, 0.0, 0)
         .unwrap();
     s

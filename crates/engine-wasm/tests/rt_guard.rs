@@ -29,8 +29,8 @@ fn events_and_renders_are_real_time_safe() {
             results.push(s.event(Op::Set, freq, Some(at + 3), f, 0.0, 0));
             results.push(s.event(Op::Step, gain, Some(at + 10), 0.5, 0.0, 0));
             results.push(s.event(Op::Ramp, gain, Some(at + 20), 1.0, 0.001, 0));
-            results.push(s.event(Op::NoteOn, ALL, Some(at + 5), 60.0, 100.0, 1));
-            results.push(s.event(Op::NoteOn, synth, Some(at + 6), 64.0, 90.0, 2));
+            results.push(s.event(Op::NoteOn, ALL, Some(at + 5), 60.0, 0.75, 1));
+            results.push(s.event(Op::NoteOn, synth, Some(at + 6), 64.0, 0.625, 2));
             results.push(s.event(Op::NoteOff, ALL, Some(at + 40), 60.0, 0.0, 1));
             results.push(s.event(Op::AllNotesOff, ALL, None, 0.0, 0.0, ALL));
             sum += s.render(64).map_or(f32::NAN, |n| n as f32);
@@ -81,8 +81,8 @@ fn the_exports_per_block_calls_and_their_refusals_are_real_time_safe() {
             let rc = db_event(1, freq, at + 3, 0, 200.0 + b as f32, 0.0, 0)
                 | db_event(2, gain, at + 10, 0, 0.5, 0.0, 0)
                 | db_event(3, gain, at + 20, 0, 1.0, 0.001, 0)
-                | db_event(4, ALL, at + 5, 0, 60.0, 100.0, 1)
-                | db_event(4, synth, NOW, NOW, 64.0, 90.0, 2)
+                | db_event(4, ALL, at + 5, 0, 60.0, 0.75, 1)
+                | db_event(4, synth, NOW, NOW, 64.0, 0.625, 2)
                 | db_event(5, ALL, at + 40, 0, 60.0, 0.0, 1)
                 | db_event(6, ALL, at + 60, 0, 0.0, 0.0, ALL);
             assert_eq!(rc, 0);
@@ -107,12 +107,12 @@ fn the_exports_per_block_calls_and_their_refusals_are_real_time_safe() {
         );
         refused(
             2,
-            db_event(4, 5, NOW, NOW, 60.0, 100.0, 0),
+            db_event(4, 5, NOW, NOW, 60.0, 0.75, 0),
             b"no instrument has id 5:",
         );
         refused(
             3,
-            db_event(4, ALL, NOW, NOW, 128.0, 100.0, 0),
+            db_event(4, ALL, NOW, NOW, 128.0, 0.75, 0),
             b"note 128 is outside",
         );
         refused(
@@ -194,7 +194,7 @@ fn the_render_that_takes_an_edit_over_is_real_time_safe() {
         // Events queued before the edit, for kept nodes, move into the new schedule.
         s.event(Op::Ramp, gain, Some(at + 200), 0.8, 0.01, 0)
             .unwrap();
-        s.event(Op::NoteOn, synth, Some(at + 7), 60.0 + k as f32, 90.0, 0)
+        s.event(Op::NoteOn, synth, Some(at + 7), 60.0 + k as f32, 0.625, 0)
             .unwrap();
         let ((back, rendered, peak), report) =
             guard::check_with(&guard::Options::new(), move || {
@@ -273,7 +273,7 @@ fn beat_events_and_transport_commands_are_real_time_safe() {
         for block in 0..2000u64 {
             let p = s.transport_position();
             let next = p.beat.floor() + 0.25;
-            check(s.event_when(Op::NoteOn, ALL, When::Beat(next + 0.25), 60.0, 90.0, 0));
+            check(s.event_when(Op::NoteOn, ALL, When::Beat(next + 0.25), 60.0, 0.625, 0));
             check(s.event_when(Op::NoteOff, synth, When::Beat(next + 0.5), 60.0, 0.0, 0));
             if block % 8 == 0 {
                 check(s.event_when(Op::Step, gain, When::NextBeat, 0.8, 0.0, 0));
@@ -325,7 +325,7 @@ fn the_exports_transport_and_beat_events_and_their_refusals_are_real_time_safe()
         for b in 0..1000u32 {
             let beat = (db_transport_beat().floor() + 0.5).to_bits();
             let (lo, hi) = (beat as u32, (beat >> 32) as u32);
-            let mut rc = db_event(4 | BEAT, ALL, lo, hi, 64.0, 100.0, 0)
+            let mut rc = db_event(4 | BEAT, ALL, lo, hi, 64.0, 0.75, 0)
                 | db_event(5 | BEAT, synth, lo, hi + 1, 64.0, 0.0, 0);
             if b % 16 == 0 {
                 rc |= db_event(2 | BEAT, gain, NEXT_BEAT, NEXT_BEAT, 0.7, 0.0, 0)
@@ -372,7 +372,7 @@ fn the_exports_transport_and_beat_events_and_their_refusals_are_real_time_safe()
         );
         refused(
             3,
-            db_event(4 | BEAT, ALL, 0, NOW, 60.0, 100.0, 0),
+            db_event(4 | BEAT, ALL, 0, NOW, 60.0, 0.75, 0),
             b"beat NaN must be",
         );
         refused(

@@ -137,7 +137,7 @@ fn beat_events_and_transport_ops_equal_the_native_controllers() {
     let gain = param(&table(), "click", "gain");
     let keys = 0;
     let ok = |rc: i32| assert_eq!(rc, 0, "{}", last_error());
-    ok(on_beat(4, ALL, 2.5, 72.0, 100.0, 0));
+    ok(on_beat(4, ALL, 2.5, 72.0, 0.75, 0));
     ok(on_beat(5, ALL, 2.75, 72.0, 0.0, 0));
     ok(db_event(
         4 | BEAT,
@@ -145,7 +145,7 @@ fn beat_events_and_transport_ops_equal_the_native_controllers() {
         NEXT_BEAT,
         NEXT_BEAT,
         64.0,
-        90.0,
+        0.625,
         1,
     ));
     ok(db_event(5 | BEAT, keys, NEXT_BAR, NOW, 64.0, 0.0, 1));
@@ -164,12 +164,12 @@ fn beat_events_and_transport_ops_equal_the_native_controllers() {
     let (mut engine, mut c) = native_engine(SONG);
     let k = c.resolve_instrument("keys").unwrap();
     let g = c.resolve("click", "gain").unwrap();
-    c.note_on(When::Beat(2.5), 0, 72.0, 100.0 / 127.0).unwrap();
+    c.note_on(When::Beat(2.5), 0, 72.0, 0.75).unwrap();
     c.note_off(When::Beat(2.75), 0, 72.0).unwrap();
     let on = NoteEvent::On {
         channel: 1,
         note: 64.0,
-        velocity: 90.0 / 127.0,
+        velocity: 0.625,
     };
     c.send_note_to(When::NextBeat, k, on).unwrap();
     let off = NoteEvent::Off {
@@ -177,7 +177,7 @@ fn beat_events_and_transport_ops_equal_the_native_controllers() {
         note: 64.0,
     };
     c.send_note_to(When::NextBar, k, off).unwrap();
-    c.step("click", "gain", 0.2, When::Beat(9.5)).unwrap();
+    c.step(When::Beat(9.5), "click", "gain", 0.2).unwrap();
     let ramp = downbeat_graph::Ramp {
         shape: downbeat_graph::Shape::Linear,
         from: None,
@@ -342,7 +342,7 @@ fn a_live_tempo_change_and_a_note_on_a_beat_land_where_the_native_map_says() {
         assert_eq!(load(SONG, "song.toml"), 0);
         assert_eq!(on_beat(TEMPO, 0, 2.0, 150.0, 0.0, 0), 0);
         if note {
-            assert_eq!(on_beat(4, ALL, 5.5, 60.0, 127.0, 0), 0);
+            assert_eq!(on_beat(4, ALL, 5.5, 60.0, 1.0, 0), 0);
         }
         render(frames)
     };
@@ -407,7 +407,7 @@ fn bad_transport_ops_and_beats_say_why_with_their_codes() {
     );
     refused(
         // A NaN other than the two that name the next beat and bar.
-        db_event(4 | BEAT, ALL, 0, NOW, 60.0, 100.0, 0),
+        db_event(4 | BEAT, ALL, 0, NOW, 60.0, 0.75, 0),
         -4,
         "beat NaN must be a number of beats from 0 up",
     );

@@ -127,13 +127,13 @@ fn run(wav: &Path) -> Result<Run, Box<dyn Error>> {
     taken(&mut live)?;
     // The controller learns the new names, then opens the send: the echo fades in.
     control.set_table(live.table());
-    control.ramp("send", "gain", Shape::Linear, 1.0, 0.02, When::Now)?;
+    control.ramp(When::Now, "send", "gain", Shape::Linear, 1.0, 0.02)?;
     println!("echo added");
     sleep(1.5);
 
     // Close the send and let the echoes die away before removing them: cutting them off
     // while they sound would click.
-    control.ramp("send", "gain", Shape::Linear, 0.0, 0.02, When::Now)?;
+    control.ramp(When::Now, "send", "gain", Shape::Linear, 0.0, 0.02)?;
     sleep(1.2);
     live.remove("echo")?;
     live.remove("send")?;

@@ -1,15 +1,35 @@
 //! The guide's first graph (docs/guide/src/start/rust.md): build a graph, compile it, process one block.
 
 use downbeat::graph::{CompileConfig, Graph};
-use downbeat::nodes::{Biquad, FilterMode, Gain, Output, Sine};
+use downbeat::nodes::{Biquad, BiquadSettings, FilterMode, Gain, Output, Sine, SineSettings};
 
 fn main() {
     let sr = 48_000.0;
     let mut g = Graph::new();
-    let osc = g.add("osc", Sine::new(2, sr, 220.0, 0.5, 0.0));
+    let osc = g.add(
+        "osc",
+        Sine::new(
+            2,
+            sr,
+            &SineSettings {
+                freq: 220.0,
+                amp: 0.5,
+                ..SineSettings::default()
+            },
+        ),
+    );
     let lp = g.add(
         "lp",
-        Biquad::new(2, sr, FilterMode::Lowpass, 800.0, 0.707).unwrap(),
+        Biquad::new(
+            2,
+            sr,
+            &BiquadSettings {
+                mode: FilterMode::Lowpass,
+                freq: 800.0,
+                q: 0.707,
+            },
+        )
+        .unwrap(),
     );
     let amp = g.add("amp", Gain::new(2, 0.8));
     let out = g.add("out", Output::new(2));

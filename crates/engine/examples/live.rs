@@ -38,7 +38,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // A control thread: sweep the filter open, then jump it back down.
     let player = std::thread::spawn(move || -> Result<(), downbeat_graph::ControlError> {
-        control.ramp("lp", "freq", Shape::Exponential, 8000.0, 1.0, When::Now)?;
+        control.ramp(When::Now, "lp", "freq", Shape::Exponential, 8000.0, 1.0)?;
         std::thread::sleep(Duration::from_millis(1200));
         control.set("lp", "freq", 300.0)?;
         // Refused with the project file's wording: `mode` cannot change while running.

@@ -12,14 +12,25 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use downbeat::device::{Device, Virtual};
-use downbeat::nodes::{Output, Sine};
+use downbeat::nodes::{Output, Sine, SineSettings};
 use downbeat::watch::Watcher;
 use downbeat::{start, Engine};
 use downbeat_graph::{CompileConfig, Graph};
 
 fn play(device: impl Device + Send + 'static, rate: u32) -> Result<(), Box<dyn Error>> {
     let mut g = Graph::new();
-    let osc = g.add("osc", Sine::new(2, rate as f32, 220.0, 0.2, 0.0));
+    let osc = g.add(
+        "osc",
+        Sine::new(
+            2,
+            rate as f32,
+            &SineSettings {
+                freq: 220.0,
+                amp: 0.2,
+                ..SineSettings::default()
+            },
+        ),
+    );
     let out = g.add("out", Output::new(2));
     g.connect(osc, out);
     g.set_output(out);

@@ -32,7 +32,7 @@
 //! let mut engine = Engine::new(p.build().unwrap());
 //! let mut watcher = engine.watch();
 //! let mut control = engine.controller(16);
-//! control.ramp("g", "gain", Shape::Linear, 0.0, 0.1, When::Frame(0)).unwrap();
+//! control.ramp(When::Frame(0), "g", "gain", Shape::Linear, 0.0, 0.1).unwrap();
 //! let mut block = vec![0.0f32; 256 * 2];
 //! engine.process(&mut block); // the audio thread, usually a device's
 //! assert!(watcher.wait(Duration::from_secs(1)));

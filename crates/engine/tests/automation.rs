@@ -142,13 +142,13 @@ fn a_hot_swap_keeps_queued_events_and_starts_the_new_automation_at_the_swap() {
     let (mut sender, mut collector) = engine.swap_channel(2);
     let mut c = engine.controller(16);
     let mut block = vec![0.0f32; 64];
-    c.step("g", "gain", 0.25, downbeat::control::When::Frame(1000))
+    c.step(downbeat::control::When::Frame(1000), "g", "gain", 0.25)
         .unwrap();
     engine.process(&mut block); // the event moves into the schedule's queue
     assert_eq!(engine.schedule().pending_events(), 1);
     sender.send(project.build().unwrap()).unwrap();
     // Sent after the swap was asked for, before the engine took it: still in the ring.
-    c.step("g", "gain", 0.125, downbeat::control::When::Frame(1100))
+    c.step(downbeat::control::When::Frame(1100), "g", "gain", 0.125)
         .unwrap();
     let mut out = Vec::new();
     for _ in 0..20 {

@@ -218,12 +218,12 @@ fn a_recording_replays_to_the_same_output() {
         if k % 7 == 3 {
             c.set("ga", "gain", k as f32 / 50.0).unwrap();
             c.ramp(
+                When::Now,
                 "gb",
                 "gain",
                 downbeat_graph::Shape::Linear,
                 0.3,
                 0.01,
-                When::Now,
             )
             .unwrap();
         }
@@ -375,14 +375,14 @@ fn the_controller_path_in_the_callback_is_real_time_safe() {
     let _reader = engine.record_events();
     let mut c = engine.controller(512);
     for k in 0..100u64 {
-        c.step("ga", "gain", 0.5, When::Frame(k * 37)).unwrap();
+        c.step(When::Frame(k * 37), "ga", "gain", 0.5).unwrap();
         c.ramp(
+            When::Frame(k * 41 + 1),
             "gb",
             "gain",
             downbeat_graph::Shape::Exponential,
             0.5,
             0.002,
-            When::Frame(k * 41 + 1),
         )
         .unwrap();
         c.set("ga", "gain", 0.25).unwrap();

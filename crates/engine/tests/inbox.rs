@@ -145,18 +145,18 @@ fn a_swap_keeps_a_kept_nodes_pending_ramps_and_counts_a_removed_nodes_events() {
     let mut engine = Engine::new(build(old));
     let (mut sender, mut collector) = engine.swap_channel(2);
     let mut c = engine.controller(16);
-    c.step("b", "gain", 0.5, When::Frame(200)).unwrap();
+    c.step(When::Frame(200), "b", "gain", 0.5).unwrap();
     c.ramp(
+        When::Frame(300),
         "b",
         "gain",
         Shape::Linear,
         0.0,
         64.0 / 48_000.0,
-        When::Frame(300),
     )
     .unwrap();
-    c.step("a", "gain", 4.0, When::Frame(250)).unwrap();
-    c.step("a", "gain", 8.0, When::Frame(260)).unwrap();
+    c.step(When::Frame(250), "a", "gain", 4.0).unwrap();
+    c.step(When::Frame(260), "a", "gain", 8.0).unwrap();
     let mut out = vec![0.0f32; 8 * BLOCK];
     engine.process(&mut out[..BLOCK]);
     assert_eq!(engine.schedule().pending_events(), 4);

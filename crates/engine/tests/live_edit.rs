@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use downbeat::device::{Device, DeviceError, Run, RunLength, Virtual};
 use downbeat::edit::CommitError;
-use downbeat::nodes::{Gain, Mix, Output, Sine};
+use downbeat::nodes::{Gain, Mix, MixSettings, Output, Sine, SineSettings};
 use downbeat::{start, Engine};
 use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Editor, Graph, Node, ProcessContext};
 use downbeat_rt::guard;
@@ -25,11 +25,28 @@ const CFG: CompileConfig = CompileConfig {
 /// Eight sines into a mix, into the output.
 fn graph() -> Graph {
     let mut g = Graph::new();
-    let mix = g.add("mix", Mix::new(2, -12.0, 0.0));
+    let mix = g.add(
+        "mix",
+        Mix::new(
+            2,
+            &MixSettings {
+                gain_db: -12.0,
+                ..MixSettings::default()
+            },
+        ),
+    );
     for k in 0..8 {
         let s = g.add(
             format!("s{k}"),
-            Sine::new(2, 48_000.0, 110.0 * (k + 1) as f64, 0.2, 0.0),
+            Sine::new(
+                2,
+                48_000.0,
+                &SineSettings {
+                    freq: 110.0 * (k + 1) as f64,
+                    amp: 0.2,
+                    ..SineSettings::default()
+                },
+            ),
         );
         g.connect(s, mix);
     }
@@ -70,8 +87,19 @@ fn the_audio_thread_side_of_an_edit_is_clean_under_the_guard() {
         let done = &done;
         scope.spawn(move || {
             for k in 0..EDITS {
-                live.add(format!("x{k}"), Sine::new(2, 48_000.0, 55.0, 0.1, 0.0))
-                    .unwrap();
+                live.add(
+                    format!("x{k}"),
+                    Sine::new(
+                        2,
+                        48_000.0,
+                        &SineSettings {
+                            freq: 55.0,
+                            amp: 0.1,
+                            ..SineSettings::default()
+                        },
+                    ),
+                )
+                .unwrap();
                 live.connect(&format!("x{k}"), "mix").unwrap();
                 if k > 0 {
                     live.remove(&format!("x{}", k - 1)).unwrap();
@@ -343,8 +371,30 @@ impl Node for TwoPorts {
 #[test]
 fn port_sums_and_ramped_edge_levels_are_clean_under_the_guard() {
     let mut g = Graph::new();
-    g.add("a", Sine::new(1, 48_000.0, 220.0, 0.3, 0.0));
-    g.add("b", Sine::new(1, 48_000.0, 330.0, 0.3, 0.0));
+    g.add(
+        "a",
+        Sine::new(
+            1,
+            48_000.0,
+            &SineSettings {
+                freq: 220.0,
+                amp: 0.3,
+                ..SineSettings::default()
+            },
+        ),
+    );
+    g.add(
+        "b",
+        Sine::new(
+            1,
+            48_000.0,
+            &SineSettings {
+                freq: 330.0,
+                amp: 0.3,
+                ..SineSettings::default()
+            },
+        ),
+    );
     g.add("ports", TwoPorts);
     let out = g.add("out", Output::new(2));
     g.connect_gain("a", "ports", -6.0);
@@ -419,8 +469,19 @@ points = [[0.05, 0.5], [0.1, 0.25], [0.15, 0.125, "linear"]]
         for b in 0..200 {
             if edit && b == 40 {
                 live.remove("other").unwrap();
-                live.add("other2", Sine::new(2, 48_000.0, 440.0, 0.0, 0.0))
-                    .unwrap();
+                live.add(
+                    "other2",
+                    Sine::new(
+                        2,
+                        48_000.0,
+                        &SineSettings {
+                            freq: 440.0,
+                            amp: 0.0,
+                            ..SineSettings::default()
+                        },
+                    ),
+                )
+                .unwrap();
                 live.connect("other2", "out").unwrap();
                 live.commit().unwrap();
             }

@@ -2,7 +2,7 @@
 //! lock, page fault or system call (except the pool's counted wake of parked workers).
 
 use downbeat::device::DeviceSample;
-use downbeat::nodes::{Capture, Mix, Output, Sine};
+use downbeat::nodes::{Capture, Mix, MixSettings, Output, Sine, SineSettings};
 use downbeat::project::Project;
 use downbeat::Engine;
 use downbeat_graph::{CompileConfig, Graph, Schedule};
@@ -72,12 +72,29 @@ fn variant(seed: u64, cfg: CompileConfig) -> Schedule {
         x
     };
     let mut g = Graph::new();
-    let mix = g.add("mix", Mix::new(2, -6.0, 0.0));
+    let mix = g.add(
+        "mix",
+        Mix::new(
+            2,
+            &MixSettings {
+                gain_db: -6.0,
+                ..MixSettings::default()
+            },
+        ),
+    );
     for k in 0..1 + next() % 6 {
         let freq = 100.0 + (next() % 2000) as f64;
         let s = g.add(
             format!("s{k}"),
-            Sine::new(2, cfg.sample_rate, freq, 0.1, 0.0),
+            Sine::new(
+                2,
+                cfg.sample_rate,
+                &SineSettings {
+                    freq,
+                    amp: 0.1,
+                    ..SineSettings::default()
+                },
+            ),
         );
         g.connect(s, mix);
     }
@@ -446,9 +463,9 @@ fn the_transport_is_clean() {
         for round in 0..400u32 {
             if round % 40 == 0 {
                 let beat = 3.0 + f64::from(round % 11);
-                control.step("g", "gain", 0.5, When::Beat(beat)).unwrap();
-                control.step("g", "gain", 1.0, When::NextBar).unwrap();
-                control.step("g", "gain", 0.8, When::NextBeat).unwrap();
+                control.step(When::Beat(beat), "g", "gain", 0.5).unwrap();
+                control.step(When::NextBar, "g", "gain", 1.0).unwrap();
+                control.step(When::NextBeat, "g", "gain", 0.8).unwrap();
             }
             match round {
                 100 => control.transport(When::NextBar, TransportCommand::Stop),

@@ -4,7 +4,7 @@
 //! bad `[tempo]` tables refused with a located message.
 
 use downbeat::control::When;
-use downbeat::nodes::Sine;
+use downbeat::nodes::{Sine, SineSettings};
 use downbeat::project::Project;
 use downbeat::Engine;
 use downbeat_graph::time::{TempoMap, TempoPoint, TransportCommand};
@@ -176,13 +176,13 @@ fn an_event_on_a_beat_lands_on_its_frame() {
         let mut engine = Engine::new(p.build().unwrap());
         let mut control = engine.controller(16);
         control
-            .step("g", "gain", 0.0, When::Beat(9.5))
+            .step(When::Beat(9.5), "g", "gain", 0.0)
             .expect("a step on a beat");
         let audio = render(&mut engine, at + 100, call);
         assert!(audio[..at].iter().all(|&x| x == 1.0), "calls of {call}");
         assert!(audio[at..].iter().all(|&x| x == 0.0), "calls of {call}");
         let late_before = engine.schedule().event_stats().late;
-        control.step("g", "gain", 1.0, When::Beat(1.0)).unwrap();
+        control.step(When::Beat(1.0), "g", "gain", 1.0).unwrap();
         let after = render(&mut engine, 10, 10);
         assert_eq!(
             after,
@@ -288,8 +288,19 @@ fn a_live_edit_keeps_the_song_going() {
     let mut live = engine.live_editor(editor);
     render(&mut engine, 100_000, 512);
     let before = engine.schedule().transport().song_frame();
-    live.add("s", Sine::new(1, 48000.0, 440.0, 0.1, 0.0))
-        .unwrap();
+    live.add(
+        "s",
+        Sine::new(
+            1,
+            48000.0,
+            &SineSettings {
+                freq: 440.0,
+                amp: 0.1,
+                ..SineSettings::default()
+            },
+        ),
+    )
+    .unwrap();
     live.connect("s", "out").unwrap();
     live.commit().unwrap();
     render(&mut engine, 512, 512);
@@ -408,8 +419,19 @@ fn a_live_tempo_change_moves_the_beats_after_it() {
     let frames = want.frame_of(20.0) as usize;
     let mut audio = render(&mut engine, frames / 2, 777);
     // An edit half way: the song goes on at the changed tempo.
-    live.add("s", Sine::new(1, 48000.0, 440.0, 0.0, 0.0))
-        .unwrap();
+    live.add(
+        "s",
+        Sine::new(
+            1,
+            48000.0,
+            &SineSettings {
+                freq: 440.0,
+                amp: 0.0,
+                ..SineSettings::default()
+            },
+        ),
+    )
+    .unwrap();
     live.commit().unwrap();
     audio.extend(render(&mut engine, frames - frames / 2, 777));
     assert_eq!(engine.swaps(), 1);
@@ -549,7 +571,7 @@ fn a_full_queue_does_not_hold_back_the_transport() {
     let room = engine.schedule().event_room();
     for k in 0..room + 100 {
         flood
-            .step("m", "gain", 0.5, When::Frame(10_000_000 + k as u64))
+            .step(When::Frame(10_000_000 + k as u64), "m", "gain", 0.5)
             .unwrap();
     }
     transport

@@ -93,7 +93,7 @@ fn the_watch_tap_in_the_callback_is_real_time_safe() {
     let mut engine = engine(0.5);
     let mut watcher = engine.watch();
     let mut c = engine.controller(64);
-    c.ramp("g", "gain", Shape::Exponential, 0.5, 0.01, When::Frame(100))
+    c.ramp(When::Frame(100), "g", "gain", Shape::Exponential, 0.5, 0.01)
         .unwrap();
     let mut block = vec![0.0f32; 64];
     engine.process(&mut block); // first touch of the output buffer outside the guard
@@ -211,7 +211,7 @@ fn a_nodes_output_reads_through_the_watcher_by_its_name_and_cannot_be_set() {
     engine.process(&mut block);
     assert!(watcher.wait(Duration::from_secs(1)));
     assert_eq!(watcher.value("f", "peak"), Some(0.5));
-    c.step("g", "gain", 0.25, When::Now).unwrap();
+    c.step(When::Now, "g", "gain", 0.25).unwrap();
     engine.process(&mut block);
     assert!(watcher.wait(Duration::from_secs(1)));
     assert_eq!(watcher.value("f", "peak"), Some(0.25));
@@ -227,7 +227,7 @@ fn a_nodes_output_reads_through_the_watcher_by_its_name_and_cannot_be_set() {
         err.message(),
         "`peak` of node `f` is an output, it cannot be set"
     );
-    assert!(c.step("f", "peak", 1.0, When::Now).is_err());
+    assert!(c.step(When::Now, "f", "peak", 1.0).is_err());
 }
 
 #[test]
@@ -252,7 +252,7 @@ fn outputs_in_the_watch_tap_are_real_time_safe() {
     let mut c = engine.controller(256);
     for k in 0..100u64 {
         let gain = if k % 2 == 0 { 0.25 } else { 0.75 };
-        c.step("g", "gain", gain, When::Frame(64 * (k + 1)))
+        c.step(When::Frame(64 * (k + 1)), "g", "gain", gain)
             .unwrap();
     }
     let mut block = vec![0.0f32; 64];

@@ -155,9 +155,9 @@ fn seek_stop_and_play_events_from_a_controller_land_at_their_frames() {
     let want = file_samples(&wav);
     let mut engine = Engine::new(project(&wav, "", "").build().unwrap());
     let mut c = engine.controller(16);
-    c.step("p", "seek", 0.5, When::Frame(1000)).unwrap();
-    c.step("p", "playing", 0.0, When::Frame(3001)).unwrap();
-    c.step("p", "playing", 1.0, When::Frame(4000)).unwrap();
+    c.step(When::Frame(1000), "p", "seek", 0.5).unwrap();
+    c.step(When::Frame(3001), "p", "playing", 0.0).unwrap();
+    c.step(When::Frame(4000), "p", "playing", 1.0).unwrap();
     // A smoothed set acts on its target at its first frame.
     c.send(
         When::Frame(5000),

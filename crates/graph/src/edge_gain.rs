@@ -31,11 +31,11 @@ static PARAMS: &[ParamSpec] = &[ParamSpec {
 ///
 /// ```
 /// use downbeat_graph::EdgeGain;
-/// use downbeat_nodes::{Output, Sine};
+/// use downbeat_nodes::{Output, Sine, SineSettings};
 /// use downbeat_graph::{CompileConfig, Graph};
 ///
 /// let mut g = Graph::new();
-/// let one = g.add("one", Sine::new(1, 48_000.0, 0.0, 1.0, 0.25)); // a constant 1.0
+/// let one = g.add("one", Sine::new(1, 48_000.0, &SineSettings { freq: 0.0, amp: 1.0, phase: 0.25 })); // a constant 1.0
 /// let out = g.add("out", Output::new(1));
 /// g.connect_gain(one, out, -6.0);
 /// g.set_output(out);

@@ -100,10 +100,10 @@ pub enum NodeEvent {
 ///
 /// ```
 /// use downbeat_graph::{Change, CompileConfig, Event, Graph};
-/// use downbeat_nodes::{Gain, Output, Sine};
+/// use downbeat_nodes::{Gain, Output, Sine, SineSettings};
 ///
 /// let mut g = Graph::new();
-/// let osc = g.add("osc", Sine::new(1, 48000.0, 100.0, 1.0, 0.25));
+/// let osc = g.add("osc", Sine::new(1, 48000.0, &SineSettings { freq: 100.0, amp: 1.0, phase: 0.25 }));
 /// let gain = g.add("gain", Gain::new(1, 1.0));
 /// let out = g.add("out", Output::new(1));
 /// g.connect(osc, gain);

@@ -14,10 +14,10 @@ pub(crate) const TIME_EVERY: u64 = 16;
 ///
 /// ```
 /// use downbeat_graph::{CompileConfig, Graph};
-/// use downbeat_nodes::{Output, Sine};
+/// use downbeat_nodes::{Output, Sine, SineSettings};
 ///
 /// let mut g = Graph::new();
-/// let osc = g.add("osc", Sine::new(1, 48000.0, 440.0, 0.5, 0.0));
+/// let osc = g.add("osc", Sine::new(1, 48000.0, &SineSettings::default()));
 /// let out = g.add("out", Output::new(1));
 /// g.connect(osc, out);
 /// g.set_output(out);

@@ -491,10 +491,10 @@ impl Events {
 ///
 /// ```
 /// use downbeat_graph::{CompileConfig, Graph};
-/// use downbeat_nodes::{Output, Sine};
+/// use downbeat_nodes::{Output, Sine, SineSettings};
 ///
 /// let mut g = Graph::new();
-/// let osc = g.add("osc", Sine::new(2, 48000.0, 440.0, 0.5, 0.0));
+/// let osc = g.add("osc", Sine::new(2, 48000.0, &SineSettings::default()));
 /// let out = g.add("out", Output::new(2));
 /// g.connect(osc, out);
 /// g.set_output(out);
@@ -1147,13 +1147,13 @@ impl Schedule {
     ///
     /// ```
     /// use downbeat_graph::{CompileConfig, Graph};
-    /// use downbeat_nodes::{Noise, Output};
+    /// use downbeat_nodes::{Noise, Output, NoiseSettings};
     /// use downbeat_rt::pool::{Pool, PoolConfig};
     ///
     /// let mut g = Graph::new();
     /// let out = g.add("out", Output::new(1));
     /// for k in 0..500 {
-    ///     let n = g.add(format!("n{k}"), Noise::new(1, 0.001, k));
+    ///     let n = g.add(format!("n{k}"), Noise::new(1, &NoiseSettings { amp: 0.001, seed: k }));
     ///     g.connect(n, out);
     /// }
     /// g.set_output(out);
@@ -1219,9 +1219,9 @@ impl Schedule {
     ///
     /// ```
     /// use downbeat_graph::{CompileConfig, Graph};
-    /// use downbeat_nodes::{Output, Sine};
+    /// use downbeat_nodes::{Output, Sine, SineSettings};
     /// let mut g = Graph::new();
-    /// let osc = g.add("osc", Sine::new(2, 48000.0, 440.0, 0.5, 0.0));
+    /// let osc = g.add("osc", Sine::new(2, 48000.0, &SineSettings::default()));
     /// let out = g.add("out", Output::new(2));
     /// g.connect(osc, out);
     /// g.set_output(out);
@@ -1275,10 +1275,10 @@ impl Schedule {
     ///
     /// ```
     /// use downbeat_graph::{CompileConfig, Graph};
-    /// use downbeat_nodes::{Output, Sine};
+    /// use downbeat_nodes::{Output, Sine, SineSettings};
     ///
     /// let mut g = Graph::new();
-    /// let sine = g.add("sine", Sine::new(1, 48_000.0, 440.0, 0.5, 0.0));
+    /// let sine = g.add("sine", Sine::new(1, 48_000.0, &SineSettings::default()));
     /// let out = g.add("out", Output::new(1));
     /// g.connect(sine, out);
     /// g.set_output(out);
@@ -1444,9 +1444,9 @@ impl Schedule {
     ///
     /// ```
     /// use downbeat_graph::{CompileConfig, Graph};
-    /// use downbeat_nodes::{Output, Sine};
+    /// use downbeat_nodes::{Output, Sine, SineSettings};
     /// let mut g = Graph::new();
-    /// let s = g.add("s", Sine::new(1, 48_000.0, 440.0, 0.5, 0.0));
+    /// let s = g.add("s", Sine::new(1, 48_000.0, &SineSettings::default()));
     /// let out = g.add("out", Output::new(1));
     /// g.connect(s, out);
     /// g.set_output(out);
@@ -1476,10 +1476,10 @@ impl Schedule {
     ///
     /// ```
     /// use downbeat_graph::{CompileConfig, Graph};
-    /// use downbeat_nodes::{Output, Sine};
+    /// use downbeat_nodes::{Output, Sine, SineSettings};
     /// let render = |flush: bool| {
     ///     let mut g = Graph::new();
-    ///     let s = g.add("s", Sine::new(1, 48_000.0, 440.0, 1e-30, 0.0));
+    ///     let s = g.add("s", Sine::new(1, 48_000.0, &SineSettings { freq: 440.0, amp: 1e-30, ..SineSettings::default() }));
     ///     let out = g.add("out", Output::new(1));
     ///     g.connect(s, out);
     ///     g.set_output(out);
@@ -1683,14 +1683,14 @@ impl Schedule {
     ///
     /// ```
     /// use downbeat_graph::{Change, CompileConfig, Event, Graph};
-    /// use downbeat_nodes::{Gain, Output, Sine};
+    /// use downbeat_nodes::{Gain, Output, Sine, SineSettings};
     ///
     /// let build = |with_osc: bool| {
     ///     let mut g = Graph::new();
     ///     let gain = g.add("gain", Gain::new(1, 1.0));
     ///     let out = g.add("out", Output::new(1));
     ///     if with_osc {
-    ///         let osc = g.add("osc", Sine::new(1, 48000.0, 100.0, 1.0, 0.25));
+    ///         let osc = g.add("osc", Sine::new(1, 48000.0, &SineSettings { freq: 100.0, amp: 1.0, phase: 0.25 }));
     ///         g.connect(osc, gain);
     ///     }
     ///     g.connect(gain, out);

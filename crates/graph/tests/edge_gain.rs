@@ -6,7 +6,7 @@
 use downbeat_graph::{
     Change, CompileConfig, EdgeGain, Editor, Event, Graph, GraphError, Ramp, Schedule, Shape,
 };
-use downbeat_nodes::{Gain, Mix, Output, Sine};
+use downbeat_nodes::{Gain, Mix, MixSettings, Output, Sine, SineSettings};
 
 const CFG: CompileConfig = CompileConfig {
     sample_rate: 48_000.0,
@@ -16,10 +16,41 @@ const CFG: CompileConfig = CompileConfig {
 /// A constant 1.0 sent to the output at `db`, beside a dry constant 0.5 on a gain.
 fn send(db: f64) -> Graph {
     let mut g = Graph::new();
-    g.add("one", Sine::new(1, 48_000.0, 0.0, 1.0, 0.25));
-    g.add("half", Sine::new(1, 48_000.0, 0.0, 0.5, 0.25));
+    g.add(
+        "one",
+        Sine::new(
+            1,
+            48_000.0,
+            &SineSettings {
+                freq: 0.0,
+                amp: 1.0,
+                phase: 0.25,
+            },
+        ),
+    );
+    g.add(
+        "half",
+        Sine::new(
+            1,
+            48_000.0,
+            &SineSettings {
+                freq: 0.0,
+                amp: 0.5,
+                phase: 0.25,
+            },
+        ),
+    );
     g.add("dry", Gain::new(1, 1.0));
-    g.add("bus", Mix::new(1, 0.0, 0.0));
+    g.add(
+        "bus",
+        Mix::new(
+            1,
+            &MixSettings {
+                gain_db: 0.0,
+                ..MixSettings::default()
+            },
+        ),
+    );
     let out = g.add("out", Output::new(1));
     g.connect_gain("one", "bus", db);
     g.connect("half", "dry");

@@ -8,8 +8,8 @@ use downbeat_graph::{
     NoteEvent, ProcessContext, Schedule,
 };
 use downbeat_nodes::{
-    CompressorSettings, Gain, Karplus, KarplusSettings, Mix, Noise, Output, Sine,
-    SpectralCompressor, Synth, SynthSettings,
+    CompressorSettings, Gain, Karplus, KarplusSettings, Mix, MixSettings, Noise, NoiseSettings,
+    Output, Sine, SineSettings, SpectralCompressor, Synth, SynthSettings,
 };
 
 const SR: f32 = 48_000.0;
@@ -34,15 +34,35 @@ fn graph() -> Graph {
         "string",
         Karplus::new(1, SR, &KarplusSettings::default()).unwrap(),
     );
-    g.add("noise", Noise::new(1, 0.3, 7));
+    g.add("noise", Noise::new(1, &NoiseSettings { amp: 0.3, seed: 7 }));
     g.add(
         "comp",
         SpectralCompressor::new(1, SR, &CompressorSettings::default()).unwrap(),
     );
-    g.add("tone", Sine::new(1, SR, 330.0, 0.5, 0.0));
+    g.add(
+        "tone",
+        Sine::new(
+            1,
+            SR,
+            &SineSettings {
+                freq: 330.0,
+                amp: 0.5,
+                ..SineSettings::default()
+            },
+        ),
+    );
     g.add("side", Gain::new(1, 0.5));
     g.add("mute", Gain::new(1, 0.0));
-    g.add("mix", Mix::new(1, 0.0, 0.0));
+    g.add(
+        "mix",
+        Mix::new(
+            1,
+            &MixSettings {
+                gain_db: 0.0,
+                ..MixSettings::default()
+            },
+        ),
+    );
     let out = g.add("out", Output::new(1));
     for (f, t) in [
         ("synth", "mix"),
@@ -138,7 +158,19 @@ fn a_render_with_edits_equals_the_render_without_on_every_untouched_branch() {
     let blocks = 200; // 0.27 s; the edit after the note off, in the release
     let (plain, _) = render(blocks, 70, |_| None);
     let (edited, kept) = render(blocks, 70, |e| {
-        e.add("tone2", Sine::new(1, SR, 440.0, 0.5, 0.0)).unwrap();
+        e.add(
+            "tone2",
+            Sine::new(
+                1,
+                SR,
+                &SineSettings {
+                    freq: 440.0,
+                    amp: 0.5,
+                    ..SineSettings::default()
+                },
+            ),
+        )
+        .unwrap();
         e.remove("side").unwrap();
         e.add("side2", Gain::new(1, 0.25)).unwrap();
         e.connect("tone", "side2").unwrap();
@@ -278,7 +310,18 @@ impl Drop for Counted {
 fn kept_nodes_live_on_and_removed_ones_drop_with_the_old_schedule() {
     let drops = Arc::new(AtomicUsize::new(0));
     let mut g = Graph::new();
-    let src = g.add("src", Sine::new(1, SR, 100.0, 1.0, 0.0));
+    let src = g.add(
+        "src",
+        Sine::new(
+            1,
+            SR,
+            &SineSettings {
+                freq: 100.0,
+                amp: 1.0,
+                ..SineSettings::default()
+            },
+        ),
+    );
     let kept = g.add("kept", Counted(drops.clone()));
     let out = g.add("out", Output::new(1));
     g.connect(src, kept);

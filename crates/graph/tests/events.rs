@@ -10,7 +10,10 @@ use downbeat_graph::{
     Target, Unit, CONTROL_FRAMES,
 };
 use downbeat_nodes::node_types;
-use downbeat_nodes::{Biquad, FilterMode, Gain, Karplus, KarplusSettings, Mix, Noise, Sine};
+use downbeat_nodes::{
+    Biquad, BiquadSettings, FilterMode, Gain, Karplus, KarplusSettings, Mix, MixSettings, Noise,
+    NoiseSettings, Sine, SineSettings,
+};
 use downbeat_nodes::{CompressorSettings, Output, SpectralCompressor};
 use downbeat_rt::guard;
 use downbeat_rt::pool::{Pool, PoolConfig};
@@ -351,12 +354,32 @@ fn nodes_that_do_not_follow_get_control_rate_values_aligned_to_the_timeline() {
 fn random_events_render_identically_for_every_block_size_serial_and_parallel() {
     let build = |block: usize| {
         let mut g = Graph::new();
-        let sine = g.add("sine", Sine::new(2, SR, 220.0, 0.5, 0.0));
+        let sine = g.add(
+            "sine",
+            Sine::new(
+                2,
+                SR,
+                &SineSettings {
+                    freq: 220.0,
+                    amp: 0.5,
+                    ..SineSettings::default()
+                },
+            ),
+        );
         let lp = g.add(
             "lp",
-            Biquad::new(2, SR, FilterMode::Lowpass, 1200.0, 0.7).unwrap(),
+            Biquad::new(
+                2,
+                SR,
+                &BiquadSettings {
+                    mode: FilterMode::Lowpass,
+                    freq: 1200.0,
+                    q: 0.7,
+                },
+            )
+            .unwrap(),
         );
-        let noise = g.add("noise", Noise::new(2, 0.2, 9));
+        let noise = g.add("noise", Noise::new(2, &NoiseSettings { amp: 0.2, seed: 9 }));
         let gain = g.add("gain", Gain::new(2, 0.5));
         let string = g.add(
             "string",
@@ -366,7 +389,16 @@ fn random_events_render_identically_for_every_block_size_serial_and_parallel() {
             "comp",
             SpectralCompressor::new(2, SR, &CompressorSettings::default()).unwrap(),
         );
-        let bus = g.add("bus", Mix::new(2, 0.0, 0.0));
+        let bus = g.add(
+            "bus",
+            Mix::new(
+                2,
+                &MixSettings {
+                    gain_db: 0.0,
+                    ..MixSettings::default()
+                },
+            ),
+        );
         let out = g.add("out", Output::new(2));
         for (a, b) in [
             (sine, lp),

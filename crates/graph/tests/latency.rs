@@ -2,7 +2,7 @@
 //! and on a pool, and the schedule reports the total.
 
 use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Graph, Node, ProcessContext, Schedule};
-use downbeat_nodes::{Mix, Output};
+use downbeat_nodes::{Mix, MixSettings, Output};
 use downbeat_rt::pool::{Pool, PoolConfig};
 
 /// One sample of 1.0 at frame 0 of the timeline, silence after.
@@ -69,7 +69,16 @@ fn graph() -> Graph {
     let a = g.add("a", Lagging::new(100));
     let b = g.add("b", Lagging::new(37));
     let c = g.add("c", Lagging::new(250));
-    let mix = g.add("mix", Mix::new(1, 0.0, 0.0));
+    let mix = g.add(
+        "mix",
+        Mix::new(
+            1,
+            &MixSettings {
+                gain_db: 0.0,
+                ..MixSettings::default()
+            },
+        ),
+    );
     let out = g.add("out", Output::new(1));
     g.connect(imp, mix);
     g.connect(imp, a);
@@ -132,7 +141,16 @@ fn paths_of_different_latency_into_one_mix_arrive_aligned() {
 fn a_graph_without_latency_gets_no_delays() {
     let mut g = Graph::new();
     let imp = g.add("imp", Impulse);
-    let mix = g.add("mix", Mix::new(1, 0.0, 0.0));
+    let mix = g.add(
+        "mix",
+        Mix::new(
+            1,
+            &MixSettings {
+                gain_db: 0.0,
+                ..MixSettings::default()
+            },
+        ),
+    );
     let out = g.add("out", Output::new(1));
     g.connect(imp, mix);
     g.connect(mix, out);
@@ -174,7 +192,16 @@ fn a_spectral_compressor_beside_a_dry_path_is_aligned() {
         "comp",
         SpectralCompressor::new(1, CFG.sample_rate, &settings).unwrap(),
     );
-    let mix = g.add("mix", Mix::new(1, 0.0, 0.0));
+    let mix = g.add(
+        "mix",
+        Mix::new(
+            1,
+            &MixSettings {
+                gain_db: 0.0,
+                ..MixSettings::default()
+            },
+        ),
+    );
     let out = g.add("out", Output::new(1));
     g.connect(imp, comp);
     g.connect(comp, mix);

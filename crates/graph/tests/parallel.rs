@@ -4,7 +4,8 @@ use downbeat_graph::{
     AudioMut, AudioRef, CompileConfig, Graph, Node, NodeId, ProcessContext, Schedule,
 };
 use downbeat_nodes::{
-    CompressorSettings, Karplus, KarplusSettings, Mix, Noise, Output, SpectralCompressor,
+    CompressorSettings, Karplus, KarplusSettings, Mix, MixSettings, Noise, NoiseSettings, Output,
+    SpectralCompressor,
 };
 use downbeat_rt::guard::{self, Allow, Options};
 use downbeat_rt::pool::{Pool, PoolConfig};
@@ -36,7 +37,16 @@ fn fan_in(shape: &[usize], seed: u64) -> Schedule {
             };
             g.add(format!("src{k}"), Karplus::new(2, SR, &s).unwrap())
         } else {
-            g.add(format!("src{k}"), Noise::new(2, 0.1, seed + k as u64))
+            g.add(
+                format!("src{k}"),
+                Noise::new(
+                    2,
+                    &NoiseSettings {
+                        amp: 0.1,
+                        seed: seed + k as u64,
+                    },
+                ),
+            )
         };
         let comp = CompressorSettings {
             fft_size: 256,
@@ -52,7 +62,16 @@ fn fan_in(shape: &[usize], seed: u64) -> Schedule {
     for (layer, &width) in shape.iter().enumerate().skip(1) {
         let mut next = Vec::new();
         for k in 0..width {
-            next.push(g.add(format!("m{layer}_{k}"), Mix::new(2, -3.0, 0.0)));
+            next.push(g.add(
+                format!("m{layer}_{k}"),
+                Mix::new(
+                    2,
+                    &MixSettings {
+                        gain_db: -3.0,
+                        ..MixSettings::default()
+                    },
+                ),
+            ));
         }
         for (j, &p) in prev.iter().enumerate() {
             g.connect(p, next[j * width / prev.len()]);
@@ -127,7 +146,16 @@ fn random_dag(sources: usize, n: usize, seed: u64) -> Schedule {
     let mut g = Graph::new();
     let mut ids = Vec::new();
     for k in 0..sources {
-        ids.push(g.add(format!("src{k}"), Noise::new(2, 0.1, seed + k as u64)));
+        ids.push(g.add(
+            format!("src{k}"),
+            Noise::new(
+                2,
+                &NoiseSettings {
+                    amp: 0.1,
+                    seed: seed + k as u64,
+                },
+            ),
+        ));
     }
     let mut x = seed | 1;
     let mut rnd = |m: usize| {
@@ -137,7 +165,16 @@ fn random_dag(sources: usize, n: usize, seed: u64) -> Schedule {
         (x % m as u64) as usize
     };
     for k in 0..n {
-        let id = g.add(format!("m{k}"), Mix::new(2, -3.0, 0.0));
+        let id = g.add(
+            format!("m{k}"),
+            Mix::new(
+                2,
+                &MixSettings {
+                    gain_db: -3.0,
+                    ..MixSettings::default()
+                },
+            ),
+        );
         let mut from: Vec<usize> = (0..1 + rnd(3)).map(|_| rnd(ids.len())).collect();
         from.sort_unstable();
         from.dedup();

@@ -3,7 +3,7 @@
 use downbeat_graph::{
     AudioMut, AudioRef, CompileConfig, Editor, Graph, GraphError, Node, Port, ProcessContext,
 };
-use downbeat_nodes::{Output, Sine};
+use downbeat_nodes::{Output, Sine, SineSettings};
 use downbeat_rt::pool::{Pool, PoolConfig};
 
 const CFG: CompileConfig = CompileConfig {
@@ -42,7 +42,15 @@ impl Node for Duck {
 
 /// A constant of `value` on one channel.
 fn constant(value: f32) -> Sine {
-    Sine::new(1, 48_000.0, 0.0, value, 0.25)
+    Sine::new(
+        1,
+        48_000.0,
+        &SineSettings {
+            freq: 0.0,
+            amp: value,
+            phase: 0.25,
+        },
+    )
 }
 
 fn ducked(graph: Graph, parallel: bool) -> Vec<u32> {
@@ -117,7 +125,18 @@ fn bad_ports_are_refused_with_the_ports_there_are() {
     let compile = |edge: (&str, &str)| {
         let mut g = Graph::new();
         g.add("pad", constant(0.5));
-        g.add("stereo", Sine::new(2, 48_000.0, 0.0, 0.5, 0.25));
+        g.add(
+            "stereo",
+            Sine::new(
+                2,
+                48_000.0,
+                &SineSettings {
+                    freq: 0.0,
+                    amp: 0.5,
+                    phase: 0.25,
+                },
+            ),
+        );
         g.add("duck", Duck);
         let out = g.add("out", Output::new(1));
         g.connect("duck", "out");

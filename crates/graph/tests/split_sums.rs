@@ -1,7 +1,7 @@
 //! A wide input sum split across the pool's threads by frame ranges gives the serial bits.
 
 use downbeat_graph::{CompileConfig, Graph, Schedule};
-use downbeat_nodes::{Mix, Noise, Output};
+use downbeat_nodes::{Mix, MixSettings, Noise, NoiseSettings, Output};
 use downbeat_rt::guard::{self, Allow, Options};
 use downbeat_rt::pool::{Pool, PoolConfig};
 
@@ -17,12 +17,30 @@ const CFG: CompileConfig = CompileConfig {
 /// short sum stays whole: a split sum feeding an unsplit one.
 fn wide(width: usize, seed: u64) -> Schedule {
     let mut g = Graph::new();
-    let mix = g.add("mix", Mix::new(2, -6.0, 0.0));
+    let mix = g.add(
+        "mix",
+        Mix::new(
+            2,
+            &MixSettings {
+                gain_db: -6.0,
+                ..MixSettings::default()
+            },
+        ),
+    );
     let out = g.add("out", Output::new(2));
     for k in 0..width {
         // Levels a thousandfold apart: adding in any other order changes the low bits.
         let level = 0.5 / (1.0 + (k % 13) as f32 * 80.0);
-        let n = g.add(format!("n{k}"), Noise::new(2, level, seed + k as u64));
+        let n = g.add(
+            format!("n{k}"),
+            Noise::new(
+                2,
+                &NoiseSettings {
+                    amp: level,
+                    seed: seed + k as u64,
+                },
+            ),
+        );
         g.connect(n, mix);
         if k % 97 == 0 {
             g.connect(n, out);
@@ -132,7 +150,16 @@ fn split_sums_add_each_frame_in_input_order() {
     let blocks = [128, 17, 100, 1, 64];
     let alone = |k: u64| {
         let mut g = Graph::new();
-        let n = g.add("n", Noise::new(2, level(k), 100 + k));
+        let n = g.add(
+            "n",
+            Noise::new(
+                2,
+                &NoiseSettings {
+                    amp: level(k),
+                    seed: 100 + k,
+                },
+            ),
+        );
         let out = g.add("out", Output::new(2));
         g.connect(n, out);
         g.set_output(out);
@@ -147,7 +174,16 @@ fn split_sums_add_each_frame_in_input_order() {
     let mut g = Graph::new();
     let out = g.add("out", Output::new(2));
     for k in 0..WIDTH {
-        let n = g.add(format!("n{k}"), Noise::new(2, level(k), 100 + k));
+        let n = g.add(
+            format!("n{k}"),
+            Noise::new(
+                2,
+                &NoiseSettings {
+                    amp: level(k),
+                    seed: 100 + k,
+                },
+            ),
+        );
         g.connect(n, out);
     }
     g.set_output(out);

@@ -4,7 +4,7 @@
 use downbeat_graph::{
     AudioMut, AudioRef, CompileConfig, Graph, Node, NodeState, ProcessContext, StateError,
 };
-use downbeat_nodes::{Output, Sine};
+use downbeat_nodes::{Output, Sine, SineSettings};
 
 /// Counts its blocks and saves the count; or, as `Broken`, refuses to save.
 struct Counter {
@@ -37,7 +37,18 @@ impl Node for Counter {
 #[test]
 fn states_come_back_by_name_with_failures_reported() {
     let mut g = Graph::new();
-    let sine = g.add("sine", Sine::new(1, 48_000.0, 440.0, 0.5, 0.0));
+    let sine = g.add(
+        "sine",
+        Sine::new(
+            1,
+            48_000.0,
+            &SineSettings {
+                freq: 440.0,
+                amp: 0.5,
+                ..SineSettings::default()
+            },
+        ),
+    );
     let a = g.add(
         "a",
         Counter {

@@ -1,13 +1,24 @@
 //! `Schedule::take_over`: what a schedule swapped in keeps from the one it replaces.
 
 use downbeat_graph::{Change, CompileConfig, Event, Graph, Schedule};
-use downbeat_nodes::{Gain, Output, Sine};
+use downbeat_nodes::{Gain, Output, Sine, SineSettings};
 
 /// A constant 1.0 through a gain named `gain`, behind `extra` more gains in front of it
 /// (which move it in processing order).
 fn graph(extra: usize) -> Schedule {
     let mut g = Graph::new();
-    let mut last = g.add("one", Sine::new(1, 48_000.0, 0.0, 1.0, 0.25));
+    let mut last = g.add(
+        "one",
+        Sine::new(
+            1,
+            48_000.0,
+            &SineSettings {
+                freq: 0.0,
+                amp: 1.0,
+                phase: 0.25,
+            },
+        ),
+    );
     for k in 0..extra {
         let n = g.add(format!("pad{k}"), Gain::new(1, 1.0));
         g.connect(last, n);

@@ -90,6 +90,35 @@ impl Coeffs {
 /// to exact silence instead of lingering in (slow) subnormal numbers.
 const FLUSH: f64 = 1e-20;
 
+/// The response, corner frequency and quality factor of a [`Biquad`]; the defaults are the
+/// `biquad` node type's (a Butterworth low-pass at 1 kHz).
+///
+/// ```
+/// use downbeat_nodes::{BiquadSettings, FilterMode};
+///
+/// let hp = BiquadSettings { mode: FilterMode::Highpass, freq: 80.0, ..BiquadSettings::default() };
+/// assert_eq!(hp.q, std::f64::consts::FRAC_1_SQRT_2);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BiquadSettings {
+    /// The response (low-pass).
+    pub mode: FilterMode,
+    /// Corner (or center) frequency in Hz, below half the sample rate (1000).
+    pub freq: f64,
+    /// Quality factor, above 0 (`1/√2`, Butterworth).
+    pub q: f64,
+}
+
+impl Default for BiquadSettings {
+    fn default() -> Self {
+        Self {
+            mode: FilterMode::Lowpass,
+            freq: 1000.0,
+            q: std::f64::consts::FRAC_1_SQRT_2,
+        }
+    }
+}
+
 /// A state with its tiny values set to exactly zero.
 fn flush(s: [f64; 2]) -> [f64; 2] {
     s.map(|v| if v.abs() < FLUSH { 0.0 } else { v })
@@ -102,10 +131,11 @@ fn flush(s: [f64; 2]) -> [f64; 2] {
 /// the state is kept.
 ///
 /// ```
-/// use downbeat_nodes::{Biquad, FilterMode};
+/// use downbeat_nodes::{Biquad, BiquadSettings, FilterMode};
 /// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 ///
-/// let mut lp = Biquad::new(1, 48000.0, FilterMode::Lowpass, 1000.0, 0.7071).unwrap();
+/// let settings = BiquadSettings { mode: FilterMode::Lowpass, freq: 1000.0, q: 0.7071 };
+/// let mut lp = Biquad::new(1, 48000.0, &settings).unwrap();
 /// // A constant input passes a low-pass unchanged once it has settled.
 /// let input = [1.0f32; 4800];
 /// let mut out = [0.0f32; 4800];
@@ -114,7 +144,8 @@ fn flush(s: [f64; 2]) -> [f64; 2] {
 /// assert!((out[4799] - 1.0).abs() < 1e-4);
 ///
 /// // Frequencies at or above Nyquist are refused.
-/// assert!(Biquad::new(1, 48000.0, FilterMode::Lowpass, 24000.0, 0.7071).is_err());
+/// let too_high = BiquadSettings { freq: 24000.0, ..settings };
+/// assert!(Biquad::new(1, 48000.0, &too_high).is_err());
 /// ```
 #[derive(Debug)]
 pub struct Biquad {
@@ -128,8 +159,7 @@ pub struct Biquad {
 }
 
 impl Biquad {
-    /// A `mode` filter on `channels` channels at `sample_rate`, with corner (or center)
-    /// frequency `freq` Hz and quality factor `q`.
+    /// A filter on `channels` channels at `sample_rate`, as `settings` say.
     ///
     /// # Errors
     /// [`ParamError::Invalid`] naming `freq` when it is not in `(0, sample_rate / 2)`, `q`
@@ -137,10 +167,9 @@ impl Biquad {
     pub fn new(
         channels: usize,
         sample_rate: f32,
-        mode: FilterMode,
-        freq: f64,
-        q: f64,
+        settings: &BiquadSettings,
     ) -> Result<Self, ParamError> {
+        let BiquadSettings { mode, freq, q } = *settings;
         check_channels(channels)?;
         let sample_rate = f64::from(sample_rate);
         check_freq(freq, sample_rate)?;
@@ -249,12 +278,15 @@ pub(crate) const TYPE: NodeType = NodeType {
 fn build(p: &Params, cfg: &NodeConfig) -> Result<Box<dyn Node>, ParamError> {
     let mode = FilterMode::from_name(p.choice("mode"))
         .ok_or_else(|| invalid("mode", "expected lowpass, highpass or bandpass"))?;
+    let settings = BiquadSettings {
+        mode,
+        freq: p.float("freq"),
+        q: p.float("q"),
+    };
     Ok(Box::new(Biquad::new(
         p.int("channels") as usize,
         cfg.sample_rate,
-        mode,
-        p.float("freq"),
-        p.float("q"),
+        &settings,
     )?))
 }
 
@@ -349,7 +381,12 @@ mod tests {
 
     #[test]
     fn set_param_refuses_nyquist_and_keeps_coefficients() {
-        let mut f = Biquad::new(1, 48000.0, FilterMode::Highpass, 500.0, 0.7).unwrap();
+        let settings = BiquadSettings {
+            mode: FilterMode::Highpass,
+            freq: 500.0,
+            q: 0.7,
+        };
+        let mut f = Biquad::new(1, 48000.0, &settings).unwrap();
         let before = f.coeffs;
         assert!(!f.set_param(P_FREQ, 30000.0));
         assert_eq!(f.coeffs, before);

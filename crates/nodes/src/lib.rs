@@ -21,10 +21,10 @@
 //!
 //! ```
 //! use downbeat_graph::{CompileConfig, Graph};
-//! use downbeat_nodes::{Output, Sine};
+//! use downbeat_nodes::{Output, Sine, SineSettings};
 //!
 //! let mut g = Graph::new();
-//! let sine = g.add("tone", Sine::new(2, 48000.0, 440.0, 0.5, 0.0));
+//! let sine = g.add("tone", Sine::new(2, 48000.0, &SineSettings::default()));
 //! let out = g.add("out", Output::new(2));
 //! g.connect(sine, out);
 //! g.set_output(out);
@@ -48,19 +48,19 @@ mod sine;
 mod spectral_compressor;
 mod synth;
 
-pub use biquad::{Biquad, FilterMode};
+pub use biquad::{Biquad, BiquadSettings, FilterMode};
 pub use gain::Gain;
 pub use input::{Capture, Input};
 pub use karplus::{Karplus, KarplusSettings, KARPLUS_PENDING};
 pub use metronome::Metronome;
-pub use mix::Mix;
-pub use noise::Noise;
+pub use mix::{Mix, MixSettings};
+pub use noise::{Noise, NoiseSettings};
 pub use output::Output;
 pub use sampler::{
     note_name, parse_note, PlayMode, Sample, SampleSet, Sampler, SamplerError, SamplerSettings,
     MAX_SAMPLE_CHANNELS, SAMPLER_MAX_VOICES, SAMPLER_PENDING, SAMPLER_STEAL_FADE,
 };
-pub use sine::Sine;
+pub use sine::{Sine, SineSettings};
 pub use spectral_compressor::{CompressorSettings, CompressorStats, SpectralCompressor};
 pub use synth::{Synth, SynthSettings, Wave, MAX_VOICES, PENDING_EVENTS, STEAL_FADE};
 

@@ -10,6 +10,22 @@ use downbeat_graph::{Node, ProcessContext};
 use downbeat_graph::{NodeConfig, NodeType};
 use downbeat_graph::{ParamError, ParamKind, ParamSpec, Params, Unit};
 
+/// The level and pan of a [`Mix`]; the defaults are the `mix` node type's.
+///
+/// ```
+/// use downbeat_nodes::MixSettings;
+///
+/// let quieter = MixSettings { gain_db: -6.0, ..MixSettings::default() };
+/// assert_eq!(quieter.pan, 0.0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MixSettings {
+    /// Gain in dB (0).
+    pub gain_db: f64,
+    /// Pan, `-1` (left) to `1` (right), used only with two channels (0, the centre).
+    pub pan: f64,
+}
+
 /// A mix bus: the schedule sums every edge into its input; the bus applies a gain in dB and,
 /// when it has exactly two channels, an equal-power pan.
 ///
@@ -23,10 +39,10 @@ use downbeat_graph::{ParamError, ParamKind, ParamSpec, Params, Unit};
 /// schedule's smoothing or ramp) is followed sample by sample.
 ///
 /// ```
-/// use downbeat_nodes::Mix;
+/// use downbeat_nodes::{Mix, MixSettings};
 /// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 ///
-/// let mut bus = Mix::new(2, 0.0, 1.0); // hard right
+/// let mut bus = Mix::new(2, &MixSettings { pan: 1.0, ..MixSettings::default() }); // hard right
 /// let ctx = ProcessContext::new(48000.0, 2, 0);
 /// let input = [0.5, 0.5, 0.5, 0.5]; // left, then right
 /// let mut out = [0.0f32; 4];
@@ -48,9 +64,9 @@ pub struct Mix {
 }
 
 impl Mix {
-    /// A bus of `channels` channels with gain `gain_db` (dB) and `pan` (`-1` left .. `1`
-    /// right, used only when `channels == 2`).
-    pub fn new(channels: usize, gain_db: f64, pan: f64) -> Self {
+    /// A bus of `channels` channels at the level and pan of `settings`.
+    pub fn new(channels: usize, settings: &MixSettings) -> Self {
+        let MixSettings { gain_db, pan } = *settings;
         let mut mix = Self {
             channels,
             gain_db,
@@ -137,11 +153,11 @@ pub(crate) const TYPE: NodeType = NodeType {
 };
 
 fn build(p: &Params, _cfg: &NodeConfig) -> Result<Box<dyn Node>, ParamError> {
-    Ok(Box::new(Mix::new(
-        p.int("channels") as usize,
-        p.float("gain_db"),
-        p.float("pan"),
-    )))
+    let settings = MixSettings {
+        gain_db: p.float("gain_db"),
+        pan: p.float("pan"),
+    };
+    Ok(Box::new(Mix::new(p.int("channels") as usize, &settings)))
 }
 
 impl Node for Mix {

@@ -8,6 +8,28 @@ use downbeat_graph::{Node, ProcessContext};
 use downbeat_graph::{NodeConfig, NodeType};
 use downbeat_graph::{ParamError, ParamKind, ParamSpec, Params, Unit};
 
+/// The level and seed of a [`Noise`]; the defaults are the `noise` node type's.
+///
+/// ```
+/// use downbeat_nodes::NoiseSettings;
+///
+/// let quiet = NoiseSettings { amp: 0.05, ..NoiseSettings::default() };
+/// assert_eq!(quiet.seed, 1);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NoiseSettings {
+    /// Peak amplitude (0.25).
+    pub amp: f32,
+    /// Seed of the random numbers: the same seed gives bit-identical output (1).
+    pub seed: u64,
+}
+
+impl Default for NoiseSettings {
+    fn default() -> Self {
+        Self { amp: 0.25, seed: 1 }
+    }
+}
+
 /// Uniform white noise in `(-amp, amp)`: mean 0, RMS `amp / sqrt(3)`.
 ///
 /// Each channel has its own independent PCG32 stream, so channels are uncorrelated. The
@@ -16,11 +38,11 @@ use downbeat_graph::{ParamError, ParamKind, ParamSpec, Params, Unit};
 /// by sample.
 ///
 /// ```
-/// use downbeat_nodes::Noise;
+/// use downbeat_nodes::{Noise, NoiseSettings};
 /// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 ///
 /// let render = |seed| {
-///     let mut noise = Noise::new(2, 0.25, seed);
+///     let mut noise = Noise::new(2, &NoiseSettings { amp: 0.25, seed });
 ///     let ctx = ProcessContext::new(48000.0, 64, 0);
 ///     let mut out = vec![0.0f32; 128];
 ///     noise.process(&ctx, AudioRef::new(&[], 0, 64, 64), AudioMut::new(&mut out, 2, 64, 64));
@@ -38,8 +60,9 @@ pub struct Noise {
 }
 
 impl Noise {
-    /// White noise of peak amplitude `amp` on `channels` channels, generated from `seed`.
-    pub fn new(channels: usize, amp: f32, seed: u64) -> Self {
+    /// White noise on `channels` channels, as `settings` say.
+    pub fn new(channels: usize, settings: &NoiseSettings) -> Self {
+        let NoiseSettings { amp, seed } = *settings;
         Self {
             rngs: (0..channels as u64).map(|c| Pcg32::new(seed, c)).collect(),
             amp,
@@ -115,11 +138,11 @@ pub(crate) const TYPE: NodeType = NodeType {
 };
 
 fn build(p: &Params, _cfg: &NodeConfig) -> Result<Box<dyn Node>, ParamError> {
-    Ok(Box::new(Noise::new(
-        p.int("channels") as usize,
-        p.float("amp") as f32,
-        p.int("seed") as u64,
-    )))
+    let settings = NoiseSettings {
+        amp: p.float("amp") as f32,
+        seed: p.int("seed") as u64,
+    };
+    Ok(Box::new(Noise::new(p.int("channels") as usize, &settings)))
 }
 
 impl Node for Noise {

@@ -9,6 +9,34 @@ use downbeat_graph::{Node, ProcessContext};
 use downbeat_graph::{NodeConfig, NodeType};
 use downbeat_graph::{ParamError, ParamKind, ParamSpec, Params, Unit};
 
+/// What a [`Sine`] plays; the defaults are the `sine` node type's.
+///
+/// ```
+/// use downbeat_nodes::SineSettings;
+///
+/// let a3 = SineSettings { freq: 220.0, ..SineSettings::default() };
+/// assert_eq!((a3.amp, a3.phase), (0.5, 0.0));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SineSettings {
+    /// Frequency in Hz (440).
+    pub freq: f64,
+    /// Linear amplitude (0.5).
+    pub amp: f32,
+    /// Starting phase in cycles, `0..1`; 0.25 starts at the peak (0).
+    pub phase: f64,
+}
+
+impl Default for SineSettings {
+    fn default() -> Self {
+        Self {
+            freq: 440.0,
+            amp: 0.5,
+            phase: 0.0,
+        }
+    }
+}
+
 /// A sine oscillator: `amp * sin(2π (freq t + phase))`, the same signal on every channel.
 ///
 /// The phase is a 32-bit fraction of a cycle advanced by an integer increment, so the
@@ -18,11 +46,12 @@ use downbeat_graph::{ParamError, ParamKind, ParamSpec, Params, Unit};
 /// continuous; a moving `freq` or `amp` is followed sample by sample.
 ///
 /// ```
-/// use downbeat_nodes::Sine;
+/// use downbeat_nodes::{Sine, SineSettings};
 /// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 ///
 /// // A quarter-cycle phase offset starts the wave at its peak.
-/// let mut sine = Sine::new(1, 48000.0, 1000.0, 0.5, 0.25);
+/// let settings = SineSettings { freq: 1000.0, amp: 0.5, phase: 0.25 };
+/// let mut sine = Sine::new(1, 48000.0, &settings);
 /// let ctx = ProcessContext::new(48000.0, 4, 0);
 /// let mut out = [0.0f32; 4];
 /// sine.process(&ctx, AudioRef::new(&[], 0, 4, 4), AudioMut::new(&mut out, 1, 4, 4));
@@ -42,10 +71,10 @@ pub struct Sine {
 }
 
 impl Sine {
-    /// A sine of `freq` Hz and linear amplitude `amp` on `channels` channels at
-    /// `sample_rate`, starting at `phase` cycles (`0..1`; 0.25 starts at the peak).
-    /// Frequencies at or above half the sample rate alias; the `sine` node type refuses them.
-    pub fn new(channels: usize, sample_rate: f32, freq: f64, amp: f32, phase: f64) -> Self {
+    /// A sine on `channels` channels at `sample_rate`, as `settings` say. Frequencies at or
+    /// above half the sample rate alias; the `sine` node type refuses them.
+    pub fn new(channels: usize, sample_rate: f32, settings: &SineSettings) -> Self {
+        let SineSettings { freq, amp, phase } = *settings;
         let sample_rate = f64::from(sample_rate);
         Self {
             channels,
@@ -122,12 +151,15 @@ fn build(p: &Params, cfg: &NodeConfig) -> Result<Box<dyn Node>, ParamError> {
             format!("{freq} Hz is not below half the sample rate ({nyquist} Hz)"),
         ));
     }
+    let settings = SineSettings {
+        freq,
+        amp: p.float("amp") as f32,
+        phase: p.float("phase"),
+    };
     Ok(Box::new(Sine::new(
         p.int("channels") as usize,
         cfg.sample_rate,
-        freq,
-        p.float("amp") as f32,
-        p.float("phase"),
+        &settings,
     )))
 }
 

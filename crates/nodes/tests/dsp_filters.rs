@@ -5,7 +5,7 @@
 use std::f64::consts::{FRAC_1_SQRT_2, SQRT_2, TAU};
 
 use downbeat_graph::{Node, ParamCurve, Shape};
-use downbeat_nodes::{Biquad, FilterMode, Gain, Mix};
+use downbeat_nodes::{Biquad, BiquadSettings, FilterMode, Gain, Mix, MixSettings};
 
 mod common;
 use common::{run, SR};
@@ -34,7 +34,16 @@ fn gain_db_at(filter: &mut Biquad, freq: f64) -> f64 {
 fn lowpass_and_highpass_are_3db_down_at_cutoff() {
     for mode in [FilterMode::Lowpass, FilterMode::Highpass] {
         for cutoff in [200.0, 1000.0, 5000.0] {
-            let mut f = Biquad::new(1, SR, mode, cutoff, 1.0 / SQRT_2).unwrap();
+            let mut f = Biquad::new(
+                1,
+                SR,
+                &BiquadSettings {
+                    mode,
+                    freq: cutoff,
+                    q: 1.0 / SQRT_2,
+                },
+            )
+            .unwrap();
             let at = gain_db_at(&mut f, cutoff);
             assert!((at + 3.0).abs() < 0.5, "{mode:?} {cutoff} Hz: {at:.3} dB");
             // And the right side passes while the other is rejected.
@@ -59,7 +68,16 @@ fn lowpass_and_highpass_are_3db_down_at_cutoff() {
 #[test]
 fn bandpass_has_unity_peak_and_rejects_two_octaves_away() {
     for center in [500.0, 2000.0] {
-        let mut f = Biquad::new(1, SR, FilterMode::Bandpass, center, 2.0).unwrap();
+        let mut f = Biquad::new(
+            1,
+            SR,
+            &BiquadSettings {
+                mode: FilterMode::Bandpass,
+                freq: center,
+                q: 2.0,
+            },
+        )
+        .unwrap();
         let at = gain_db_at(&mut f, center);
         assert!(at.abs() < 0.3, "{center} Hz center: {at:.3} dB");
         for away in [center * 4.0, center / 4.0] {
@@ -73,8 +91,26 @@ fn bandpass_has_unity_peak_and_rejects_two_octaves_away() {
 fn biquad_channels_are_independent_and_block_size_does_not_matter() {
     let n = 10_000;
     let input = vec![sine(300.0, 0.5, n), sine(7000.0, 0.5, n)];
-    let mut a = Biquad::new(2, SR, FilterMode::Lowpass, 1000.0, FRAC_1_SQRT_2).unwrap();
-    let mut b = Biquad::new(2, SR, FilterMode::Lowpass, 1000.0, FRAC_1_SQRT_2).unwrap();
+    let mut a = Biquad::new(
+        2,
+        SR,
+        &BiquadSettings {
+            mode: FilterMode::Lowpass,
+            freq: 1000.0,
+            q: FRAC_1_SQRT_2,
+        },
+    )
+    .unwrap();
+    let mut b = Biquad::new(
+        2,
+        SR,
+        &BiquadSettings {
+            mode: FilterMode::Lowpass,
+            freq: 1000.0,
+            q: FRAC_1_SQRT_2,
+        },
+    )
+    .unwrap();
     let out_a = run(&mut a, &input, 64);
     let out_b = run(&mut b, &input, 100);
     assert_eq!(out_a, out_b);
@@ -85,7 +121,16 @@ fn biquad_channels_are_independent_and_block_size_does_not_matter() {
 
 #[test]
 fn biquad_retunes_live_and_decays_to_exact_silence() {
-    let mut f = Biquad::new(1, SR, FilterMode::Lowpass, 500.0, FRAC_1_SQRT_2).unwrap();
+    let mut f = Biquad::new(
+        1,
+        SR,
+        &BiquadSettings {
+            mode: FilterMode::Lowpass,
+            freq: 500.0,
+            q: FRAC_1_SQRT_2,
+        },
+    )
+    .unwrap();
     assert!(f.set_param(2, 4000.0));
     assert!(!f.set_param(2, 24_000.0), "Nyquist is refused live too");
     assert!(!f.set_param(3, 0.0), "q below its range is refused");
@@ -110,7 +155,15 @@ fn biquad_retunes_live_and_decays_to_exact_silence() {
 #[test]
 fn biquad_refuses_frequency_at_or_above_nyquist() {
     for freq in [24_000.0, 30_000.0] {
-        match Biquad::new(1, SR, FilterMode::Highpass, freq, 0.7) {
+        match Biquad::new(
+            1,
+            SR,
+            &BiquadSettings {
+                mode: FilterMode::Highpass,
+                freq,
+                q: 0.7,
+            },
+        ) {
             Err(downbeat_graph::ParamError::Invalid { name, .. }) => assert_eq!(name, "freq"),
             other => panic!("expected an invalid `freq`, got {other:?}"),
         }
@@ -130,11 +183,31 @@ fn ramp_input(channels: usize, frames: usize) -> Vec<Vec<f32>> {
 #[test]
 fn mix_gain_and_center_pan_are_exact() {
     let input = ramp_input(2, 1000);
-    let out = run(&mut Mix::new(2, 0.0, 0.0), &input, 100);
+    let out = run(
+        &mut Mix::new(
+            2,
+            &MixSettings {
+                gain_db: 0.0,
+                ..MixSettings::default()
+            },
+        ),
+        &input,
+        100,
+    );
     assert_eq!(out, input, "0 dB centered is the identity");
 
     let g = 10f64.powf(6.0 / 20.0) as f32;
-    let out = run(&mut Mix::new(2, 6.0, 0.0), &input, 64);
+    let out = run(
+        &mut Mix::new(
+            2,
+            &MixSettings {
+                gain_db: 6.0,
+                ..MixSettings::default()
+            },
+        ),
+        &input,
+        64,
+    );
     for c in 0..2 {
         for (o, i) in out[c].iter().zip(&input[c]) {
             assert_eq!(*o, g * i);
@@ -145,13 +218,23 @@ fn mix_gain_and_center_pan_are_exact() {
 #[test]
 fn mix_pan_is_equal_power_and_exact_at_the_ends() {
     let input = ramp_input(2, 500);
-    let out = run(&mut Mix::new(2, 0.0, -1.0), &input, 100);
+    let out = run(
+        &mut Mix::new(
+            2,
+            &MixSettings {
+                gain_db: 0.0,
+                pan: -1.0,
+            },
+        ),
+        &input,
+        100,
+    );
     assert!(out[1].iter().all(|&s| s == 0.0), "hard left silences right");
     for (o, i) in out[0].iter().zip(&input[0]) {
         assert_eq!(*o, SQRT_2 as f32 * i);
     }
     for pan in [-0.75, -0.3, 0.0, 0.5, 0.9] {
-        let m = Mix::new(2, 0.0, pan);
+        let m = Mix::new(2, &MixSettings { gain_db: 0.0, pan });
         let [l, r] = [m.factors()[0], m.factors()[1]].map(f64::from);
         assert!((l * l + r * r - 2.0).abs() < 1e-6, "pan {pan}: {l} {r}");
         if pan < 0.0 {
@@ -163,10 +246,26 @@ fn mix_pan_is_equal_power_and_exact_at_the_ends() {
 #[test]
 fn mix_ignores_pan_unless_stereo_and_follows_live_changes() {
     let input = ramp_input(3, 300);
-    let out = run(&mut Mix::new(3, 0.0, 1.0), &input, 100);
+    let out = run(
+        &mut Mix::new(
+            3,
+            &MixSettings {
+                gain_db: 0.0,
+                pan: 1.0,
+            },
+        ),
+        &input,
+        100,
+    );
     assert_eq!(out, input, "pan ignored for 3 channels");
 
-    let mut m = Mix::new(1, 0.0, 0.0);
+    let mut m = Mix::new(
+        1,
+        &MixSettings {
+            gain_db: 0.0,
+            ..MixSettings::default()
+        },
+    );
     let ones = vec![vec![1.0f32; 300]];
     run(&mut m, &ones, 100);
     assert!(m.set_param(1, -6.0));
@@ -215,11 +314,23 @@ fn mix_moving_gain_and_pan_match_still_mixes_bit_for_bit() {
     let input = ramp_input(2, frames);
     let gain = ParamCurve::ramp(Shape::Linear, -12.0, 3.0, 150);
     let pan = ParamCurve::ramp(Shape::Linear, -0.9, 0.7, 180);
-    let mut m = Mix::new(2, 0.0, 0.0);
+    let mut m = Mix::new(
+        2,
+        &MixSettings {
+            gain_db: 0.0,
+            ..MixSettings::default()
+        },
+    );
     assert!(m.follow_param(1, gain) && m.follow_param(2, pan));
     let out = run(&mut m, &input, frames);
     for k in 0..frames {
-        let mut still = Mix::new(2, f64::from(gain.at(k)), f64::from(pan.at(k)));
+        let mut still = Mix::new(
+            2,
+            &MixSettings {
+                gain_db: f64::from(gain.at(k)),
+                pan: f64::from(pan.at(k)),
+            },
+        );
         let one: Vec<Vec<f32>> = input.iter().map(|ch| vec![ch[k]]).collect();
         let want = run(&mut still, &one, 1);
         for c in 0..2 {

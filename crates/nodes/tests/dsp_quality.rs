@@ -7,7 +7,7 @@
 use std::f64::consts::{PI, TAU};
 
 use downbeat_nodes::dsp::{hz_to_phase_inc, sin_turn};
-use downbeat_nodes::{Biquad, FilterMode, Sine};
+use downbeat_nodes::{Biquad, BiquadSettings, FilterMode, Sine, SineSettings};
 use realfft::RealFftPlanner;
 
 mod common;
@@ -36,7 +36,15 @@ fn sine_spurs_are_110_db_below_the_tone() {
     for bin in [1usize, 37, 601, 1201, 4099, 11_111, 21_845, 32_767] {
         let freq = bin as f64 * f64::from(SR) / n as f64;
         for amp in [1.0f32, 0.001] {
-            let mut sine = Sine::new(1, SR, freq, amp, 0.0);
+            let mut sine = Sine::new(
+                1,
+                SR,
+                &SineSettings {
+                    freq,
+                    amp,
+                    ..SineSettings::default()
+                },
+            );
             let out = render(&mut sine, n, 64);
             let mags = spectrum(&out[0]);
             let tone = mags[bin];
@@ -62,7 +70,15 @@ fn sine_error_bounds_every_spur_at_any_frequency() {
     let limit = 10f64.powf(-SPUR_DB / 20.0) / 2f64.sqrt();
     for freq in [27.5, 440.0, 1234.567, 9876.5, 23_999.0] {
         let inc = hz_to_phase_inc(freq, f64::from(SR));
-        let mut sine = Sine::new(1, SR, freq, 1.0, 0.0);
+        let mut sine = Sine::new(
+            1,
+            SR,
+            &SineSettings {
+                freq,
+                amp: 1.0,
+                ..SineSettings::default()
+            },
+        );
         let out = render(&mut sine, 96_000, 64);
         let mut phase = 0u32;
         let mut worst = 0.0f64;
@@ -133,7 +149,7 @@ fn biquad_matches_its_analogue_prototype_within_a_tenth_of_a_db() {
                 let x: Vec<f32> = (0..frames)
                     .map(|k| (TAU * f * k as f64 / sr).sin() as f32)
                     .collect();
-                let mut bq = Biquad::new(1, SR, mode, fc, q).unwrap();
+                let mut bq = Biquad::new(1, SR, &BiquadSettings { mode, freq: fc, q }).unwrap();
                 let y = run_frames(&mut bq, &[x], frames, 64);
                 let settled = &y[0][frames / 2..];
                 let w = (PI * f / sr).tan() / (PI * fc / sr).tan();
@@ -165,10 +181,28 @@ fn biquad_channels_in_pairs_match_one_channel_filters_bit_for_bit() {
                     .collect()
             })
             .collect();
-        let mut joint = Biquad::new(channels, SR, FilterMode::Lowpass, 900.0, 3.0).unwrap();
+        let mut joint = Biquad::new(
+            channels,
+            SR,
+            &BiquadSettings {
+                mode: FilterMode::Lowpass,
+                freq: 900.0,
+                q: 3.0,
+            },
+        )
+        .unwrap();
         let together = run_frames(&mut joint, &input, frames, 64);
         for (c, x) in input.iter().enumerate() {
-            let mut alone = Biquad::new(1, SR, FilterMode::Lowpass, 900.0, 3.0).unwrap();
+            let mut alone = Biquad::new(
+                1,
+                SR,
+                &BiquadSettings {
+                    mode: FilterMode::Lowpass,
+                    freq: 900.0,
+                    q: 3.0,
+                },
+            )
+            .unwrap();
             let y = run_frames(&mut alone, std::slice::from_ref(x), frames, 100);
             let bits = |v: &[f32]| v.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
             assert_eq!(

@@ -3,7 +3,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use downbeat_graph::Node;
-use downbeat_nodes::{Karplus, KarplusSettings, Noise, Sine};
+use downbeat_nodes::{Karplus, KarplusSettings, Noise, NoiseSettings, Sine, SineSettings};
 use realfft::RealFftPlanner;
 
 mod common;
@@ -30,7 +30,15 @@ fn peak_bin(mags: &[f64]) -> usize {
 #[test]
 fn sine_peak_is_at_its_frequency_with_right_amplitude() {
     for (freq, amp, block) in [(440.0, 0.5, 100), (1000.0, 0.25, 64), (5123.0, 0.8, 100)] {
-        let mut sine = Sine::new(1, SR, freq, amp, 0.0);
+        let mut sine = Sine::new(
+            1,
+            SR,
+            &SineSettings {
+                freq,
+                amp,
+                ..SineSettings::default()
+            },
+        );
         let out = render(&mut sine, SR as usize, block);
         let mags = spectrum(&out[0]);
         // One second: bin k is k Hz.
@@ -52,7 +60,15 @@ fn sine_peak_is_at_its_frequency_with_right_amplitude() {
 #[test]
 fn sine_off_bin_frequency_peaks_within_one_bin() {
     let freq = 1234.5;
-    let mut sine = Sine::new(1, SR, freq, 0.5, 0.0);
+    let mut sine = Sine::new(
+        1,
+        SR,
+        &SineSettings {
+            freq,
+            amp: 0.5,
+            ..SineSettings::default()
+        },
+    );
     let out = render(&mut sine, SR as usize, 100);
     let n = out[0].len();
     let windowed: Vec<f32> = out[0]
@@ -74,8 +90,24 @@ fn sine_off_bin_frequency_peaks_within_one_bin() {
 
 #[test]
 fn sine_is_identical_on_every_channel_and_independent_of_block_size() {
-    let mut a = Sine::new(3, SR, 997.0, 0.7, 0.3);
-    let mut b = Sine::new(3, SR, 997.0, 0.7, 0.3);
+    let mut a = Sine::new(
+        3,
+        SR,
+        &SineSettings {
+            freq: 997.0,
+            amp: 0.7,
+            phase: 0.3,
+        },
+    );
+    let mut b = Sine::new(
+        3,
+        SR,
+        &SineSettings {
+            freq: 997.0,
+            amp: 0.7,
+            phase: 0.3,
+        },
+    );
     let out_a = render(&mut a, 20_000, 64);
     let out_b = render(&mut b, 20_000, 100);
     assert_eq!(out_a, out_b);
@@ -85,16 +117,40 @@ fn sine_is_identical_on_every_channel_and_independent_of_block_size() {
 
 #[test]
 fn sine_phase_sets_the_starting_point() {
-    let mut s = Sine::new(1, SR, 100.0, 1.0, 0.25);
+    let mut s = Sine::new(
+        1,
+        SR,
+        &SineSettings {
+            freq: 100.0,
+            amp: 1.0,
+            phase: 0.25,
+        },
+    );
     let out = render(&mut s, 4, 4);
     assert_eq!(out[0][0], 1.0);
-    let mut s = Sine::new(1, SR, 100.0, 1.0, 0.0);
+    let mut s = Sine::new(
+        1,
+        SR,
+        &SineSettings {
+            freq: 100.0,
+            amp: 1.0,
+            ..SineSettings::default()
+        },
+    );
     assert_eq!(render(&mut s, 1, 1)[0][0], 0.0);
 }
 
 #[test]
 fn sine_frequency_and_amplitude_change_live() {
-    let mut sine = Sine::new(1, SR, 440.0, 0.5, 0.0);
+    let mut sine = Sine::new(
+        1,
+        SR,
+        &SineSettings {
+            freq: 440.0,
+            amp: 0.5,
+            ..SineSettings::default()
+        },
+    );
     render(&mut sine, 1000, 100);
     assert!(sine.set_param(1, 880.0));
     assert!(
@@ -114,9 +170,21 @@ fn sine_frequency_and_amplitude_change_live() {
 
 #[test]
 fn noise_is_deterministic_per_seed_and_independent_of_block_size() {
-    let a = render(&mut Noise::new(2, 0.5, 42), 10_000, 64);
-    let b = render(&mut Noise::new(2, 0.5, 42), 10_000, 100);
-    let c = render(&mut Noise::new(2, 0.5, 43), 10_000, 64);
+    let a = render(
+        &mut Noise::new(2, &NoiseSettings { amp: 0.5, seed: 42 }),
+        10_000,
+        64,
+    );
+    let b = render(
+        &mut Noise::new(2, &NoiseSettings { amp: 0.5, seed: 42 }),
+        10_000,
+        100,
+    );
+    let c = render(
+        &mut Noise::new(2, &NoiseSettings { amp: 0.5, seed: 43 }),
+        10_000,
+        64,
+    );
     assert_eq!(a, b);
     assert_ne!(a[0], c[0]);
     assert_ne!(a[1], c[1]);
@@ -127,7 +195,17 @@ fn noise_is_deterministic_per_seed_and_independent_of_block_size() {
 #[test]
 fn noise_statistics_match_uniform_distribution() {
     let amp = 0.5f64;
-    let out = render(&mut Noise::new(2, amp as f32, 9), SR as usize, 100);
+    let out = render(
+        &mut Noise::new(
+            2,
+            &NoiseSettings {
+                amp: amp as f32,
+                seed: 9,
+            },
+        ),
+        SR as usize,
+        100,
+    );
     for ch in &out {
         let n = ch.len() as f64;
         let mean = ch.iter().map(|&s| f64::from(s)).sum::<f64>() / n;

@@ -16,7 +16,7 @@ use downbeat_graph::{
     AudioMut, AudioRef, Change, CompileConfig, Event, Graph, Node, NodeConfig, NodeFactory,
     NoteEvent, ParamError, ParamKind, ParamValue, ProcessContext, Schedule,
 };
-use downbeat_nodes::{Mix, Noise, Output};
+use downbeat_nodes::{Mix, MixSettings, Noise, NoiseSettings, Output};
 use downbeat_plugin::clap::{ClapError, ClapFactory, ClapNode};
 use downbeat_rt::pool::{Pool, PoolConfig};
 
@@ -253,7 +253,16 @@ fn delay_graph() -> Graph {
     let mut g = Graph::new();
     let imp = g.add("imp", Impulse);
     let delay = g.add("delay", load(DELAY_ID));
-    let mix = g.add("mix", Mix::new(2, 0.0, 0.0));
+    let mix = g.add(
+        "mix",
+        Mix::new(
+            2,
+            &MixSettings {
+                gain_db: 0.0,
+                ..MixSettings::default()
+            },
+        ),
+    );
     let out = g.add("out", Output::new(2));
     g.connect(imp, delay);
     g.connect(delay, mix);
@@ -288,7 +297,16 @@ fn the_delay_plugins_latency_is_compensated() {
     let single = {
         let mut g = Graph::new();
         let imp = g.add("imp", Impulse);
-        let mix = g.add("mix", Mix::new(2, 0.0, 0.0));
+        let mix = g.add(
+            "mix",
+            Mix::new(
+                2,
+                &MixSettings {
+                    gain_db: 0.0,
+                    ..MixSettings::default()
+                },
+            ),
+        );
         let o = g.add("out", Output::new(2));
         g.connect(imp, mix);
         g.connect(mix, o);
@@ -303,11 +321,20 @@ fn the_delay_plugins_latency_is_compensated() {
 /// noise -> gain plugin (automated) -> mix; noise -> delay plugin -> mix; mix -> out.
 fn busy_graph() -> Schedule {
     let mut g = Graph::new();
-    let noise = g.add("noise", Noise::new(2, 0.5, 7));
+    let noise = g.add("noise", Noise::new(2, &NoiseSettings { amp: 0.5, seed: 7 }));
     let gain = g.add("gain", load(GAIN_ID));
     let alloc = g.add("gain2", load(ALLOC_ID));
     let delay = g.add("delay", load(DELAY_ID));
-    let mix = g.add("mix", Mix::new(2, 0.0, 0.0));
+    let mix = g.add(
+        "mix",
+        Mix::new(
+            2,
+            &MixSettings {
+                gain_db: 0.0,
+                ..MixSettings::default()
+            },
+        ),
+    );
     let out = g.add("out", Output::new(2));
     g.connect(noise, gain);
     g.connect(noise, alloc);

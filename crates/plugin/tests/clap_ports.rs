@@ -18,7 +18,7 @@ use clap_support::{test_plugins, DELAY_FRAMES, DELAY_ID, HOST_PROBE_ID};
 use downbeat_graph::{
     AudioMut, AudioRef, CompileConfig, Editor, Graph, Node, Port, ProcessContext, Schedule,
 };
-use downbeat_nodes::{Gain, Mix, Noise, Output, Sine};
+use downbeat_nodes::{Gain, Mix, MixSettings, Noise, NoiseSettings, Output, Sine, SineSettings};
 use downbeat_plugin::clap::ClapNode;
 
 const SR: f32 = 48_000.0;
@@ -38,7 +38,15 @@ fn probe() -> ClapNode {
 
 /// A constant of `value` on `channels` channels (a sine of 0 Hz starting at its peak).
 fn constant(channels: usize, value: f32) -> Sine {
-    Sine::new(channels, SR, 0.0, value, 0.25)
+    Sine::new(
+        channels,
+        SR,
+        &SineSettings {
+            freq: 0.0,
+            amp: value,
+            phase: 0.25,
+        },
+    )
 }
 
 #[test]
@@ -112,13 +120,36 @@ impl Node for Invert {
 /// 0 into `mix`.
 fn null_graph() -> Graph {
     let mut g = Graph::new();
-    g.add("noise", Noise::new(2, 0.5, 23));
+    g.add(
+        "noise",
+        Noise::new(2, &NoiseSettings { amp: 0.5, seed: 23 }),
+    );
     g.add("delay", load(DELAY_ID));
     g.add("inv", Invert(2));
-    g.add("tone", Sine::new(2, SR, 440.0, 0.5, 0.0));
+    g.add(
+        "tone",
+        Sine::new(
+            2,
+            SR,
+            &SineSettings {
+                freq: 440.0,
+                amp: 0.5,
+                ..SineSettings::default()
+            },
+        ),
+    );
     g.add("side", Gain::new(2, 0.5));
     g.add("mute", Gain::new(2, 0.0));
-    g.add("mix", Mix::new(2, 0.0, 0.0));
+    g.add(
+        "mix",
+        Mix::new(
+            2,
+            &MixSettings {
+                gain_db: 0.0,
+                ..MixSettings::default()
+            },
+        ),
+    );
     let out = g.add("out", Output::new(2));
     for (f, t) in [
         ("noise", "delay"),

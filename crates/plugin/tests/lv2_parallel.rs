@@ -8,7 +8,7 @@
 mod lv2_support;
 
 use downbeat_graph::{CompileConfig, Graph, Node, NodeConfig, Schedule};
-use downbeat_nodes::{Gain, Mix, Output};
+use downbeat_nodes::{Gain, Mix, MixSettings, Output};
 use downbeat_plugin::lv2::{ControlValue, Lv2Node};
 use downbeat_rt::pool::{Pool, PoolConfig};
 use lv2_support::{require_plugin, signal, Player};
@@ -38,7 +38,16 @@ fn graph() -> Graph {
             data: signal(1, 48000, 48000.0),
         },
     );
-    let mix = g.add("mix", Mix::new(1, -12.0, 0.0));
+    let mix = g.add(
+        "mix",
+        Mix::new(
+            1,
+            &MixSettings {
+                gain_db: -12.0,
+                ..MixSettings::default()
+            },
+        ),
+    );
     let dry = g.add("dry", Gain::new(1, 1.0));
     g.connect(player, dry);
     g.connect(dry, mix);

@@ -16,7 +16,7 @@ mod lv2_support;
 use downbeat_graph::{
     AudioMut, AudioRef, CompileConfig, Graph, Node, NodeConfig, Port, ProcessContext,
 };
-use downbeat_nodes::{Output, Sine};
+use downbeat_nodes::{Output, Sine, SineSettings};
 use downbeat_plugin::lv2::{ControlValue, Lv2Node};
 use lv2_support::require_plugin;
 
@@ -77,8 +77,30 @@ fn comp(side_chain: &str) -> Lv2Node {
 fn render(comp: Lv2Node, kick_edge: Option<&str>) -> (Vec<f32>, usize) {
     let mut g = Graph::new();
     // A pad of -20 dBFS peak (well below the threshold), a kick of 0 dBFS at 60 Hz.
-    g.add("pad", Sine::new(2, SR, 220.0, 0.1, 0.0));
-    g.add("osc", Sine::new(2, SR, 60.0, 1.0, 0.0));
+    g.add(
+        "pad",
+        Sine::new(
+            2,
+            SR,
+            &SineSettings {
+                freq: 220.0,
+                amp: 0.1,
+                ..SineSettings::default()
+            },
+        ),
+    );
+    g.add(
+        "osc",
+        Sine::new(
+            2,
+            SR,
+            &SineSettings {
+                freq: 60.0,
+                amp: 1.0,
+                ..SineSettings::default()
+            },
+        ),
+    );
     g.add("kick", Gate { channels: 2 });
     g.add("comp", comp);
     let out = g.add("out", Output::new(2));
@@ -170,7 +192,18 @@ fn a_kick_on_the_sidechain_port_ducks_the_pad_after_each_onset() {
 fn an_unknown_port_of_the_compressor_is_refused_with_its_ports() {
     require_plugin(COMP);
     let mut g = Graph::new();
-    g.add("kick", Sine::new(2, SR, 60.0, 1.0, 0.0));
+    g.add(
+        "kick",
+        Sine::new(
+            2,
+            SR,
+            &SineSettings {
+                freq: 60.0,
+                amp: 1.0,
+                ..SineSettings::default()
+            },
+        ),
+    );
     g.add("comp", comp("External"));
     let out = g.add("out", Output::new(2));
     g.connect("kick", "comp:sidechain");

@@ -23,7 +23,7 @@ mod lv2_support;
 use std::path::Path;
 
 use downbeat_graph::{CompileConfig, Editor, Graph, NodeConfig, Schedule};
-use downbeat_nodes::{Gain, Mix, Noise, Output, Sine};
+use downbeat_nodes::{Gain, Mix, MixSettings, Noise, NoiseSettings, Output, Sine, SineSettings};
 use downbeat_plugin::clap::ClapNode;
 use downbeat_plugin::lv2::{ControlValue, Lv2Node};
 use lv2_support::require_plugin;
@@ -63,13 +63,36 @@ fn graph() -> Graph {
     let limiter =
         ClapNode::load(Path::new(LIMITER), None, SR, BLOCK).unwrap_or_else(|e| panic!("{e}"));
     let mut g = Graph::new();
-    g.add("noise", Noise::new(2, 0.3, 17));
+    g.add(
+        "noise",
+        Noise::new(2, &NoiseSettings { amp: 0.3, seed: 17 }),
+    );
     g.add("delay", delay);
     g.add("limiter", limiter);
-    g.add("tone", Sine::new(2, SR, 330.0, 0.5, 0.0));
+    g.add(
+        "tone",
+        Sine::new(
+            2,
+            SR,
+            &SineSettings {
+                freq: 330.0,
+                amp: 0.5,
+                ..SineSettings::default()
+            },
+        ),
+    );
     g.add("side", Gain::new(2, 0.5));
     g.add("mute", Gain::new(2, 0.0));
-    g.add("mix", Mix::new(2, -6.0, 0.0));
+    g.add(
+        "mix",
+        Mix::new(
+            2,
+            &MixSettings {
+                gain_db: -6.0,
+                ..MixSettings::default()
+            },
+        ),
+    );
     let out = g.add("out", Output::new(2));
     for (f, t) in [
         ("noise", "delay"),

@@ -53,7 +53,7 @@
 //! let mut control = engine.controller(64);
 //! // From any thread: silence the gain at frame 100, exactly.
 //! std::thread::spawn(move || {
-//!     control.step("g", "gain", 0.0, When::Frame(100)).unwrap();
+//!     control.step(When::Frame(100), "g", "gain", 0.0).unwrap();
 //!     assert!(control.set("g", "bogus", 1.0).is_err());
 //! }).join().unwrap();
 //! let mut block = vec![0.0f32; 256 * 2];
@@ -373,10 +373,10 @@ impl Controller {
     /// As [`resolve`](Self::resolve) and [`send`](Self::send).
     pub fn step(
         &mut self,
+        when: When,
         node: &str,
         param: &str,
         value: f32,
-        when: When,
     ) -> Result<(), ControlError> {
         let id = self.resolve(node, param)?;
         self.send(when, id, Change::Step(value))
@@ -389,12 +389,12 @@ impl Controller {
     /// As [`resolve`](Self::resolve) and [`send`](Self::send), and a bad duration.
     pub fn ramp(
         &mut self,
+        when: When,
         node: &str,
         param: &str,
         shape: Shape,
         target: f32,
         seconds: f64,
-        when: When,
     ) -> Result<(), ControlError> {
         let id = self.resolve(node, param)?;
         let frames = self.table.ramp_frames(id, seconds)?;

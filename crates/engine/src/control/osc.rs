@@ -17,9 +17,9 @@
 //! of them, `/transport/loop` and `/transport/unloop` are then refused;
 //! `/transport/tempo` still changes the song's tempo.
 //!
-//! Notes and velocities count as in MIDI: note `0..=127`, where fractions are microtones
-//! (69 is A4, 440 Hz), and velocity `0..=127`, where 0 is a note off. The node must play
-//! notes (`synth`, `karplus`).
+//! Notes count as in MIDI, note `0..=127`, where fractions are microtones (69 is A4,
+//! 440 Hz); velocity is `0..=1`, as everywhere in Downbeat (Rust, the Web, project files),
+//! where 0 is a note off. The node must play notes (`synth`, `karplus`).
 //!
 //! Numbers may be sent as float (`f`), double (`d`), int (`i`) or 64-bit int (`h`): an int
 //! is the same number as a float to a gain, and OSC senders differ in which they send for
@@ -827,15 +827,15 @@ fn note_of(m: &OscMessage, verb: &str) -> Result<Option<NoteEvent>, Rejection> {
     let event = match verb {
         "note_on" => {
             let [note, velocity] = numbers::<2>(m, "a note and a velocity")?;
-            if !(0.0..=127.0).contains(&velocity) {
+            if !(0.0..=1.0).contains(&velocity) {
                 return Err(bad(format!(
-                    "velocity {velocity} is outside 0 to 127 (as in MIDI; 0 is a note off)"
+                    "velocity {velocity} is outside 0 to 1 (0 is a note off)"
                 )));
             }
             NoteEvent::On {
                 channel: 0,
                 note: note_number(note)?,
-                velocity: (velocity / 127.0) as f32,
+                velocity: velocity as f32,
             }
         }
         "note_off" => {
@@ -1040,9 +1040,9 @@ impl OscExample {
     ///
     /// let example = OscExample {
     ///     address: "/node/keys/note_on",
-    ///     args: &[OscExampleArg::Float(69.0), OscExampleArg::Int(100)],
+    ///     args: &[OscExampleArg::Float(69.0), OscExampleArg::Float(0.8)],
     /// };
-    /// assert_eq!(example.oscsend(), "/node/keys/note_on fi 69 100");
+    /// assert_eq!(example.oscsend(), "/node/keys/note_on ff 69 0.8");
     /// ```
     pub fn oscsend(&self) -> String {
         let mut tags = String::new();
@@ -1147,7 +1147,7 @@ const fn example(address: &'static str, args: &'static [OscExampleArg]) -> OscEx
 /// ```
 pub const ADDRESSES: &[OscAddress] = {
     use OscArgType::{Number, String as Text, Value};
-    use OscExampleArg::{Float as F, Int as I, String as S};
+    use OscExampleArg::{Float as F, String as S};
     const VALUE: &[OscArg] = &[arg("value", Number)];
     const RAMP: &[OscArg] = &[arg("target", Number), arg("seconds", Number)];
     &[
@@ -1181,8 +1181,8 @@ pub const ADDRESSES: &[OscAddress] = {
             args: &[arg("note", Number), arg("velocity", Number)],
             meaning: "Starts a note on a node that plays notes (`synth`, `karplus`), on MIDI \
                   channel 1: note 0 to 127, where fractions are microtones (69 is A4, \
-                  440 Hz), velocity 0 to 127, where 0 is a note off.",
-            example: example("/node/keys/note_on", &[F(69.0), I(100)]),
+                  440 Hz), velocity 0 to 1, where 0 is a note off.",
+            example: example("/node/keys/note_on", &[F(69.0), F(0.8)]),
         },
         OscAddress {
             pattern: "/node/<node>/note_off",
@@ -1305,7 +1305,7 @@ pub const ADDRESSES: &[OscAddress] = {
 /// assert!(TIMING.iter().any(|t| t.pattern == "/next_bar/<address>"));
 /// ```
 pub const TIMING: &[OscTiming] = {
-    use OscExampleArg::{Float as F, Int as I};
+    use OscExampleArg::Float as F;
     &[
         OscTiming {
             pattern: "<address>",
@@ -1316,7 +1316,7 @@ pub const TIMING: &[OscTiming] = {
             pattern: "/beat/<beat>/<address>",
             meaning: "When the playing song reaches that quarter-note beat (a number from 0 up), \
                   on the exact frame of the beat.",
-            example: Some(example("/beat/16/node/keys/note_on", &[F(60.0), I(100)])),
+            example: Some(example("/beat/16/node/keys/note_on", &[F(60.0), F(0.8)])),
         },
         OscTiming {
             pattern: "/next_beat/<address>",

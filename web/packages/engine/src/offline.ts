@@ -81,7 +81,8 @@ export interface RenderOptions extends ProjectOptions {
  * beats, exactly as the native engine's `Controller` takes them: the same samples.
  *
  * @throws EngineError as `DownbeatEngine.create` does, or as `DownbeatEngine.edit` does for an
- * edit it refuses (after the render, which goes on without that edit).
+ * edit it refuses (after the render, which goes on without that edit); whatever `control`
+ * throws, after the render.
  */
 export async function renderOffline(
   project: string,
@@ -113,7 +114,14 @@ export async function renderOffline(
   });
   const engine = await DownbeatEngine.create(context, project, { ...options, length: frames });
   engine.node.connect(context.destination);
-  options.control?.(engine);
+  // A throw from `control` is raised once the context has rendered: a context left unrendered
+  // keeps its worklet, and with it the process, alive.
+  let failed: { error: unknown } | null = null;
+  try {
+    options.control?.(engine);
+  } catch (error) {
+    failed = { error };
+  }
   const editFrames: number[] = [];
   let refused: unknown = null;
   const done = [...quanta].map(([q, batch]) =>
@@ -134,6 +142,7 @@ export async function renderOffline(
   );
   const buffer = await context.startRendering();
   await Promise.all(done);
+  if (failed !== null) throw failed.error;
   if (refused !== null) throw refused;
   const channels = Array.from({ length: buffer.numberOfChannels }, (_, c) => buffer.getChannelData(c));
   return { channels, sampleRate: buffer.sampleRate, frames: buffer.length, editFrames };

@@ -12,6 +12,7 @@
 //   node --test web/packages/engine/test/native-transport.test.mjs
 
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -44,9 +45,9 @@ const FRAMES = SECONDS * 48_000;
 
 // Each call as the JavaScript API takes it, and as native_script makes it natively.
 const CALLS = [
-    ['noteOn', 72, 100, { beat: 2.5 }],
+    ['noteOn', 72, 0.75, { beat: 2.5 }],
     ['noteOff', 72, { beat: 2.75 }],
-    ['noteOn', 64, 90, { instrument: 'keys', channel: 1, nextBeat: true }],
+    ['noteOn', 64, 0.625, { instrument: 'keys', channel: 1, nextBeat: true }],
     ['noteOff', 64, { instrument: 'keys', channel: 1, beat: 1.25 }],
     ['setParam', 'click', 'gain', 0.25, { nextBar: true, smooth: false }],
     ['setParam', 'click', 'gain', 0.4, { beat: 9.5 }],
@@ -248,4 +249,36 @@ describe('the transport and beat options on a live engine', () => {
             [Op.Stop, NOW, NOW, 0, 0],
         ]);
     });
+});
+
+test('a control callback that throws rejects the render with its error, and the process can end', () => {
+    // Run in a process of its own: a render left unfinished keeps the context's worklet, and
+    // with it the process, alive, which no assertion in this one could see.
+    const s = scratch();
+    try {
+        const url = (p) => new URL(p, import.meta.url).href;
+        const script = join(s.dir, 'throwing-control.mjs');
+        writeFileSync(
+            script,
+            `import { readFileSync } from 'node:fs';
+import { renderOffline } from ${JSON.stringify(url('../dist/index.js'))};
+import { FakeOfflineAudioContext } from ${JSON.stringify(url('./worklet-stub.mjs'))};
+globalThis.OfflineAudioContext = FakeOfflineAudioContext;
+const wasm = new WebAssembly.Module(readFileSync(${JSON.stringify(wasmPath)}));
+const boom = new RangeError('boom from control');
+try {
+    await renderOffline(${JSON.stringify(SONG)}, { seconds: 0.1, wasm, control() { throw boom; } });
+    console.log('resolved');
+} catch (e) {
+    console.log(e === boom ? 'rejected with the error' : 'rejected with ' + e);
+}
+`,
+        );
+        const run = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 60_000 });
+        assert.equal(run.signal, null, `still running after 60 s: ${run.stdout}${run.stderr}`);
+        assert.equal(run.stdout.trim(), 'rejected with the error', run.stderr);
+        assert.equal(run.status, 0, run.stderr);
+    } finally {
+        s.done();
+    }
 });
