@@ -30,8 +30,24 @@ SELF = "./test"
 GUIDE_SKIPPED = {
     "--device system": "plays on the computer's speakers; crates/cli/tests/system.rs runs the "
     "system device against a PulseAudio sink",
+    "--features system -- devices": "lists the sound cards, from a build of its own; "
+    "crates/cli/tests/system.rs runs `downbeat devices` against PulseAudio",
+    "--features system -- latency": "needs a loopback cable; crates/cli/tests/system.rs and "
+    "jack.rs measure the round trip through PulseAudio and JACK loopbacks",
+    "jackd -d alsa": "starts JACK on a sound card; crates/cli/tests/jack.rs starts its own",
+    "--device jack": "needs a JACK server; crates/cli/tests/jack.rs and jack_transport.rs run "
+    "the JACK device and its transport against jackd",
+    "pw-jack": "needs PipeWire; the JACK tests run against jackd",
+    "jack_transport": "moves a JACK server's transport; crates/cli/tests/jack_transport.rs "
+    "drives jack_transport",
     "overdrive-lv2.toml": "reads an in.wav of the reader's own through an LV2 build; "
     "crates/plugin/tests/lv2_cli.rs runs the same project",
+    "cd web": "web/ci.sh installs, builds and runs the web packages (npm ci, npm run build, "
+    "render against the CLI in test-browser/engine-*.test.mjs)",
+    "npm ci": "web/ci.sh runs it, from web/",
+    "npm run play": "serves the page until it is stopped; test-browser/ opens it in Chromium",
+    "npm run render": "test-browser/engine-*.test.mjs runs it against `downbeat run --device "
+    "offline`",
 }
 
 # The command -> seconds after which it is stopped (it plays until Ctrl-C).
@@ -49,6 +65,11 @@ def lines(block):
         line = line.strip()
         if line and not line.startswith("#"):
             yield line
+
+
+def bare(line):
+    """The command without the comment after it."""
+    return re.sub(r"\s+#.*$", "", line)
 
 
 def joined(block):
@@ -92,9 +113,9 @@ def main():
                 if any(line.endswith("&") for line in found):
                     guide.append((where, "\n".join(found), None))
                 else:
-                    guide += [(where, line, GUIDE_STOPPED.get(line)) for line in found]
+                    guide += [(where, line, GUIDE_STOPPED.get(bare(line))) for line in found]
     unused = [s for s in GUIDE_SKIPPED if not any(s in c for _, c, _ in guide)]
-    unused += [s for s in GUIDE_STOPPED if not any(s == c for _, c, _ in guide)]
+    unused += [s for s in GUIDE_STOPPED if not any(s == bare(c) for _, c, _ in guide)]
     if unused:
         print(f"doc_commands: no guide command matches {unused}; update the lists", file=sys.stderr)
         return 1
