@@ -8,7 +8,7 @@
 //!
 //! 1. at `k` s, writes the project's other variant to its file, loads it, and applies the
 //!    difference to the running graph as `downbeat run --watch` does
-//!    ([`downbeat::project_diff`]): the added or removed node as one committed edit, the
+//!    ([`downbeat::project::diff`]): the added or removed node as one committed edit, the
 //!    moved filter as an event; the engine takes the edit over at its next block, every
 //!    other node running on (the player's stream, the voices, the compressors' frames);
 //! 2. as soon as the engine has taken it (within half a second), frees the schedule it
@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 
 use downbeat::control::Controller;
 use downbeat::edit::LiveEditor;
+use downbeat::project::diff::diff;
 use downbeat::project::Project;
-use downbeat::project_diff::diff;
 use downbeat_graph::{NodeConfig, SharedMonitor};
 
 use super::osc;

@@ -18,11 +18,8 @@ pub mod engine;
 pub mod load;
 pub mod midi;
 pub mod project;
-pub mod project_diff;
-pub mod project_tempo;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod record;
-pub mod report;
 #[cfg(not(target_arch = "wasm32"))]
 mod running;
 pub mod swap;

@@ -9,8 +9,8 @@
 //!   and builds, and changes what the project says; a required key left out is refused; a
 //!   key left out gives what writing its documented default gives.
 
+use downbeat::project::tempo::TransportSetup;
 use downbeat::project::{KeyDefault, Project, BLOCK_SIZES, KEYS, SAMPLE_RATES, TABLES};
-use downbeat::project_tempo::TransportSetup;
 use downbeat_graph::time::Signature;
 
 /// A project with every table, the base each key's example is written into.

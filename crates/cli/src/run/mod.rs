@@ -5,6 +5,7 @@ mod control;
 mod device;
 mod progress;
 mod reload;
+mod report;
 mod summary;
 
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
 //! `--watch`: a control thread that reloads the project when its file changes and applies
-//! the difference to the running graph ([`downbeat::project_diff`]).
+//! the difference to the running graph ([`downbeat::project::diff`]).
 //!
 //! The file is polled by path, not watched by inode: an editor that saves by writing a new
 //! file and renaming it over the old one leaves an inode watch on the old file, which no
@@ -14,8 +14,8 @@ use std::time::{Duration, SystemTime};
 use downbeat::control::Controller;
 use downbeat::edit::LiveEditor;
 use downbeat::nodes::Capture;
+use downbeat::project::diff::{diff, ApplyError};
 use downbeat::project::Project;
-use downbeat::project_diff::{diff, ApplyError};
 use downbeat::Engine;
 use downbeat_graph::NodeConfig;
 

@@ -165,7 +165,7 @@ pub(crate) fn write_report(path: &Path, s: &Summary, engine: &Engine) -> Result<
         "{} device, {} thread(s), {} nodes, {} Hz, {} frames per block, {:.1} s of audio",
         s.device, s.threads, s.nodes, s.sample_rate, s.block_size, s.seconds
     );
-    let data = downbeat::report::ReportData {
+    let data = super::report::ReportData {
         title: &s.project,
         subtitle: &subtitle,
         summary: s.load,
@@ -173,7 +173,7 @@ pub(crate) fn write_report(path: &Path, s: &Summary, engine: &Engine) -> Result<
         node_us,
         budget_us: s.block_size as f64 / s.sample_rate as f64 * 1e6,
     };
-    downbeat::report::write(path, &data)
+    super::report::write(path, &data)
         .map_err(|e| Failure::Runtime(format!("cannot write `{}`: {e}", path.display())))
 }
 

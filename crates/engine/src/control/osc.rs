@@ -88,7 +88,7 @@ use rosc::{OscBundle, OscMessage, OscPacket, OscTime, OscType};
 use super::{Controller, When};
 use crate::device::{RequestError, TransportRequests};
 use crate::edit::{CommitError, LiveEditor};
-use crate::project_diff::commit_waiting;
+use crate::project::diff::commit_waiting;
 
 /// Seconds from the NTP epoch (1900) to the Unix epoch (1970), RFC 5905.
 const NTP_UNIX_OFFSET: i128 = 2_208_988_800;

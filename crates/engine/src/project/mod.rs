@@ -22,6 +22,9 @@
 //! `[[automation]]` entries move live parameters at set times; see
 //! [`control::automation`](crate::control::automation).
 
+pub mod diff;
+pub mod tempo;
+
 use std::fmt;
 use std::ops::Range;
 use std::path::Path;
@@ -36,7 +39,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::control::automation::{self, Automation, RawAutomation};
-use crate::project_tempo::TransportSetup;
+use crate::project::tempo::TransportSetup;
 use downbeat_graph::time::{TempoMap, TransportCommand};
 
 /// Smallest and largest accepted sample rates, in Hz.
@@ -158,8 +161,8 @@ struct RawProject {
     #[serde(default)]
     automation: Vec<RawAutomation>,
     midi: Option<RawMidi>,
-    tempo: Option<Spanned<crate::project_tempo::RawTempo>>,
-    transport: Option<Spanned<crate::project_tempo::RawTransport>>,
+    tempo: Option<Spanned<crate::project::tempo::RawTempo>>,
+    transport: Option<Spanned<crate::project::tempo::RawTransport>>,
 }
 
 /// The `[midi]` table as written.
@@ -252,7 +255,7 @@ pub struct Project {
     /// [`cc_mappings`](Project::cc_mappings)).
     pub midi_cc: Vec<MidiCc>,
     /// The song's tempo map, when the file has a `[tempo]` table (see
-    /// [`project_tempo`](crate::project_tempo)); without one the song runs at 120 bpm in
+    /// [`tempo`]); without one the song runs at 120 bpm in
     /// 4/4, and a MIDI file played with it brings its own tempo.
     pub tempo: Option<TempoMap>,
     /// How the transport starts (`[transport]`): playing from beat 0 unless it says
@@ -362,12 +365,12 @@ impl Project {
             });
         }
 
-        let located_table = |e: crate::project_tempo::TableError| {
+        let located_table = |e: crate::project::tempo::TableError| {
             ProjectError::at(&src, e.span, e.message).help(e.help)
         };
         let tempo = match &raw.tempo {
             Some(t) => Some(
-                crate::project_tempo::map(t, f64::from(sample_rate as u32))
+                crate::project::tempo::map(t, f64::from(sample_rate as u32))
                     .map_err(located_table)?,
             ),
             None => None,
@@ -377,7 +380,7 @@ impl Project {
                 let map = tempo.clone().unwrap_or_else(|| {
                     TempoMap::constant(120.0, sample_rate as f64).expect("120 bpm is valid")
                 });
-                crate::project_tempo::transport(t, &map).map_err(located_table)?
+                crate::project::tempo::transport(t, &map).map_err(located_table)?
             }
             None => TransportSetup::default(),
         };
@@ -498,7 +501,7 @@ impl Project {
 
     /// Builds node `index` (in [`nodes`](Project::nodes) order) for `cfg`: what
     /// [`graph`](Project::graph) does for each node, and what a reload does for the nodes it
-    /// adds to a running graph ([`project_diff`](crate::project_diff)), built for the
+    /// adds to a running graph ([`diff`]), built for the
     /// running engine's format rather than the file's.
     ///
     /// # Errors
@@ -595,7 +598,7 @@ impl Project {
 
     /// `e` as an error in this file, located at the edge `e` names (by its index in
     /// [`edges`](Project::edges)) or at what else it is about. Also for the graph errors of
-    /// a reload ([`project_diff`](crate::project_diff)), with the edge index mapped to this
+    /// a reload ([`diff`]), with the edge index mapped to this
     /// project's.
     pub(crate) fn graph_error(&self, e: GraphError) -> ProjectError {
         let src = self.source();

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::load::LoadSummary;
+use downbeat::LoadSummary;
 
 /// Everything a report shows.
 #[derive(Clone, Debug)]
@@ -226,7 +226,7 @@ pub fn write(path: &Path, d: &ReportData<'_>) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::LoadMeter;
+    use downbeat::LoadMeter;
 
     #[test]
     fn page_has_three_plots_and_every_percentile() {

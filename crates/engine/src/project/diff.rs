@@ -34,7 +34,7 @@
 //! can be.
 //!
 //! ```
-//! use downbeat::{project::Project, project_diff::diff, Engine};
+//! use downbeat::{project::Project, project::diff::diff, Engine};
 //! use downbeat_graph::NodeConfig;
 //!
 //! let v1 = "edges = [\"s -> g -> out\"]\n[nodes.s]\ntype = \"sine\"\n\
