@@ -303,13 +303,22 @@ impl Cadence {
         self.last = Some((epoch, began));
     }
 
-    /// When the next callback should come (the last one plus the shortest recent period:
-    /// the shortest errs on the side of waking early), and the period, in nanoseconds.
+    /// When the next callback should come, and the period, in nanoseconds: the last stamp
+    /// plus the shortest recent period that is not an outlier. The shortest errs on the side
+    /// of waking early (a callback's jitter is covered); a period more than an eighth below
+    /// the median is left out, because it is one odd callback, not the stream's pace (one
+    /// that came early, or the one back on the beat after a late one), and taking it would
+    /// make the worker wake early, spin past its give-up and park for the next `INTERVALS`
+    /// callbacks, each of which would then have to wake it. A real change of pace takes over
+    /// once it is most of the recent periods.
     fn next(&self) -> Option<(u64, u64)> {
         if self.seen < INTERVALS {
             return None;
         }
-        let period = *self.periods.iter().min()?;
+        let mut sorted = self.periods;
+        sorted.sort_unstable();
+        let median = sorted[INTERVALS / 2];
+        let period = *sorted.iter().find(|&&p| p >= median - median / 8)?;
         let (_, began) = self.last?;
         (period <= LONGEST_PERIOD.as_nanos() as u64).then_some((began + period, period))
     }
@@ -548,6 +557,32 @@ mod tests {
     }
 
     #[test]
+    fn an_odd_callback_costs_at_most_one_wake_and_no_spinning_after_it() {
+        // A callback moved by more than the lead, early or late: it may find the worker
+        // parked (one wake), and so may the one after it; the rest come as predicted, and
+        // the worker spins about one lead before each, as `PoolConfig::lead` says.
+        const AT: usize = 30;
+        let lead = LEAD.as_nanos() as u64;
+        for by in [-8, -5, -3, 3, 5, 8, 12].map(|ms: i64| ms * MS as i64) {
+            let fake = run(LEAD, &callbacks(60, AT as u64, by));
+            let after: Vec<usize> = woken(&fake).into_iter().filter(|&k| k >= WARM_UP).collect();
+            assert!(
+                after.iter().all(|&k| k == AT || k == AT + 1) && after.len() <= 2,
+                "callback moved by {} ms: woken {after:?}",
+                by / MS as i64
+            );
+            for k in (WARM_UP..60).filter(|&k| k != AT && k != AT + 1) {
+                assert!(
+                    fake.spun[k] <= 2 * lead + 64 * PAUSE,
+                    "callback moved by {} ms: callback {k} spun {} ns",
+                    by / MS as i64,
+                    fake.spun[k]
+                );
+            }
+        }
+    }
+
+    #[test]
     fn a_late_callback_makes_the_next_one_early() {
         // Predicted from the late stamp, the callback after it, back on the beat, comes
         // early (by more than the lead) and finds the worker asleep: one wake. The one after
@@ -570,7 +605,7 @@ mod tests {
     }
 
     #[test]
-    fn the_next_callback_is_the_last_stamp_plus_the_shortest_recent_period() {
+    fn the_next_callback_is_the_last_stamp_plus_the_shortest_period_near_the_median() {
         let mut cadence = Cadence::default();
         for epoch in 1..=INTERVALS as u64 {
             cadence.observe(epoch, epoch * PERIOD);
@@ -582,22 +617,49 @@ mod tests {
         // An epoch the worker did not see (it was busy) spreads the time over both.
         cadence.observe(last + 2, (last + 2) * PERIOD);
         assert_eq!(cadence.next(), Some(((last + 3) * PERIOD, PERIOD)));
-        // One shorter period is remembered for `INTERVALS` periods.
+        // One much shorter period is one odd callback, not the pace: it is left out.
         let mut t = (last + 2) * PERIOD + PERIOD / 2;
         cadence.observe(last + 3, t);
-        for epoch in last + 4..last + 3 + INTERVALS as u64 {
+        assert_eq!(cadence.next(), Some((t + PERIOD, PERIOD)));
+        // A little shorter is jitter, and the shortest errs early.
+        let jittered = PERIOD - PERIOD / 10;
+        t += jittered;
+        cadence.observe(last + 4, t);
+        assert_eq!(cadence.next(), Some((t + jittered, jittered)));
+        // A new pace takes over once it is most of the recent periods.
+        let mut epoch = last + 4;
+        for _ in 0..INTERVALS {
+            epoch += 1;
             t += PERIOD;
             cadence.observe(epoch, t);
-            assert_eq!(cadence.next(), Some((t + PERIOD / 2, PERIOD / 2)));
         }
-        t += PERIOD;
-        cadence.observe(last + 3 + INTERVALS as u64, t);
+        for k in 1..=INTERVALS / 2 + 1 {
+            epoch += 1;
+            t += PERIOD / 2;
+            cadence.observe(epoch, t);
+            let expected = if k > INTERVALS / 2 {
+                PERIOD / 2
+            } else {
+                PERIOD
+            };
+            assert_eq!(
+                cadence.next().map(|(_, p)| p),
+                Some(expected),
+                "{k} short periods"
+            );
+        }
+        for _ in 0..INTERVALS {
+            epoch += 1;
+            t += PERIOD;
+            cadence.observe(epoch, t);
+        }
         assert_eq!(cadence.next(), Some((t + PERIOD, PERIOD)));
+        let last = epoch;
         // A stream slower than `LONGEST_PERIOD` is not predicted.
         let slow = LONGEST_PERIOD.as_nanos() as u64 + 1;
         for epoch in 1..=INTERVALS as u64 {
             t += slow;
-            cadence.observe(last + 3 + INTERVALS as u64 + epoch, t);
+            cadence.observe(last + epoch, t);
         }
         assert_eq!(cadence.next(), None);
     }
