@@ -110,7 +110,7 @@ def main():
         with open(path, encoding="utf-8") as f:
             for block in blocks(joined(f.read())):
                 found = list(lines(block))
-                if any(line.endswith("&") for line in found):
+                if any(bare(line).endswith("&") for line in found):
                     guide.append((where, "\n".join(found), None))
                 else:
                     guide += [(where, line, GUIDE_STOPPED.get(bare(line))) for line in found]

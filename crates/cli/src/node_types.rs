@@ -2,6 +2,8 @@
 
 use std::sync::OnceLock;
 
+use downbeat::graph::NodeFactory;
+
 use crate::Failure;
 
 /// Registers the node types of the command line that the `downbeat` crate does not build
@@ -15,14 +17,15 @@ use crate::Failure;
 /// `clap` type first, say).
 pub fn register_node_types() -> Result<(), Failure> {
     static DONE: OnceLock<Result<(), String>> = OnceLock::new();
+    fn register(factory: impl NodeFactory) -> Result<(), String> {
+        downbeat::register_node_type(factory).map_err(|e| e.to_string())
+    }
     DONE.get_or_init(|| {
         #[cfg(feature = "clap")]
-        downbeat::register_node_type(downbeat_plugin::clap::ClapFactory)
-            .map_err(|e| e.to_string())?;
-        downbeat::register_node_type(downbeat_gc_nodes::ECHOES).map_err(|e| e.to_string())?;
+        register(downbeat_plugin::clap::ClapFactory)?;
+        register(downbeat_gc_nodes::ECHOES)?;
         #[cfg(feature = "lv2")]
-        downbeat::register_node_type(downbeat_plugin::lv2::Lv2Factory)
-            .map_err(|e| e.to_string())?;
+        register(downbeat_plugin::lv2::Lv2Factory)?;
         Ok(())
     })
     .clone()

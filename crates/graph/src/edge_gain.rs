@@ -1,12 +1,13 @@
 //! [`EdgeGain`]: the level of an edge that has one (`"vox -> reverb @ -12 dB"`).
 
-use crate::buffer::{AudioMut, AudioRef};
-use crate::denormal::flush;
-use crate::math;
-use crate::node::{Node, ProcessContext};
-use crate::param::{curve_accepts, float_param_accepts};
-use crate::param::{ParamKind, ParamSpec, Unit};
-use crate::smooth::ParamCurve;
+use crate::{
+    buffer::{AudioMut, AudioRef},
+    denormal::flush,
+    math,
+    node::{Node, ProcessContext},
+    param::{curve_accepts, float_param_accepts, ParamKind, ParamSpec, Unit},
+    smooth::ParamCurve,
+};
 
 /// The lowest level an edge takes, in dB: the edge is silent there (a gain of 0).
 pub const EDGE_GAIN_FLOOR_DB: f64 = -144.0;

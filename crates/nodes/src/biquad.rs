@@ -2,13 +2,11 @@
 
 use std::f64::consts::TAU;
 
-use crate::{check_channels, float_param_accepts, invalid, CHANNELS};
-use downbeat_graph::denormal::flush as flush_output;
-use downbeat_graph::math;
-use downbeat_graph::{AudioMut, AudioRef};
-use downbeat_graph::{Node, ProcessContext};
-use downbeat_graph::{NodeConfig, NodeType};
-use downbeat_graph::{ParamError, ParamKind, ParamSpec, Params, Unit};
+use crate::{check_channels, invalid, CHANNELS};
+use downbeat_graph::{
+    denormal::flush as flush_output, float_param_accepts, math, AudioMut, AudioRef, Node,
+    NodeConfig, NodeType, ParamError, ParamKind, ParamSpec, Params, ProcessContext, Unit,
+};
 
 /// The response of a [`Biquad`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

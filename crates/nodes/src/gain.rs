@@ -1,12 +1,10 @@
 //! `gain`: multiplies its input by a constant.
 
-use crate::{curve_accepts, float_param_accepts, CHANNELS};
-use downbeat_graph::denormal::flush;
-use downbeat_graph::ParamCurve;
-use downbeat_graph::{AudioMut, AudioRef};
-use downbeat_graph::{Node, ProcessContext};
-use downbeat_graph::{NodeConfig, NodeType};
-use downbeat_graph::{ParamError, ParamKind, ParamSpec, Params, Unit};
+use crate::CHANNELS;
+use downbeat_graph::{
+    curve_accepts, denormal::flush, float_param_accepts, AudioMut, AudioRef, Node, NodeConfig,
+    NodeType, ParamCurve, ParamError, ParamKind, ParamSpec, Params, ProcessContext, Unit,
+};
 
 /// Multiplies every channel by a linear gain. A moving gain is followed sample by sample.
 ///

@@ -1,15 +1,18 @@
 //! `input`: the device's capture as a source, and [`Capture`], the block of captured audio
 //! that the device writes and the node reads.
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::{
+    cell::RefCell,
+    sync::{
+        atomic::{AtomicU32, AtomicUsize, Ordering},
+        Arc,
+    },
+};
 
 use crate::{check_channels, invalid, CHANNELS};
-use downbeat_graph::{AudioMut, AudioRef};
-use downbeat_graph::{Node, ProcessContext};
-use downbeat_graph::{NodeConfig, NodeType};
-use downbeat_graph::{ParamError, ParamSpec, Params};
+use downbeat_graph::{
+    AudioMut, AudioRef, Node, NodeConfig, NodeType, ParamError, ParamSpec, Params, ProcessContext,
+};
 
 /// One block of captured audio, shared between the device that writes it and the [`Input`]
 /// nodes that read it.

@@ -9,15 +9,12 @@
 
 use std::f64::consts::TAU;
 
-use crate::{check_channels, curve_accepts, float_param_accepts, invalid, Pcg32, CHANNELS, SEED};
-use downbeat_graph::denormal::flush;
-use downbeat_graph::math;
-use downbeat_graph::ParamCurve;
-use downbeat_graph::{note_to_hz, NoteError, NoteEvent};
-use downbeat_graph::{AudioMut, AudioRef};
-use downbeat_graph::{Node, ProcessContext};
-use downbeat_graph::{NodeConfig, NodeType};
-use downbeat_graph::{ParamError, ParamKind, ParamSpec, Params, Unit};
+use crate::{check_channels, invalid, Pcg32, CHANNELS, SEED};
+use downbeat_graph::{
+    curve_accepts, denormal::flush, float_param_accepts, math, note_to_hz, AudioMut, AudioRef,
+    Node, NodeConfig, NodeType, NoteError, NoteEvent, ParamCurve, ParamError, ParamKind, ParamSpec,
+    Params, ProcessContext, Unit,
+};
 
 /// Lowest MIDI note accepted (A0, 27.5 Hz): the delay line is sized for it.
 const LOWEST_NOTE: f64 = 21.0;

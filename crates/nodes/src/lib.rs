@@ -65,8 +65,6 @@ pub use spectral_compressor::{CompressorSettings, CompressorStats, SpectralCompr
 pub use synth::{Synth, SynthSettings, Wave, MAX_VOICES, PENDING_EVENTS, STEAL_FADE};
 
 use downbeat_graph::{NodeType, ParamError, ParamKind, ParamSpec, Unit};
-// Imported for the node modules, which take them from here with the helpers below.
-use downbeat_graph::{curve_accepts, float_param_accepts};
 
 /// The `channels` parameter most node types share, for node types of other crates too.
 ///

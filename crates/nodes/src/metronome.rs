@@ -1,12 +1,10 @@
 //! `metronome`: a click on every beat of the song, an accent on every bar line.
 
-use crate::{float_param_accepts, CHANNELS};
-use downbeat_graph::denormal::flush;
-use downbeat_graph::math;
-use downbeat_graph::{AudioMut, AudioRef};
-use downbeat_graph::{Node, ProcessContext};
-use downbeat_graph::{NodeConfig, NodeType};
-use downbeat_graph::{ParamError, ParamKind, ParamSpec, Params, Unit};
+use crate::CHANNELS;
+use downbeat_graph::{
+    denormal::flush, float_param_accepts, math, AudioMut, AudioRef, Node, NodeConfig, NodeType,
+    ParamError, ParamKind, ParamSpec, Params, ProcessContext, Unit,
+};
 
 /// The click's pitch on a bar line, and on the other beats, in Hz.
 const ACCENT_HZ: f64 = 1760.0;

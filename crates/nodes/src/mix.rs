@@ -2,13 +2,11 @@
 
 use std::f64::consts::{FRAC_PI_4, SQRT_2};
 
-use crate::{curve_accepts, float_param_accepts, CHANNELS};
-use downbeat_graph::math;
-use downbeat_graph::ParamCurve;
-use downbeat_graph::{AudioMut, AudioRef};
-use downbeat_graph::{Node, ProcessContext};
-use downbeat_graph::{NodeConfig, NodeType};
-use downbeat_graph::{ParamError, ParamKind, ParamSpec, Params, Unit};
+use crate::CHANNELS;
+use downbeat_graph::{
+    curve_accepts, float_param_accepts, math, AudioMut, AudioRef, Node, NodeConfig, NodeType,
+    ParamCurve, ParamError, ParamKind, ParamSpec, Params, ProcessContext, Unit,
+};
 
 /// The level and pan of a [`Mix`]; the defaults are the `mix` node type's.
 ///

@@ -1,12 +1,10 @@
 //! `noise`: uniform white noise.
 
-use crate::{curve_accepts, float_param_accepts, Pcg32, CHANNELS, SEED};
-use downbeat_graph::denormal::flush;
-use downbeat_graph::ParamCurve;
-use downbeat_graph::{AudioMut, AudioRef};
-use downbeat_graph::{Node, ProcessContext};
-use downbeat_graph::{NodeConfig, NodeType};
-use downbeat_graph::{ParamError, ParamKind, ParamSpec, Params, Unit};
+use crate::{Pcg32, CHANNELS, SEED};
+use downbeat_graph::{
+    curve_accepts, denormal::flush, float_param_accepts, AudioMut, AudioRef, Node, NodeConfig,
+    NodeType, ParamCurve, ParamError, ParamKind, ParamSpec, Params, ProcessContext, Unit,
+};
 
 /// The level and seed of a [`Noise`]; the defaults are the `noise` node type's.
 ///

@@ -1,10 +1,9 @@
 //! `output`: the graph's sink, whose input is what the device plays.
 
 use crate::CHANNELS;
-use downbeat_graph::{AudioMut, AudioRef};
-use downbeat_graph::{Node, ProcessContext};
-use downbeat_graph::{NodeConfig, NodeType};
-use downbeat_graph::{ParamError, ParamSpec, Params};
+use downbeat_graph::{
+    AudioMut, AudioRef, Node, NodeConfig, NodeType, ParamError, ParamSpec, Params, ProcessContext,
+};
 
 /// The graph's sink: copies the sum of its inputs to the device. Every graph has exactly one.
 ///

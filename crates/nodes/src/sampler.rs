@@ -11,17 +11,16 @@ mod samples;
 mod voice;
 
 use super::note_queue::NoteQueue;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{
+    atomic::{AtomicU64, Ordering},
+    Arc,
+};
 
-use crate::{float_param_accepts, CHANNELS};
-use downbeat_graph::denormal::flush;
-use downbeat_graph::math;
-use downbeat_graph::{AudioMut, AudioRef};
-use downbeat_graph::{Node, ProcessContext};
-use downbeat_graph::{NodeCount, NodeMonitor, SharedMonitor, MEMORY_BYTES};
-use downbeat_graph::{NoteError, NoteEvent};
-use downbeat_graph::{ParamKind, ParamSpec, Unit};
+use crate::CHANNELS;
+use downbeat_graph::{
+    denormal::flush, float_param_accepts, math, AudioMut, AudioRef, Node, NodeCount, NodeMonitor,
+    NoteError, NoteEvent, ParamKind, ParamSpec, ProcessContext, SharedMonitor, Unit, MEMORY_BYTES,
+};
 
 pub use samples::{note_name, parse_note, Sample, SampleSet, SamplerError, MAX_SAMPLE_CHANNELS};
 use voice::Voice;

@@ -1,13 +1,13 @@
 //! `sine`: a sine oscillator.
 
-use crate::dsp::{hz_to_phase_inc, phase_to_turns, sin_turn, turns_to_phase, SineFill};
-use crate::{curve_accepts, float_param_accepts, invalid, CHANNELS};
-use downbeat_graph::denormal::flush;
-use downbeat_graph::ParamCurve;
-use downbeat_graph::{AudioMut, AudioRef};
-use downbeat_graph::{Node, ProcessContext};
-use downbeat_graph::{NodeConfig, NodeType};
-use downbeat_graph::{ParamError, ParamKind, ParamSpec, Params, Unit};
+use crate::{
+    dsp::{hz_to_phase_inc, phase_to_turns, sin_turn, turns_to_phase, SineFill},
+    invalid, CHANNELS,
+};
+use downbeat_graph::{
+    curve_accepts, denormal::flush, float_param_accepts, AudioMut, AudioRef, Node, NodeConfig,
+    NodeType, ParamCurve, ParamError, ParamKind, ParamSpec, Params, ProcessContext, Unit,
+};
 
 /// What a [`Sine`] plays; the defaults are the `sine` node type's.
 ///

@@ -1,16 +1,17 @@
 //! `spectral_compressor`: a per-bin compressor working on a short-time Fourier transform.
 
-use std::f32::consts::LN_10;
-use std::fmt;
+use std::{f32::consts::LN_10, fmt};
 
-use crate::dsp::fft::{Complex, RealFft};
-use crate::{check_channels, float_param_accepts, invalid, CHANNELS};
-use downbeat_graph::denormal::{flush, flush_block};
-use downbeat_graph::math;
-use downbeat_graph::{AudioMut, AudioRef};
-use downbeat_graph::{Node, ProcessContext};
-use downbeat_graph::{NodeConfig, NodeType};
-use downbeat_graph::{ParamError, ParamKind, ParamSpec, Params, Unit};
+use crate::{
+    check_channels,
+    dsp::fft::{Complex, RealFft},
+    invalid, CHANNELS,
+};
+use downbeat_graph::{
+    denormal::{flush, flush_block},
+    float_param_accepts, math, AudioMut, AudioRef, Node, NodeConfig, NodeType, ParamError,
+    ParamKind, ParamSpec, Params, ProcessContext, Unit,
+};
 
 /// Everything about a [`SpectralCompressor`] except its channel count and sample rate.
 #[derive(Clone, Debug, PartialEq)]

@@ -6,14 +6,12 @@ mod voice;
 mod wavetable;
 
 use super::note_queue::NoteQueue;
-use crate::{check_channels, float_param_accepts, invalid, CHANNELS};
-use downbeat_graph::denormal::flush;
-use downbeat_graph::math;
-use downbeat_graph::{AudioMut, AudioRef};
-use downbeat_graph::{Node, ProcessContext};
-use downbeat_graph::{NodeConfig, NodeType};
-use downbeat_graph::{NoteError, NoteEvent, MAX_CHANNEL};
-use downbeat_graph::{ParamError, ParamKind, ParamSpec, Params, Unit};
+use crate::{check_channels, invalid, CHANNELS};
+use downbeat_graph::{
+    denormal::flush, float_param_accepts, math, AudioMut, AudioRef, Node, NodeConfig, NodeType,
+    NoteError, NoteEvent, ParamError, ParamKind, ParamSpec, Params, ProcessContext, Unit,
+    MAX_CHANNEL,
+};
 
 use envelope::Adsr;
 use filter::LowpassCoefs;

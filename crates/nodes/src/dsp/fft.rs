@@ -12,8 +12,7 @@
 //! `cos`, then rounds them to `f32`. `tests/dsp_identity.rs` checks that, for every
 //! power-of-two length up to 8192, glibc's and `libm`'s values round to the same `f32`.
 
-use std::fmt;
-use std::sync::Arc;
+use std::{fmt, sync::Arc};
 
 use rustfft::{Fft, FftPlannerScalar};
 

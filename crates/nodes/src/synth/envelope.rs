@@ -12,8 +12,7 @@
 /// of a decay to -60 dB, cut off where it meets the target).
 const CURVE: f64 = 1e-3;
 
-use downbeat_graph::denormal::flush;
-use downbeat_graph::math;
+use downbeat_graph::{denormal::flush, math};
 
 /// Seconds over which the sustain level follows a change of the `sustain` parameter.
 const SUSTAIN_GLIDE: f64 = 0.005;

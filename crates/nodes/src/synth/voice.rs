@@ -1,9 +1,11 @@
 //! One voice of the synth: oscillator, envelope and filter, and the slot a stolen voice
 //! fades out in.
 
-use super::envelope::{Adsr, Envelope, Stage};
-use super::filter::{Lowpass, LowpassCoefs};
-use super::wavetable::{table_for, Wave, Wavetables, SIZE};
+use super::{
+    envelope::{Adsr, Envelope, Stage},
+    filter::{Lowpass, LowpassCoefs},
+    wavetable::{table_for, Wave, Wavetables, SIZE},
+};
 use crate::dsp::turns_to_phase;
 use downbeat_graph::note_to_hz;
 
@@ -318,8 +320,7 @@ impl Fade {
 
 #[cfg(test)]
 mod tests {
-    use super::super::wavetable::wavetables;
-    use super::*;
+    use super::{super::wavetable::wavetables, *};
 
     /// Seven voices in every stage of their envelopes, one of them ending mid-block,
     /// rendered four at a time and one after another: the same bits.
