@@ -39,7 +39,7 @@ use crate::report::{quantile, Better, Report, Row};
 use harness::{Kind, Samples};
 
 /// The format of every graph here: the 64 frames at 48 kHz.
-pub const RATE: f32 = 48_000.0;
+pub const RATE: u32 = 48_000;
 pub const BLOCK: usize = 64;
 pub const CFG: CompileConfig = CompileConfig {
     sample_rate: RATE,

@@ -617,7 +617,7 @@ fn synthetic_with_block(shape: &str, n: usize, max_block: usize) -> Schedule {
     g.connect(sink, out);
     g.set_output(out);
     g.compile(CompileConfig {
-        sample_rate: 48_000.0,
+        sample_rate: 48_000,
         max_block,
     })
     .unwrap()

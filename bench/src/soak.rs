@@ -145,7 +145,7 @@ fn soak(dir: &Path, seconds: f64, args: &SoakArgs) -> Result<Outcome, String> {
     let files = project::write(dir)?;
     let first = Project::load(&files.project).map_err(|e| e.to_string())?;
     let (editor, schedule) = first.editor().map_err(|e| e.to_string())?;
-    let rate = schedule.config().sample_rate as u32;
+    let rate = schedule.config().sample_rate;
     let length = RunLength::seconds(seconds, rate);
     let blocks = length.frames.div_ceil(BLOCK as u64) as usize;
     let first_monitors = schedule.monitors();
@@ -158,7 +158,7 @@ fn soak(dir: &Path, seconds: f64, args: &SoakArgs) -> Result<Outcome, String> {
     }
     let live = engine.live_editor(editor);
     let config = NodeConfig {
-        sample_rate: rate as f32,
+        sample_rate: rate,
         max_block: BLOCK,
     };
     let mut refused_shown = 0;

@@ -23,7 +23,7 @@ use downbeat_graph::{AudioMut, AudioRef, Node, NoteEvent, ProcessContext};
 use crate::report::{quantile, Report};
 use crate::Common;
 
-const SR: f32 = 48000.0;
+const SR: u32 = 48000;
 const FRAMES: usize = 256;
 /// Voice counts measured.
 pub const SWEEP: [usize; 11] = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 1536, 2048];

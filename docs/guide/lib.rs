@@ -1,6 +1,7 @@
-//! The guide (`docs/guide`, an mdBook) as doctests: every Rust example in its chapters is
-//! compiled and run by `cargo test -p downbeat-guide` (part of `cargo test --workspace`), so
-//! the guide cannot drift from the API it shows. The crate has no code of its own.
+//! The guide (`docs/guide`, an mdBook) as doctests: every Rust example in its chapters, and
+//! in the repository's README, is compiled and run by `cargo test -p downbeat-guide` (part of
+//! `cargo test --workspace`), so neither can drift from the API it shows. The crate has no
+//! code of its own.
 //!
 //! Each chapter is the documentation of an item that exists only when rustdoc collects
 //! doctests.
@@ -17,6 +18,7 @@ macro_rules! chapters {
 }
 
 chapters! {
+    Readme = "../../README.md";
     Introduction = "src/introduction.md";
     StartRust = "src/start/rust.md";
     StartCli = "src/start/cli.md";

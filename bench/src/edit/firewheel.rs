@@ -208,7 +208,7 @@ pub fn system(size: usize) -> Result<Halves, Error> {
             .map_err(fw)?;
         ctx.connect(id, mix, &[(0, 0)], false).map_err(fw)?;
     }
-    let rate = NonZeroU32::new(RATE as u32).ok_or_else(|| fw("zero sample rate"))?;
+    let rate = NonZeroU32::new(RATE).ok_or_else(|| fw("zero sample rate"))?;
     let block = NonZeroU32::new(BLOCK as u32).ok_or_else(|| fw("zero block size"))?;
     let processor = ctx
         .activate(ActivateInfo {

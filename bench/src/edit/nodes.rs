@@ -34,11 +34,11 @@ pub struct Osc {
 impl Osc {
     /// The `i`th of `n` oscillators of a graph: frequencies and phases spread so that the
     /// sum is neither silent nor a single tone, amplitudes adding up to [`PEAK`].
-    pub fn nth(i: usize, n: usize, rate: f32) -> Self {
+    pub fn nth(i: usize, n: usize, rate: u32) -> Self {
         let freq = 110.0 + (i % 997) as f32 * 4.3;
         Self {
             phase: phase_nth(i) as f32,
-            inc: freq / rate,
+            inc: freq / rate as f32,
             amp: PEAK / n.max(1) as f32,
         }
     }
@@ -76,7 +76,7 @@ fn phase_nth(i: usize) -> f64 {
 }
 
 /// The `i`th of `n` sines of the built-in graphs: the same spread as [`Osc::nth`].
-pub fn sine_nth(i: usize, n: usize, rate: f32) -> downbeat::nodes::Sine {
+pub fn sine_nth(i: usize, n: usize, rate: u32) -> downbeat::nodes::Sine {
     let freq = 110.0 + (i % 997) as f64 * 4.3;
     let phase = phase_nth(i);
     downbeat::nodes::Sine::new(
@@ -207,7 +207,7 @@ mod tests {
         let mut sum = vec![0.0f32; 64 * 8];
         let mut block = vec![0.0f32; 64];
         for i in 0..n {
-            let mut osc = Osc::nth(i, n, 48_000.0);
+            let mut osc = Osc::nth(i, n, 48_000);
             for chunk in sum.chunks_mut(64) {
                 osc.fill(&mut block);
                 for (s, b) in chunk.iter_mut().zip(&block) {

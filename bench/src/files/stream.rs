@@ -111,7 +111,7 @@ impl Drop for Files {
 }
 
 const CFG: NodeConfig = NodeConfig {
-    sample_rate: RATE as f32,
+    sample_rate: RATE,
     max_block: BLOCK,
 };
 
@@ -165,7 +165,7 @@ fn ours(paths: &[PathBuf], seconds: f64) -> Trial {
     g.set_output(out);
     let schedule = g
         .compile(CompileConfig {
-            sample_rate: RATE as f32,
+            sample_rate: RATE,
             max_block: BLOCK,
         })
         .expect("the graph compiles");
@@ -344,7 +344,7 @@ fn seek_latencies(which: &str, path: &Path, seeks: usize, file_frames: u64) -> V
             let mut out = vec![0.0f32; 2 * BLOCK];
             let mut n = 0u64;
             let mut block = |node: &mut Player, out: &mut [f32]| {
-                let ctx = ProcessContext::new(RATE as f32, BLOCK, n * BLOCK as u64);
+                let ctx = ProcessContext::new(RATE, BLOCK, n * BLOCK as u64);
                 n += 1;
                 node.process(
                     &ctx,

@@ -7,7 +7,7 @@
 use downbeat::nodes::{Biquad, BiquadSettings, FilterMode, Gain, Output, Sine, SineSettings};
 use downbeat_graph::{CompileConfig, Graph, Schedule};
 
-pub const SAMPLE_RATE: f32 = 48_000.0;
+pub const SAMPLE_RATE: u32 = 48_000;
 pub const BLOCK: usize = 64;
 
 /// The graphs of the case, by name.

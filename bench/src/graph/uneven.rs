@@ -12,7 +12,7 @@ pub const HEAVY: usize = 4;
 /// Dependent multiply-adds per frame of a light node, and of a heavy one.
 const LIGHT_WORK: usize = 40;
 const HEAVY_WORK: usize = 1_100;
-pub const SAMPLE_RATE: f32 = 48_000.0;
+pub const SAMPLE_RATE: u32 = 48_000;
 pub const BLOCK: usize = 256;
 
 /// A node that spends a fixed amount of arithmetic per frame: a damped recursion over the

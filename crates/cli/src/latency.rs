@@ -224,7 +224,7 @@ fn measure(
     let rate = spec.sample_rate(48_000, true)?;
     let in_channels = spec.input_channels()?.unwrap_or(1);
     let cfg = CompileConfig {
-        sample_rate: rate as f32,
+        sample_rate: rate,
         max_block: BLOCK.min(MAX_CALLBACK_FRAMES),
     };
     let mut g = Graph::new();

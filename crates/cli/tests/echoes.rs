@@ -107,7 +107,7 @@ fn the_example_makes_one_tap_per_pluck_and_keeps_about_four_alive() {
         node.params.clone()
     };
     let cfg = NodeConfig {
-        sample_rate: project.sample_rate as f32,
+        sample_rate: project.sample_rate,
         max_block: project.block_size,
     };
     let mut pluck = lookup_node_type("karplus")

@@ -438,7 +438,7 @@ fn song_map() -> TempoMap {
             beat: 12.0,
             signature: "6/8".parse().unwrap(),
         }],
-        RATE as f64,
+        RATE as u32,
     )
     .unwrap()
 }

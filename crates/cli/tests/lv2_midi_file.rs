@@ -34,7 +34,7 @@ fn epiano_plays_a_midi_file_at_its_frames() {
     require_plugin(EPIANO);
     let midi = MidiFile::parse(&song()).unwrap();
     let cfg = NodeConfig {
-        sample_rate: RATE as f32,
+        sample_rate: RATE,
         max_block: 256,
     };
     let values = [("random_tuning".to_string(), ControlValue::Number(0.0))];
@@ -48,7 +48,7 @@ fn epiano_plays_a_midi_file_at_its_frames() {
     }
     assert_eq!(sent, [12000, 48000]);
     let frames = 2 * RATE as usize;
-    let out = render(Box::new(piano), 0, &vec![0.0; frames], RATE as f32, 256);
+    let out = render(Box::new(piano), 0, &vec![0.0; frames], RATE, 256);
     let left: Vec<f32> = out.iter().step_by(2).copied().collect();
     assert!(
         left[..12000].iter().all(|&s| s == 0.0),

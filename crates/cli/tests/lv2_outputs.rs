@@ -20,7 +20,7 @@ use downbeat_plugin::lv2::{ControlValue, Lv2Node};
 use lv2_support::require_plugin;
 
 const DELAY: &str = "urn:ardour:a-delay";
-const RATE: f32 = 48000.0;
+const RATE: u32 = 48000;
 const BLOCK: usize = 256;
 
 /// a-delay synced to the tempo (a quarter note), alone into the output, in an engine.

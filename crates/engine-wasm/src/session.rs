@@ -557,7 +557,7 @@ impl Session {
     pub fn edit(&mut self, batch: &str) -> Result<(), Error> {
         let batch = Batch::parse(batch)?;
         let cfg = NodeConfig {
-            sample_rate: self.engine.sample_rate() as f32,
+            sample_rate: self.engine.sample_rate(),
             max_block: self.engine.block_size(),
         };
         edit::apply(&mut self.editor, batch, &cfg)?;

@@ -327,7 +327,7 @@ fn a_live_tempo_change_and_a_note_on_a_beat_land_where_the_native_map_says() {
             ramp: 0.0,
         }],
         &[],
-        48_000.0,
+        48_000,
     )
     .unwrap();
     let frames = m.frame_of(7.5) as usize;

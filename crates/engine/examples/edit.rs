@@ -22,7 +22,7 @@ use downbeat_graph::{
     AudioMut, AudioRef, CompileConfig, Editor, Graph, Node, ProcessContext, Schedule, Shape,
 };
 
-const RATE: f32 = 48_000.0;
+const RATE: u32 = 48_000;
 const CFG: CompileConfig = CompileConfig {
     sample_rate: RATE,
     max_block: 256,
@@ -39,7 +39,7 @@ struct Echo {
 impl Echo {
     fn new(seconds: f32, feedback: f32) -> Self {
         // Allocated here, off the audio thread; `process` only reads and writes it.
-        let line = vec![0.0; (seconds * RATE) as usize];
+        let line = vec![0.0; (seconds * RATE as f32) as usize];
         Self {
             line,
             at: 0,
@@ -184,7 +184,7 @@ fn check(run: &Run, wav: &Path) -> Result<(), Box<dyn Error>> {
     let tail = echo[last.saturating_sub(480)..=last]
         .iter()
         .fold(0.0f32, |m, x| m.max(x.abs()));
-    let s = |frame: usize| frame as f32 / RATE;
+    let s = |frame: usize| frame as f32 / RATE as f32;
     println!(
         "echo heard from {:.2} s to {:.2} s, peak {loudest:.3}, {tail:.1e} in its last 10 ms; \
          largest step {step:.4} at {:.3} s (the note's own: {note_step:.4}); then the note as \
@@ -207,7 +207,7 @@ fn check(run: &Run, wav: &Path) -> Result<(), Box<dyn Error>> {
         return Err(format!("the echo was cut off while it sounded ({tail:.4})").into());
     }
     // The note never cut: the synth played on as if there had been no edit, to the bit.
-    if played.len() - 1 - last < (0.25 * RATE) as usize {
+    if played.len() - 1 - last < RATE as usize / 4 {
         return Err("the output did not come back to the synth's own note".into());
     }
     Ok(())

@@ -4,7 +4,7 @@ use downbeat::graph::{CompileConfig, Graph};
 use downbeat::nodes::{Biquad, BiquadSettings, FilterMode, Gain, Output, Sine, SineSettings};
 
 fn main() {
-    let sr = 48_000.0;
+    let sr = 48_000;
     let mut g = Graph::new();
     let osc = g.add(
         "osc",

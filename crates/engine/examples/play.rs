@@ -23,7 +23,7 @@ fn play(device: impl Device + Send + 'static, rate: u32) -> Result<(), Box<dyn E
         "osc",
         Sine::new(
             2,
-            rate as f32,
+            rate,
             &SineSettings {
                 freq: 220.0,
                 amp: 0.2,
@@ -35,7 +35,7 @@ fn play(device: impl Device + Send + 'static, rate: u32) -> Result<(), Box<dyn E
     g.connect(osc, out);
     g.set_output(out);
     let cfg = CompileConfig {
-        sample_rate: rate as f32,
+        sample_rate: rate,
         max_block: 256,
     };
     let mut engine = Engine::new(g.compile(cfg)?);

@@ -96,7 +96,7 @@ static REGISTERED: RwLock<Vec<&'static dyn NodeFactory>> = RwLock::new(Vec::new(
 /// }
 ///
 /// register_node_type(Double).unwrap();
-/// let cfg = NodeConfig { sample_rate: 48000.0, max_block: 64 };
+/// let cfg = NodeConfig { sample_rate: 48000, max_block: 64 };
 /// let node = lookup_node_type("double").unwrap().create(Vec::new(), &cfg).unwrap();
 /// assert_eq!(node.output_channels(), 2);
 /// // A name can only be taken once, and never a built-in type's.

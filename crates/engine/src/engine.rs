@@ -423,7 +423,7 @@ impl Engine {
 
     /// Sample rate in Hz.
     pub fn sample_rate(&self) -> u32 {
-        self.schedule.config().sample_rate as u32
+        self.schedule.config().sample_rate
     }
 
     /// Frames per block the schedule was compiled for.

@@ -11,7 +11,7 @@ use downbeat_rt::reclaim::{self, Reclaimer, Retirer};
 /// [`Engine::swap_channel`](crate::Engine::swap_channel).
 pub struct ScheduleSender {
     tx: Producer<Box<Schedule>>,
-    format: (f32, usize, usize),
+    format: (u32, usize, usize),
 }
 
 /// Why a schedule was not sent. The schedule comes back in every case.
@@ -43,7 +43,7 @@ impl fmt::Display for SwapError {
 
 impl std::error::Error for SwapError {}
 
-fn format_of(s: &Schedule) -> (f32, usize, usize) {
+fn format_of(s: &Schedule) -> (u32, usize, usize) {
     let c = s.config();
     (c.sample_rate, c.max_block, s.channels())
 }

@@ -18,7 +18,7 @@ downbeat_rt::install_guard_allocator!();
 mod support;
 
 const CFG: CompileConfig = CompileConfig {
-    sample_rate: 48_000.0,
+    sample_rate: 48_000,
     max_block: 64,
 };
 
@@ -40,7 +40,7 @@ fn graph() -> Graph {
             format!("s{k}"),
             Sine::new(
                 2,
-                48_000.0,
+                48_000,
                 &SineSettings {
                     freq: 110.0 * (k + 1) as f64,
                     amp: 0.2,
@@ -91,7 +91,7 @@ fn the_audio_thread_side_of_an_edit_is_clean_under_the_guard() {
                     format!("x{k}"),
                     Sine::new(
                         2,
-                        48_000.0,
+                        48_000,
                         &SineSettings {
                             freq: 55.0,
                             amp: 0.1,
@@ -375,7 +375,7 @@ fn port_sums_and_ramped_edge_levels_are_clean_under_the_guard() {
         "a",
         Sine::new(
             1,
-            48_000.0,
+            48_000,
             &SineSettings {
                 freq: 220.0,
                 amp: 0.3,
@@ -387,7 +387,7 @@ fn port_sums_and_ramped_edge_levels_are_clean_under_the_guard() {
         "b",
         Sine::new(
             1,
-            48_000.0,
+            48_000,
             &SineSettings {
                 freq: 330.0,
                 amp: 0.3,
@@ -473,7 +473,7 @@ points = [[0.05, 0.5], [0.1, 0.25], [0.15, 0.125, "linear"]]
                     "other2",
                     Sine::new(
                         2,
-                        48_000.0,
+                        48_000,
                         &SineSettings {
                             freq: 440.0,
                             amp: 0.0,

@@ -23,7 +23,7 @@ fn handler() -> (Engine, OscHandler) {
     let mut engine = Engine::new(schedule);
     let live = Arc::new(Mutex::new(engine.live_editor(editor)));
     let config = NodeConfig {
-        sample_rate: p.sample_rate as f32,
+        sample_rate: p.sample_rate,
         max_block: p.block_size,
     };
     let osc = OscHandler::new(engine.controller(64)).with_editor(live, config);

@@ -107,7 +107,7 @@ fn variant(seed: u64, cfg: CompileConfig) -> Schedule {
 #[test]
 fn a_thousand_hot_swaps_while_running_drop_no_block_and_stay_clean() {
     let cfg = CompileConfig {
-        sample_rate: 48_000.0,
+        sample_rate: 48_000,
         max_block: 64,
     };
     let mut engine = Engine::new(variant(0, cfg));

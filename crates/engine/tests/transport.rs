@@ -292,7 +292,7 @@ fn a_live_edit_keeps_the_song_going() {
         "s",
         Sine::new(
             1,
-            48000.0,
+            48000,
             &SineSettings {
                 freq: 440.0,
                 amp: 0.1,
@@ -413,7 +413,7 @@ fn a_live_tempo_change_moves_the_beats_after_it() {
             },
         ],
         &[],
-        48_000.0,
+        48_000,
     )
     .unwrap();
     let frames = want.frame_of(20.0) as usize;
@@ -423,7 +423,7 @@ fn a_live_tempo_change_moves_the_beats_after_it() {
         "s",
         Sine::new(
             1,
-            48000.0,
+            48000,
             &SineSettings {
                 freq: 440.0,
                 amp: 0.0,

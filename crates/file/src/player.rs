@@ -427,7 +427,7 @@ impl EventParam {
 /// use downbeat_graph::NodeConfig;
 ///
 /// let settings = PlayerSettings { path: "take.wav".into(), cues: vec![12.0], ..Default::default() };
-/// let cfg = NodeConfig { sample_rate: 48_000.0, max_block: 256 };
+/// let cfg = NodeConfig { sample_rate: 48_000, max_block: 256 };
 /// let player = Player::open(&settings, &cfg, Reader::shared())?;
 /// let counts = player.player_monitor(); // keep it: the node moves into a schedule
 /// # Ok::<(), downbeat_file::player::PlayerError>(())
@@ -508,7 +508,7 @@ impl Player {
         reader: &Reader,
     ) -> Result<Self, PlayerError> {
         let file_channels = source.channels();
-        let rate = cfg.sample_rate.round() as u32;
+        let rate = cfg.sample_rate;
         let to_frame = |s: f64| (s * f64::from(file_rate)).round() as u64;
         let past_end = |name: &'static str, s: f64| -> Result<(), PlayerError> {
             match frames {

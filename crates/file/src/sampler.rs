@@ -51,7 +51,7 @@ fn load(param: &str, path: &Path, rate: u32, channels: usize) -> Result<Sample, 
         map_channels(&audio.samples, audio.channels, &mut mapped, channels);
         (mapped, channels)
     };
-    Sample::from_interleaved(&data, ch, rate as f32)
+    Sample::from_interleaved(&data, ch, rate)
         .map_err(|e| invalid(param, format!("{}: {e}", path.display())))
 }
 
@@ -133,7 +133,7 @@ impl NodeFactory for SamplerType {
             other => other,
         })?;
         let channels = p.int("channels") as usize;
-        let rate = cfg.sample_rate.round() as u32;
+        let rate = cfg.sample_rate;
         let set = if kit {
             let mut hits = Vec::new();
             for (note, path) in kit_notes(p.path_map("samples"))? {
@@ -153,7 +153,7 @@ impl NodeFactory for SamplerType {
             release: p.float("release"),
             gain: p.float("gain") as f32,
         };
-        let sampler = Sampler::new(channels, rate as f32, set, &settings)
+        let sampler = Sampler::new(channels, rate, set, &settings)
             .map_err(|e| invalid(if kit { "samples" } else { "sample" }, e.to_string()))?;
         Ok(Box::new(sampler))
     }

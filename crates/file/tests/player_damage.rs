@@ -19,7 +19,7 @@ use downbeat_graph::{AudioMut, AudioRef, Node, NodeConfig, ProcessContext};
 const RATE: u32 = 48_000;
 const BLOCK: usize = 256;
 const CFG: NodeConfig = NodeConfig {
-    sample_rate: RATE as f32,
+    sample_rate: RATE,
     max_block: BLOCK,
 };
 
@@ -136,7 +136,7 @@ impl Source for FailsAt {
 }
 
 fn block(node: &mut Player, n: u64, out: &mut [f32]) {
-    let ctx = ProcessContext::new(RATE as f32, BLOCK, n * BLOCK as u64);
+    let ctx = ProcessContext::new(RATE, BLOCK, n * BLOCK as u64);
     node.process(
         &ctx,
         AudioRef::new(&[], 0, BLOCK, BLOCK),

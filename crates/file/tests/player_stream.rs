@@ -57,7 +57,7 @@ fn value(frame: u64) -> f32 {
 
 fn player(settings: &PlayerSettings, rate: u32, delay: Duration, reader: &Reader) -> Player {
     let cfg = NodeConfig {
-        sample_rate: RATE as f32,
+        sample_rate: RATE,
         max_block: BLOCK,
     };
     let source = Box::new(Ramp {
@@ -78,7 +78,7 @@ fn player(settings: &PlayerSettings, rate: u32, delay: Duration, reader: &Reader
 }
 
 fn block(node: &mut Player, n: u64, out: &mut [f32]) {
-    let ctx = ProcessContext::new(RATE as f32, BLOCK, n * BLOCK as u64);
+    let ctx = ProcessContext::new(RATE, BLOCK, n * BLOCK as u64);
     node.process(
         &ctx,
         AudioRef::new(&[], 0, BLOCK, BLOCK),

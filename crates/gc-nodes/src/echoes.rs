@@ -167,7 +167,7 @@ pub struct TapCounts {
 ///
 /// ```
 /// use downbeat_gc_nodes::{Echoes, EchoesSettings};
-/// let node = Echoes::new(1, 48_000.0, &EchoesSettings::default()).unwrap();
+/// let node = Echoes::new(1, 48_000, &EchoesSettings::default()).unwrap();
 /// let monitor = node.monitor();
 /// assert_eq!(monitor.counts().started, 0);
 /// ```
@@ -241,11 +241,11 @@ impl From<AccessError> for Fault {
 /// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 ///
 /// let settings = EchoesSettings { delay: 0.001, feedback: 0.5, mix: 1.0, ..Default::default() };
-/// let mut node = Echoes::new(1, 48_000.0, &settings).unwrap(); // 48-sample delay
+/// let mut node = Echoes::new(1, 48_000, &settings).unwrap(); // 48-sample delay
 /// let mut input = vec![0.0f32; 256];
 /// input[0] = 1.0; // an impulse: one onset
 /// let mut out = vec![0.0f32; 256];
-/// let ctx = ProcessContext::new(48_000.0, 256, 0);
+/// let ctx = ProcessContext::new(48_000, 256, 0);
 /// node.process(&ctx, AudioRef::new(&input, 1, 256, 256), AudioMut::new(&mut out, 1, 256, 256));
 /// assert_eq!((out[0], out[48], out[96], out[144]), (0.0, 0.5, 0.25, 0.125));
 /// assert_eq!(node.monitor().counts().started, 1);
@@ -302,7 +302,7 @@ impl Echoes {
     /// ([`MAX_ATOMIC_BYTES`](crate::MAX_ATOMIC_BYTES)), or when the collector cannot start.
     pub fn new(
         channels: usize,
-        sample_rate: f32,
+        sample_rate: u32,
         settings: &EchoesSettings,
     ) -> Result<Self, ParamError> {
         let s = settings;
@@ -312,10 +312,10 @@ impl Echoes {
                 format!("got {channels}, expected an integer from 1 to 32"),
             ));
         }
-        if !(sample_rate.is_finite() && sample_rate >= 1.0) {
+        if sample_rate == 0 {
             return Err(invalid(
                 "sample_rate",
-                format!("got {sample_rate}, expected a positive number of Hz"),
+                "got 0, expected a positive number of Hz".to_string(),
             ));
         }
         let checks: [(&str, f64, f64, f64); 4] = [
@@ -343,7 +343,7 @@ impl Echoes {
         }
         let rate = f64::from(sample_rate);
         let line_samples = (s.delay * rate).round().max(1.0) as usize;
-        let plan = HeapPlan::new(channels, line_samples, s.max_taps, rate)?;
+        let plan = HeapPlan::new(channels, line_samples, s.max_taps, sample_rate)?;
         let config = Config {
             full_snapshot_every: FULL_SNAPSHOT_EVERY,
             copy_rate: Some(copy_rate()),
@@ -365,7 +365,7 @@ impl Echoes {
                 feedback: s.feedback,
                 threshold: s.threshold,
                 mix: s.mix,
-                release: (-1.0 / (RELEASE_SECONDS * sample_rate)).exp(),
+                release: (-1.0 / (RELEASE_SECONDS * sample_rate as f32)).exp(),
                 envelope: 0.0,
                 armed: true,
                 onsets: [0; MAX_TAPS],
@@ -384,7 +384,7 @@ impl Echoes {
     /// use downbeat_gc_nodes::Echoes;
     /// use downbeat_graph::{NodeConfig, ParamValue};
     ///
-    /// let cfg = NodeConfig { sample_rate: 48_000.0, max_block: 256 };
+    /// let cfg = NodeConfig { sample_rate: 48_000, max_block: 256 };
     /// let node = Echoes::from_params(vec![("mix".into(), ParamValue::Float(1.0))], &cfg).unwrap();
     /// assert_eq!(node.plan().line_samples, 12_000); // the default delay, 0.25 s
     /// ```

@@ -57,9 +57,9 @@
 //!
 //! // Echoes every 10 ms (480 samples at 48 kHz), each 0.6 times the one before.
 //! let settings = EchoesSettings { delay: 0.01, feedback: 0.6, mix: 1.0, ..Default::default() };
-//! let mut node = Echoes::new(1, 48_000.0, &settings).unwrap();
+//! let mut node = Echoes::new(1, 48_000, &settings).unwrap();
 //! let monitor = node.monitor(); // keep it: the node may move into a schedule
-//! let ctx = ProcessContext::new(48_000.0, 240, 0);
+//! let ctx = ProcessContext::new(48_000, 240, 0);
 //! let (mut input, mut out) = (vec![0.0f32; 240], vec![0.0f32; 240]);
 //! let mut played = Vec::new();
 //! for block in 0..20 {

@@ -39,7 +39,7 @@ const BLOCK_OVERHEAD: usize = 64;
 /// ```
 /// use downbeat_gc_nodes::HeapPlan;
 /// // The defaults: 2 channels, 0.25 s at 48 kHz, 16 taps.
-/// let plan = HeapPlan::new(2, 12_000, 16, 48_000.0).unwrap();
+/// let plan = HeapPlan::new(2, 12_000, 16, 48_000).unwrap();
 /// // 16 live taps and the garbage of two delays (0.5 s of slack / 0.25 s): 48 taps.
 /// assert_eq!(plan.taps, 48);
 /// assert!(plan.line_bytes >= 2 * 12_000 * 4);
@@ -68,7 +68,7 @@ impl HeapPlan {
     ///
     /// ```
     /// use downbeat_gc_nodes::HeapPlan;
-    /// let plan = HeapPlan::new(2, 12_000, 16, 48_000.0).unwrap();
+    /// let plan = HeapPlan::new(2, 12_000, 16, 48_000).unwrap();
     /// let config = plan.config();
     /// assert_eq!((config.heap_bytes, config.atomic_slots), (plan.pointer_bytes, plan.taps));
     /// ```
@@ -93,10 +93,10 @@ impl HeapPlan {
         channels: usize,
         line_samples: usize,
         max_taps: usize,
-        sample_rate: f64,
+        sample_rate: u32,
     ) -> Result<Self, ParamError> {
         let line_samples = line_samples.max(1);
-        let slack = (SLACK_SECONDS * sample_rate).ceil() as usize;
+        let slack = (SLACK_SECONDS * f64::from(sample_rate)).ceil() as usize;
         let too_big = |bytes: u128| ParamError::Invalid {
             name: "max_taps".into(),
             message: format!(
@@ -160,15 +160,15 @@ mod tests {
 
     #[test]
     fn short_delays_hold_more_ended_taps() {
-        let long = HeapPlan::new(1, 48_000, 8, 48_000.0).unwrap();
-        let short = HeapPlan::new(1, 48, 8, 48_000.0).unwrap();
+        let long = HeapPlan::new(1, 48_000, 8, 48_000).unwrap();
+        let short = HeapPlan::new(1, 48, 8, 48_000).unwrap();
         assert_eq!(long.taps, 8 * 2);
         assert_eq!(short.taps, 8 * (1 + 500));
     }
 
     #[test]
     fn a_plan_too_large_names_what_to_lower() {
-        let err = HeapPlan::new(32, 96_000, 64, 48_000.0).unwrap_err();
+        let err = HeapPlan::new(32, 96_000, 64, 48_000).unwrap_err();
         let ParamError::Invalid { name, message } = err else {
             panic!("not Invalid")
         };

@@ -9,7 +9,7 @@ use downbeat_graph::{
     AudioMut, AudioRef, Node, NodeConfig, ParamError, ParamValue, ProcessContext,
 };
 
-const RATE: f32 = 48_000.0;
+const RATE: u32 = 48_000;
 
 /// Runs `node` over `input` (channel after channel, `channels` of them) in blocks of `block`
 /// frames; returns the output laid out the same way. `each` sees the node after every block.

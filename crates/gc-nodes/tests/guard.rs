@@ -37,7 +37,7 @@ fn play(node: &mut Echoes, blocks: usize, x: &mut [f32], y: &mut [f32]) -> f32 {
             std::hint::spin_loop();
         }
         block_input(n, 12, x);
-        let ctx = ProcessContext::new(48_000.0, BLOCK, (n * BLOCK) as u64);
+        let ctx = ProcessContext::new(48_000, BLOCK, (n * BLOCK) as u64);
         node.process(
             &ctx,
             AudioRef::new(x, CHANNELS, BLOCK, BLOCK),
@@ -58,7 +58,7 @@ fn process_with_taps_born_and_collected_is_real_time_safe() {
         mix: 0.5,
         ..EchoesSettings::default()
     };
-    let mut node = Echoes::new(CHANNELS, 48_000.0, &settings).unwrap();
+    let mut node = Echoes::new(CHANNELS, 48_000, &settings).unwrap();
     let monitor = node.monitor();
     let (mut x, mut y) = (
         vec![0.0f32; BLOCK * CHANNELS],

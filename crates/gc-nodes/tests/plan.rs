@@ -39,11 +39,11 @@ fn the_planned_number_of_taps_fits_and_fits_again_after_collection() {
     // The defaults; a short delay (many ended taps in the slack); a long one on 8 channels
     // at 96 kHz; odd sizes that are not on an allocator class boundary.
     for (channels, samples, taps, rate) in [
-        (2, 12_000, 16, 48_000.0),
-        (1, 48, 64, 48_000.0),
-        (8, 96_000, 8, 96_000.0),
-        (3, 12_345, 5, 44_100.0),
-        (2, 1_001, 64, 48_000.0),
+        (2, 12_000, 16, 48_000),
+        (1, 48, 64, 48_000),
+        (8, 96_000, 8, 96_000),
+        (3, 12_345, 5, 44_100),
+        (2, 1_001, 64, 48_000),
     ] {
         fill(HeapPlan::new(channels, samples, taps, rate).unwrap());
     }
@@ -52,7 +52,7 @@ fn the_planned_number_of_taps_fits_and_fits_again_after_collection() {
 #[test]
 fn far_beyond_the_plan_allocation_fails_with_an_error() {
     // The plan is not vacuous: far beyond it, allocation fails (with an error, no panic).
-    let plan = HeapPlan::new(2, 12_000, 16, 48_000.0).unwrap();
+    let plan = HeapPlan::new(2, 12_000, 16, 48_000).unwrap();
     let (mut m, _c) = start(Config {
         heap_bytes: plan.pointer_bytes,
         atomic_bytes: plan.atomic_bytes,
@@ -74,7 +74,7 @@ fn far_beyond_the_plan_allocation_fails_with_an_error() {
 #[test]
 fn the_documented_default_sizes() {
     // Quoted in the crate docs.
-    let plan = HeapPlan::new(2, 12_000, 16, 48_000.0).unwrap();
+    let plan = HeapPlan::new(2, 12_000, 16, 48_000).unwrap();
     assert_eq!(plan.taps, 48);
     assert_eq!(plan.pointer_bytes, 4480);
     assert_eq!(plan.atomic_bytes >> 10, 4801, "{plan:?}");
@@ -85,7 +85,7 @@ fn lines_freed_between_live_ones_serve_new_taps() {
     // Taps end in any order, so the holes they leave sit between live lines: the next taps
     // must fit in those holes (the plan's margin alone holds only a few lines).
     for (channels, samples) in [(2, 12_000), (3, 12_345), (1, 1_001)] {
-        let plan = HeapPlan::new(channels, samples, 16, 48_000.0).unwrap();
+        let plan = HeapPlan::new(channels, samples, 16, 48_000).unwrap();
         let (mut m, _c) = start(Config {
             mode: Mode::StopTheWorld,
             copy_rate: Some(5.0),

@@ -15,7 +15,7 @@ use crate::schedule::{InputPlan, Kept, Route, RouteFrom, Schedule, Slot};
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CompileConfig {
     /// Sample rate in Hz.
-    pub sample_rate: f32,
+    pub sample_rate: u32,
     /// Largest block [`Schedule::process`] will be asked for; every buffer is this long.
     pub max_block: usize,
 }
@@ -44,7 +44,7 @@ impl Graph {
     /// g.connect(b, a);
     /// let out = g.add("out", Output::new(2));
     /// g.set_output(out);
-    /// let cfg = CompileConfig { sample_rate: 48000.0, max_block: 64 };
+    /// let cfg = CompileConfig { sample_rate: 48000, max_block: 64 };
     /// match g.compile(cfg) {
     ///     Err(GraphError::Cycle { nodes, .. }) => assert_eq!(nodes.len(), 2),
     ///     other => panic!("expected a cycle, got {:?}", other.err()),

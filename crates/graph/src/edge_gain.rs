@@ -36,11 +36,11 @@ static PARAMS: &[ParamSpec] = &[ParamSpec {
 /// use downbeat_graph::{CompileConfig, Graph};
 ///
 /// let mut g = Graph::new();
-/// let one = g.add("one", Sine::new(1, 48_000.0, &SineSettings { freq: 0.0, amp: 1.0, phase: 0.25 })); // a constant 1.0
+/// let one = g.add("one", Sine::new(1, 48_000, &SineSettings { freq: 0.0, amp: 1.0, phase: 0.25 })); // a constant 1.0
 /// let out = g.add("out", Output::new(1));
 /// g.connect_gain(one, out, -6.0);
 /// g.set_output(out);
-/// let mut s = g.compile(CompileConfig { sample_rate: 48_000.0, max_block: 64 }).unwrap();
+/// let mut s = g.compile(CompileConfig { sample_rate: 48_000, max_block: 64 }).unwrap();
 /// s.process(64);
 /// assert!((s.output().channel(0)[0] - EdgeGain::linear(-6.0)).abs() < 1e-7);
 /// assert!(s.param_table().resolve("one -> out", "gain_db").is_ok());

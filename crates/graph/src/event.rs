@@ -103,13 +103,13 @@ pub enum NodeEvent {
 /// use downbeat_nodes::{Gain, Output, Sine, SineSettings};
 ///
 /// let mut g = Graph::new();
-/// let osc = g.add("osc", Sine::new(1, 48000.0, &SineSettings { freq: 100.0, amp: 1.0, phase: 0.25 }));
+/// let osc = g.add("osc", Sine::new(1, 48000, &SineSettings { freq: 100.0, amp: 1.0, phase: 0.25 }));
 /// let gain = g.add("gain", Gain::new(1, 1.0));
 /// let out = g.add("out", Output::new(1));
 /// g.connect(osc, gain);
 /// g.connect(gain, out);
 /// g.set_output(out);
-/// let mut s = g.compile(CompileConfig { sample_rate: 48000.0, max_block: 64 }).unwrap();
+/// let mut s = g.compile(CompileConfig { sample_rate: 48000, max_block: 64 }).unwrap();
 /// let id = s.param_table().resolve("gain", "gain").unwrap();
 /// s.push_event(Event::param(Some(10), id, Change::Step(0.0))).unwrap();
 /// s.process(64);
@@ -488,7 +488,7 @@ pub(crate) struct NodeParams {
 /// let out = g.add("out", Output::new(2));
 /// g.connect(gain, out);
 /// g.set_output(out);
-/// let s = g.compile(CompileConfig { sample_rate: 48000.0, max_block: 64 }).unwrap();
+/// let s = g.compile(CompileConfig { sample_rate: 48000, max_block: 64 }).unwrap();
 /// let table = s.param_table();
 /// let id = table.resolve("level", "gain").unwrap();
 /// assert!(table.check(id, &Change::Set(2.0)).is_ok());
@@ -499,7 +499,7 @@ pub(crate) struct NodeParams {
 #[derive(Clone, Debug)]
 pub struct ParamTable {
     pub(crate) schedule: u64,
-    pub(crate) sample_rate: f32,
+    pub(crate) sample_rate: u32,
     pub(crate) nodes: Vec<NodeParams>,
     /// Each node's index in `nodes`, by key.
     pub(crate) by_key: std::collections::HashMap<NodeKey, usize>,
@@ -512,7 +512,7 @@ impl ParamTable {
     }
 
     /// The sample rate the schedule runs at.
-    pub fn sample_rate(&self) -> f32 {
+    pub fn sample_rate(&self) -> u32 {
         self.sample_rate
     }
 

@@ -15,7 +15,7 @@ use crate::param::{ParamError, ParamSpec, ParamValue, Params};
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NodeConfig {
     /// Sample rate in Hz.
-    pub sample_rate: f32,
+    pub sample_rate: u32,
     /// Largest block the node will be asked to process.
     pub max_block: usize,
 }
@@ -42,7 +42,7 @@ impl NodeType {
     ///
     /// ```
     /// use downbeat_graph::{NodeConfig, ParamValue};
-    /// let cfg = NodeConfig { sample_rate: 48000.0, max_block: 256 };
+    /// let cfg = NodeConfig { sample_rate: 48000, max_block: 256 };
     /// let gain = downbeat_nodes::node_type("gain").unwrap();
     /// let node = gain.instantiate(vec![("gain".into(), ParamValue::Float(0.5))], &cfg).unwrap();
     /// assert_eq!(node.output_channels(), 2);
@@ -86,7 +86,7 @@ impl NodeType {
 ///     }
 /// }
 ///
-/// let cfg = NodeConfig { sample_rate: 48000.0, max_block: 64 };
+/// let cfg = NodeConfig { sample_rate: 48000, max_block: 64 };
 /// let node = Double.create(Vec::new(), &cfg).unwrap();
 /// assert_eq!(node.output_channels(), 2);
 /// // An unknown parameter is refused by name.

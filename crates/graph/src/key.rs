@@ -32,7 +32,7 @@ use std::sync::{Mutex, OnceLock};
 ///     let out = g.add("out", Output::new(2));
 ///     g.connect(gain, out);
 ///     g.set_output(out);
-///     g.compile(CompileConfig { sample_rate: 48000.0, max_block: 64 }).unwrap()
+///     g.compile(CompileConfig { sample_rate: 48000, max_block: 64 }).unwrap()
 /// };
 /// let (a, b) = (build(), build());
 /// let key = a.param_table().node_key("level").unwrap();

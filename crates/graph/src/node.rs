@@ -12,7 +12,7 @@ use crate::time::MusicalPosition;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ProcessContext {
     /// Sample rate in Hz.
-    pub sample_rate: f32,
+    pub sample_rate: u32,
     /// Frames in this block (at most the schedule's maximum block size).
     pub frames: usize,
     /// Frame position of the first sample of this block since the schedule started.
@@ -31,15 +31,15 @@ impl ProcessContext {
     ///
     /// ```
     /// use downbeat_graph::ProcessContext;
-    /// let ctx = ProcessContext::new(48000.0, 64, 128);
+    /// let ctx = ProcessContext::new(48000, 64, 128);
     /// assert_eq!((ctx.frames, ctx.position, ctx.musical.playing), (64, 128, false));
     /// ```
-    pub fn new(sample_rate: f32, frames: usize, position: u64) -> Self {
+    pub fn new(sample_rate: u32, frames: usize, position: u64) -> Self {
         Self {
             sample_rate,
             frames,
             position,
-            musical: MusicalPosition::stopped(f64::from(sample_rate)),
+            musical: MusicalPosition::stopped(sample_rate),
         }
     }
 }
@@ -214,7 +214,7 @@ pub trait Node: Send + 'static {
     /// let out = g.add("out", Output::new(1));
     /// g.connect(m, out);
     /// g.set_output(out);
-    /// let mut s = g.compile(CompileConfig { sample_rate: 48_000.0, max_block: 64 }).unwrap();
+    /// let mut s = g.compile(CompileConfig { sample_rate: 48_000, max_block: 64 }).unwrap();
     /// let table = s.param_table();
     /// let peak = table.resolve_watched("m", "peak").unwrap();
     /// s.process(64);
@@ -359,7 +359,7 @@ pub trait Node: Send + 'static {
     /// let out = g.add("out", Output::new(1));
     /// g.connect(src, out);
     /// g.set_output(out);
-    /// let mut schedule = g.compile(CompileConfig { sample_rate: 48_000.0, max_block: 64 }).unwrap();
+    /// let mut schedule = g.compile(CompileConfig { sample_rate: 48_000, max_block: 64 }).unwrap();
     /// let monitors = schedule.monitors(); // before the schedule moves to the audio thread
     /// schedule.process(64);
     /// schedule.process(64);

@@ -17,11 +17,11 @@ pub(crate) const TIME_EVERY: u64 = 16;
 /// use downbeat_nodes::{Output, Sine, SineSettings};
 ///
 /// let mut g = Graph::new();
-/// let osc = g.add("osc", Sine::new(1, 48000.0, &SineSettings::default()));
+/// let osc = g.add("osc", Sine::new(1, 48000, &SineSettings::default()));
 /// let out = g.add("out", Output::new(1));
 /// g.connect(osc, out);
 /// g.set_output(out);
-/// let mut schedule = g.compile(CompileConfig { sample_rate: 48000.0, max_block: 64 }).unwrap();
+/// let mut schedule = g.compile(CompileConfig { sample_rate: 48000, max_block: 64 }).unwrap();
 /// schedule.set_profiling(true);
 /// schedule.process(64);
 /// let osc = schedule.node_sample(0);

@@ -494,11 +494,11 @@ impl Events {
 /// use downbeat_nodes::{Output, Sine, SineSettings};
 ///
 /// let mut g = Graph::new();
-/// let osc = g.add("osc", Sine::new(2, 48000.0, &SineSettings::default()));
+/// let osc = g.add("osc", Sine::new(2, 48000, &SineSettings::default()));
 /// let out = g.add("out", Output::new(2));
 /// g.connect(osc, out);
 /// g.set_output(out);
-/// let mut schedule = g.compile(CompileConfig { sample_rate: 48000.0, max_block: 128 }).unwrap();
+/// let mut schedule = g.compile(CompileConfig { sample_rate: 48000, max_block: 128 }).unwrap();
 /// schedule.process(128);
 /// let left = schedule.output().channel(0);
 /// assert!(left.iter().any(|&s| s != 0.0));
@@ -638,8 +638,7 @@ impl Schedule {
             edited_from: keep.from,
             keep: keep.slots.into_boxed_slice(),
             transport: Transport::new(
-                TempoMap::constant(120.0, f64::from(cfg.sample_rate))
-                    .unwrap_or_else(|_| TempoMap::default()),
+                TempoMap::constant(120.0, cfg.sample_rate).unwrap_or_else(|_| TempoMap::default()),
             ),
             waiting: Waiting::new(WAITING_CAPACITY),
             song: SongTimeline::default(),
@@ -1157,7 +1156,7 @@ impl Schedule {
     ///     g.connect(n, out);
     /// }
     /// g.set_output(out);
-    /// let mut schedule = g.compile(CompileConfig { sample_rate: 48000.0, max_block: 64 }).unwrap();
+    /// let mut schedule = g.compile(CompileConfig { sample_rate: 48000, max_block: 64 }).unwrap();
     /// let pool = Pool::new(PoolConfig { workers: Some(1), realtime_priority: None, ..PoolConfig::default() });
     /// assert_eq!(schedule.split_sums(), 0, "nothing measured yet");
     /// schedule.process_parallel(64, &pool);
@@ -1221,11 +1220,11 @@ impl Schedule {
     /// use downbeat_graph::{CompileConfig, Graph};
     /// use downbeat_nodes::{Output, Sine, SineSettings};
     /// let mut g = Graph::new();
-    /// let osc = g.add("osc", Sine::new(2, 48000.0, &SineSettings::default()));
+    /// let osc = g.add("osc", Sine::new(2, 48000, &SineSettings::default()));
     /// let out = g.add("out", Output::new(2));
     /// g.connect(osc, out);
     /// g.set_output(out);
-    /// let schedule = g.compile(CompileConfig { sample_rate: 48000.0, max_block: 64 }).unwrap();
+    /// let schedule = g.compile(CompileConfig { sample_rate: 48000, max_block: 64 }).unwrap();
     /// assert_eq!(schedule.latency(), 0);
     /// ```
     pub fn latency(&self) -> usize {
@@ -1278,11 +1277,11 @@ impl Schedule {
     /// use downbeat_nodes::{Output, Sine, SineSettings};
     ///
     /// let mut g = Graph::new();
-    /// let sine = g.add("sine", Sine::new(1, 48_000.0, &SineSettings::default()));
+    /// let sine = g.add("sine", Sine::new(1, 48_000, &SineSettings::default()));
     /// let out = g.add("out", Output::new(1));
     /// g.connect(sine, out);
     /// g.set_output(out);
-    /// let mut schedule = g.compile(CompileConfig { sample_rate: 48_000.0, max_block: 64 }).unwrap();
+    /// let mut schedule = g.compile(CompileConfig { sample_rate: 48_000, max_block: 64 }).unwrap();
     /// assert!(schedule.save_states().is_empty()); // built-in nodes have no state to save
     /// ```
     pub fn save_states(&mut self) -> Vec<(String, Result<NodeState, StateError>)> {
@@ -1446,11 +1445,11 @@ impl Schedule {
     /// use downbeat_graph::{CompileConfig, Graph};
     /// use downbeat_nodes::{Output, Sine, SineSettings};
     /// let mut g = Graph::new();
-    /// let s = g.add("s", Sine::new(1, 48_000.0, &SineSettings::default()));
+    /// let s = g.add("s", Sine::new(1, 48_000, &SineSettings::default()));
     /// let out = g.add("out", Output::new(1));
     /// g.connect(s, out);
     /// g.set_output(out);
-    /// let mut schedule = g.compile(CompileConfig { sample_rate: 48_000.0, max_block: 64 }).unwrap();
+    /// let mut schedule = g.compile(CompileConfig { sample_rate: 48_000, max_block: 64 }).unwrap();
     /// assert!(!schedule.offline());
     /// schedule.set_offline(true);
     /// assert!(schedule.offline());
@@ -1479,11 +1478,11 @@ impl Schedule {
     /// use downbeat_nodes::{Output, Sine, SineSettings};
     /// let render = |flush: bool| {
     ///     let mut g = Graph::new();
-    ///     let s = g.add("s", Sine::new(1, 48_000.0, &SineSettings { freq: 440.0, amp: 1e-30, ..SineSettings::default() }));
+    ///     let s = g.add("s", Sine::new(1, 48_000, &SineSettings { freq: 440.0, amp: 1e-30, ..SineSettings::default() }));
     ///     let out = g.add("out", Output::new(1));
     ///     g.connect(s, out);
     ///     g.set_output(out);
-    ///     let mut schedule = g.compile(CompileConfig { sample_rate: 48_000.0, max_block: 64 }).unwrap();
+    ///     let mut schedule = g.compile(CompileConfig { sample_rate: 48_000, max_block: 64 }).unwrap();
     ///     schedule.set_flush_denormals(flush);
     ///     schedule.process(64);
     ///     schedule.output().channel(0).iter().map(|x| x.to_bits()).collect::<Vec<_>>()
@@ -1690,12 +1689,12 @@ impl Schedule {
     ///     let gain = g.add("gain", Gain::new(1, 1.0));
     ///     let out = g.add("out", Output::new(1));
     ///     if with_osc {
-    ///         let osc = g.add("osc", Sine::new(1, 48000.0, &SineSettings { freq: 100.0, amp: 1.0, phase: 0.25 }));
+    ///         let osc = g.add("osc", Sine::new(1, 48000, &SineSettings { freq: 100.0, amp: 1.0, phase: 0.25 }));
     ///         g.connect(osc, gain);
     ///     }
     ///     g.connect(gain, out);
     ///     g.set_output(out);
-    ///     g.compile(CompileConfig { sample_rate: 48000.0, max_block: 64 }).unwrap()
+    ///     g.compile(CompileConfig { sample_rate: 48000, max_block: 64 }).unwrap()
     /// };
     /// let mut old = build(false);
     /// let id = old.param_table().resolve("gain", "gain").unwrap();

@@ -9,7 +9,7 @@ use downbeat_graph::{
 use downbeat_nodes::{Gain, Mix, MixSettings, Output, Sine, SineSettings};
 
 const CFG: CompileConfig = CompileConfig {
-    sample_rate: 48_000.0,
+    sample_rate: 48_000,
     max_block: 64,
 };
 
@@ -20,7 +20,7 @@ fn send(db: f64) -> Graph {
         "one",
         Sine::new(
             1,
-            48_000.0,
+            48_000,
             &SineSettings {
                 freq: 0.0,
                 amp: 1.0,
@@ -32,7 +32,7 @@ fn send(db: f64) -> Graph {
         "half",
         Sine::new(
             1,
-            48_000.0,
+            48_000,
             &SineSettings {
                 freq: 0.0,
                 amp: 0.5,

@@ -12,7 +12,7 @@ use downbeat_nodes::{
     Output, Sine, SineSettings, SpectralCompressor, Synth, SynthSettings,
 };
 
-const SR: f32 = 48_000.0;
+const SR: u32 = 48_000;
 const BLOCK: usize = 64;
 const CFG: CompileConfig = CompileConfig {
     sample_rate: SR,

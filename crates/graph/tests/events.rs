@@ -20,7 +20,7 @@ use downbeat_rt::pool::{Pool, PoolConfig};
 
 downbeat_rt::install_guard_allocator!();
 
-const SR: f32 = 48000.0;
+const SR: u32 = 48000;
 const BLOCKS: [usize; 3] = [64, 256, 1000];
 
 /// 1.0 on every channel: through a gain, the output is the gain.
@@ -213,7 +213,7 @@ fn a_smoothed_set_starts_at_its_frame_and_reaches_its_value_after_the_smoothing_
         s.push_event(Event::param(Some(k), gain, Change::Set(0.0)))
             .unwrap();
         let out = render(&mut s, 4 * block + 300, None, |_, _| {});
-        let smoothing = (0.005 * SR) as usize; // the default, 5 ms
+        let smoothing = (0.005 * f64::from(SR)) as usize; // the default, 5 ms
         let k = k as usize;
         assert!(
             out[..=k].iter().all(|&x| x == 1.0),
@@ -621,7 +621,7 @@ fn events_for_parameters_that_are_not_live_here_are_refused() {
     g.set_output(o);
     let elsewhere = g
         .compile(CompileConfig {
-            sample_rate: 48000.0,
+            sample_rate: 48000,
             max_block: 64,
         })
         .unwrap();

@@ -104,7 +104,7 @@ fn render(mut schedule: Schedule, pool: Option<&Pool>) -> Vec<f32> {
 }
 
 const CFG: CompileConfig = CompileConfig {
-    sample_rate: 48000.0,
+    sample_rate: 48000,
     max_block: 128,
 };
 

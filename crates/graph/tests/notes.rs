@@ -9,7 +9,7 @@ use downbeat_rt::pool::{Pool, PoolConfig};
 
 downbeat_rt::install_guard_allocator!();
 
-const SR: f32 = 48000.0;
+const SR: u32 = 48000;
 
 fn synth() -> Synth {
     Synth::new(1, SR, &SynthSettings::default()).unwrap()

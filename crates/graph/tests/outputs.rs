@@ -105,7 +105,7 @@ fn schedule() -> Schedule {
     g.connect(s, out);
     g.set_output(out);
     g.compile(CompileConfig {
-        sample_rate: 48_000.0,
+        sample_rate: 48_000,
         max_block: 64,
     })
     .unwrap()

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 downbeat_rt::install_guard_allocator!();
 
-const SR: f32 = 44_100.0;
+const SR: u32 = 44_100;
 const CFG: CompileConfig = CompileConfig {
     sample_rate: SR,
     max_block: 128,
@@ -320,7 +320,7 @@ fn tiny_graph() -> (Schedule, Arc<Ledger>) {
     g.connect(ids[last], out);
     g.set_output(out);
     let cfg = CompileConfig {
-        sample_rate: 48_000.0,
+        sample_rate: 48_000,
         max_block: 64,
     };
     (g.compile(cfg).unwrap(), ledger)

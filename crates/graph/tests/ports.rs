@@ -7,7 +7,7 @@ use downbeat_nodes::{Output, Sine, SineSettings};
 use downbeat_rt::pool::{Pool, PoolConfig};
 
 const CFG: CompileConfig = CompileConfig {
-    sample_rate: 48_000.0,
+    sample_rate: 48_000,
     max_block: 64,
 };
 
@@ -44,7 +44,7 @@ impl Node for Duck {
 fn constant(value: f32) -> Sine {
     Sine::new(
         1,
-        48_000.0,
+        48_000,
         &SineSettings {
             freq: 0.0,
             amp: value,
@@ -129,7 +129,7 @@ fn bad_ports_are_refused_with_the_ports_there_are() {
             "stereo",
             Sine::new(
                 2,
-                48_000.0,
+                48_000,
                 &SineSettings {
                     freq: 0.0,
                     amp: 0.5,

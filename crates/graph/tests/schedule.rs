@@ -5,7 +5,7 @@ use downbeat_nodes::{Gain, Output};
 use proptest::prelude::*;
 
 const CFG: CompileConfig = CompileConfig {
-    sample_rate: 48_000.0,
+    sample_rate: 48_000,
     max_block: 64,
 };
 

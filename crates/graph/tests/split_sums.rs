@@ -8,7 +8,7 @@ use downbeat_rt::pool::{Pool, PoolConfig};
 downbeat_rt::install_guard_allocator!();
 
 const CFG: CompileConfig = CompileConfig {
-    sample_rate: 48_000.0,
+    sample_rate: 48_000,
     max_block: 128,
 };
 

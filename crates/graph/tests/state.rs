@@ -41,7 +41,7 @@ fn states_come_back_by_name_with_failures_reported() {
         "sine",
         Sine::new(
             1,
-            48_000.0,
+            48_000,
             &SineSettings {
                 freq: 440.0,
                 amp: 0.5,
@@ -69,7 +69,7 @@ fn states_come_back_by_name_with_failures_reported() {
     g.connect(b, out);
     g.set_output(out);
     let cfg = CompileConfig {
-        sample_rate: 48_000.0,
+        sample_rate: 48_000,
         max_block: 64,
     };
     let mut schedule = g.compile(cfg).unwrap();

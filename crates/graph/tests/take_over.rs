@@ -11,7 +11,7 @@ fn graph(extra: usize) -> Schedule {
         "one",
         Sine::new(
             1,
-            48_000.0,
+            48_000,
             &SineSettings {
                 freq: 0.0,
                 amp: 1.0,
@@ -30,7 +30,7 @@ fn graph(extra: usize) -> Schedule {
     g.connect(gain, out);
     g.set_output(out);
     g.compile(CompileConfig {
-        sample_rate: 48_000.0,
+        sample_rate: 48_000,
         max_block: 64,
     })
     .unwrap()

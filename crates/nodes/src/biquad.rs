@@ -133,17 +133,17 @@ fn flush(s: [f64; 2]) -> [f64; 2] {
 /// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 ///
 /// let settings = BiquadSettings { mode: FilterMode::Lowpass, freq: 1000.0, q: 0.7071 };
-/// let mut lp = Biquad::new(1, 48000.0, &settings).unwrap();
+/// let mut lp = Biquad::new(1, 48000, &settings).unwrap();
 /// // A constant input passes a low-pass unchanged once it has settled.
 /// let input = [1.0f32; 4800];
 /// let mut out = [0.0f32; 4800];
-/// let ctx = ProcessContext::new(48000.0, 4800, 0);
+/// let ctx = ProcessContext::new(48000, 4800, 0);
 /// lp.process(&ctx, AudioRef::new(&input, 1, 4800, 4800), AudioMut::new(&mut out, 1, 4800, 4800));
 /// assert!((out[4799] - 1.0).abs() < 1e-4);
 ///
 /// // Frequencies at or above Nyquist are refused.
 /// let too_high = BiquadSettings { freq: 24000.0, ..settings };
-/// assert!(Biquad::new(1, 48000.0, &too_high).is_err());
+/// assert!(Biquad::new(1, 48000, &too_high).is_err());
 /// ```
 #[derive(Debug)]
 pub struct Biquad {
@@ -164,7 +164,7 @@ impl Biquad {
     /// when it is not positive, `channels` when it is not in `1..=32`.
     pub fn new(
         channels: usize,
-        sample_rate: f32,
+        sample_rate: u32,
         settings: &BiquadSettings,
     ) -> Result<Self, ParamError> {
         let BiquadSettings { mode, freq, q } = *settings;
@@ -384,7 +384,7 @@ mod tests {
             freq: 500.0,
             q: 0.7,
         };
-        let mut f = Biquad::new(1, 48000.0, &settings).unwrap();
+        let mut f = Biquad::new(1, 48000, &settings).unwrap();
         let before = f.coeffs;
         assert!(!f.set_param(P_FREQ, 30000.0));
         assert_eq!(f.coeffs, before);

@@ -13,7 +13,7 @@ use downbeat_graph::{
 /// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 ///
 /// let mut gain = Gain::new(1, 0.5);
-/// let ctx = ProcessContext::new(48000.0, 3, 0);
+/// let ctx = ProcessContext::new(48000, 3, 0);
 /// let input = [1.0, -2.0, 4.0];
 /// let mut out = [0.0f32; 3];
 /// gain.process(&ctx, AudioRef::new(&input, 1, 3, 3), AudioMut::new(&mut out, 1, 3, 3));

@@ -35,7 +35,7 @@ use downbeat_graph::{
 /// let out = g.add("out", Output::new(2));
 /// g.connect(mic, out);
 /// g.set_output(out);
-/// let mut schedule = g.compile(CompileConfig { sample_rate: 48000.0, max_block: 64 }).unwrap();
+/// let mut schedule = g.compile(CompileConfig { sample_rate: 48000, max_block: 64 }).unwrap();
 ///
 /// capture.write_interleaved(&[0.5, -0.5, 0.25, -0.25]); // two frames, L R L R
 /// schedule.process(2);
@@ -137,7 +137,7 @@ impl Capture {
     /// use downbeat_graph::{NodeConfig, ParamValue};
     /// use downbeat_nodes::{node_type, Capture};
     ///
-    /// let cfg = NodeConfig { sample_rate: 48000.0, max_block: 256 };
+    /// let cfg = NodeConfig { sample_rate: 48000, max_block: 256 };
     /// let input = node_type("input").unwrap();
     /// let mono = Capture::new(1, 256);
     /// let stereo = vec![("channels".to_string(), ParamValue::Int(2))];
@@ -265,7 +265,7 @@ mod tests {
         let capture = Capture::new(3, 8);
         let mut node = Input::new(&capture, 2).unwrap();
         capture.write_interleaved(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
-        let ctx = ProcessContext::new(48000.0, 3, 0);
+        let ctx = ProcessContext::new(48000, 3, 0);
         let mut out = vec![9.0f32; 16];
         node.process(
             &ctx,
@@ -294,7 +294,7 @@ mod tests {
     #[test]
     fn connect_is_scoped_and_nests() {
         let cfg = NodeConfig {
-            sample_rate: 48000.0,
+            sample_rate: 48000,
             max_block: 4,
         };
         let (a, b) = (Capture::new(1, 4), Capture::new(2, 4));

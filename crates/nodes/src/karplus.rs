@@ -130,8 +130,8 @@ fn midi_to_hz(note: f64) -> f64 {
 ///     offset: 0.01,
 ///     ..KarplusSettings::default()
 /// };
-/// let mut string = Karplus::new(1, 48000.0, &settings).unwrap();
-/// let ctx = ProcessContext::new(48000.0, 4800, 0);
+/// let mut string = Karplus::new(1, 48000, &settings).unwrap();
+/// let ctx = ProcessContext::new(48000, 4800, 0);
 /// let mut out = vec![0.0f32; 4800];
 /// string.process(&ctx, AudioRef::new(&[], 0, 4800, 4800), AudioMut::new(&mut out, 1, 4800, 4800));
 /// assert!(out[..480].iter().all(|&s| s == 0.0)); // offset
@@ -140,7 +140,7 @@ fn midi_to_hz(note: f64) -> f64 {
 ///
 /// // A note may not ring into the next onset.
 /// let bad = KarplusSettings { length: 0.2, ..settings };
-/// assert!(Karplus::new(1, 48000.0, &bad).is_err());
+/// assert!(Karplus::new(1, 48000, &bad).is_err());
 /// ```
 #[derive(Debug)]
 pub struct Karplus {
@@ -193,7 +193,7 @@ impl Karplus {
     /// an empty `notes`, `decay` outside `0.8..=1`, a negative `offset`, or non-positive times.
     pub fn new(
         channels: usize,
-        sample_rate: f32,
+        sample_rate: u32,
         settings: &KarplusSettings,
     ) -> Result<Self, ParamError> {
         check_channels(channels)?;
@@ -289,8 +289,8 @@ impl Karplus {
     ///
     /// // A high note losing 20% a period, ringing for up to 5 s.
     /// let settings = KarplusSettings { notes: vec![100.0], interval: 6.0, length: 5.0, decay: 0.8, ..KarplusSettings::default() };
-    /// let mut string = Karplus::new(1, 48000.0, &settings).unwrap();
-    /// let ctx = ProcessContext::new(48000.0, 4800, 0);
+    /// let mut string = Karplus::new(1, 48000, &settings).unwrap();
+    /// let ctx = ProcessContext::new(48000, 4800, 0);
     /// let mut out = vec![0.0f32; 4800];
     /// string.process(&ctx, AudioRef::new(&[], 0, 4800, 4800), AudioMut::new(&mut out, 1, 4800, 4800));
     /// assert!(!string.is_silent());
@@ -687,7 +687,7 @@ mod tests {
 
     #[test]
     fn delay_line_is_sized_for_lowest_note() {
-        let k = Karplus::new(1, 96000.0, &KarplusSettings::default()).unwrap();
+        let k = Karplus::new(1, 96000, &KarplusSettings::default()).unwrap();
         // One period of A0 (27.5 Hz) fits: ring_len = floor(period - 0.6) + 1.
         assert!(k.ring.len() as f64 > 96000.0 / 27.5 - 1.0);
     }

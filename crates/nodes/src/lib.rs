@@ -24,11 +24,11 @@
 //! use downbeat_nodes::{Output, Sine, SineSettings};
 //!
 //! let mut g = Graph::new();
-//! let sine = g.add("tone", Sine::new(2, 48000.0, &SineSettings::default()));
+//! let sine = g.add("tone", Sine::new(2, 48000, &SineSettings::default()));
 //! let out = g.add("out", Output::new(2));
 //! g.connect(sine, out);
 //! g.set_output(out);
-//! let mut schedule = g.compile(CompileConfig { sample_rate: 48000.0, max_block: 256 }).unwrap();
+//! let mut schedule = g.compile(CompileConfig { sample_rate: 48000, max_block: 256 }).unwrap();
 //! schedule.process(256);
 //! assert!(schedule.output().channel(0).iter().any(|&s| s != 0.0));
 //! ```

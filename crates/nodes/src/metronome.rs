@@ -31,9 +31,9 @@ const CLICK_SECONDS: f64 = 0.15;
 /// use downbeat_graph::time::{MusicalPosition, TempoMap};
 /// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 ///
-/// let map = TempoMap::constant(120.0, 48000.0).unwrap(); // a beat every 24,000 frames
+/// let map = TempoMap::constant(120.0, 48000).unwrap(); // a beat every 24,000 frames
 /// let mut m = Metronome::new(1, 0.5);
-/// let mut ctx = ProcessContext::new(48000.0, 64, 0);
+/// let mut ctx = ProcessContext::new(48000, 64, 0);
 /// ctx.musical = MusicalPosition::of(&map, 23_990, true, None); // 10 frames before beat 1
 /// let mut out = vec![0.0f32; 64];
 /// m.process(&ctx, AudioRef::new(&[], 0, 64, 64), AudioMut::new(&mut out, 1, 64, 64));

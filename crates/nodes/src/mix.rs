@@ -41,7 +41,7 @@ pub struct MixSettings {
 /// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 ///
 /// let mut bus = Mix::new(2, &MixSettings { pan: 1.0, ..MixSettings::default() }); // hard right
-/// let ctx = ProcessContext::new(48000.0, 2, 0);
+/// let ctx = ProcessContext::new(48000, 2, 0);
 /// let input = [0.5, 0.5, 0.5, 0.5]; // left, then right
 /// let mut out = [0.0f32; 4];
 /// bus.process(&ctx, AudioRef::new(&input, 2, 2, 2), AudioMut::new(&mut out, 2, 2, 2));

@@ -41,7 +41,7 @@ impl Default for NoiseSettings {
 ///
 /// let render = |seed| {
 ///     let mut noise = Noise::new(2, &NoiseSettings { amp: 0.25, seed });
-///     let ctx = ProcessContext::new(48000.0, 64, 0);
+///     let ctx = ProcessContext::new(48000, 64, 0);
 ///     let mut out = vec![0.0f32; 128];
 ///     noise.process(&ctx, AudioRef::new(&[], 0, 64, 64), AudioMut::new(&mut out, 2, 64, 64));
 ///     out

@@ -12,7 +12,7 @@ use downbeat_graph::{
 /// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 ///
 /// let mut out_node = Output::new(2);
-/// let ctx = ProcessContext::new(48000.0, 2, 0);
+/// let ctx = ProcessContext::new(48000, 2, 0);
 /// let input = [0.25, 0.5, -0.25, -0.5];
 /// let mut out = [0.0f32; 4];
 /// out_node.process(&ctx, AudioRef::new(&input, 2, 2, 2), AudioMut::new(&mut out, 2, 2, 2));

@@ -146,11 +146,11 @@ impl NodeMonitor for Counters {
 /// use downbeat_nodes::{PlayMode, Sample, SampleSet, Sampler, SamplerSettings};
 /// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 ///
-/// let hit = Sample::from_interleaved(&[1.0, 0.5, 0.25], 1, 48000.0).unwrap();
+/// let hit = Sample::from_interleaved(&[1.0, 0.5, 0.25], 1, 48000).unwrap();
 /// let kit = SampleSet::kit([(36, hit)]).unwrap();
-/// let mut sampler = Sampler::new(1, 48000.0, kit, &SamplerSettings::default()).unwrap();
+/// let mut sampler = Sampler::new(1, 48000, kit, &SamplerSettings::default()).unwrap();
 /// sampler.note_on(10, 36.0, 1.0).unwrap(); // from frame 10 of the next block
-/// let ctx = ProcessContext::new(48000.0, 16, 0);
+/// let ctx = ProcessContext::new(48000, 16, 0);
 /// let mut out = [0.0f32; 16];
 /// sampler.process(&ctx, AudioRef::new(&[], 0, 16, 16), AudioMut::new(&mut out, 1, 16, 16));
 /// assert_eq!(out[9..14], [0.0, 1.0, 0.5, 0.25, 0.0]);
@@ -280,7 +280,7 @@ impl Sampler {
     /// `channels`.
     pub fn new(
         channels: usize,
-        sample_rate: f32,
+        sample_rate: u32,
         set: SampleSet,
         settings: &SamplerSettings,
     ) -> Result<Self, SamplerError> {
@@ -301,7 +301,7 @@ impl Sampler {
         if !(settings.gain.is_finite() && settings.gain >= 0.0) {
             return Err(setting("gain", f64::from(settings.gain), "0 or more"));
         }
-        if !(sample_rate.is_finite() && sample_rate > 0.0) {
+        if sample_rate == 0 {
             return Err(SamplerError::Rate(sample_rate));
         }
         for z in &set.zones {

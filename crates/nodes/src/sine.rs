@@ -51,8 +51,8 @@ impl Default for SineSettings {
 ///
 /// // A quarter-cycle phase offset starts the wave at its peak.
 /// let settings = SineSettings { freq: 1000.0, amp: 0.5, phase: 0.25 };
-/// let mut sine = Sine::new(1, 48000.0, &settings);
-/// let ctx = ProcessContext::new(48000.0, 4, 0);
+/// let mut sine = Sine::new(1, 48000, &settings);
+/// let ctx = ProcessContext::new(48000, 4, 0);
 /// let mut out = [0.0f32; 4];
 /// sine.process(&ctx, AudioRef::new(&[], 0, 4, 4), AudioMut::new(&mut out, 1, 4, 4));
 /// assert_eq!(out[0], 0.5);
@@ -73,7 +73,7 @@ pub struct Sine {
 impl Sine {
     /// A sine on `channels` channels at `sample_rate`, as `settings` say. Frequencies at or
     /// above half the sample rate alias; the `sine` node type refuses them.
-    pub fn new(channels: usize, sample_rate: f32, settings: &SineSettings) -> Self {
+    pub fn new(channels: usize, sample_rate: u32, settings: &SineSettings) -> Self {
         let SineSettings { freq, amp, phase } = *settings;
         let sample_rate = f64::from(sample_rate);
         Self {

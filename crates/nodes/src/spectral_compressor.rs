@@ -87,9 +87,9 @@ const GAIN_FLUSH_DB: f32 = -1e-6;
 /// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 ///
 /// let settings = CompressorSettings { fft_size: 512, ..CompressorSettings::default() };
-/// let mut comp = SpectralCompressor::new(1, 48000.0, &settings).unwrap();
+/// let mut comp = SpectralCompressor::new(1, 48000, &settings).unwrap();
 /// assert_eq!(comp.latency(), 512);
-/// let ctx = ProcessContext::new(48000.0, 100, 0);
+/// let ctx = ProcessContext::new(48000, 100, 0);
 /// let silence = [0.0f32; 100];
 /// let mut out = [1.0f32; 100];
 /// for _ in 0..20 {
@@ -101,7 +101,7 @@ const GAIN_FLUSH_DB: f32 = -1e-6;
 ///
 /// // The FFT size must be a power of two.
 /// let bad = CompressorSettings { fft_size: 1000, ..settings };
-/// assert!(SpectralCompressor::new(1, 48000.0, &bad).is_err());
+/// assert!(SpectralCompressor::new(1, 48000, &bad).is_err());
 /// ```
 pub struct SpectralCompressor {
     channels: usize,
@@ -166,7 +166,7 @@ impl SpectralCompressor {
     /// non-finite levels.
     pub fn new(
         channels: usize,
-        sample_rate: f32,
+        sample_rate: u32,
         settings: &CompressorSettings,
     ) -> Result<Self, ParamError> {
         check_channels(channels)?;

@@ -102,10 +102,10 @@ impl Default for SynthSettings {
 /// use downbeat_nodes::{Synth, SynthSettings};
 /// use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 ///
-/// let mut synth = Synth::new(1, 48000.0, &SynthSettings::default()).unwrap();
+/// let mut synth = Synth::new(1, 48000, &SynthSettings::default()).unwrap();
 /// synth.note_on(100, 69.0, 1.0).unwrap(); // A4 from frame 100 of the next block
 /// synth.note_off(4000, 69.0).unwrap();
-/// let ctx = ProcessContext::new(48000.0, 9000, 0);
+/// let ctx = ProcessContext::new(48000, 9000, 0);
 /// let mut out = vec![0.0f32; 9000];
 /// synth.process(&ctx, AudioRef::new(&[], 0, 9000, 9000), AudioMut::new(&mut out, 1, 9000, 9000));
 /// assert!(out[..100].iter().all(|&s| s == 0.0));
@@ -160,7 +160,7 @@ impl Synth {
     /// resonance that is not positive, or a MIDI channel above 15.
     pub fn new(
         channels: usize,
-        sample_rate: f32,
+        sample_rate: u32,
         settings: &SynthSettings,
     ) -> Result<Self, ParamError> {
         check_channels(channels)?;

@@ -21,7 +21,7 @@ use downbeat_nodes::{Capture, Sample, SampleSet, Sampler, SamplerSettings};
 use downbeat_rt::denormals::{is_flushing, FlushDenormals};
 
 const CFG: NodeConfig = NodeConfig {
-    sample_rate: 48000.0,
+    sample_rate: 48000,
     max_block: 512,
 };
 
@@ -169,7 +169,7 @@ fn render(mut node: Box<dyn Node>, flush: bool) -> Vec<u32> {
     let mut position = 0;
     let mut second = 0;
     let mut ramps = Vec::new();
-    let song = TempoMap::constant(120.0, f64::from(CFG.sample_rate)).unwrap();
+    let song = TempoMap::constant(120.0, CFG.sample_rate).unwrap();
     for &block in [509usize, 1, 64, 512, 37, 200].iter().cycle() {
         if position >= frames {
             break;
@@ -260,7 +260,7 @@ fn every_node_type_renders_the_same_bits_with_and_without_flushing() {
 fn the_sampler_renders_the_same_bits_with_and_without_flushing() {
     let tail: Vec<f32> = (0..24_000).map(|n| input_sample(n, 0)).collect();
     let result = mode_independent("sampler", || {
-        let sample = Sample::from_interleaved(&tail, 1, 44_100.0).unwrap();
+        let sample = Sample::from_interleaved(&tail, 1, 44_100).unwrap();
         let set = SampleSet::keyboard(sample, 60.0).unwrap();
         Box::new(Sampler::new(2, CFG.sample_rate, set, &SamplerSettings::default()).unwrap())
     });

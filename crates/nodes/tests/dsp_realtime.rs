@@ -17,7 +17,7 @@ use downbeat_rt::guard;
 downbeat_rt::install_guard_allocator!();
 
 const CFG: NodeConfig = NodeConfig {
-    sample_rate: 48000.0,
+    sample_rate: 48000,
     max_block: 512,
 };
 
@@ -147,7 +147,7 @@ fn signal(channels: usize, scale: f32) -> Vec<f32> {
 /// The song's tempo map, made before any guarded run (each test calls it first).
 fn song() -> &'static TempoMap {
     static SONG: OnceLock<TempoMap> = OnceLock::new();
-    SONG.get_or_init(|| TempoMap::constant(240.0, f64::from(CFG.sample_rate)).unwrap())
+    SONG.get_or_init(|| TempoMap::constant(240.0, CFG.sample_rate).unwrap())
 }
 
 fn process(node: &mut dyn Node, input: &[f32], output: &mut [f32], frames: usize, position: u64) {

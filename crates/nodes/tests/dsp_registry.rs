@@ -5,7 +5,7 @@ use downbeat_graph::{AudioMut, AudioRef, NodeConfig, ParamError, ParamKind, Para
 use downbeat_nodes::{node_type, node_types};
 
 const CFG: NodeConfig = NodeConfig {
-    sample_rate: 48000.0,
+    sample_rate: 48000,
     max_block: 256,
 };
 

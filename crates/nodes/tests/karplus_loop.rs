@@ -7,7 +7,7 @@
 use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 use downbeat_nodes::{Karplus, KarplusSettings};
 
-const SR: f32 = 48000.0;
+const SR: u32 = 48000;
 
 fn render(k: &mut Karplus, blocks: &[usize], frames: usize) -> Vec<f32> {
     let mut out = vec![0.0f32; frames];

@@ -4,7 +4,7 @@
 use downbeat_graph::{note_to_hz, AudioMut, AudioRef, Node, NoteError, NoteEvent, ProcessContext};
 use downbeat_nodes::{Karplus, KarplusSettings};
 
-const SR: f32 = 48000.0;
+const SR: u32 = 48000;
 
 fn string() -> Karplus {
     // The pattern's first note would start at 1 s: later than anything rendered here.

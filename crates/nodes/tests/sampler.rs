@@ -181,7 +181,7 @@ fn a_pitched_sine_has_the_right_frequency_and_a_clean_spectrum() {
 fn a_sample_at_another_rate_plays_at_its_recorded_pitch() {
     // 24 kHz sample in a 48 kHz sampler: read at half a frame per output frame.
     let set = SampleSet::keyboard(
-        Sample::from_interleaved(&sine(500.0, 24_000), 1, SR / 2.0).unwrap(),
+        Sample::from_interleaved(&sine(500.0, 24_000), 1, SR / 2).unwrap(),
         60.0,
     )
     .unwrap();
@@ -191,6 +191,15 @@ fn a_sample_at_another_rate_plays_at_its_recorded_pitch() {
     // `sine` writes 500 Hz at SR; read at half speed it is 250 Hz.
     let db = residual_db(&out[0][2000..18_000], 250.0);
     assert!(db < -100.0, "residual {db:.1} dB");
+}
+
+#[test]
+fn a_rate_of_zero_is_refused_by_the_sample_and_the_sampler() {
+    let err = Sample::from_interleaved(&[0.5], 1, 0).unwrap_err();
+    assert_eq!(err.to_string(), "sample rate 0 Hz must be above 0");
+    let set = SampleSet::keyboard(Sample::from_interleaved(&[0.5], 1, SR).unwrap(), 60.0).unwrap();
+    let err = Sampler::new(1, 0, set, &SamplerSettings::default()).unwrap_err();
+    assert_eq!(err.to_string(), "sample rate 0 Hz must be above 0");
 }
 
 #[test]

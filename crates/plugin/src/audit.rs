@@ -81,7 +81,7 @@ pub struct AuditOptions {
     /// Frames per call.
     pub block: usize,
     /// Sample rate the plugin is activated at.
-    pub sample_rate: f32,
+    pub sample_rate: u32,
 }
 
 impl Default for AuditOptions {
@@ -90,7 +90,7 @@ impl Default for AuditOptions {
         Self {
             blocks: 200,
             block: 256,
-            sample_rate: 48000.0,
+            sample_rate: 48000,
         }
     }
 }
@@ -205,7 +205,7 @@ pub struct AuditReport {
     /// Frames per call.
     pub block: usize,
     /// Sample rate.
-    pub sample_rate: f32,
+    pub sample_rate: u32,
     /// The live parameters moved during the audit.
     pub params_moved: Vec<String>,
     /// Note events sent (0 for an effect).
@@ -627,7 +627,7 @@ mod tests {
     const OPTS: AuditOptions = AuditOptions {
         blocks: 3,
         block: 64,
-        sample_rate: 48000.0,
+        sample_rate: 48000,
     };
 
     /// This test binary has no GuardAlloc: without a probe the audit says allocations were

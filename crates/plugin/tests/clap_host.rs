@@ -14,7 +14,7 @@ downbeat_rt::install_guard_allocator!();
 const FRAMES: usize = 256;
 
 fn probe() -> ClapNode {
-    ClapNode::load(&test_plugins(), Some(HOST_PROBE_ID), 48000.0, FRAMES)
+    ClapNode::load(&test_plugins(), Some(HOST_PROBE_ID), 48000, FRAMES)
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -24,7 +24,7 @@ const INPUTS: usize = 3;
 /// One block of `input` ([`INPUTS`] channels, planar) through the node; the planar output
 /// (2 channels).
 fn block(node: &mut ClapNode, input: &[f32], output: &mut [f32], position: u64) {
-    let ctx = ProcessContext::new(48000.0, FRAMES, position);
+    let ctx = ProcessContext::new(48000, FRAMES, position);
     node.process(
         &ctx,
         AudioRef::new(input, INPUTS, FRAMES, FRAMES),
@@ -113,7 +113,7 @@ fn the_state_saved_after_a_change_loads_into_a_new_node_with_its_parameter_value
     let mut loaded = ClapNode::load_with_state(
         &test_plugins(),
         Some(HOST_PROBE_ID),
-        48000.0,
+        48000,
         FRAMES,
         Some(&file),
     )
@@ -129,7 +129,7 @@ fn the_state_saved_after_a_change_loads_into_a_new_node_with_its_parameter_value
     let err = ClapNode::load_with_state(
         &test_plugins(),
         Some(HOST_PROBE_ID),
-        48000.0,
+        48000,
         FRAMES,
         Some(&file),
     )
@@ -159,7 +159,7 @@ fn a_plugin_filling_the_log_ring_from_process_is_real_time_safe_and_the_overflow
     let node = ClapNode::load_with_state(
         &test_plugins(),
         Some(HOST_PROBE_ID),
-        48000.0,
+        48000,
         FRAMES,
         Some(&file),
     )

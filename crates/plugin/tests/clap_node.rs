@@ -21,7 +21,7 @@ use downbeat_plugin::clap::{ClapError, ClapFactory, ClapNode};
 use downbeat_rt::pool::{Pool, PoolConfig};
 
 const CFG: CompileConfig = CompileConfig {
-    sample_rate: 48000.0,
+    sample_rate: 48000,
     max_block: 256,
 };
 
@@ -375,7 +375,7 @@ fn parallel_output_is_bit_identical_to_serial() {
 #[test]
 fn a_missing_file_a_wrong_id_and_a_non_clap_file_are_typed_errors() {
     let missing = Path::new("/nonexistent/dir/none.clap");
-    let err = ClapNode::load(missing, None, 48000.0, 64).err().unwrap();
+    let err = ClapNode::load(missing, None, 48000, 64).err().unwrap();
     assert_eq!(
         err,
         ClapError::MissingFile {
@@ -385,7 +385,7 @@ fn a_missing_file_a_wrong_id_and_a_non_clap_file_are_typed_errors() {
     assert!(err.to_string().contains("/nonexistent/dir/none.clap"));
 
     let bundle = test_plugins();
-    let err = ClapNode::load(&bundle, Some("org.nope"), 48000.0, 64)
+    let err = ClapNode::load(&bundle, Some("org.nope"), 48000, 64)
         .err()
         .unwrap();
     let ClapError::UnknownId { id, available, .. } = &err else {
@@ -399,12 +399,12 @@ fn a_missing_file_a_wrong_id_and_a_non_clap_file_are_typed_errors() {
     );
     assert_eq!(err.key(), "id");
 
-    let err = ClapNode::load(&bundle, None, 48000.0, 64).err().unwrap();
+    let err = ClapNode::load(&bundle, None, 48000, 64).err().unwrap();
     assert!(matches!(err, ClapError::IdNeeded { .. }), "{err:?}");
 
     let text = std::env::temp_dir().join(format!("not-a-plugin-{}.clap", std::process::id()));
     std::fs::write(&text, "just text").unwrap();
-    let err = ClapNode::load(&text, None, 48000.0, 64).err().unwrap();
+    let err = ClapNode::load(&text, None, 48000, 64).err().unwrap();
     std::fs::remove_file(&text).unwrap();
     assert!(matches!(err, ClapError::Load { .. }), "{err:?}");
     assert!(err.to_string().contains("not-a-plugin"), "{err}");
@@ -414,7 +414,7 @@ fn a_missing_file_a_wrong_id_and_a_non_clap_file_are_typed_errors() {
 fn the_clap_node_type_takes_path_id_and_the_plugins_parameters() {
     let factory = ClapFactory;
     let cfg = NodeConfig {
-        sample_rate: 48000.0,
+        sample_rate: 48000,
         max_block: 64,
     };
     let path = ParamValue::Text(test_plugins().display().to_string());
@@ -479,7 +479,7 @@ fn the_hosts_process_path_is_real_time_safe() {
         bpm: 60.0,
         ramp: 1.0,
     };
-    let map = TempoMap::new(120.0, Signature::default(), &[ramp], &[], 48000.0).unwrap();
+    let map = TempoMap::new(120.0, Signature::default(), &[ramp], &[], 48000).unwrap();
     let mut transport = Transport::new(map);
     let mut run = |node: &mut ClapNode, position: u64| {
         if position == 10 * frames as u64 {
@@ -487,7 +487,7 @@ fn the_hosts_process_path_is_real_time_safe() {
         }
         let ctx = ProcessContext {
             musical: transport.position(),
-            ..ProcessContext::new(48000.0, transport.piece(frames), position)
+            ..ProcessContext::new(48000, transport.piece(frames), position)
         };
         assert_eq!(ctx.frames, frames, "no cut inside the ramp");
         transport.advance(frames);
@@ -518,7 +518,7 @@ fn a_relative_path_means_the_working_directory() {
     // dlopen would search the library path for a bare file name.
     let dir = test_plugins().parent().unwrap().to_path_buf();
     std::env::set_current_dir(&dir).unwrap();
-    let node = ClapNode::load(Path::new("downbeat-test.clap"), Some(GAIN_ID), 48000.0, 64).unwrap();
+    let node = ClapNode::load(Path::new("downbeat-test.clap"), Some(GAIN_ID), 48000, 64).unwrap();
     assert_eq!(node.info().id, GAIN_ID);
 }
 
@@ -544,7 +544,7 @@ fn an_instrument_plays_notes_at_their_frames_as_clap_note_events() {
     let mut output = vec![0.0f32; 2 * frames];
     let mut left = Vec::new();
     for b in 0..6u64 {
-        let ctx = ProcessContext::new(48000.0, frames, b * frames as u64);
+        let ctx = ProcessContext::new(48000, frames, b * frames as u64);
         node.process(
             &ctx,
             AudioRef::new(&[], 0, frames, frames),
@@ -601,7 +601,7 @@ fn pitch_bend_and_sustain_reach_an_instrument_as_midi_messages() {
     .unwrap();
     let frames = 64;
     let mut output = vec![0.0f32; 2 * frames];
-    let ctx = ProcessContext::new(48000.0, frames, 0);
+    let ctx = ProcessContext::new(48000, frames, 0);
     node.process(
         &ctx,
         AudioRef::new(&[], 0, frames, frames),
@@ -634,7 +634,7 @@ fn the_hosts_note_path_is_real_time_safe() {
     let frames = 128;
     let mut output = vec![0.0f32; 2 * frames];
     let mut run = |node: &mut ClapNode, position: u64| {
-        let ctx = ProcessContext::new(48000.0, frames, position);
+        let ctx = ProcessContext::new(48000, frames, position);
         node.process(
             &ctx,
             AudioRef::new(&[], 0, frames, frames),

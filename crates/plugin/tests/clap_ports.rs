@@ -21,7 +21,7 @@ use downbeat_graph::{
 use downbeat_nodes::{Gain, Mix, MixSettings, Noise, NoiseSettings, Output, Sine, SineSettings};
 use downbeat_plugin::clap::ClapNode;
 
-const SR: f32 = 48_000.0;
+const SR: u32 = 48_000;
 const BLOCK: usize = 256;
 const CFG: CompileConfig = CompileConfig {
     sample_rate: SR,

@@ -26,7 +26,7 @@ use downbeat_graph::time::{
 use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 use downbeat_plugin::clap::ClapNode;
 
-const RATE: f32 = 48000.0;
+const RATE: u32 = 48000;
 const MAX_BLOCK: usize = 256;
 /// CLAP's fixed point: `CLAP_BEATTIME_FACTOR` and `CLAP_SECTIME_FACTOR`.
 const FACTOR: f64 = (1u64 << 31) as f64;
@@ -172,7 +172,8 @@ fn agrees(map: &TempoMap, ctx: &ProcessContext, seen: &Seen) {
         // The tempo at the block's end along the block's tempo segment: a step on the frame
         // after the block is the next block's.
         let end_frame = m.song_frame + ctx.frames as u64;
-        let end = segment.bpm_at(segment.beat_at_seconds(end_frame as f64 / map.sample_rate()));
+        let end = segment
+            .bpm_at(segment.beat_at_seconds(end_frame as f64 / f64::from(map.sample_rate())));
         let change = seen.tempo_inc * ctx.frames as f64;
         assert!(
             (change - (end - seen.tempo)).abs() < 1e-9,
@@ -246,7 +247,7 @@ fn song() -> TempoMap {
                 signature: "7/8".parse().unwrap(),
             },
         ],
-        f64::from(RATE),
+        RATE,
     )
     .unwrap()
 }

@@ -88,8 +88,7 @@ fn every_zam_clap_plugin_runs_2_s_of_noise_and_tears_down_with_exit_0() {
         // The node's ports decide the project's: noise into the main input port (a
         // sidechain port, which no edge reaches, gets silence), the output port (every
         // output channel) to the device.
-        let node =
-            ClapNode::load(file, None, 48000.0, 256).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let node = ClapNode::load(file, None, 48000, 256).unwrap_or_else(|e| panic!("{name}: {e}"));
         let (ins, outs) = {
             use downbeat_graph::{Node, Port};
             let main = node
@@ -153,7 +152,7 @@ fn every_zam_clap_plugin_runs_2_s_of_noise_and_tears_down_with_exit_0() {
 #[test]
 fn the_clap_and_lv2_builds_of_each_zam_effect_give_the_same_output() {
     let cfg = NodeConfig {
-        sample_rate: 48000.0,
+        sample_rate: 48000,
         max_block: 256,
     };
     let mut compared = Vec::new();
@@ -208,9 +207,9 @@ fn the_clap_and_lv2_builds_of_each_zam_effect_give_the_same_output() {
             lv2.output_channels(),
             "{name}: the two builds' outputs"
         );
-        let input = signal(ins, 48000, 48000.0);
-        let a = render(clap, ins, &input, 48000.0, 256);
-        let b = render(lv2, ins, &input, 48000.0, 256);
+        let input = signal(ins, 48000, 48000);
+        let a = render(clap, ins, &input, 48000, 256);
+        let b = render(lv2, ins, &input, 48000, 256);
         let worst = a
             .iter()
             .zip(&b)

@@ -32,7 +32,7 @@ fn compare(
     block: usize,
 ) -> (f32, usize) {
     let dir = tmp(&format!("lv2apply-{name}-{block}"));
-    let input = signal(channels, RATE as usize, RATE as f32);
+    let input = signal(channels, RATE as usize, RATE);
     let (inp, out) = (dir.join("in.wav"), dir.join("out.wav"));
     write_wav(&inp, channels, RATE, &input);
     let mut cmd = Command::new("lv2apply");
@@ -49,11 +49,11 @@ fn compare(
         .map(|(s, v)| (s.to_string(), ControlValue::Number(*v)))
         .collect();
     let cfg = downbeat_graph::NodeConfig {
-        sample_rate: RATE as f32,
+        sample_rate: RATE,
         max_block: block,
     };
     let node = Lv2Node::load(uri, &values, &cfg).unwrap();
-    let ours = render(Box::new(node), channels, &input, RATE as f32, block);
+    let ours = render(Box::new(node), channels, &input, RATE, block);
     assert_eq!(out_channels, channels);
     assert_eq!(ours.len(), theirs.len(), "frames");
     let mut worst = (0.0f32, 0);

@@ -32,7 +32,7 @@ fn downbeat_run_with_an_lv2_node_matches_lv2apply() {
         dir.join("ours.wav"),
         dir.join("theirs.wav"),
     );
-    write_wav(&input, 2, 48000, &signal(2, 48000, 48000.0));
+    write_wav(&input, 2, 48000, &signal(2, 48000, 48000));
     let project =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/projects/overdrive-lv2.toml");
     let run = Command::new(&downbeat)

@@ -14,7 +14,7 @@ use lv2_support::{render, require_plugin};
 downbeat_rt::install_guard_allocator!();
 
 const EPIANO: &str = "http://drobilla.net/plugins/mda/EPiano";
-const RATE: f32 = 48000.0;
+const RATE: u32 = 48000;
 const CFG: NodeConfig = NodeConfig {
     sample_rate: RATE,
     max_block: 256,
@@ -30,7 +30,7 @@ fn epiano() -> Lv2Node {
 /// parabolic interpolation around the peak.
 fn pitch(x: &[f32]) -> f32 {
     let corr = |lag: usize| -> f32 { x.iter().zip(&x[lag..]).map(|(a, b)| a * b).sum() };
-    let (lo, hi) = ((RATE / 2000.0) as usize, (RATE / 50.0) as usize);
+    let (lo, hi) = (RATE as usize / 2000, RATE as usize / 50);
     let lags: Vec<f32> = (0..=hi + 1)
         .map(|l| if l < lo { 0.0 } else { corr(l) })
         .collect();
@@ -41,7 +41,7 @@ fn pitch(x: &[f32]) -> f32 {
         .unwrap();
     let (a, b, c) = (lags[lag - 1], lags[lag], lags[lag + 1]);
     let shift = 0.5 * (a - c) / (a - 2.0 * b + c);
-    RATE / (lag as f32 + shift)
+    RATE as f32 / (lag as f32 + shift)
 }
 
 #[test]

@@ -21,7 +21,7 @@ const DARC: &str = "http://gareus.org/oss/lv2/darc#mono";
 const ZEROCONVOLV: &str = "http://gareus.org/oss/lv2/zeroconvolv#Mono";
 
 const CFG: NodeConfig = NodeConfig {
-    sample_rate: 48000.0,
+    sample_rate: 48000,
     max_block: 256,
 };
 
@@ -190,7 +190,7 @@ fn reported_latency_is_the_nodes_and_the_audio_agrees() {
     // impulse comes after that.
     let mut impulse = vec![0.0; 3000];
     impulse[2000] = 1.0;
-    let out = render(Box::new(node), 1, &impulse, 48000.0, 64);
+    let out = render(Box::new(node), 1, &impulse, 48000, 64);
     let heard: Vec<usize> = (1000..3000).filter(|&k| out[k] != 0.0).collect();
     assert_eq!(heard, [2100]);
     // report_latency 3: no delay, no report.
@@ -201,17 +201,17 @@ fn reported_latency_is_the_nodes_and_the_audio_agrees() {
 #[test]
 fn a_live_parameter_changes_the_sound() {
     require_plugin(OVERDRIVE);
-    let input = lv2_support::signal(2, 2048, 48000.0);
+    let input = lv2_support::signal(2, 2048, 48000);
     let quiet = render(
         Box::new(Lv2Node::load(OVERDRIVE, &[num("output", 0.1)], &CFG).unwrap()),
         2,
         &input,
-        48000.0,
+        48000,
         256,
     );
     let mut node = Lv2Node::load(OVERDRIVE, &[num("output", 0.1)], &CFG).unwrap();
     assert!(node.set_param(2, 0.9));
-    let loud = render(Box::new(node), 2, &input, 48000.0, 256);
+    let loud = render(Box::new(node), 2, &input, 48000, 256);
     let rms = |v: &[f32]| (v.iter().map(|s| s * s).sum::<f32>() / v.len() as f32).sqrt();
     assert!(
         rms(&loud) > 2.0 * rms(&quiet),
@@ -231,7 +231,7 @@ fn running_a_clean_plugin_does_not_allocate_lock_or_call_the_system() {
         "player",
         lv2_support::Player {
             channels: 2,
-            data: lv2_support::signal(2, 48000, 48000.0),
+            data: lv2_support::signal(2, 48000, 48000),
         },
     );
     let od = Lv2Node::load(OVERDRIVE, &[num("drive", 0.7)], &CFG).unwrap();
@@ -242,7 +242,7 @@ fn running_a_clean_plugin_does_not_allocate_lock_or_call_the_system() {
     g.set_output(out);
     let mut schedule = g
         .compile(CompileConfig {
-            sample_rate: 48000.0,
+            sample_rate: 48000,
             max_block: 256,
         })
         .unwrap();

@@ -20,7 +20,7 @@ const PLUGINS: [&str; 4] = [
     "http://gareus.org/oss/lv2/nodelay",
 ];
 const CFG: CompileConfig = CompileConfig {
-    sample_rate: 48000.0,
+    sample_rate: 48000,
     max_block: 128,
 };
 
@@ -35,7 +35,7 @@ fn graph() -> Graph {
         "player",
         Player {
             channels: 1,
-            data: signal(1, 48000, 48000.0),
+            data: signal(1, 48000, 48000),
         },
     );
     let mix = g.add(

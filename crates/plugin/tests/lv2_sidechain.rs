@@ -21,7 +21,7 @@ use downbeat_plugin::lv2::{ControlValue, Lv2Node};
 use lv2_support::require_plugin;
 
 const COMP: &str = "http://lsp-plug.in/plugins/lv2/sc_compressor_stereo";
-const SR: f32 = 48_000.0;
+const SR: u32 = 48_000;
 const BLOCK: usize = 256;
 /// Frames between kicks (0.5 s), the first kick after a quarter of that.
 const PERIOD: usize = 24_000;

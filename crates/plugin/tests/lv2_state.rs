@@ -19,7 +19,7 @@ downbeat_rt::install_guard_allocator!();
 const COMP: &str = "urn:ardour:a-comp";
 const DELAY: &str = "urn:ardour:a-delay";
 const SYNTH: &str = "http://synthv1.sourceforge.net/lv2";
-const RATE: f32 = 48000.0;
+const RATE: u32 = 48000;
 const CFG: NodeConfig = NodeConfig {
     sample_rate: RATE,
     max_block: 256,

@@ -19,7 +19,7 @@ use lv2_support::{render_song, require_plugin};
 downbeat_rt::install_guard_allocator!();
 
 const DELAY: &str = "urn:ardour:a-delay";
-const RATE: f32 = 48000.0;
+const RATE: u32 = 48000;
 const CFG: NodeConfig = NodeConfig {
     sample_rate: RATE,
     max_block: 256,
@@ -49,13 +49,13 @@ fn step(beat: f64, bpm: f64) -> TempoMap {
         bpm,
         ramp: 0.0,
     };
-    TempoMap::new(120.0, Signature::default(), &[point], &[], f64::from(RATE)).unwrap()
+    TempoMap::new(120.0, Signature::default(), &[point], &[], RATE).unwrap()
 }
 
 /// Where the echo of an impulse at frame 0 is loudest, and the plugin's `delaytime` output
 /// after the render, the song playing by `map` (the schedule's 120 bpm without one).
 fn echo_frame(node: Lv2Node, seconds: f32, map: Option<TempoMap>) -> (usize, f32) {
-    let frames = (seconds * RATE) as usize;
+    let frames = (seconds * RATE as f32) as usize;
     let mut input = vec![0.0f32; frames];
     input[0] = 1.0;
     let (out, outputs) = render_song(Box::new(node), 1, &input, RATE, 256, map);
@@ -89,7 +89,7 @@ fn a_delay_synced_to_the_tempo_takes_the_songs_tempo() {
     );
 
     // A project's tempo map at 150 bpm: 400 ms.
-    let map = TempoMap::constant(150.0, f64::from(RATE)).unwrap();
+    let map = TempoMap::constant(150.0, RATE).unwrap();
     let (at, delay) = echo_frame(synced(&[]), 1.0, Some(map));
     assert_eq!(delay, 400.0);
     assert!(
@@ -142,7 +142,7 @@ fn a_tempo_change_in_the_song_reaches_the_plugin_and_its_output_follows() {
 fn unsynced_the_plugin_ignores_the_songs_tempo() {
     require_plugin(DELAY);
     // The control for the tests above: with sync off, the time is the `time` control's.
-    let map = TempoMap::constant(90.0, f64::from(RATE)).unwrap();
+    let map = TempoMap::constant(90.0, RATE).unwrap();
     let node = synced(&[("sync", 0.0), ("time", 250.0)]);
     let (at, delay) = echo_frame(node, 0.5, Some(map));
     assert_eq!(delay, 250.0);
@@ -177,7 +177,7 @@ fn the_transport_reaches_the_plugin_without_allocating_or_locking() {
         bpm: 60.0,
         ramp: 1.0,
     };
-    let map = TempoMap::new(120.0, Signature::default(), &[ramp], &[], f64::from(RATE)).unwrap();
+    let map = TempoMap::new(120.0, Signature::default(), &[ramp], &[], RATE).unwrap();
     let mut transport = Transport::new(map);
     let mut last = (0.0, 0.0);
     let input = vec![0.0f32; 256];

@@ -27,7 +27,7 @@ use downbeat_graph::{AudioMut, AudioRef, Node, NodeConfig, ProcessContext};
 use downbeat_plugin::lv2::Lv2Node;
 
 const URI: &str = "urn:downbeat:test:time-probe";
-const RATE: f32 = 48000.0;
+const RATE: u32 = 48000;
 const MAX_BLOCK: usize = 256;
 /// The probe's outputs, one value each (see time_probe.c).
 const OUTS: usize = 10;
@@ -81,14 +81,7 @@ fn song() -> TempoMap {
         beat: 8.0,
         signature: "6/8".parse().unwrap(),
     };
-    TempoMap::new(
-        120.0,
-        Signature::default(),
-        &[ramp],
-        &[six_eight],
-        f64::from(RATE),
-    )
-    .unwrap()
+    TempoMap::new(120.0, Signature::default(), &[ramp], &[six_eight], RATE).unwrap()
 }
 
 /// The test's own account of when a position is due: what the last one said, and where

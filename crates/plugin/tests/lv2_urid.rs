@@ -26,7 +26,7 @@ fn a_plugin_mapping_uris_in_run_is_real_time_safe_and_agrees_with_the_host() {
         c_bundle::build("lv2_urid_plugin", "urid_in_run"),
     );
     let cfg = NodeConfig {
-        sample_rate: 48000.0,
+        sample_rate: 48000,
         max_block: 256,
     };
     let node = Lv2Node::load(URI, &[], &cfg).unwrap();
@@ -37,7 +37,7 @@ fn a_plugin_mapping_uris_in_run_is_real_time_safe_and_agrees_with_the_host() {
     g.set_output(out);
     let mut schedule = g
         .compile(CompileConfig {
-            sample_rate: 48000.0,
+            sample_rate: 48000,
             max_block: 256,
         })
         .unwrap();

@@ -24,7 +24,7 @@ downbeat_rt::install_guard_allocator!();
 const URI: &str = "urn:downbeat:test:worker-echo";
 const BLOCK: usize = 64;
 const CFG: NodeConfig = NodeConfig {
-    sample_rate: 48000.0,
+    sample_rate: 48000,
     max_block: BLOCK,
 };
 
@@ -50,7 +50,7 @@ fn load(values: &[(&str, f64)]) -> Lv2Node {
 
 /// Runs one block; returns the output's first sample (the plugin writes one value).
 fn block(node: &mut Lv2Node, n: u64, out: &mut [f32]) -> f32 {
-    let ctx = ProcessContext::new(48000.0, BLOCK, n * BLOCK as u64);
+    let ctx = ProcessContext::new(48000, BLOCK, n * BLOCK as u64);
     node.process(
         &ctx,
         AudioRef::new(&[], 0, BLOCK, BLOCK),

@@ -30,7 +30,7 @@ use lv2_support::require_plugin;
 
 const DELAY: &str = "http://drobilla.net/plugins/mda/Delay";
 const LIMITER: &str = "/usr/lib/clap/ZaMaximX2.clap";
-const SR: f32 = 48_000.0;
+const SR: u32 = 48_000;
 const BLOCK: usize = 256;
 const CFG: CompileConfig = CompileConfig {
     sample_rate: SR,

@@ -255,7 +255,7 @@ fn prepare(
     let edits = built.editor.map(|editor| Edits {
         editor: Arc::new(Mutex::new(engine.live_editor(editor))),
         config: NodeConfig {
-            sample_rate: engine.sample_rate() as f32,
+            sample_rate: engine.sample_rate(),
             max_block: engine.block_size(),
         },
         capture: built.capture.clone(),

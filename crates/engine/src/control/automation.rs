@@ -237,7 +237,7 @@ fn control(span: Range<usize>, e: &ControlError) -> Located {
 }
 
 /// The frame of `seconds` at `rate`: `round(seconds × rate)`.
-pub fn frame_of(seconds: f64, rate: f32) -> u64 {
+pub fn frame_of(seconds: f64, rate: u32) -> u64 {
     (seconds * f64::from(rate)).round() as u64
 }
 

@@ -346,7 +346,7 @@ impl OscHandler {
     /// let (editor, schedule) = p.editor().unwrap();
     /// let mut engine = Engine::new(schedule);
     /// let live = Arc::new(Mutex::new(engine.live_editor(editor)));
-    /// let config = NodeConfig { sample_rate: 48_000.0, max_block: 256 };
+    /// let config = NodeConfig { sample_rate: 48_000, max_block: 256 };
     /// let mut osc = OscHandler::new(engine.controller(64)).with_editor(live, config);
     /// let message = |addr: &str, args: &[&str]| {
     ///     let args = args.iter().map(|a| OscType::String(a.to_string())).collect();
@@ -1581,7 +1581,7 @@ mod tests {
         let mut engine = Engine::new(schedule);
         let live = Arc::new(Mutex::new(engine.live_editor(editor)));
         let config = NodeConfig {
-            sample_rate: 48_000.0,
+            sample_rate: 48_000,
             max_block: 64,
         };
         // Without an editor, refused.

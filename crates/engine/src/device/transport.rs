@@ -191,7 +191,7 @@ pub struct TimebaseBbt {
 /// use downbeat::device::timebase_bbt;
 /// use downbeat_graph::time::TempoMap;
 ///
-/// let map = TempoMap::constant(120.0, 48000.0).unwrap(); // 4/4, a beat every 24,000 frames
+/// let map = TempoMap::constant(120.0, 48000).unwrap(); // 4/4, a beat every 24,000 frames
 /// let at = timebase_bbt(&map, 5 * 24_000 + 12_000); // beat 5.5: bar 2, its second beat
 /// assert_eq!((at.bar, at.beat, at.tick), (2, 2, 480));
 /// assert_eq!((at.beats_per_bar, at.beat_type, at.beats_per_minute), (4.0, 4.0, 120.0));
@@ -547,7 +547,7 @@ mod tests {
             bpm: 60.0,
             ramp: 0.0,
         };
-        let map = TempoMap::new(120.0, Signature::default(), &[ramp], &[change], 48000.0).unwrap();
+        let map = TempoMap::new(120.0, Signature::default(), &[ramp], &[change], 48000).unwrap();
         // Beat 12.25: bar 3 of 6/8 (index 3, from beat 11), 1.25 quarters in: its
         // third eighth, half-way.
         let at = timebase_bbt(&map, map.frame_of(12.25));

@@ -112,7 +112,7 @@ pub fn place(
     cc: &[CcMapping],
     song_has_tempo: bool,
 ) -> Result<Placed, ControlError> {
-    let rate = schedule.config().sample_rate as u32;
+    let rate = schedule.config().sample_rate;
     let table = schedule.param_table();
     let release = (table.longest_release() * f64::from(rate)).ceil() as u64;
     // A file in SMPTE time has no beats: frames, and the song keeps its map. A file in
@@ -121,7 +121,7 @@ pub fn place(
         Division::TicksPerQuarter(ppq) if song_has_tempo => ppq,
         division => {
             let taken = match division {
-                Division::TicksPerQuarter(ppq) => song_map(file, ppq, f64::from(rate))
+                Division::TicksPerQuarter(ppq) => song_map(file, ppq, rate)
                     .map(|map| schedule.set_tempo(map))
                     .is_some(),
                 Division::Smpte { .. } => false,
@@ -162,7 +162,7 @@ pub fn place(
 
 /// The file's tempo changes as the song's map (steps at their beats, 4/4), if every tempo
 /// is one a song can have.
-fn song_map(file: &MidiFile, ppq: u16, sample_rate: f64) -> Option<TempoMap> {
+fn song_map(file: &MidiFile, ppq: u16, sample_rate: u32) -> Option<TempoMap> {
     let mut changes = file.tempo_map().changes();
     let (_, first) = changes.next()?;
     let bpm = |micros: u32| 60_000_000.0 / f64::from(micros);

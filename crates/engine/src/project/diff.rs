@@ -54,7 +54,7 @@
 //! assert_eq!(d.added, ["n"]);
 //! assert_eq!(d.connected, [("n".to_string(), "g".to_string(), None)]);
 //! assert_eq!((d.params[0].node.as_str(), d.params[0].value), ("g", 0.5));
-//! let cfg = NodeConfig { sample_rate: 48_000.0, max_block: 256 };
+//! let cfg = NodeConfig { sample_rate: 48_000, max_block: 256 };
 //! d.apply(&mut live, &mut control, &cfg).unwrap();
 //! let mut block = vec![0.0; 256 * 2];
 //! engine.process(&mut block);
@@ -760,7 +760,7 @@ mod tests {
 
     const BLOCK: usize = 64;
     const CFG: NodeConfig = NodeConfig {
-        sample_rate: 48_000.0,
+        sample_rate: 48_000,
         max_block: BLOCK,
     };
 

@@ -306,7 +306,7 @@ impl Project {
             "sample_rate",
             SAMPLE_RATES,
             48_000,
-        )?;
+        )? as u32;
         let block_size = int_field(
             &src,
             raw.block_size.as_ref(),
@@ -369,16 +369,13 @@ impl Project {
             ProjectError::at(&src, e.span, e.message).help(e.help)
         };
         let tempo = match &raw.tempo {
-            Some(t) => Some(
-                crate::project::tempo::map(t, f64::from(sample_rate as u32))
-                    .map_err(located_table)?,
-            ),
+            Some(t) => Some(crate::project::tempo::map(t, sample_rate).map_err(located_table)?),
             None => None,
         };
         let transport = match &raw.transport {
             Some(t) => {
                 let map = tempo.clone().unwrap_or_else(|| {
-                    TempoMap::constant(120.0, sample_rate as f64).expect("120 bpm is valid")
+                    TempoMap::constant(120.0, sample_rate).expect("120 bpm is valid")
                 });
                 crate::project::tempo::transport(t, &map).map_err(located_table)?
             }
@@ -391,7 +388,7 @@ impl Project {
             midi_cc,
             automation,
             file: src.name.clone(),
-            sample_rate: sample_rate as u32,
+            sample_rate,
             block_size: block_size as usize,
             nodes,
             edges,
@@ -479,7 +476,7 @@ impl Project {
     /// Builds every node into a [`Graph`], not compiled yet.
     pub fn graph(&self) -> Result<Graph, ProjectError> {
         let cfg = NodeConfig {
-            sample_rate: self.sample_rate as f32,
+            sample_rate: self.sample_rate,
             max_block: self.block_size,
         };
         let mut graph = Graph::new();
@@ -531,7 +528,7 @@ impl Project {
 
     fn compile_config(&self) -> CompileConfig {
         CompileConfig {
-            sample_rate: self.sample_rate as f32,
+            sample_rate: self.sample_rate,
             max_block: self.block_size,
         }
     }

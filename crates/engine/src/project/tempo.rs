@@ -85,7 +85,7 @@ pub(crate) struct TableError {
 const TEMPO_HELP: &str = "`[tempo]` takes `bpm` (above 0, at most 999), `signature` (\"n/d\", d a power of two) and `changes = [{ beat = B, bpm = T, ramp = R }, { beat = B, signature = \"3/4\" }]`";
 
 /// The map `raw` declares at `sample_rate`; `table` is the span of the whole table.
-pub(crate) fn map(raw: &Spanned<RawTempo>, sample_rate: f64) -> Result<TempoMap, TableError> {
+pub(crate) fn map(raw: &Spanned<RawTempo>, sample_rate: u32) -> Result<TempoMap, TableError> {
     let err = |span: Range<usize>, message: String| TableError {
         span,
         message: format!("[tempo]: {message}"),

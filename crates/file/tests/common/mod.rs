@@ -283,7 +283,7 @@ pub fn player_engine(node: downbeat_file::Player, rate: u32, block: usize) -> do
     g.set_output(out);
     downbeat::Engine::new(
         g.compile(CompileConfig {
-            sample_rate: rate as f32,
+            sample_rate: rate,
             max_block: block,
         })
         .unwrap(),

@@ -95,18 +95,18 @@ impl Model {
 /// use downbeat_nodes::{Gain, Mix, Output, Sine, MixSettings, SineSettings};
 ///
 /// let mut g = Graph::new();
-/// let osc = g.add("osc", Sine::new(1, 48_000.0, &SineSettings { freq: 220.0, amp: 0.5, ..SineSettings::default() }));
+/// let osc = g.add("osc", Sine::new(1, 48_000, &SineSettings { freq: 220.0, amp: 0.5, ..SineSettings::default() }));
 /// let mix = g.add("mix", Mix::new(1, &MixSettings { gain_db: 0.0, ..MixSettings::default() }));
 /// let out = g.add("out", Output::new(1));
 /// g.connect(osc, mix);
 /// g.connect(mix, out);
 /// g.set_output(out);
-/// let cfg = CompileConfig { sample_rate: 48_000.0, max_block: 64 };
+/// let cfg = CompileConfig { sample_rate: 48_000, max_block: 64 };
 /// let (mut editor, mut running) = Editor::new(g, cfg).unwrap();
 /// running.process(64);
 ///
 /// // One batch: a second oscillator through a gain into the mix.
-/// editor.add("osc2", Sine::new(1, 48_000.0, &SineSettings { freq: 330.0, amp: 0.5, ..SineSettings::default() })).unwrap();
+/// editor.add("osc2", Sine::new(1, 48_000, &SineSettings { freq: 330.0, amp: 0.5, ..SineSettings::default() })).unwrap();
 /// editor.add("quiet", Gain::new(1, 0.25)).unwrap();
 /// editor.connect("osc2", "quiet").unwrap();
 /// editor.connect("quiet", "mix").unwrap();

@@ -38,8 +38,8 @@ pub enum TempoError {
     SignatureText(String),
     /// The map's initial tempo is not finite or not in `(0, 999]`.
     InitialBpm(f64),
-    /// The sample rate is not finite or not above 0.
-    SampleRate(f64),
+    /// The sample rate is 0.
+    SampleRate(u32),
     /// A tempo change's beat is negative or not finite.
     PointBeat {
         /// Position of the tempo change in the caller's slice.
@@ -147,7 +147,7 @@ impl fmt::Display for TempoError {
                 "initial tempo: bpm {bpm} must be above 0 and at most 999"
             ),
             TempoError::SampleRate(rate) => {
-                write!(f, "sample rate {rate} Hz must be finite and above 0")
+                write!(f, "sample rate {rate} Hz must be above 0")
             }
             TempoError::PointBeat { index, beat } => write!(
                 f,

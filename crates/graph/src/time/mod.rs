@@ -53,7 +53,7 @@
 //!     Signature::default(),
 //!     &[TempoPoint { beat: 16.0, bpm: 90.0, ramp: 8.0 }],
 //!     &[SignatureChange { beat: 16.0, signature: "6/8".parse().unwrap() }],
-//!     48000.0,
+//!     48000,
 //! )
 //! .unwrap();
 //! assert_eq!(map.frame_of(16.0), 384_000); // 8 s at 120 bpm

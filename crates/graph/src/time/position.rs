@@ -19,7 +19,7 @@ const ON_LINE: f64 = 1e-9;
 /// ```
 /// use downbeat_graph::time::{MusicalPosition, TempoMap};
 ///
-/// let map = TempoMap::constant(120.0, 48000.0).unwrap(); // a beat every 24,000 frames
+/// let map = TempoMap::constant(120.0, 48000).unwrap(); // a beat every 24,000 frames
 /// let p = MusicalPosition::of(&map, 96000, true, None);
 /// assert_eq!((p.beat, p.bar, p.bpm), (4.0, 1, 120.0));
 /// assert_eq!(p.at(12000).beat, 4.5);
@@ -47,7 +47,7 @@ pub struct MusicalPosition {
     pub looping: Option<(f64, f64)>,
     /// The tempo segment this frame lies in, which the rest of the block stays in.
     segment: Segment,
-    sample_rate: f64,
+    sample_rate: u32,
 }
 
 impl MusicalPosition {
@@ -71,7 +71,7 @@ impl MusicalPosition {
         playing: bool,
         looping: Option<(f64, f64)>,
     ) -> Self {
-        let beat = segment.beat_at_seconds(song_frame as f64 / map.sample_rate());
+        let beat = segment.beat_at_seconds(song_frame as f64 / f64::from(map.sample_rate()));
         let (bar, bar_beat) = map.bar_at(beat + ON_LINE);
         Self {
             playing,
@@ -90,7 +90,7 @@ impl MusicalPosition {
     /// A transport stopped at the start of a 120 bpm 4/4 song: what a node sees from a
     /// schedule nobody gave a tempo map.
     /// Does not allocate (no map is built).
-    pub fn stopped(sample_rate: f64) -> Self {
+    pub fn stopped(sample_rate: u32) -> Self {
         Self {
             playing: false,
             song_frame: 0,
@@ -121,7 +121,7 @@ impl MusicalPosition {
         let song_frame = self.song_frame + offset as u64;
         let beat = self
             .segment
-            .beat_at_seconds(song_frame as f64 / self.sample_rate);
+            .beat_at_seconds(song_frame as f64 / f64::from(self.sample_rate));
         let bar_beats = self.signature.bar_beats();
         let bars = ((beat - self.bar_beat + ON_LINE) / bar_beats).floor();
         Self {
@@ -137,7 +137,7 @@ impl MusicalPosition {
     /// The frame of the song at which `beat` falls, by this position's tempo segment: the
     /// same frame [`TempoMap::frame_of`] gives, for a beat inside this block.
     pub fn song_frame_of(&self, beat: f64) -> u64 {
-        let s = self.segment.seconds_at(beat) * self.sample_rate;
+        let s = self.segment.seconds_at(beat) * f64::from(self.sample_rate);
         if s <= 0.0 {
             0
         } else {
@@ -186,7 +186,7 @@ impl MusicalPosition {
     }
 
     /// The sample rate of the song's frames.
-    pub fn sample_rate(&self) -> f64 {
+    pub fn sample_rate(&self) -> u32 {
         self.sample_rate
     }
 }
@@ -219,8 +219,8 @@ pub(crate) fn segment_index_at_frame(map: &TempoMap, frame: u64) -> usize {
 /// The frame of a segment's first beat: what [`TempoMap::frame_of`] gives for it (the map
 /// finds this segment for that beat, whose time is the segment's anchor), without the
 /// search.
-pub(crate) fn start_frame(segment: &Segment, sample_rate: f64) -> u64 {
-    let frame = (segment.start_seconds * sample_rate).round();
+pub(crate) fn start_frame(segment: &Segment, sample_rate: u32) -> u64 {
+    let frame = (segment.start_seconds * f64::from(sample_rate)).round();
     if frame > 0.0 {
         frame as u64
     } else {

@@ -47,7 +47,7 @@ pub const GRID_TOLERANCE: f64 = 1e-9;
 ///
 /// // 100 bpm, up to 140 over beats 8 to 16.
 /// let up = TempoPoint { beat: 8.0, bpm: 140.0, ramp: 8.0 };
-/// let map = TempoMap::new(100.0, Signature::default(), &[up], &[], 48000.0).unwrap();
+/// let map = TempoMap::new(100.0, Signature::default(), &[up], &[], 48000).unwrap();
 /// assert_eq!(map.bpm_at(12.0), 120.0);
 /// assert_eq!(map.bpm_at(16.0), 140.0);
 /// ```
@@ -71,7 +71,7 @@ pub struct TempoPoint {
 ///
 /// // Eight bars of 4/4, then 3/4.
 /// let waltz = SignatureChange { beat: 32.0, signature: "3/4".parse().unwrap() };
-/// let map = TempoMap::new(120.0, Signature::default(), &[], &[waltz], 48000.0).unwrap();
+/// let map = TempoMap::new(120.0, Signature::default(), &[], &[waltz], 48000).unwrap();
 /// assert_eq!(map.bar_at(35.0), (9, 35.0));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -302,7 +302,7 @@ struct Region {
 ///     Signature::default(),
 ///     &[TempoPoint { beat: 16.0, bpm: 60.0, ramp: 0.0 }],
 ///     &[SignatureChange { beat: 16.0, signature: "6/8".parse().unwrap() }],
-///     48000.0,
+///     48000,
 /// )
 /// .unwrap();
 /// assert_eq!(map.seconds_at(16.0), 8.0);
@@ -312,7 +312,7 @@ struct Region {
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct TempoMap {
-    sample_rate: f64,
+    sample_rate: u32,
     /// At least one; the first starts at beat 0, the last ends at infinity, each starts
     /// where the one before ends.
     segments: Vec<Segment>,
@@ -340,11 +340,11 @@ impl TempoMap {
     ///     TempoPoint { beat: 32.0, bpm: 90.0, ramp: 0.0 },
     ///     TempoPoint { beat: 16.0, bpm: 140.0, ramp: 8.0 },
     /// ];
-    /// let map = TempoMap::new(120.0, Signature::default(), &points, &[], 44100.0).unwrap();
+    /// let map = TempoMap::new(120.0, Signature::default(), &points, &[], 44100).unwrap();
     /// assert_eq!(map.segments().len(), 4); // 120, ramp to 140, 140, 90
     ///
     /// let late = [TempoPoint { beat: 20.0, bpm: 100.0, ramp: 0.0 }, points[1]];
-    /// let err = TempoMap::new(120.0, Signature::default(), &late, &[], 44100.0).unwrap_err();
+    /// let err = TempoMap::new(120.0, Signature::default(), &late, &[], 44100).unwrap_err();
     /// assert!(matches!(err, TempoError::Overlap { index: 0, previous: 1, .. }));
     /// ```
     ///
@@ -364,12 +364,12 @@ impl TempoMap {
         signature: Signature,
         points: &[TempoPoint],
         signatures: &[SignatureChange],
-        sample_rate: f64,
+        sample_rate: u32,
     ) -> Result<TempoMap, TempoError> {
         if !valid_bpm(bpm) {
             return Err(TempoError::InitialBpm(bpm));
         }
-        if !(sample_rate > 0.0 && sample_rate.is_finite()) {
+        if sample_rate == 0 {
             return Err(TempoError::SampleRate(sample_rate));
         }
         Ok(TempoMap {
@@ -399,7 +399,7 @@ impl TempoMap {
     /// ```
     /// use downbeat_graph::time::TempoMap;
     ///
-    /// let mut map = TempoMap::constant(120.0, 48000.0).unwrap();
+    /// let mut map = TempoMap::constant(120.0, 48000).unwrap();
     /// map.reserve_live(4);
     /// map.retempo(4.0, 60.0, 0.0).unwrap(); // at beat 4 (2 s), down to 60 bpm
     /// assert_eq!(map.frame_of(4.0), 96_000);
@@ -473,14 +473,14 @@ impl TempoMap {
     /// ```
     /// use downbeat_graph::time::TempoMap;
     ///
-    /// let map = TempoMap::constant(90.0, 44100.0).unwrap();
+    /// let map = TempoMap::constant(90.0, 44100).unwrap();
     /// assert_eq!(map.seconds_at(3.0), 2.0);
-    /// assert!(TempoMap::constant(1000.0, 44100.0).is_err());
+    /// assert!(TempoMap::constant(1000.0, 44100).is_err());
     /// ```
     ///
     /// # Errors
     /// [`TempoError::InitialBpm`] or [`TempoError::SampleRate`], as [`TempoMap::new`].
-    pub fn constant(bpm: f64, sample_rate: f64) -> Result<TempoMap, TempoError> {
+    pub fn constant(bpm: f64, sample_rate: u32) -> Result<TempoMap, TempoError> {
         TempoMap::new(bpm, Signature::default(), &[], &[], sample_rate)
     }
 
@@ -489,9 +489,9 @@ impl TempoMap {
     /// ```
     /// use downbeat_graph::time::TempoMap;
     ///
-    /// assert_eq!(TempoMap::constant(120.0, 44100.0).unwrap().sample_rate(), 44100.0);
+    /// assert_eq!(TempoMap::constant(120.0, 44100).unwrap().sample_rate(), 44100);
     /// ```
-    pub fn sample_rate(&self) -> f64 {
+    pub fn sample_rate(&self) -> u32 {
         self.sample_rate
     }
 
@@ -503,7 +503,7 @@ impl TempoMap {
     /// use downbeat_graph::time::{Signature, TempoMap, TempoPoint};
     ///
     /// let ramp = TempoPoint { beat: 4.0, bpm: 60.0, ramp: 4.0 };
-    /// let map = TempoMap::new(120.0, Signature::default(), &[ramp], &[], 48000.0).unwrap();
+    /// let map = TempoMap::new(120.0, Signature::default(), &[ramp], &[], 48000).unwrap();
     /// let starts: Vec<f64> = map.segments().iter().map(|s| s.start_beat).collect();
     /// assert_eq!(starts, [0.0, 4.0, 8.0]);
     /// assert_eq!(map.segments()[1].start_seconds, 2.0);
@@ -519,7 +519,7 @@ impl TempoMap {
     /// use downbeat_graph::time::{Signature, TempoMap, TempoPoint};
     ///
     /// let step = TempoPoint { beat: 4.0, bpm: 60.0, ramp: 0.0 };
-    /// let map = TempoMap::new(120.0, Signature::default(), &[step], &[], 48000.0).unwrap();
+    /// let map = TempoMap::new(120.0, Signature::default(), &[step], &[], 48000).unwrap();
     /// assert_eq!(map.segment_at(3.5).start_bpm, 120.0);
     /// assert_eq!(map.segment_at(4.0).start_bpm, 60.0);
     /// assert_eq!(map.segment_at(-1.0).start_bpm, 120.0);
@@ -536,7 +536,7 @@ impl TempoMap {
     /// use downbeat_graph::time::{Signature, TempoMap, TempoPoint};
     ///
     /// let step = TempoPoint { beat: 4.0, bpm: 60.0, ramp: 0.0 };
-    /// let map = TempoMap::new(120.0, Signature::default(), &[step], &[], 48000.0).unwrap();
+    /// let map = TempoMap::new(120.0, Signature::default(), &[step], &[], 48000).unwrap();
     /// assert_eq!(map.segment_index_at(3.5), 0);
     /// assert_eq!(map.segment_index_at(4.0), 1);
     /// assert_eq!(map.segment_index_at(1e9), 1);
@@ -555,7 +555,7 @@ impl TempoMap {
     ///
     /// // 60 bpm, ramping up to 120 over beats 0 to 4: 4 · 60 / 60 · ln 2 seconds.
     /// let ramp = TempoPoint { beat: 0.0, bpm: 120.0, ramp: 4.0 };
-    /// let map = TempoMap::new(60.0, Signature::default(), &[ramp], &[], 48000.0).unwrap();
+    /// let map = TempoMap::new(60.0, Signature::default(), &[ramp], &[], 48000).unwrap();
     /// assert!((map.seconds_at(4.0) - 4.0 * std::f64::consts::LN_2).abs() < 1e-12);
     /// assert_eq!(map.seconds_at(-2.0), -2.0); // 60 bpm held before 0
     /// ```
@@ -593,14 +593,14 @@ impl TempoMap {
     /// ```
     /// use downbeat_graph::time::TempoMap;
     ///
-    /// let map = TempoMap::constant(100.0, 44100.0).unwrap();
+    /// let map = TempoMap::constant(100.0, 44100).unwrap();
     /// assert_eq!(map.frame_of(1.0), 26460); // 0.6 s
     /// assert_eq!(map.frame_of(1.0 / 3.0), 8820);
     /// assert_eq!(map.frame_of(-1.0), 0);
     /// ```
     #[inline]
     pub fn frame_of(&self, beat: f64) -> u64 {
-        let frame = (self.seconds_at(beat) * self.sample_rate).round();
+        let frame = (self.seconds_at(beat) * f64::from(self.sample_rate)).round();
         if frame > 0.0 {
             // Saturates at u64::MAX, which no song reaches.
             frame as u64
@@ -620,7 +620,7 @@ impl TempoMap {
     /// ```
     #[inline]
     pub fn beat_at_frame(&self, frame: u64) -> f64 {
-        self.beat_at_seconds(frame as f64 / self.sample_rate)
+        self.beat_at_seconds(frame as f64 / f64::from(self.sample_rate))
     }
 
     /// The tempo at `beat`, in quarter notes per minute.
@@ -629,7 +629,7 @@ impl TempoMap {
     /// use downbeat_graph::time::{Signature, TempoMap, TempoPoint};
     ///
     /// let down = TempoPoint { beat: 8.0, bpm: 80.0, ramp: 4.0 };
-    /// let map = TempoMap::new(120.0, Signature::default(), &[down], &[], 48000.0).unwrap();
+    /// let map = TempoMap::new(120.0, Signature::default(), &[down], &[], 48000).unwrap();
     /// assert_eq!(map.bpm_at(8.0), 120.0);
     /// assert_eq!(map.bpm_at(10.0), 100.0);
     /// assert_eq!(map.bpm_at(12.0), 80.0);
@@ -647,7 +647,7 @@ impl TempoMap {
     /// use downbeat_graph::time::{Signature, TempoMap, TempoPoint};
     ///
     /// let ramp = TempoPoint { beat: 4.0, bpm: 60.0, ramp: 4.0 };
-    /// let map = TempoMap::new(120.0, Signature::default(), &[ramp], &[], 48000.0).unwrap();
+    /// let map = TempoMap::new(120.0, Signature::default(), &[ramp], &[], 48000).unwrap();
     /// assert_eq!(map.next_tempo_change(0.0), Some(4.0));
     /// assert_eq!(map.next_tempo_change(4.0), Some(8.0));
     /// assert_eq!(map.next_tempo_change(8.0), None);
@@ -692,7 +692,7 @@ impl TempoMap {
     ///
     /// let three = "3/4".parse().unwrap();
     /// let change = SignatureChange { beat: 8.0, signature: three };
-    /// let map = TempoMap::new(120.0, Signature::default(), &[], &[change], 48000.0).unwrap();
+    /// let map = TempoMap::new(120.0, Signature::default(), &[], &[change], 48000).unwrap();
     /// assert_eq!(map.signature_at(7.5), Signature::default());
     /// assert_eq!(map.signature_at(8.0), three);
     /// ```
@@ -711,7 +711,7 @@ impl TempoMap {
     ///
     /// // Two bars of 4/4, then 7/8 (3.5 beats a bar).
     /// let change = SignatureChange { beat: 8.0, signature: "7/8".parse().unwrap() };
-    /// let map = TempoMap::new(120.0, Signature::default(), &[], &[change], 48000.0).unwrap();
+    /// let map = TempoMap::new(120.0, Signature::default(), &[], &[change], 48000).unwrap();
     /// assert_eq!(map.bar_at(7.9), (1, 4.0));
     /// assert_eq!(map.bar_at(11.5), (3, 11.5));
     /// assert_eq!(map.bar_at(-0.5), (-1, -4.0));
@@ -729,7 +729,7 @@ impl TempoMap {
     /// use downbeat_graph::time::{Signature, SignatureChange, TempoMap};
     ///
     /// let change = SignatureChange { beat: 8.0, signature: "6/8".parse().unwrap() };
-    /// let map = TempoMap::new(120.0, Signature::default(), &[], &[change], 48000.0).unwrap();
+    /// let map = TempoMap::new(120.0, Signature::default(), &[], &[change], 48000).unwrap();
     /// assert_eq!(map.beat_of_bar(1), 4.0);
     /// assert_eq!(map.beat_of_bar(3), 11.0);
     /// assert_eq!(map.beat_of_bar(-2), -8.0);
@@ -752,7 +752,7 @@ impl TempoMap {
     /// use downbeat_graph::time::{Signature, SignatureChange, TempoMap};
     ///
     /// let change = SignatureChange { beat: 8.0, signature: "6/8".parse().unwrap() };
-    /// let map = TempoMap::new(120.0, Signature::default(), &[], &[change], 48000.0).unwrap();
+    /// let map = TempoMap::new(120.0, Signature::default(), &[], &[change], 48000).unwrap();
     /// assert_eq!(map.next_signature_change(-3.0), Some(8.0));
     /// assert_eq!(map.next_signature_change(7.0), Some(8.0));
     /// assert_eq!(map.next_signature_change(8.0), None);
@@ -790,7 +790,7 @@ impl TempoMap {
     /// ```
     /// use downbeat_graph::time::{Signature, TempoMap};
     ///
-    /// let map = TempoMap::new(120.0, "6/8".parse().unwrap(), &[], &[], 48000.0).unwrap();
+    /// let map = TempoMap::new(120.0, "6/8".parse().unwrap(), &[], &[], 48000).unwrap();
     /// assert_eq!(map.next_beat(0.0), 0.5);
     /// assert_eq!(map.next_beat(0.7), 1.0);
     /// assert_eq!(map.next_beat(2.75), 3.0); // the next bar line
@@ -813,7 +813,7 @@ impl TempoMap {
     /// ```
     /// use downbeat_graph::time::{Bbt, TempoMap};
     ///
-    /// let map = TempoMap::new(120.0, "6/8".parse().unwrap(), &[], &[], 48000.0).unwrap();
+    /// let map = TempoMap::new(120.0, "6/8".parse().unwrap(), &[], &[], 48000).unwrap();
     /// assert_eq!(map.bbt(4.25), Bbt { bar: 1, beat: 2, tick: 480 });
     /// assert_eq!(map.bbt(2.9999999999), Bbt { bar: 1, beat: 0, tick: 0 });
     /// assert_eq!(map.bbt(-0.5), Bbt { bar: -1, beat: 5, tick: 0 });
@@ -846,7 +846,7 @@ impl TempoMap {
     /// ```
     /// use downbeat_graph::time::{Bbt, TempoMap};
     ///
-    /// let map = TempoMap::new(120.0, "7/8".parse().unwrap(), &[], &[], 48000.0).unwrap();
+    /// let map = TempoMap::new(120.0, "7/8".parse().unwrap(), &[], &[], 48000).unwrap();
     /// assert_eq!(map.beat_of_bbt(Bbt { bar: 2, beat: 3, tick: 480 }), 8.75);
     /// ```
     pub fn beat_of_bbt(&self, bbt: Bbt) -> f64 {
@@ -862,12 +862,12 @@ impl TempoMap {
 /// ```
 /// use downbeat_graph::time::TempoMap;
 ///
-/// assert_eq!(TempoMap::default(), TempoMap::constant(120.0, 48000.0).unwrap());
+/// assert_eq!(TempoMap::default(), TempoMap::constant(120.0, 48000).unwrap());
 /// ```
 impl Default for TempoMap {
     fn default() -> Self {
         TempoMap {
-            sample_rate: 48000.0,
+            sample_rate: 48000,
             segments: vec![Segment {
                 start_beat: 0.0,
                 end_beat: f64::INFINITY,
@@ -1128,7 +1128,7 @@ mod tests {
             Signature::default(),
             &points,
             &signatures,
-            48000.0,
+            48000,
         )
         .unwrap();
         assert_eq!(map.segments().len(), 201);
@@ -1194,7 +1194,7 @@ mod tests {
             step(96.0, 1.5),
             ramp(100.0, 999.0, 900.0),
         ];
-        TempoMap::new(100.0, Signature::default(), &points, &[], 48000.0).unwrap()
+        TempoMap::new(100.0, Signature::default(), &points, &[], 48000).unwrap()
     }
 
     fn reference_bpm(piece: (f64, f64, f64, f64), beat: f64) -> f64 {
@@ -1370,7 +1370,7 @@ mod tests {
                 ramp(60.0, 120.0, 4.5),
             ],
             &[change(32.0, "7/8"), change(53.0, "6/8")],
-            48000.0,
+            48000,
         )
         .unwrap();
         let boundaries: Vec<f64> = map.segments().iter().map(|s| s.start_beat).collect();
@@ -1433,7 +1433,7 @@ mod tests {
             Signature::default(),
             &[ramp(0.0, 120.0, 4.0)],
             &[],
-            48000.0,
+            48000,
         )
         .unwrap();
         assert_eq!(map.segments().len(), 2);
@@ -1445,27 +1445,15 @@ mod tests {
         assert_eq!(map.frame_of(-2.0), 0);
 
         // A step at beat 0 replaces the initial tempo, also before 0.
-        let map = TempoMap::new(
-            120.0,
-            Signature::default(),
-            &[step(0.0, 90.0)],
-            &[],
-            48000.0,
-        )
-        .unwrap();
+        let map =
+            TempoMap::new(120.0, Signature::default(), &[step(0.0, 90.0)], &[], 48000).unwrap();
         assert_eq!(map.segments().len(), 1);
         assert_eq!(map.seconds_at(3.0), 2.0);
         assert_eq!(map.seconds_at(-3.0), -2.0);
 
         // A step to the tempo in force still makes a boundary, with the same closed form.
-        let map = TempoMap::new(
-            120.0,
-            Signature::default(),
-            &[step(4.0, 120.0)],
-            &[],
-            48000.0,
-        )
-        .unwrap();
+        let map =
+            TempoMap::new(120.0, Signature::default(), &[step(4.0, 120.0)], &[], 48000).unwrap();
         assert_eq!(map.next_tempo_change(0.0), Some(4.0));
         assert_eq!(map.frame_of(6.0), 144_000);
     }
@@ -1479,7 +1467,7 @@ mod tests {
             Signature::default(),
             &[ramp(0.0, 120.000_001, 1000.0)],
             &[],
-            48000.0,
+            48000,
         )
         .unwrap();
         // ∫ 60 / (120 + k b) db with k = 1e-9, to second order in k b / 120.
@@ -1493,7 +1481,7 @@ mod tests {
     fn errors_name_what_is_wrong_and_where() {
         let four = Signature::default();
         let new = |points: &[TempoPoint], signatures: &[SignatureChange]| {
-            TempoMap::new(120.0, four, points, signatures, 48000.0).unwrap_err()
+            TempoMap::new(120.0, four, points, signatures, 48000).unwrap_err()
         };
         let says = |err: &TempoError, parts: &[&str]| {
             let _: &dyn std::error::Error = err;
@@ -1503,25 +1491,23 @@ mod tests {
             }
         };
 
-        let err = TempoMap::constant(0.0, 48000.0).unwrap_err();
+        let err = TempoMap::constant(0.0, 48000).unwrap_err();
         assert_eq!(err, TempoError::InitialBpm(0.0));
         says(&err, &["bpm 0 ", "above 0"]);
-        let err = TempoMap::constant(-1.0, 48000.0).unwrap_err();
+        let err = TempoMap::constant(-1.0, 48000).unwrap_err();
         assert_eq!(err, TempoError::InitialBpm(-1.0));
         says(&err, &["bpm -1 "]);
-        let err = TempoMap::constant(1000.0, 48000.0).unwrap_err();
+        let err = TempoMap::constant(1000.0, 48000).unwrap_err();
         assert_eq!(err, TempoError::InitialBpm(1000.0));
         says(&err, &["bpm 1000 ", "at most 999"]);
-        let err = TempoMap::constant(f64::NAN, 48000.0).unwrap_err();
+        let err = TempoMap::constant(f64::NAN, 48000).unwrap_err();
         assert!(matches!(err, TempoError::InitialBpm(bpm) if bpm.is_nan()));
         says(&err, &["bpm NaN"]);
-        assert!(TempoMap::constant(999.0, 48000.0).is_ok());
+        assert!(TempoMap::constant(999.0, 48000).is_ok());
 
-        for rate in [0.0, -48000.0, f64::NAN, f64::INFINITY] {
-            let err = TempoMap::constant(120.0, rate).unwrap_err();
-            assert!(matches!(err, TempoError::SampleRate(_)), "{err}");
-            says(&err, &[&format!("sample rate {rate} Hz")]);
-        }
+        let err = TempoMap::constant(120.0, 0).unwrap_err();
+        assert_eq!(err, TempoError::SampleRate(0));
+        says(&err, &["sample rate 0 Hz"]);
 
         let points = [step(8.0, 90.0), step(4.0, 80.0), step(2.0, 70.0)];
         let mut bad = points.to_vec();
@@ -1619,7 +1605,7 @@ mod tests {
             four,
             &[ramp(8.0, 90.0, 8.0), step(16.0, 100.0)],
             &[],
-            48e3
+            48_000
         )
         .is_ok());
 
@@ -1704,7 +1690,7 @@ mod tests {
                 change(32.0, "3/4"),
                 change(44.0, "7/8"),
             ],
-            48000.0,
+            48000,
         )
         .unwrap()
     }
@@ -1766,7 +1752,7 @@ mod tests {
         assert_eq!(map.next_signature_change(51.0), None);
 
         // Bars before 0 are of the first signature.
-        let waltz = TempoMap::new(90.0, sig("3/4"), &[], &[change(6.0, "4/4")], 48000.0).unwrap();
+        let waltz = TempoMap::new(90.0, sig("3/4"), &[], &[change(6.0, "4/4")], 48000).unwrap();
         assert_eq!(waltz.bar_at(-1.0), (-1, -3.0));
         assert_eq!(waltz.beat_of_bar(-3), -9.0);
         assert_eq!(waltz.bar_at(7.0), (2, 6.0));
@@ -1777,7 +1763,7 @@ mod tests {
             Signature::default(),
             &[],
             &[change(0.0, "6/8"), change(6.0 - 1e-10, "3/4")],
-            48000.0,
+            48000,
         )
         .unwrap();
         assert_eq!(map.bar_at(-1.0), (-1, -3.0));
@@ -1889,8 +1875,8 @@ mod tests {
     #[test]
     fn default_is_120_bpm_in_four_four_at_48_khz() {
         let map = TempoMap::default();
-        assert_eq!(map, TempoMap::constant(120.0, 48000.0).unwrap());
-        assert_eq!(map.sample_rate(), 48000.0);
+        assert_eq!(map, TempoMap::constant(120.0, 48000).unwrap());
+        assert_eq!(map.sample_rate(), 48000);
         assert_eq!(map.frame_of(1.0), 24000);
         assert_eq!(map.signature_at(0.0), Signature::default());
         assert_eq!(map.segment_index_at(f64::NAN), 0);

@@ -182,7 +182,7 @@ struct Loop {
 ///
 /// // 120 bpm, then 60 bpm from beat 2 (one second in).
 /// let map = TempoMap::new(120.0, Default::default(),
-///     &[TempoPoint { beat: 2.0, bpm: 60.0, ramp: 0.0 }], &[], 48000.0).unwrap();
+///     &[TempoPoint { beat: 2.0, bpm: 60.0, ramp: 0.0 }], &[], 48000).unwrap();
 /// let mut t = Transport::new(map);
 /// assert_eq!(t.piece(64), 64);
 /// t.advance(47_990);
@@ -298,7 +298,7 @@ impl Transport {
         let here = self.song_frame;
         let k = segment_index_at_frame(&self.map, here);
         let (segments, rate) = (self.map.segments(), self.map.sample_rate());
-        let beat = segments[k].beat_at_seconds(here as f64 / rate);
+        let beat = segments[k].beat_at_seconds(here as f64 / f64::from(rate));
         let mut cut = segments
             .get(k + 1)
             .map_or(u64::MAX, |s| start_frame(s, rate));

@@ -23,8 +23,8 @@ pub enum SamplerError {
         /// The length of the interleaved buffer.
         len: usize,
     },
-    /// A sample rate that is not a positive number.
-    Rate(f32),
+    /// A sample rate of 0.
+    Rate(u32),
     /// A sample value that is not a finite number.
     NotFinite {
         /// The frame it is in.
@@ -65,7 +65,7 @@ impl fmt::Display for SamplerError {
                 "{len} values cannot be a sample of {channels} channels (1 to \
                  {MAX_SAMPLE_CHANNELS} channels, a whole number of frames)"
             ),
-            SamplerError::Rate(r) => write!(f, "sample rate {r} is not a positive number"),
+            SamplerError::Rate(r) => write!(f, "sample rate {r} Hz must be above 0"),
             SamplerError::NotFinite { frame } => {
                 write!(
                     f,
@@ -159,15 +159,15 @@ pub fn parse_note(key: &str) -> Option<u8> {
 /// ```
 /// use downbeat_nodes::Sample;
 /// // Two stereo frames, interleaved.
-/// let s = Sample::from_interleaved(&[0.1, 0.2, 0.3, 0.4], 2, 48000.0).unwrap();
+/// let s = Sample::from_interleaved(&[0.1, 0.2, 0.3, 0.4], 2, 48000).unwrap();
 /// assert_eq!((s.channels(), s.frames()), (2, 2));
-/// assert!(Sample::from_interleaved(&[], 1, 48000.0).is_err());
+/// assert!(Sample::from_interleaved(&[], 1, 48000).is_err());
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sample {
     channels: usize,
     frames: usize,
-    rate: f32,
+    rate: u32,
     /// Channel after channel, each `PAD_BEFORE` zeros, the frames, `PAD_AFTER` zeros.
     data: Box<[f32]>,
 }
@@ -183,7 +183,7 @@ impl Sample {
     pub fn from_interleaved(
         samples: &[f32],
         channels: usize,
-        rate: f32,
+        rate: u32,
     ) -> Result<Self, SamplerError> {
         if !(1..=MAX_SAMPLE_CHANNELS).contains(&channels) || samples.len() % channels != 0 {
             return Err(SamplerError::Channels {
@@ -194,7 +194,7 @@ impl Sample {
         if samples.is_empty() {
             return Err(SamplerError::Empty);
         }
-        if !(rate.is_finite() && rate > 0.0) {
+        if rate == 0 {
             return Err(SamplerError::Rate(rate));
         }
         if let Some(i) = samples.iter().position(|s| !s.is_finite()) {
@@ -233,7 +233,7 @@ impl Sample {
     }
 
     /// The rate it was recorded at, in Hz.
-    pub fn rate(&self) -> f32 {
+    pub fn rate(&self) -> u32 {
         self.rate
     }
 
@@ -261,7 +261,7 @@ pub(super) struct Zone {
 ///
 /// ```
 /// use downbeat_nodes::{Sample, SampleSet};
-/// let click = Sample::from_interleaved(&[1.0, 0.5], 1, 48000.0).unwrap();
+/// let click = Sample::from_interleaved(&[1.0, 0.5], 1, 48000).unwrap();
 /// let kit = SampleSet::kit([(36, click.clone()), (38, click.clone())]).unwrap();
 /// assert_eq!(kit.notes().collect::<Vec<_>>(), [36, 38]);
 /// // A kit naming a note twice is refused, naming the note.
@@ -353,7 +353,7 @@ mod tests {
     fn values_below_tiny_are_stored_as_zero() {
         let subnormal = f32::MIN_POSITIVE / 4.0;
         let s =
-            Sample::from_interleaved(&[1e-35, 0.5, subnormal, -TINY, -1e-31], 1, 48_000.0).unwrap();
+            Sample::from_interleaved(&[1e-35, 0.5, subnormal, -TINY, -1e-31], 1, 48_000).unwrap();
         let frames = &s.data[PAD_BEFORE..PAD_BEFORE + s.frames];
         assert_eq!(frames, [0.0, 0.5, 0.0, -TINY, 0.0]);
     }

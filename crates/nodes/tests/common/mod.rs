@@ -2,7 +2,7 @@
 
 use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 
-pub const SR: f32 = 48000.0;
+pub const SR: u32 = 48000;
 
 /// Runs `input` (one `Vec` per channel; empty for a source) through `node` for `frames`
 /// frames in blocks of `block`. The output buffer is filled with NaN before every call, so

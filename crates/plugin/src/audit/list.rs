@@ -61,7 +61,7 @@ pub fn clap_ids(path: &Path) -> Result<Vec<String>, ListError> {
     // The CLAP host's one public way in is `ClapNode::load`: asked for an id no plugin has
     // (CLAP ids are never empty), it stops after reading the factory and names the ids
     // there, before creating anything.
-    match ClapNode::load(path, Some(""), 48000.0, 1) {
+    match ClapNode::load(path, Some(""), 48000, 1) {
         Err(ClapError::UnknownId { available, .. }) if available.is_empty() => {
             Err(ListError::Empty {
                 path: path.to_path_buf(),

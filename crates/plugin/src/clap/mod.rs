@@ -80,7 +80,7 @@
 //!
 //! // A project file names it once the program registered it with
 //! // `downbeat::register_node_type(ClapFactory)`, as the command line does at start.
-//! let cfg = NodeConfig { sample_rate: 48000.0, max_block: 256 };
+//! let cfg = NodeConfig { sample_rate: 48000, max_block: 256 };
 //! let node = ClapFactory.create(
 //!     vec![
 //!         ("path".into(), ParamValue::Text("gain.clap".into())),

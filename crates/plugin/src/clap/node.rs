@@ -355,7 +355,7 @@ impl ClapNode {
     /// use downbeat_plugin::clap::ClapNode;
     /// use downbeat_graph::Node;
     ///
-    /// let node = ClapNode::load("gain.clap".as_ref(), Some("org.example.gain"), 48000.0, 256)?;
+    /// let node = ClapNode::load("gain.clap".as_ref(), Some("org.example.gain"), 48000, 256)?;
     /// assert_eq!(node.output_channels(), 2);
     /// # Ok::<(), downbeat_plugin::clap::ClapError>(())
     /// ```
@@ -366,7 +366,7 @@ impl ClapNode {
     pub fn load(
         path: &Path,
         id: Option<&str>,
-        sample_rate: f32,
+        sample_rate: u32,
         max_block: usize,
     ) -> Result<Self, ClapError> {
         Self::load_with_state(path, id, sample_rate, max_block, None)
@@ -384,7 +384,7 @@ impl ClapNode {
     /// let node = ClapNode::load_with_state(
     ///     "comp.clap".as_ref(),
     ///     None,
-    ///     48000.0,
+    ///     48000,
     ///     256,
     ///     Some("states/comp.clapstate".as_ref()),
     /// )?;
@@ -398,7 +398,7 @@ impl ClapNode {
     pub fn load_with_state(
         path: &Path,
         id: Option<&str>,
-        sample_rate: f32,
+        sample_rate: u32,
         max_block: usize,
         state: Option<&Path>,
     ) -> Result<Self, ClapError> {
@@ -579,7 +579,7 @@ impl ClapNode {
             latency,
             instrument,
             failed_calls: 0,
-            transport: transport_event(&MusicalPosition::stopped(f64::from(sample_rate)), 1),
+            transport: transport_event(&MusicalPosition::stopped(sample_rate), 1),
         })
     }
 
@@ -598,7 +598,7 @@ impl ClapNode {
     /// use downbeat_plugin::clap::ClapNode;
     /// use downbeat_graph::Node;
     ///
-    /// let mut node = ClapNode::load("delay.clap".as_ref(), None, 48000.0, 256)?;
+    /// let mut node = ClapNode::load("delay.clap".as_ref(), None, 48000, 256)?;
     /// node.main_thread_tick();
     /// println!("latency now {}", node.latency());
     /// # Ok::<(), downbeat_plugin::clap::ClapError>(())
@@ -634,7 +634,7 @@ impl ClapNode {
     /// ```no_run
     /// use downbeat_plugin::clap::ClapNode;
     ///
-    /// let mut node = ClapNode::load("verb.clap".as_ref(), None, 48000.0, 256)?;
+    /// let mut node = ClapNode::load("verb.clap".as_ref(), None, 48000, 256)?;
     /// for line in node.take_log() {
     ///     println!("{line}");
     /// }
@@ -651,7 +651,7 @@ impl ClapNode {
     /// use downbeat_plugin::clap::ClapNode;
     /// use downbeat_graph::Node;
     ///
-    /// let mut node = ClapNode::load("synth.clap".as_ref(), None, 48000.0, 256)?;
+    /// let mut node = ClapNode::load("synth.clap".as_ref(), None, 48000, 256)?;
     /// if node.state_dirty() {
     ///     let state = node.save_state().expect("saved");
     ///     assert!(!node.state_dirty() && state.is_some());
@@ -669,7 +669,7 @@ impl ClapNode {
     /// ```no_run
     /// use downbeat_plugin::clap::ClapNode;
     ///
-    /// let node = ClapNode::load("chatty.clap".as_ref(), None, 48000.0, 256)?;
+    /// let node = ClapNode::load("chatty.clap".as_ref(), None, 48000, 256)?;
     /// assert_eq!(node.log_dropped(), 0); // nothing processed yet
     /// # Ok::<(), downbeat_plugin::clap::ClapError>(())
     /// ```
@@ -764,7 +764,7 @@ impl ClapNode {
 /// use downbeat_graph::time::{MusicalPosition, TempoMap};
 /// use downbeat_plugin::clap::transport_event;
 ///
-/// let map = TempoMap::constant(120.0, 48000.0).unwrap();
+/// let map = TempoMap::constant(120.0, 48000).unwrap();
 /// let t = transport_event(&MusicalPosition::of(&map, 120_000, true, None), 256);
 /// assert!(t.flags.contains(TransportFlags::IS_PLAYING));
 /// assert_eq!(t.song_pos_beats.to_float(), 5.0); // 2.5 s at 120 bpm
@@ -801,7 +801,7 @@ pub fn transport_event(m: &MusicalPosition, frames: usize) -> TransportEvent {
         header: EventHeader::new_core(0, EventFlags::empty()),
         flags,
         song_pos_beats: BeatTime::from_float(m.beat),
-        song_pos_seconds: SecondsTime::from_float(m.song_frame as f64 / m.sample_rate()),
+        song_pos_seconds: SecondsTime::from_float(m.song_frame as f64 / f64::from(m.sample_rate())),
         tempo: m.bpm,
         tempo_inc,
         loop_start_beats,

@@ -145,7 +145,7 @@ unsafe impl Send for HostFeatures {}
 impl HostFeatures {
     /// The features for a plugin run at `sample_rate` in blocks of 1 to `max_block`
     /// frames (the schedule cuts blocks at event frames, so any length down to 1 occurs).
-    pub fn new(sample_rate: f32, max_block: usize) -> Box<HostFeatures> {
+    pub fn new(sample_rate: u32, max_block: usize) -> Box<HostFeatures> {
         let mut map = Box::new(LV2UridMap {
             handle: std::ptr::null_mut(),
             map,
@@ -158,7 +158,8 @@ impl HostFeatures {
             min_block: 1,
             max_block: max_block.min(i32::MAX as usize) as i32,
             nominal_block: max_block.min(i32::MAX as usize) as i32,
-            sample_rate,
+            // An atom:Float, as the LV2 parameters extension defines sampleRate.
+            sample_rate: sample_rate as f32,
         });
         let int = urid(c"http://lv2plug.in/ns/ext/atom#Int");
         let float = urid(c"http://lv2plug.in/ns/ext/atom#Float");

@@ -75,7 +75,7 @@ fn is_side_chain(p: &PortInfo) -> bool {
 /// use downbeat_plugin::lv2::PluginInfo;
 ///
 /// // LSP's sidechain compressor: in_l, in_r (main group), sc_l, sc_r (its side chain).
-/// let info = PluginInfo::find("http://lsp-plug.in/plugins/lv2/sc_compressor_stereo", 48000.0)?;
+/// let info = PluginInfo::find("http://lsp-plug.in/plugins/lv2/sc_compressor_stereo", 48000)?;
 /// let inputs = audio_groups(&info, PortKind::AudioIn);
 /// assert_eq!(inputs[0], AudioGroup { name: "main".into(), ports: vec![0, 1] });
 /// assert_eq!(inputs[1], AudioGroup { name: "sidechain_in".into(), ports: vec![4, 5] });

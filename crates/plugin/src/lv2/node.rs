@@ -104,7 +104,7 @@ impl PluginInfo {
     ///
     /// # Errors
     /// [`Lv2Error::NotFound`] when no installed plugin has this URI.
-    pub fn find(uri: &str, sample_rate: f32) -> Result<PluginInfo, Lv2Error> {
+    pub fn find(uri: &str, sample_rate: u32) -> Result<PluginInfo, Lv2Error> {
         let world = world().lock().unwrap_or_else(|p| p.into_inner());
         let plugin = find_plugin(&world, uri)?;
         let class = |name: &str| world.new_uri(&format!("{LV2_CORE}{name}"));
@@ -274,7 +274,7 @@ pub(crate) fn find_plugin(
 
 /// Parameter declarations for a plugin at a sample rate. [`Node::params`] hands out
 /// `'static` slices, so they are made once per plugin and rate and kept for the process.
-fn param_specs(info: &PluginInfo, sample_rate: f32) -> &'static [ParamSpec] {
+fn param_specs(info: &PluginInfo, sample_rate: u32) -> &'static [ParamSpec] {
     type Key = (String, u32);
     static SPECS: OnceLock<Mutex<HashMap<Key, &'static [ParamSpec]>>> = OnceLock::new();
     let mut specs = SPECS
@@ -282,7 +282,7 @@ fn param_specs(info: &PluginInfo, sample_rate: f32) -> &'static [ParamSpec] {
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     specs
-        .entry((info.uri.clone(), sample_rate.to_bits()))
+        .entry((info.uri.clone(), sample_rate))
         .or_insert_with(|| {
             let list: Vec<ParamSpec> = info
                 .controls()
@@ -324,7 +324,7 @@ pub enum ControlValue {
 /// use downbeat_graph::NodeConfig;
 /// use downbeat_plugin::lv2::{ControlValue, Lv2Node};
 ///
-/// let cfg = NodeConfig { sample_rate: 48000.0, max_block: 256 };
+/// let cfg = NodeConfig { sample_rate: 48000, max_block: 256 };
 /// let drive = [("drive".to_string(), ControlValue::Number(0.7))];
 /// let node = Lv2Node::load("http://drobilla.net/plugins/mda/Overdrive", &drive, &cfg)?;
 /// assert_eq!(node.input_channels_count(), 2);
@@ -381,7 +381,7 @@ pub struct Lv2Node {
 /// use downbeat_graph::NodeConfig;
 /// use downbeat_plugin::lv2::{Lv2Node, Start};
 ///
-/// let cfg = NodeConfig { sample_rate: 48000.0, max_block: 256 };
+/// let cfg = NodeConfig { sample_rate: 48000, max_block: 256 };
 /// let start = Start { preset: Some("PoppySnare".into()), state: None };
 /// let comp = Lv2Node::load_with("urn:ardour:a-comp", &[], &start, &cfg)?;
 /// assert_eq!(comp.control("rel"), Some(10.0));
@@ -697,7 +697,7 @@ impl Lv2Node {
     /// throws it away and uses a fresh one.
     ///
     /// [`load`]: Lv2Node::load
-    fn query_latency(&mut self, sample_rate: f32) -> usize {
+    fn query_latency(&mut self, sample_rate: u32) -> usize {
         let Some(port) = self.info.latency_port else {
             return 0;
         };
@@ -717,7 +717,7 @@ impl Lv2Node {
         // latency once there: run silent blocks until the report holds still.
         let mut value = f32::NAN;
         // A stopped song at its start: this instance only answers the query.
-        let stopped = MusicalPosition::stopped(f64::from(sample_rate));
+        let stopped = MusicalPosition::stopped(sample_rate);
         for _ in 0..MAX_LATENCY_BLOCKS {
             self.run_plugin(frames, &stopped);
             let now = self.controls.get(port).copied().unwrap_or(0.0);

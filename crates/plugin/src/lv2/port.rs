@@ -131,7 +131,7 @@ impl ControlSpec {
     /// // A cutoff declared as 0.01 to 0.5 of the sample rate, default 0.1.
     /// let props = ControlProps { sample_rate: true, ..ControlProps::default() };
     /// let cutoff = ControlSpec::new("cutoff", "Cutoff", Some(0.01), Some(0.5), Some(0.1),
-    ///     props, Vec::new(), 48000.0);
+    ///     props, Vec::new(), 48000);
     /// assert_eq!((cutoff.min, cutoff.max, cutoff.default), (480.0, 24000.0, 4800.0));
     /// ```
     #[allow(clippy::too_many_arguments)]
@@ -143,9 +143,14 @@ impl ControlSpec {
         default: Option<f32>,
         props: ControlProps,
         mut points: Vec<(f32, String)>,
-        sample_rate: f32,
+        sample_rate: u32,
     ) -> Self {
-        let scale = if props.sample_rate { sample_rate } else { 1.0 };
+        // LV2 gives such bounds as fractions of the rate, a float by the spec.
+        let scale = if props.sample_rate {
+            sample_rate as f32
+        } else {
+            1.0
+        };
         let (lo, hi) = if props.toggled {
             (0.0, 1.0)
         } else {
@@ -179,7 +184,7 @@ impl ControlSpec {
     ///
     /// let props = ControlProps { integer: true, ..ControlProps::default() };
     /// let taps = ControlSpec::new("taps", "Taps", Some(1.0), Some(8.0), Some(1.0), props,
-    ///     Vec::new(), 48000.0);
+    ///     Vec::new(), 48000);
     /// assert_eq!(taps.accept(3.0), Ok(3.0));
     /// assert!(taps.accept(2.5).is_err());
     /// assert!(taps.accept(9.0).is_err());
@@ -315,7 +320,7 @@ mod tests {
             Some(1.0),
             props,
             points,
-            48000.0,
+            48000,
         )
     }
 
@@ -333,7 +338,7 @@ mod tests {
             Some(0.25),
             props,
             vec![],
-            44100.0,
+            44100,
         );
         assert_eq!((s.min, s.max, s.default), (0.0, 22050.0, 11025.0));
         assert_eq!(s.accept(20000.0), Ok(20000.0));
@@ -346,7 +351,7 @@ mod tests {
             Some(0.25),
             ControlProps::default(),
             vec![],
-            44100.0,
+            44100,
         );
         assert_eq!(plain.max, 0.5);
     }

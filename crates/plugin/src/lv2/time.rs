@@ -71,7 +71,7 @@ impl Default for TimeUrids {
 /// use downbeat_graph::time::{MusicalPosition, TempoMap};
 /// use downbeat_plugin::lv2::time::TimeFollower;
 ///
-/// let map = TempoMap::constant(120.0, 48000.0).unwrap();
+/// let map = TempoMap::constant(120.0, 48000).unwrap();
 /// let mut t = TimeFollower::new();
 /// let start = MusicalPosition::of(&map, 0, true, None);
 /// assert!(t.due(&start), "the first block gets a position");
@@ -182,7 +182,7 @@ mod tests {
             beat: 8.0,
             signature: "6/8".parse().unwrap(),
         };
-        TempoMap::new(120.0, Signature::default(), &[ramp], &[six_eight], 48000.0).unwrap()
+        TempoMap::new(120.0, Signature::default(), &[ramp], &[six_eight], 48000).unwrap()
     }
 
     #[test]

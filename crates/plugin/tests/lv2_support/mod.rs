@@ -34,7 +34,7 @@ pub fn package_of(uri: &str) -> &'static str {
 /// Panics, failing the test, unless the LV2 plugin `uri` is installed: a test must not pass
 /// by skipping what it tests, whatever the environment (`CI` or not) says.
 pub fn require_plugin(uri: &str) {
-    if let Err(e) = PluginInfo::find(uri, 48000.0) {
+    if let Err(e) = PluginInfo::find(uri, 48000) {
         panic!(
             "{e}; this test needs it: `bash scripts/deps.sh` installs it (Debian package {})",
             package_of(uri)
@@ -123,11 +123,11 @@ pub fn read_wav(path: &Path) -> (usize, Vec<f32>) {
 
 /// A deterministic test signal: two sines per channel and a little pseudo-random noise,
 /// with a loud burst in the middle so dynamics plugins have something to do.
-pub fn signal(channels: usize, frames: usize, rate: f32) -> Vec<f32> {
+pub fn signal(channels: usize, frames: usize, rate: u32) -> Vec<f32> {
     let mut seed = 0x1234_5678u32;
     let mut out = Vec::with_capacity(channels * frames);
     for i in 0..frames {
-        let t = i as f32 / rate;
+        let t = i as f32 / rate as f32;
         let loud = if (frames / 3..frames / 2).contains(&i) {
             2.0
         } else {
@@ -218,7 +218,7 @@ pub fn render(
     node: Box<dyn Node>,
     in_channels: usize,
     input: &[f32],
-    rate: f32,
+    rate: u32,
     block: usize,
 ) -> Vec<f32> {
     render_outputs(node, in_channels, input, rate, block).0
@@ -230,7 +230,7 @@ pub fn render_outputs(
     node: Box<dyn Node>,
     in_channels: usize,
     input: &[f32],
-    rate: f32,
+    rate: u32,
     block: usize,
 ) -> (Vec<f32>, Vec<(&'static str, f32)>) {
     render_song(node, in_channels, input, rate, block, None)
@@ -242,7 +242,7 @@ pub fn render_song(
     node: Box<dyn Node>,
     in_channels: usize,
     input: &[f32],
-    rate: f32,
+    rate: u32,
     block: usize,
     map: Option<TempoMap>,
 ) -> (Vec<f32>, Vec<(&'static str, f32)>) {

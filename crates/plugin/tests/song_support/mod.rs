@@ -10,6 +10,6 @@ pub fn at_frame(map: &TempoMap, frame: u64) -> (Segment, f64, f64) {
     let segments = map.segments();
     let k = segments.partition_point(|s| map.frame_of(s.start_beat) <= frame);
     let segment = segments[k.saturating_sub(1)];
-    let beat = segment.beat_at_seconds(frame as f64 / map.sample_rate());
+    let beat = segment.beat_at_seconds(frame as f64 / f64::from(map.sample_rate()));
     (segment, beat, segment.bpm_at(beat))
 }

@@ -158,7 +158,7 @@ fn run(args: &Args) -> Result<(), Failure> {
     let opts = AuditOptions {
         blocks: args.blocks as usize,
         block: args.block as usize,
-        sample_rate: args.sample_rate as f32,
+        sample_rate: args.sample_rate,
     };
     let mut node = load(args, &opts)?;
     Phase::Process.announce();
