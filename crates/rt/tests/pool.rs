@@ -82,10 +82,13 @@ fn threads_are_numbered_caller_zero_then_workers() {
 }
 
 /// Runs `callbacks` callbacks `period` apart and returns, of the last `measured`, how many
-/// were issued on time (within an eighth of a period of when they were due) and how many of
-/// those had to wake the worker. A late callback says nothing about prediction: the worker
-/// gives up spinning a quarter period after the callback was due, and a test thread that
-/// a loaded machine woke late is late by more than that.
+/// were steady (issued on time, within an eighth of a period of when they were due, and so
+/// was the one before) and how many of those had to wake the worker. A late callback says
+/// nothing about prediction: the worker gives up spinning a quarter period after the
+/// callback was due, and a test thread that a loaded machine woke late is late by more than
+/// that. Nor does the callback after it: a late stamp makes the next callback come early
+/// against the prediction, which costs that callback a wake by design (`pool::worker`'s
+/// tests check exactly one).
 fn wakes_when_paced(lead: Duration, callbacks: usize, measured: usize) -> (u64, u64) {
     let pool = Pool::new(PoolConfig {
         workers: Some(1),
@@ -98,7 +101,8 @@ fn wakes_when_paced(lead: Duration, callbacks: usize, measured: usize) -> (u64, 
     // even when other threads hold both cores (each yield can then cost a time slice).
     let period = Duration::from_millis(20);
     let mut deadline = Instant::now();
-    let (mut on_time, mut woken) = (0, 0);
+    let (mut steady, mut woken) = (0, 0);
+    let mut was_punctual = false;
     for k in 0..callbacks {
         deadline += period;
         if let Some(wait) = deadline.checked_duration_since(Instant::now()) {
@@ -107,29 +111,35 @@ fn wakes_when_paced(lead: Duration, callbacks: usize, measured: usize) -> (u64, 
         let punctual = Instant::now() <= deadline + period / 8;
         let before = pool.wakes();
         pool.run(&Items::new(8));
-        if k >= callbacks - measured && punctual {
-            on_time += 1;
+        if k >= callbacks - measured && punctual && was_punctual {
+            steady += 1;
             woken += pool.wakes() - before;
         }
+        was_punctual = punctual;
     }
-    (on_time, woken)
+    (steady, woken)
 }
 
 #[test]
 fn steady_callbacks_find_the_worker_awake() {
     // Without prediction the worker parks between callbacks 20 ms apart (it does not spin,
     // only yields a few times), so most callbacks must wake it; with a lead of 1 ms it is
-    // spinning when the callback comes. Only callbacks issued on time are judged; the
-    // bounds stay loose because a worker may still be late to park (fewer wakes cold) or
-    // late from its timed sleep (a few wakes warm) on a loaded machine, neither of which is
-    // wrong.
+    // spinning when the callback comes. Only steady callbacks are judged (on time, after
+    // one on time: see `wakes_when_paced`); the bounds stay loose because a worker may
+    // still be late to park (fewer wakes cold) or late from its timed sleep (a few wakes
+    // warm) on a loaded machine, neither of which is wrong.
     //
-    // Retried up to three times: on a machine whose cores other processes hold (a build
+    // Retried up to five times. On a machine whose cores other processes hold (a build
     // beside the tests; seen at a load average of 8), the worker's timed sleep can end a
     // time slice late in every callback of a run, which makes it need the wake the lead
-    // exists to save. The design's claim is that a steady callback finds the worker awake
-    // when the machine lets the worker run on time, so one clean run of three proves it,
-    // and three loaded runs in a row still fail.
+    // exists to save. On this test's 2-vCPU virtual machine, idle, a run at times fell
+    // into a rhythm where every other callback came 2 to 4 ms late (the test thread's
+    // sleep overran while the worker spun on the other vCPU) and the one after it was
+    // early: 20 wakes in 24 callbacks that were only punctual, none of them steady. A run
+    // with fewer than 10 steady callbacks proves nothing either way and is retried too.
+    // The design's claim is that a steady callback finds the worker awake when the machine
+    // lets the worker run on time, so one clean run proves it, and five bad runs in a row
+    // still fail.
     //
     // The decisions themselves (when the worker sleeps, spins, gives up and parks, and how
     // it predicts the next callback from the stamps of past ones) are checked without the
@@ -140,22 +150,23 @@ fn steady_callbacks_find_the_worker_awake() {
     // those decisions say, which only an unloaded machine can show; hence the retries stay.
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let mut tries = Vec::new();
-    for _ in 0..3 {
-        let (cold_on_time, cold) = wakes_when_paced(Duration::ZERO, 60, 40);
-        let (warm_on_time, warm) = wakes_when_paced(Duration::from_millis(1), 60, 40);
+    for _ in 0..5 {
+        let (cold_steady, cold) = wakes_when_paced(Duration::ZERO, 60, 40);
+        let (warm_steady, warm) = wakes_when_paced(Duration::from_millis(1), 60, 40);
+        if cold_steady < 10 || warm_steady < 10 {
+            tries.push(format!(
+                "too few steady callbacks to judge: {cold_steady} and {warm_steady} of 40"
+            ));
+            continue;
+        }
         assert!(
-            cold_on_time >= 10 && warm_on_time >= 10,
-            "the machine is too loaded to pace callbacks: {cold_on_time} and {warm_on_time} \
-             of 40 on time"
+            cold * 2 >= cold_steady,
+            "without a lead, {cold} wakes in {cold_steady} steady callbacks"
         );
-        assert!(
-            cold * 2 >= cold_on_time,
-            "without a lead, {cold} wakes in {cold_on_time} punctual callbacks"
-        );
-        if warm * 2 <= warm_on_time {
+        if warm * 2 <= warm_steady {
             return;
         }
-        tries.push(format!("{warm} wakes in {warm_on_time} punctual callbacks"));
+        tries.push(format!("{warm} wakes in {warm_steady} steady callbacks"));
     }
-    panic!("with a lead, the worker needed waking in three runs: {tries:?}");
+    panic!("with a lead, no run of five found the worker awake: {tries:?}");
 }
