@@ -58,8 +58,17 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let result = downbeat_cli::register_node_types().and_then(|()| match Cli::parse().command {
-        Command::Run(args) => run::run(args),
+    // First, while the process has one thread: it sets an environment variable.
+    let offscreen = downbeat_plugin::headless::offscreen_qt_if_headless();
+    let cli = Cli::parse();
+    if matches!(cli.command, Command::Run(_) | Command::Check(_)) {
+        // `audit` names a crashing plugin's phase through its probe instead.
+        if let Err(e) = downbeat_plugin::crash::install() {
+            eprintln!("note: a crashing plugin will not be named: {e}");
+        }
+    }
+    let result = downbeat_cli::register_node_types().and_then(|()| match cli.command {
+        Command::Run(args) => run::run(args, offscreen),
         Command::Check(args) => check::run(&args),
         Command::Nodes(args) => nodes::run(&args),
         Command::Audit(args) => audit::run(&args),

@@ -7,5 +7,7 @@
 pub mod audit;
 #[cfg(feature = "clap")]
 pub mod clap;
+pub mod crash;
+pub mod headless;
 #[cfg(feature = "lv2")]
 pub mod lv2;

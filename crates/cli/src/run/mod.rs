@@ -188,8 +188,13 @@ impl Args {
     }
 }
 
-/// Runs the project and prints the summary.
-pub(crate) fn run(args: Args) -> Result<(), Failure> {
+/// The node types that host a plugin.
+const PLUGIN_TYPES: [&str; 2] = ["clap", "lv2"];
+
+/// Runs the project and prints the summary. `offscreen`: Qt was given its offscreen
+/// platform for want of a display ([`downbeat_plugin::headless`]), which the run says when
+/// the project hosts a plugin.
+pub(crate) fn run(args: Args, offscreen: bool) -> Result<(), Failure> {
     let mut device = args.device_args();
     device.check()?;
     if device.transport.follows() && args.osc.is_some() {
@@ -201,6 +206,18 @@ pub(crate) fn run(args: Args) -> Result<(), Failure> {
     let stamp = args.watch.then(|| reload::stamp(&args.project)).flatten();
     let editable = args.osc.is_some() || args.watch;
     let built = device::build(&args.project, &device, editable)?;
+    if offscreen
+        && built
+            .project
+            .nodes
+            .iter()
+            .any(|n| PLUGIN_TYPES.contains(&n.kind.as_str()))
+    {
+        eprintln!(
+            "note: no display (DISPLAY and WAYLAND_DISPLAY are unset): plugins that start Qt \
+             run on its offscreen platform (QT_QPA_PLATFORM=offscreen)"
+        );
+    }
     if let (true, Some((start, end))) =
         (device.transport.follows(), built.project.transport.looping)
     {

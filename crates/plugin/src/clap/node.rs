@@ -27,6 +27,7 @@ use downbeat_graph::{
 use super::error::ClapError;
 use super::host::{Host, HostMain, HostShared};
 use super::thread::AudioScope;
+use crate::crash::{self, Label, Phase};
 
 /// The file-name extension of a saved CLAP state (`downbeat run --save-state`): the bytes
 /// are the plugin's own state stream, as its `clap.state` `save` wrote them.
@@ -147,6 +148,8 @@ pub struct ClapInfo {
 /// lock or make system calls (a guarded test checks it).
 pub struct ClapNode {
     info: ClapInfo,
+    /// How a crash report names the plugin ([`crash`]).
+    label: Label,
     // Field order matters: the processor is deactivated (in `drop`) before the instance goes.
     processor: Option<PluginAudioProcessor<Host>>,
     instance: PluginInstance<Host>,
@@ -412,6 +415,8 @@ impl ClapNode {
             path: path_buf.clone(),
             reason: e.to_string(),
         })?;
+        let file_label = Label::new(id.unwrap_or("?"), &path.display().to_string());
+        let loading = crash::enter(file_label, Phase::Load);
         // SAFETY: loading a library runs its initialisers, and a non-compliant CLAP entry
         // can break clack's assumptions; that is what hosting a plugin means, and the user
         // chose this file by naming it in the project.
@@ -465,6 +470,9 @@ impl ClapNode {
             id: info.id.clone(),
             reason: format!("{step} failed: {e}"),
         };
+        drop(loading);
+        let label = Label::new(&info.name, &format!("{}#{}", path.display(), info.id));
+        let creating = crash::enter(label, Phase::Create);
         let c_id = CString::new(info.id.clone()).map_err(|e| fail("reading the id", &e))?;
         let mut instance = PluginInstance::<Host>::new(
             |_| HostShared::new(info.name.clone()),
@@ -550,9 +558,12 @@ impl ClapNode {
             min_frames_count: 1,
             max_frames_count: max_block as u32,
         };
+        drop(creating);
+        let activating = crash::enter(label, Phase::Activate);
         let processor = instance
             .activate(|_, _| (), config)
             .map_err(|e| fail("activation", &e))?;
+        drop(activating);
         // CLAP: latency is read once the plugin is active (whether or not it said
         // `changed()` in `activate`).
         let latency = read_latency(&mut instance);
@@ -560,6 +571,7 @@ impl ClapNode {
         instance.access_shared_handler(HostShared::drain_log);
         Ok(Self {
             info,
+            label,
             processor: Some(processor.into()),
             instance,
             audio_in: AudioPorts::with_capacity(n_in, in_ports.len()),
@@ -887,6 +899,7 @@ impl Node for ClapNode {
     fn process(&mut self, ctx: &ProcessContext, input: AudioRef<'_>, mut output: AudioMut<'_>) {
         // For `thread-check`: this thread is the audio thread while it is in here.
         let _audio = AudioScope::enter();
+        let _inside = crash::enter(self.label, Phase::Process);
         let frames = ctx.frames;
         // Every port's channels, a sidechain's included (the schedule gives a port no edge
         // reaches silence). Copied every block, whatever the plugin did with the buffers.
@@ -1021,6 +1034,7 @@ impl Node for ClapNode {
 
 impl Drop for ClapNode {
     fn drop(&mut self) {
+        let _inside = crash::enter(self.label, Phase::Deactivate);
         if let Some(processor) = self.processor.take() {
             // `stop_processing` is an audio-thread call: this thread plays that part.
             let stopped = {

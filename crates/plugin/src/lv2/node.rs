@@ -23,6 +23,7 @@ use super::port::{connection, ControlProps, ControlSpec, PortKind};
 use super::state::{self, Source};
 use super::time::{position, TimeFollower, TimeUrids, POSITION_WORDS};
 use super::worker::{self, Worker, WorkerCounts};
+use crate::crash::{self, Label, Phase};
 
 /// Silent blocks run at most while waiting for a plugin's latency report to settle.
 const MAX_LATENCY_BLOCKS: usize = 64;
@@ -340,6 +341,8 @@ pub struct Lv2Node {
     worker: Option<Worker>,
     features: Box<HostFeatures>,
     info: PluginInfo,
+    /// How a crash report names the plugin ([`crash`]).
+    label: Label,
     /// The audio input port indices, in the node's input channel order.
     audio_in: Vec<usize>,
     /// The audio output port indices, in the node's output channel order.
@@ -536,6 +539,8 @@ impl Lv2Node {
         if let Some(w) = &mut worker {
             features.push(w.feature());
         }
+        let label = Label::new(&info.name, uri);
+        let creating = crash::enter(label, Phase::Create);
         let instance = {
             let world = world().lock().unwrap_or_else(|p| p.into_inner());
             let plugin = find_plugin(&world, uri)?;
@@ -548,6 +553,7 @@ impl Lv2Node {
             uri: uri.to_string(),
         })?;
         INSTANCES.fetch_add(1, Ordering::Relaxed);
+        drop(creating);
 
         let max_block = cfg.max_block.max(1);
         let mut node_cv = Vec::new();
@@ -597,9 +603,13 @@ impl Lv2Node {
                 PortKind::AudioIn | PortKind::AudioOut => {}
             }
         }
-        // SAFETY: every port the plugin requires is connected (audio ports are connected
-        // again before each run, and below to scratch buffers before the latency query).
-        let instance = unsafe { instance.activate() };
+        let instance = {
+            let _inside = crash::enter(label, Phase::Activate);
+            // SAFETY: every port the plugin requires is connected (audio ports are
+            // connected again before each run, and below to scratch buffers before the
+            // latency query).
+            unsafe { instance.activate() }
+        };
         let of_kind = |kind: PortKind| -> Vec<usize> {
             info.ports
                 .iter()
@@ -640,6 +650,7 @@ impl Lv2Node {
             instance: ManuallyDrop::new(instance),
             worker,
             features,
+            label,
             audio_in,
             audio_out,
             input_ports,
@@ -766,11 +777,13 @@ impl Lv2Node {
         if let Some(w) = &mut self.worker {
             w.begin_run();
         }
+        let inside = crash::enter(self.label, Phase::Process);
         // SAFETY: every port is connected to a buffer of at least `frames` samples (or
         // bytes of a valid atom), `frames` is within the block lengths given in the
         // options, and no other thread runs the instance (the worker thread only calls
         // `work()`, which the worker extension allows alongside `run()`).
         unsafe { self.instance.run(frames) };
+        drop(inside);
         if let Some(w) = &mut self.worker {
             w.end_run();
         }
@@ -822,6 +835,7 @@ impl Drop for Lv2Node {
             w.stop();
         }
         let _world = world().lock().unwrap_or_else(|p| p.into_inner());
+        let _inside = crash::enter(self.label, Phase::Deactivate);
         // SAFETY: `instance` is not used after this; the features and buffers it may read
         // while deactivating are fields dropped after this function returns.
         unsafe { ManuallyDrop::drop(&mut self.instance) };
