@@ -2,6 +2,7 @@
 //! of `downbeat audit` (a crash is reported with its phase and signal, never fatal to the
 //! audit) and of `downbeat run` (the recording made before the crash stays a valid file).
 //!
+//! * [`CRASH_CREATE_ID`] crashes as it is created (`init`).
 //! * [`CRASH_ACTIVATE_ID`] crashes in `activate`.
 //! * [`CRASH_PROCESS_ID`] passes its stereo input through for `after` blocks (a parameter,
 //!   0 by default: the first `process` call crashes), then crashes in `process`.
@@ -14,9 +15,9 @@
 //! which only kills the process when the faulting instruction runs again, and a raised
 //! signal has no instruction to run again.
 //!
-//! A crash while the library is loaded or a plugin is created would take every plugin of this
-//! file down with it (a host lists them all by loading the file), so there is none here: the
-//! tests make a library that crashes when loaded on their own.
+//! A crash while the library is loaded would take every plugin of this file down with it (a
+//! host lists them all by loading the file), so there is none here: the tests make a library
+//! that crashes when loaded on their own. Creating one plugin creates no other.
 
 use std::ffi::{c_int, CStr};
 
@@ -32,6 +33,8 @@ use clack_plugin::entry::prelude::*;
 use clack_plugin::events::spaces::CoreEventSpace;
 use clack_plugin::prelude::*;
 
+/// Plugin id of the plugin that crashes as it is created (in `init`).
+pub const CRASH_CREATE_ID: &str = "org.downbeat.test.crash.create";
 /// Plugin id of the plugin that crashes in `activate`.
 pub const CRASH_ACTIVATE_ID: &str = "org.downbeat.test.crash.activate";
 /// Plugin id of the plugin that crashes in `process` after `after` blocks.
@@ -68,6 +71,7 @@ fn crash() -> ! {
 /// The phase a plugin crashes in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
+    Create,
     Activate,
     Process,
     Deactivate,
@@ -75,11 +79,11 @@ enum Phase {
 
 /// The crashing plugins' descriptors, and how to make one.
 pub(crate) struct Crashing {
-    descriptors: [(Phase, PluginDescriptor); 3],
+    descriptors: [(Phase, PluginDescriptor); 4],
 }
 
 impl Crashing {
-    /// The three plugins' descriptors.
+    /// The four plugins' descriptors.
     pub(crate) fn new() -> Self {
         use clack_plugin::plugin::features::{AUDIO_EFFECT, STEREO};
         let descriptor = |id: &str, name: &str| {
@@ -89,6 +93,10 @@ impl Crashing {
         };
         Self {
             descriptors: [
+                (
+                    Phase::Create,
+                    descriptor(CRASH_CREATE_ID, "Downbeat test crash in create"),
+                ),
                 (
                     Phase::Activate,
                     descriptor(CRASH_ACTIVATE_ID, "Downbeat test crash in activate"),
@@ -124,7 +132,13 @@ impl Crashing {
         Some(PluginInstance::new::<CrashPlugin>(
             host_info,
             descriptor,
-            move |_host| Ok(Shared { phase }),
+            move |_host| {
+                // The shared part is made in `init`, the last step of creating a plugin.
+                if phase == Phase::Create {
+                    crash();
+                }
+                Ok(Shared { phase })
+            },
             |_host, shared| Ok(MainThread { shared }),
         ))
     }

@@ -18,8 +18,9 @@
 //!   (latency from `deactivate` without a check, as DPF does; log and thread-check from
 //!   `process`; state; a sidechain input; a log flood, set through its state, that fills
 //!   the host's log ring): see `host_probe.rs`.
-//! * [`CRASH_ACTIVATE_ID`], [`CRASH_PROCESS_ID`], [`CRASH_DEACTIVATE_ID`]: plugins that crash
-//!   the host with `SIGSEGV` in that phase, on purpose (`crashing.rs`).
+//! * [`CRASH_CREATE_ID`], [`CRASH_ACTIVATE_ID`], [`CRASH_PROCESS_ID`],
+//!   [`CRASH_DEACTIVATE_ID`]: plugins that crash the host with `SIGSEGV` in that phase, on
+//!   purpose (`crashing.rs`).
 //!
 //! The crate builds as a `cdylib`; on Linux a `.clap` file is that shared library renamed
 //! (`libdownbeat_clap_test_plugins.so` → `downbeat-test.clap`).
@@ -28,7 +29,7 @@
 //! allocating plugin allocates in `process`, on purpose.
 
 mod crashing;
-pub use crashing::{CRASH_ACTIVATE_ID, CRASH_DEACTIVATE_ID, CRASH_PROCESS_ID};
+pub use crashing::{CRASH_ACTIVATE_ID, CRASH_CREATE_ID, CRASH_DEACTIVATE_ID, CRASH_PROCESS_ID};
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -8,7 +8,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use downbeat_cli::audit_phase::{Phase, ANNOUNCE_ENV};
+use downbeat_cli::audit_phase::{parse_line, Phase, ANNOUNCE_ENV};
 use downbeat_cli::Failure;
 
 /// The probe's file name (with the platform's executable suffix).
@@ -195,7 +195,7 @@ fn read_stderr(stderr: impl Read, output: Output, heard: &Mutex<Heard>) {
         line.push(b'\n');
         let text = String::from_utf8_lossy(&line);
         let mut heard = heard.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = Phase::parse_line(&text) {
+        if let Some(p) = parse_line(&text) {
             heard.phase = Some(p);
         } else if output == Output::Relay {
             let _ = std::io::stderr().write_all(&line);

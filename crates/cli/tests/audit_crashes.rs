@@ -1,5 +1,5 @@
-//! Plugins that crash: `downbeat audit` reports the test plugins that crash in `activate`,
-//! `process` and `deactivate`, and a library that crashes when it is loaded, with the phase
+//! Plugins that crash: `downbeat audit` reports the test plugins that crash in `create`,
+//! `activate`, `process` and `deactivate`, and a library that crashes when it is loaded, with the phase
 //! and the signal (exit 2), and is not taken down with them; and `downbeat run` with a plugin
 //! that crashes mid-run leaves a recording that is a valid WAV of what was played before,
 //! all but its last half second at most.
@@ -16,6 +16,7 @@ use std::process::{Command, Output};
 use clap_support::test_plugins;
 use support::read_wav;
 
+const CRASH_CREATE: &str = "org.downbeat.test.crash.create";
 const CRASH_ACTIVATE: &str = "org.downbeat.test.crash.activate";
 const CRASH_PROCESS: &str = "org.downbeat.test.crash.process";
 const CRASH_DEACTIVATE: &str = "org.downbeat.test.crash.deactivate";
@@ -42,6 +43,7 @@ fn scratch(name: &str) -> PathBuf {
 #[test]
 fn each_crash_is_reported_with_its_phase_and_signal() {
     for (id, phase) in [
+        (CRASH_CREATE, "create"),
         (CRASH_ACTIVATE, "activate"),
         (CRASH_PROCESS, "process"),
         (CRASH_DEACTIVATE, "deactivate"),

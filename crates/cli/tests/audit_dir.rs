@@ -15,6 +15,7 @@ use clap_support::{
     test_plugins, ALLOC_ID, CLICK_ID, DELAY_ID, GAIN_ID, HOST_PROBE_ID, TRANSPORT_ID,
 };
 
+const CRASH_CREATE: &str = "org.downbeat.test.crash.create";
 const CRASH_ACTIVATE: &str = "org.downbeat.test.crash.activate";
 const CRASH_PROCESS: &str = "org.downbeat.test.crash.process";
 const CRASH_DEACTIVATE: &str = "org.downbeat.test.crash.deactivate";
@@ -69,13 +70,20 @@ fn a_folder_gets_a_row_per_plugin_and_a_crash_does_not_stop_the_rest() {
     let broken = dir.join("broken.clap").display().to_string();
     let test = dir.join("plugins/test.clap").display().to_string();
     // path, id, format, result, phase, signal, violations
-    let want: [(&str, &str, &str, &str, &str); 10] = [
+    let want: [(&str, &str, &str, &str, &str); 11] = [
         (&broken, "-", "refused", "-", "-"),
         (&test, GAIN_ID, "clean", "-", "-"),
         (&test, DELAY_ID, "clean", "-", "-"),
         (&test, ALLOC_ID, "violations", "-", "-"),
         (&test, CLICK_ID, "clean", "-", "-"),
         (&test, HOST_PROBE_ID, "clean", "-", "-"),
+        (
+            &test,
+            CRASH_CREATE,
+            "crashed",
+            "create",
+            "SIGSEGV(signal_11)",
+        ),
         (
             &test,
             CRASH_ACTIVATE,
@@ -116,7 +124,7 @@ fn a_folder_gets_a_row_per_plugin_and_a_crash_does_not_stop_the_rest() {
         "{stdout}"
     );
     assert!(
-        stderr.contains("10 plugins, 5 clean, 1 with violations, 3 crashed, 1 refused"),
+        stderr.contains("11 plugins, 5 clean, 1 with violations, 4 crashed, 1 refused"),
         "{stderr}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
@@ -129,7 +137,7 @@ fn json_is_one_array_with_an_object_per_plugin() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
     let rows = v.as_array().expect("an array");
-    assert_eq!(rows.len(), 10, "{v:#}");
+    assert_eq!(rows.len(), 11, "{v:#}");
     for row in rows {
         for field in [
             "path",
@@ -157,6 +165,7 @@ fn json_is_one_array_with_an_object_per_plugin() {
     assert_eq!(alloc["result"], "violations");
     assert!(alloc["violations"].as_u64().unwrap() >= 20, "{alloc}");
     for (id, phase) in [
+        (CRASH_CREATE, "create"),
         (CRASH_ACTIVATE, "activate"),
         (CRASH_PROCESS, "process"),
         (CRASH_DEACTIVATE, "deactivate"),

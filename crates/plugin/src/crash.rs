@@ -19,10 +19,15 @@
 //! so only `downbeat run` and `downbeat check` install the handler.
 
 use std::cell::Cell;
+use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
-/// A phase of a plugin's life, as crash reports name it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+use serde::Serialize;
+
+/// A phase of a plugin's life, as crash reports and `downbeat audit` name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// Opening the library and reading its factory or bundle.
     Load,
@@ -37,6 +42,15 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// Every phase, in the order a plugin goes through them.
+    pub const ALL: [Phase; 5] = [
+        Phase::Load,
+        Phase::Create,
+        Phase::Activate,
+        Phase::Process,
+        Phase::Deactivate,
+    ];
+
     /// The phase's name in reports: `load`, `create`, `activate`, `process`, `deactivate`.
     ///
     /// ```
@@ -51,6 +65,12 @@ impl Phase {
             Phase::Process => "process",
             Phase::Deactivate => "deactivate",
         }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -100,9 +120,23 @@ impl Drop for Scope {
     }
 }
 
+/// Told of every phase but [`Phase::Process`] as a host enters it; see [`observe`].
+static OBSERVER: OnceLock<fn(Phase)> = OnceLock::new();
+
+/// Has `observer` called with each phase but [`Phase::Process`] that a plugin host enters,
+/// on the thread that enters it, before the plugin is called: `downbeat audit`'s probe
+/// announces them to its parent, so that a crash in `create` is told from one in
+/// `activate` though both happen inside one `load`. Process calls are not observed, so
+/// the audio thread never calls it. Only the first observer is kept; returns whether this
+/// one is it.
+pub fn observe(observer: fn(Phase)) -> bool {
+    OBSERVER.set(observer).is_ok()
+}
+
 /// Marks the calling thread as inside plugin `label` in `phase` until the returned scope is
-/// dropped. Scopes nest (a plugin created inside another's call is named while it runs).
-/// Real-time safe.
+/// dropped, after telling the [observer](observe), if any, of any phase but
+/// [`Phase::Process`]. Scopes nest (a plugin created inside another's call is named while
+/// it runs). Real-time safe for [`Phase::Process`].
 ///
 /// ```
 /// use downbeat_plugin::crash::{enter, inside, Label, Phase};
@@ -116,6 +150,11 @@ impl Drop for Scope {
 /// assert_eq!(inside(), None);
 /// ```
 pub fn enter(label: Label, phase: Phase) -> Scope {
+    if phase != Phase::Process {
+        if let Some(observer) = OBSERVER.get() {
+            observer(phase);
+        }
+    }
     Scope {
         previous: INSIDE.with(|c| c.replace(Some((label, phase)))),
     }

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use downbeat_cli::audit_args::Args;
-use downbeat_cli::audit_phase::Phase;
+use downbeat_cli::audit_phase::{announce, observe_hosts, Phase};
 use downbeat_cli::Failure;
 use downbeat_plugin::audit::{audit, AuditOptions};
 
@@ -35,6 +35,7 @@ struct Probe {
 
 fn main() -> ExitCode {
     let probe = Probe::parse();
+    observe_hosts();
     let result = if probe.list {
         list(&probe.args.plugin)
     } else {
@@ -67,10 +68,10 @@ fn load(args: &Args, opts: &AuditOptions) -> Result<Box<dyn downbeat_graph::Node
                 sample_rate: opts.sample_rate,
                 max_block: opts.block,
             };
-            Phase::Load.announce();
+            announce(Phase::Load);
             downbeat_plugin::lv2::PluginInfo::find(&args.plugin, opts.sample_rate)
                 .map_err(|e| Failure::Input(e.to_string()))?;
-            Phase::Activate.announce();
+            // `create` and `activate` are announced by the host (`observe_hosts`).
             return downbeat_plugin::lv2::Lv2Node::load(&args.plugin, &[], &cfg)
                 .map(|n| Box::new(n) as Box<dyn downbeat_graph::Node>)
                 .map_err(|e| Failure::Input(e.to_string()));
@@ -89,10 +90,10 @@ fn load(args: &Args, opts: &AuditOptions) -> Result<Box<dyn downbeat_graph::Node
         };
         // Loading the library and reading its factory first, so that a crash there is
         // told from one in the plugin's creation or activation.
-        Phase::Load.announce();
+        announce(Phase::Load);
         downbeat_plugin::audit::list::clap_ids(path.as_ref())
             .map_err(|e| Failure::Input(e.to_string()))?;
-        Phase::Activate.announce();
+        // `create` and `activate` are announced by the host (`observe_hosts`).
         downbeat_plugin::clap::ClapNode::load(path.as_ref(), id, opts.sample_rate, opts.block)
             .map(|n| Box::new(n) as Box<dyn downbeat_graph::Node>)
             .map_err(|e| Failure::Input(e.to_string()))
@@ -111,7 +112,7 @@ fn list(plugin: &str) -> Result<(), Failure> {
     let names = if path.is_dir() {
         list_lv2(path)?
     } else {
-        Phase::Load.announce();
+        announce(Phase::Load);
         list_clap(path)?
     };
     emit(&names.iter().map(|n| format!("{n}\n")).collect::<String>())
@@ -161,7 +162,7 @@ fn run(args: &Args) -> Result<(), Failure> {
         sample_rate: args.sample_rate,
     };
     let mut node = load(args, &opts)?;
-    Phase::Process.announce();
+    announce(Phase::Process);
     let report = audit(&args.plugin, node.as_mut(), &opts, Some(&LibcProbe));
     // The report goes out before the teardown: a plugin that crashes there has had its
     // process calls audited, and `downbeat audit` keeps what they did.
@@ -172,7 +173,7 @@ fn run(args: &Args) -> Result<(), Failure> {
     } else {
         emit(&report.table())?;
     }
-    Phase::Deactivate.announce();
+    announce(Phase::Deactivate);
     drop(node);
     if report.violations > 0 {
         Err(Failure::Violations(format!(
