@@ -193,8 +193,7 @@ fn a_plugin_filling_the_log_ring_from_process_is_real_time_safe_and_the_overflow
     want.extend((0..RING_SLOTS - FLOOD - 2).map(|_| line("log flood")));
     want.push(format!(
         "[downbeat] clap {PROBE_NAME}: {lost} more message(s) logged from the audio thread \
-         were lost: all {RING_SLOTS} slots of the node's log ring were waiting for the main \
-         thread"
+         were lost: all {RING_SLOTS} slots of the node's log ring were waiting to be printed"
     ));
     assert_eq!(node.take_log(), want);
 

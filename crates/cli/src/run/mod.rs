@@ -227,6 +227,11 @@ pub(crate) fn run(args: Args, offscreen: bool) -> Result<(), Failure> {
         );
     }
     let (engine, run) = prepare(built, &args, &device, stamp)?;
+    // What CLAP plugins log from the audio thread is printed while the run goes on.
+    #[cfg(feature = "clap")]
+    let _log_drain =
+        downbeat_plugin::clap::LogDrain::start(std::time::Duration::from_millis(10))
+            .map_err(|e| Failure::Runtime(format!("cannot start the CLAP log thread: {e}")))?;
     let ran = play(engine, &run, &device, args.json)?;
     finish(ran, run, &args)
 }

@@ -3,7 +3,7 @@
 //!
 //! | extension | what the host does |
 //! |---|---|
-//! | `clap.log` | prints `[downbeat] clap <plugin name>: <SEVERITY>: <message>` to stderr; from the audio thread the message waits in a fixed ring ([`LogRing`]) until the node drains it on the main thread |
+//! | `clap.log` | prints `[downbeat] clap <plugin name>: <SEVERITY>: <message>` to stderr; from the audio thread the message waits in a fixed ring (`super::log`) until a drain prints it: the [`super::LogDrain`] thread while one runs, else the node on its main thread |
 //! | `clap.thread-check` | main thread: the thread that built the node; audio thread: whichever thread is inside the node's `process` (see [`super::thread`]) |
 //! | `clap.latency` | `changed()` raises a flag; the node re-reads the latency on the main thread after the call that changed it |
 //! | `clap.params` | `rescan` with `VALUES` re-reads the values on the main thread; `clear` has nothing to clear (the host keeps no automation or modulation of its own per parameter); `request_flush` raises a flag, served by a main-thread `flush` while the plugin is inactive, and by the next `process` otherwise (the node processes every block) |
@@ -14,7 +14,8 @@
 //! Every callback is allocation-free on the audio thread; the ones CLAP restricts to the main
 //! thread run there.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
 
 use clack_extensions::audio_ports::{AudioPortRescanFlags, HostAudioPorts, HostAudioPortsImpl};
 use clack_extensions::latency::{HostLatency, HostLatencyImpl};
@@ -29,13 +30,8 @@ use clack_extensions::state::{HostState, HostStateImpl};
 use clack_extensions::thread_check::{HostThreadCheck, HostThreadCheckImpl};
 use clack_host::prelude::*;
 
-use super::log::{LogRing, SLOTS};
+use super::log::{log_line, LogSink};
 use super::thread::{in_audio_thread, ThreadMark};
-
-/// How a plugin's log message is printed.
-fn log_line(plugin: &str, severity: &str, message: &str) -> String {
-    format!("[downbeat] clap {plugin}: {severity}: {message}")
-}
 
 /// The host handlers' type.
 pub(crate) struct Host;
@@ -61,9 +57,9 @@ pub(crate) struct HostShared {
     pub(crate) name: String,
     /// The thread that built the host.
     main: ThreadMark,
-    pub(crate) log: LogRing,
-    /// The ring's count of lost messages when the main thread last said how many were lost.
-    log_dropped_told: AtomicU64,
+    /// What the plugin logs from the audio thread; shared with the drain thread
+    /// ([`super::LogDrain`]) when one runs.
+    pub(crate) log: Arc<LogSink>,
     pub(crate) flags: HostFlags,
 }
 
@@ -71,48 +67,21 @@ impl HostShared {
     /// Made on the thread that will be the instance's main thread.
     pub(crate) fn new(name: String) -> Self {
         Self {
+            log: Arc::new(LogSink::new(name.clone())),
             name,
             main: ThreadMark::current(),
-            log: LogRing::new(),
-            log_dropped_told: AtomicU64::new(0),
             flags: HostFlags::default(),
         }
     }
 
-    /// Takes the messages logged from the audio thread, as the lines the host prints, and
-    /// a last line saying how many were lost to a full ring since the last time, if any
-    /// were: a run drains the ring only at its end, so without it a chatty plugin's later
-    /// messages would vanish without a word. Main thread.
+    /// See [`LogSink::take_lines`].
     pub(crate) fn take_log(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self
-            .log
-            .drain()
-            .into_iter()
-            .map(|m| {
-                let severity = LogSeverity::from_raw(i32::from(m.severity))
-                    .map_or_else(|| m.severity.to_string(), |s| s.to_string());
-                log_line(&self.name, &severity, &m.text)
-            })
-            .collect();
-        let dropped = self.log.dropped();
-        let told = self.log_dropped_told.swap(dropped, Ordering::Relaxed);
-        if dropped > told {
-            lines.push(format!(
-                "[downbeat] clap {}: {} more message(s) logged from the audio thread were \
-                 lost: all {SLOTS} slots of the node's log ring were waiting for the main \
-                 thread",
-                self.name,
-                dropped - told
-            ));
-        }
-        lines
+        self.log.take_lines()
     }
 
-    /// Prints the messages logged from the audio thread to stderr. Main thread.
+    /// Prints the messages logged from the audio thread to stderr. Off the audio thread.
     pub(crate) fn drain_log(&self) {
-        for line in self.take_log() {
-            eprintln!("{line}");
-        }
+        self.log.print();
     }
 
     fn is_main(&self) -> bool {
@@ -131,8 +100,8 @@ impl<'a> SharedHandler<'a> for HostShared {
 impl HostLogImpl for HostShared {
     fn log(&self, severity: LogSeverity, message: &str) {
         if in_audio_thread() {
-            // No formatting, no write(2) here: the main thread prints it later.
-            self.log.push(severity.to_raw() as u8, message);
+            // No formatting, no write(2) here: another thread prints it later.
+            self.log.ring.push(severity.to_raw() as u8, message);
         } else {
             eprintln!("{}", log_line(&self.name, &severity.to_string(), message));
         }

@@ -11,6 +11,68 @@
 
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
+use clack_extensions::log::LogSeverity;
+
+/// How a plugin's log message is printed.
+pub(crate) fn log_line(plugin: &str, severity: &str, message: &str) -> String {
+    format!("[downbeat] clap {plugin}: {severity}: {message}")
+}
+
+/// The log of one plugin instance: its ring of messages from the audio thread, and how to
+/// print them with the plugin's name.
+pub(crate) struct LogSink {
+    /// The plugin's name, for the lines.
+    name: String,
+    pub(crate) ring: LogRing,
+    /// The ring's count of lost messages when a drain last said how many were lost.
+    told: AtomicU64,
+}
+
+impl LogSink {
+    pub(crate) fn new(name: String) -> Self {
+        Self {
+            name,
+            ring: LogRing::new(),
+            told: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes the messages logged from the audio thread, as the lines the host prints, and
+    /// a last line saying how many were lost to a full ring since the last time, if any
+    /// were, so that a chatty plugin's messages never vanish without a word. Off the audio
+    /// thread (it allocates).
+    pub(crate) fn take_lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .ring
+            .drain()
+            .into_iter()
+            .map(|m| {
+                let severity = LogSeverity::from_raw(i32::from(m.severity))
+                    .map_or_else(|| m.severity.to_string(), |s| s.to_string());
+                log_line(&self.name, &severity, &m.text)
+            })
+            .collect();
+        let dropped = self.ring.dropped();
+        let told = self.told.swap(dropped, Ordering::Relaxed);
+        if dropped > told {
+            lines.push(format!(
+                "[downbeat] clap {}: {} more message(s) logged from the audio thread were \
+                 lost: all {SLOTS} slots of the node's log ring were waiting to be printed",
+                self.name,
+                dropped - told
+            ));
+        }
+        lines
+    }
+
+    /// Prints [`take_lines`](Self::take_lines) to stderr, in one write per line.
+    pub(crate) fn print(&self) {
+        for line in self.take_lines() {
+            eprintln!("{line}");
+        }
+    }
+}
+
 /// Slots in a node's ring: messages the audio thread can log between two drains.
 pub(crate) const SLOTS: usize = 64;
 /// Bytes of a message a slot keeps; the rest is cut.

@@ -36,10 +36,12 @@
 //!
 //! * `clap.log`: printed to stderr as `[downbeat] clap <plugin name>: <SEVERITY>: <message>`.
 //!   A message logged from the audio thread is copied (up to 240 bytes) into one of 64 fixed
-//!   slots of atomics, without allocation or system call, and printed when the main thread
-//!   next drains them ([`ClapNode::main_thread_tick`], [`Node::save_state`], the node's drop);
-//!   when all 64 are waiting, further messages are counted ([`ClapNode::log_dropped`]) and
-//!   lost, and the next drain says how many after the messages it prints.
+//!   slots of atomics, without allocation or system call, and printed by the next drain:
+//!   every period while a [`LogDrain`] runs (`downbeat run` runs one, every 10 ms), else
+//!   when the main thread looks ([`ClapNode::main_thread_tick`], [`Node::save_state`], the
+//!   node's drop); when all 64 are waiting, further messages are counted
+//!   ([`ClapNode::log_dropped`]) and lost, and the next drain says how many after the
+//!   messages it prints.
 //! * `clap.thread-check`: the main thread is the thread that built the node; the audio thread
 //!   is whichever thread is inside the node's `process` (a thread-local raised around the
 //!   call, so every pool worker processing a plugin is one). An offline render processing on
@@ -99,6 +101,7 @@
 mod error;
 mod host;
 mod log;
+mod log_drain;
 mod node;
 mod thread;
 
@@ -109,6 +112,7 @@ use downbeat_graph::{
 };
 
 pub use error::ClapError;
+pub use log_drain::LogDrain;
 #[doc(hidden)]
 pub use node::instances_loaded;
 pub use node::{

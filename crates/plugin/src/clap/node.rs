@@ -26,6 +26,7 @@ use downbeat_graph::{
 
 use super::error::ClapError;
 use super::host::{Host, HostMain, HostShared};
+use super::log_drain;
 use super::thread::AudioScope;
 use crate::crash::{self, Label, Phase};
 
@@ -483,6 +484,7 @@ impl ClapNode {
         )
         .map_err(|e| fail("instantiation", &e))?;
         INSTANCES.fetch_add(1, Ordering::Relaxed);
+        instance.access_shared_handler(|h| log_drain::register(&h.log));
         if let Some(file) = state {
             load_state(&mut instance, file).map_err(|reason| ClapError::State {
                 path: path_buf.clone(),
@@ -686,7 +688,8 @@ impl ClapNode {
     /// # Ok::<(), downbeat_plugin::clap::ClapError>(())
     /// ```
     pub fn log_dropped(&self) -> u64 {
-        self.instance.access_shared_handler(|h| h.log.dropped())
+        self.instance
+            .access_shared_handler(|h| h.log.ring.dropped())
     }
 
     /// How many `process` calls the plugin reported as failed (the node output silence
