@@ -18,6 +18,9 @@
 //!   (latency from `deactivate` without a check, as DPF does; log and thread-check from
 //!   `process`; state; a sidechain input; a log flood, set through its state, that fills
 //!   the host's log ring): see `host_probe.rs`.
+//! * [`SLEEPER_ID`]: a plugin that asks to sleep after every call and writes how many calls
+//!   it had, to see which blocks a host processes, and that calls `request_process` from a
+//!   thread of its own when asked: see `sleeper.rs`.
 //! * [`CRASH_CREATE_ID`], [`CRASH_ACTIVATE_ID`], [`CRASH_PROCESS_ID`],
 //!   [`CRASH_DEACTIVATE_ID`]: plugins that crash the host with `SIGSEGV` in that phase, on
 //!   purpose (`crashing.rs`).
@@ -36,6 +39,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 mod host_probe;
 pub use host_probe::{FLOOD_MESSAGE, HOST_PROBE_ID, PROBE_LATENCY, STATE_MAGIC};
+
+mod sleeper;
+pub use sleeper::SLEEPER_ID;
 
 mod transport;
 pub use transport::{decode, TransportField, TRANSPORT_CHANNELS, TRANSPORT_FIELDS, TRANSPORT_ID};
@@ -402,14 +408,16 @@ struct Factory {
     probe: PluginDescriptor,
     /// The plugins that crash on purpose (`crashing.rs`), listed after the others.
     crashing: crashing::Crashing,
-    /// The transport recorder, listed last: it came after the others, whose places in the
-    /// list tests and audits rely on.
+    /// The transport recorder: it came after the others, whose places in the list tests
+    /// and audits rely on.
     transport: PluginDescriptor,
+    /// The sleeper (`sleeper.rs`), listed last for the same reason.
+    sleeper: PluginDescriptor,
 }
 
 impl PluginFactoryImpl for Factory {
     fn plugin_count(&self) -> u32 {
-        (self.descriptors.len() + 2 + self.crashing.descriptors().count()) as u32
+        (self.descriptors.len() + 3 + self.crashing.descriptors().count()) as u32
     }
 
     fn plugin_descriptor(&self, index: u32) -> Option<&PluginDescriptor> {
@@ -417,6 +425,7 @@ impl PluginFactoryImpl for Factory {
         all.chain(std::iter::once(&self.probe))
             .chain(self.crashing.descriptors())
             .chain(std::iter::once(&self.transport))
+            .chain(std::iter::once(&self.sleeper))
             .nth(index as usize)
     }
 
@@ -427,6 +436,9 @@ impl PluginFactoryImpl for Factory {
     ) -> Option<PluginInstance<'a>> {
         if self.probe.id() == Some(plugin_id) {
             return Some(host_probe::create(host_info, &self.probe));
+        }
+        if self.sleeper.id() == Some(plugin_id) {
+            return Some(sleeper::create(host_info, &self.sleeper));
         }
         if let Some(instance) = self.crashing.create(host_info, plugin_id) {
             return Some(instance);
@@ -476,6 +488,7 @@ impl Entry for TestEntry {
                 probe: descriptor(HOST_PROBE_ID, "Downbeat host probe"),
                 crashing: crashing::Crashing::new(),
                 transport: descriptor(TRANSPORT_ID, "Downbeat test transport recorder"),
+                sleeper: descriptor(SLEEPER_ID, "Downbeat test sleeper"),
             }),
         })
     }

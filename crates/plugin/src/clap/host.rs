@@ -3,6 +3,7 @@
 //!
 //! | extension | what the host does |
 //! |---|---|
+//! | core | `request_process` wakes a sleeping plugin (one whose last `process` returned `CLAP_PROCESS_SLEEP`, or `CONTINUE_IF_NOT_QUIET` with quiet output) from the next block; `request_restart` and `request_callback` are not acted on yet |
 //! | `clap.log` | prints `[downbeat] clap <plugin name>: <SEVERITY>: <message>` to stderr; from the audio thread the message waits in a fixed ring (`super::log`) until a drain prints it: the [`super::LogDrain`] thread while one runs, else the node on its main thread |
 //! | `clap.thread-check` | main thread: the thread that built the node; audio thread: whichever thread is inside the node's `process` (see [`super::thread`]) |
 //! | `clap.latency` | `changed()` raises a flag; the node re-reads the latency on the main thread after the call that changed it |
@@ -47,6 +48,9 @@ pub(crate) struct HostFlags {
     pub(crate) flush_requested: AtomicBool,
     /// `state.mark_dirty()` was called.
     pub(crate) dirty: AtomicBool,
+    /// `request_process()` was called (from any thread): a sleeping plugin is processed
+    /// again from the next block.
+    pub(crate) process_requested: AtomicBool,
     /// Calls of any `rescan` the host could not follow (audio or note ports).
     pub(crate) ignored_rescans: AtomicU32,
 }
@@ -90,10 +94,13 @@ impl HostShared {
 }
 
 impl<'a> SharedHandler<'a> for HostShared {
-    // Restart, process and main-thread callback requests are not acted on, which CLAP
-    // allows for requests: the node processes every block anyway.
+    // Restart and main-thread callback requests are not acted on yet, which CLAP allows
+    // for requests.
     fn request_restart(&self) {}
-    fn request_process(&self) {}
+    fn request_process(&self) {
+        // Any thread, the audio thread included: an atomic store.
+        self.flags.process_requested.store(true, Ordering::Release);
+    }
     fn request_callback(&self) {}
 }
 

@@ -32,6 +32,12 @@
 //! through the block, the position in beats and seconds, the bar, the time signature, the
 //! loop, and whether it plays. It is there when the transport is stopped too.
 //!
+//! **Sleep.** A plugin whose `process` returns `CLAP_PROCESS_SLEEP` (or
+//! `CLAP_PROCESS_CONTINUE_IF_NOT_QUIET` with quiet output) is not called again, and the node
+//! outputs silence, until a block brings an event (a parameter change, a note), input that
+//! is not silent, or the plugin's `request_process` (from any thread):
+//! [`ClapNode::blocks_slept`] counts the blocks it slept through.
+//!
 //! **Host extensions** offered to the plugin (details in `host.rs`):
 //!
 //! * `clap.log`: printed to stderr as `[downbeat] clap <plugin name>: <SEVERITY>: <message>`.

@@ -175,6 +175,12 @@ pub struct ClapNode {
     latency: usize,
     instrument: bool,
     failed_calls: u64,
+    /// The plugin's last `process` said it may sleep ([`ProcessStatus::Sleep`], or
+    /// [`ProcessStatus::ContinueIfNotQuiet`] with quiet output): it is not called again
+    /// until a block brings an event, input that is not silent, or its `request_process`.
+    asleep: bool,
+    /// Blocks the node did not call the plugin for, asleep.
+    slept: u64,
     /// The transport of the block being processed: the plugin gets a pointer to it, so it
     /// lives here rather than on the stack of a helper, and is rewritten in place.
     transport: TransportEvent,
@@ -593,6 +599,8 @@ impl ClapNode {
             latency,
             instrument,
             failed_calls: 0,
+            asleep: false,
+            slept: 0,
             transport: transport_event(&MusicalPosition::stopped(sample_rate), 1),
         })
     }
@@ -690,6 +698,28 @@ impl ClapNode {
     pub fn log_dropped(&self) -> u64 {
         self.instance
             .access_shared_handler(|h| h.log.ring.dropped())
+    }
+
+    /// Blocks the node did not call the plugin for because it was asleep: its last
+    /// `process` returned `CLAP_PROCESS_SLEEP` (or `CONTINUE_IF_NOT_QUIET` with quiet
+    /// output), and nothing came to wake it (an event in the block, input that is not
+    /// silent, or the plugin's `request_process`). The node output silence for those blocks.
+    pub fn blocks_slept(&self) -> u64 {
+        self.slept
+    }
+
+    /// Whether a sleeping plugin is woken for this block, whose events are in `events_in`
+    /// and whose input is in `in_bufs`. Real-time safe: atomics and reads.
+    fn wakes(&mut self, frames: usize) -> bool {
+        let requested = self.processor.as_ref().is_some_and(|p| {
+            p.access_shared_handler(|h| h.flags.process_requested.swap(false, Ordering::AcqRel))
+        });
+        requested
+            || !self.events_in.is_empty()
+            || self
+                .in_bufs
+                .iter()
+                .any(|b| b[..frames].iter().any(|&s| s != 0.0))
     }
 
     /// How many `process` calls the plugin reported as failed (the node output silence
@@ -910,9 +940,17 @@ impl Node for ClapNode {
             buf[..frames].copy_from_slice(&input.channel(c)[..frames]);
         }
         self.fill_events(frames);
+        if self.asleep && !self.wakes(frames) {
+            self.slept += 1;
+            for c in 0..self.out_bufs.len() {
+                output.channel_mut(c).fill(0.0);
+            }
+            return;
+        }
+        self.asleep = false;
         self.events_out.clear();
         self.transport = transport_event(&ctx.musical, frames);
-        let ok = match self.processor.as_mut() {
+        let status = match self.processor.as_mut() {
             Some(processor) => {
                 let in_base = self.in_bufs.as_mut_ptr();
                 let out_base = self.out_bufs.as_mut_ptr();
@@ -949,15 +987,24 @@ impl Node for ClapNode {
                             Some(ctx.position),
                             Some(&self.transport),
                         )
-                        .is_ok(),
-                    Err(_) => false,
+                        .ok(),
+                    Err(_) => None,
                 }
             }
-            None => false,
+            None => None,
         };
+        let ok = status.is_some();
         if !ok {
             self.failed_calls += 1;
         }
+        self.asleep = match status {
+            Some(ProcessStatus::Sleep) => true,
+            Some(ProcessStatus::ContinueIfNotQuiet) => self
+                .out_bufs
+                .iter()
+                .all(|b| b[..frames].iter().all(|&s| s == 0.0)),
+            _ => false,
+        };
         for (c, buf) in self.out_bufs.iter().enumerate() {
             let out = output.channel_mut(c);
             if ok {

@@ -26,6 +26,9 @@ pub const CLICK_ID: &str = "org.downbeat.test.click";
 /// The recorder of the transport each `process` call is given, written exactly into its
 /// [`TRANSPORT_CHANNELS`] output channels (`crates/clap-test-plugins/src/transport.rs`).
 pub const TRANSPORT_ID: &str = "org.downbeat.test.transport";
+/// The plugin that asks to sleep after every call and writes its call count
+/// (`crates/clap-test-plugins/src/sleeper.rs`).
+pub const SLEEPER_ID: &str = "org.downbeat.test.sleeper";
 /// The transport recorder's record: 16 words, each over three channels.
 pub const TRANSPORT_FIELDS: usize = 16;
 /// The transport recorder's output channels.
