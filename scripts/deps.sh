@@ -25,7 +25,7 @@ packages=(
     liblilv-dev lilv-utils lv2-dev pkg-config gcc
     # Real LV2 and CLAP plugins the plugin tests, the audit and the example projects load.
     mda-lv2 x42-plugins dragonfly-reverb-lv2 synthv1-lv2 avldrums.lv2 ardour-lv2-plugins
-    zam-plugins lsp-plugins-lv2
+    zam-plugins lsp-plugins-lv2 guitarix-lv2
     # The load report and the browser tests: headless Chromium.
     chromium
     # The guard's RealtimeSanitizer feature (crates/rt/ci.sh).

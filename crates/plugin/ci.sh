@@ -77,7 +77,8 @@ echo "audit: Overdrive clean, dragonfly early reflections caught allocating thro
 # (a crash in one stops nothing); the CLI's audit tests with `--features lv2` (an LV2 bundle
 # audited through lilv, the crashing test plugins, a run crashing mid-recording).
 echo "--- downbeat audit DIR"
-cargo test -p downbeat-cli --features lv2 --test audit_dir --test audit_crashes --test audit_probe
+cargo test -p downbeat-cli --features lv2 --test audit_dir --test audit_crashes --test audit_probe \
+    --test audit_noisy
 plugins=$(mktemp -d)
 for p in zam-plugins synthv1-lv2 avldrums.lv2; do
     dpkg -L "$p" | grep -E '^/usr/lib/(lv2/[^/]+\.lv2|clap/[^/]+\.clap)$'

@@ -35,6 +35,7 @@ struct Probe {
 
 fn main() -> ExitCode {
     let probe = Probe::parse();
+    take_stdout();
     observe_hosts();
     let result = if probe.list {
         list(&probe.args.plugin)
@@ -145,12 +146,41 @@ fn list_lv2(path: &std::path::Path) -> Result<Vec<String>, Failure> {
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is an error, not a panic.
+/// Where the report goes: the probe's stdout as it started, which [`take_stdout`] keeps
+/// for it alone.
+static REPORT: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+
+/// Keeps the process's stdout for the report and points file descriptor 1 at stderr, before
+/// any plugin is loaded: plugins print to stdout (guitarix's "munlock N bytes", lilv's
+/// warnings), which would land inside the report `downbeat audit` parses; on stderr they are
+/// relayed like the plugin's other messages. Without a report stream (the calls fail) the
+/// report goes to stdout as before.
+fn take_stdout() {
+    // SAFETY: `dup` and `dup2` on the standard descriptors, which are open for the whole
+    // process; the duplicate is owned by the `File` made from it and by nothing else.
+    unsafe {
+        let report = libc::dup(libc::STDOUT_FILENO);
+        if report < 0 {
+            return;
+        }
+        if libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) < 0 {
+            libc::close(report);
+            return;
+        }
+        let _ = REPORT.set(std::os::fd::FromRawFd::from_raw_fd(report));
+    }
+}
+
 fn emit(text: &str) -> Result<(), Failure> {
     use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| Failure::Runtime(format!("writing the report: {e}")))
+    let written = match REPORT.get() {
+        Some(mut file) => file.write_all(text.as_bytes()).and_then(|()| file.flush()),
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes()).and_then(|()| out.flush())
+        }
+    };
+    written.map_err(|e| Failure::Runtime(format!("writing the report: {e}")))
 }
 
 /// Runs the audit: exit 0 clean, 3 with violations, 2 when the plugin cannot be loaded, 1
