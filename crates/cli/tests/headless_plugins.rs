@@ -60,7 +60,7 @@ fn with_no_display_a_qt_plugin_runs_on_the_offscreen_platform() {
     assert!(
         stderr.contains(
             "note: no display (DISPLAY and WAYLAND_DISPLAY are unset): plugins that start Qt \
-             run on its offscreen platform (QT_QPA_PLATFORM=offscreen)\n"
+             ran on its offscreen platform (QT_QPA_PLATFORM=offscreen)\n"
         ),
         "{stderr}"
     );

@@ -206,18 +206,12 @@ pub(crate) fn run(args: Args, offscreen: bool) -> Result<(), Failure> {
     let stamp = args.watch.then(|| reload::stamp(&args.project)).flatten();
     let editable = args.osc.is_some() || args.watch;
     let built = device::build(&args.project, &device, editable)?;
-    if offscreen
+    let offscreen = offscreen
         && built
             .project
             .nodes
             .iter()
-            .any(|n| PLUGIN_TYPES.contains(&n.kind.as_str()))
-    {
-        eprintln!(
-            "note: no display (DISPLAY and WAYLAND_DISPLAY are unset): plugins that start Qt \
-             run on its offscreen platform (QT_QPA_PLATFORM=offscreen)"
-        );
-    }
+            .any(|n| PLUGIN_TYPES.contains(&n.kind.as_str()));
     if let (true, Some((start, end))) =
         (device.transport.follows(), built.project.transport.looping)
     {
@@ -233,6 +227,14 @@ pub(crate) fn run(args: Args, offscreen: bool) -> Result<(), Failure> {
         downbeat_plugin::clap::LogDrain::start(std::time::Duration::from_millis(10))
             .map_err(|e| Failure::Runtime(format!("cannot start the CLAP log thread: {e}")))?;
     let ran = play(engine, &run, &device, args.json)?;
+    // Said after the run, with the other notes, not before the lines a run starts with
+    // (where it listens for OSC, say), which scripts read first.
+    if offscreen {
+        eprintln!(
+            "note: no display (DISPLAY and WAYLAND_DISPLAY are unset): plugins that start Qt \
+             ran on its offscreen platform (QT_QPA_PLATFORM=offscreen)"
+        );
+    }
     finish(ran, run, &args)
 }
 
