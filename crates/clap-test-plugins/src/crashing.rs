@@ -22,8 +22,7 @@
 use std::ffi::{c_int, CStr};
 
 use clack_extensions::audio_ports::{
-    AudioPortFlags, AudioPortInfo, AudioPortInfoWriter, AudioPortType, PluginAudioPorts,
-    PluginAudioPortsImpl,
+    AudioPortInfoWriter, AudioPortType, PluginAudioPorts, PluginAudioPortsImpl,
 };
 use clack_extensions::params::{
     ParamDisplayWriter, ParamInfo, ParamInfoFlags, ParamInfoWriter, PluginAudioProcessorParams,
@@ -261,14 +260,7 @@ impl PluginAudioPortsImpl for MainThread<'_> {
 
     fn get(&self, index: u32, _is_input: bool, writer: &mut AudioPortInfoWriter) {
         if index == 0 {
-            writer.set(&AudioPortInfo {
-                id: ClapId::new(0),
-                name: b"main",
-                channel_count: 2,
-                flags: AudioPortFlags::IS_MAIN,
-                port_type: Some(AudioPortType::STEREO),
-                in_place_pair: None,
-            });
+            writer.set(&crate::main_port(2, Some(AudioPortType::STEREO)));
         }
     }
 }

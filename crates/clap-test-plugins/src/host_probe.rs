@@ -309,14 +309,7 @@ impl PluginAudioPortsImpl for MainThread<'_> {
 
     fn get(&self, index: u32, is_input: bool, writer: &mut AudioPortInfoWriter) {
         match (index, is_input) {
-            (0, _) => writer.set(&AudioPortInfo {
-                id: ClapId::new(0),
-                name: b"main",
-                channel_count: 2,
-                flags: AudioPortFlags::IS_MAIN,
-                port_type: Some(AudioPortType::STEREO),
-                in_place_pair: None,
-            }),
+            (0, _) => writer.set(&crate::main_port(2, Some(AudioPortType::STEREO))),
             (1, true) => writer.set(&AudioPortInfo {
                 id: ClapId::new(1),
                 name: b"sidechain",

@@ -300,6 +300,22 @@ impl PluginAudioProcessorParams for Processor<'_> {
     }
 }
 
+/// Port 0 of a side, named `main` and flagged main, with `channels` channels: how every
+/// plugin here declares its main port.
+pub(crate) fn main_port(
+    channels: u32,
+    port_type: Option<AudioPortType<'static>>,
+) -> AudioPortInfo<'static> {
+    AudioPortInfo {
+        id: ClapId::new(0),
+        name: b"main",
+        channel_count: channels,
+        flags: AudioPortFlags::IS_MAIN,
+        port_type,
+        in_place_pair: None,
+    }
+}
+
 impl PluginAudioPortsImpl for MainThread<'_> {
     fn count(&self, is_input: bool) -> u32 {
         // The instrument and the transport recorder have no audio input.
@@ -313,14 +329,7 @@ impl PluginAudioPortsImpl for MainThread<'_> {
                 Kind::Transport => (TRANSPORT_CHANNELS as u32, None),
                 _ => (CHANNELS, Some(AudioPortType::STEREO)),
             };
-            writer.set(&AudioPortInfo {
-                id: ClapId::new(0),
-                name: b"main",
-                channel_count,
-                flags: AudioPortFlags::IS_MAIN,
-                port_type,
-                in_place_pair: None,
-            });
+            writer.set(&main_port(channel_count, port_type));
         }
     }
 }

@@ -6,9 +6,10 @@
 //!   as the count, so the count says how many calls the host made.
 //! * Each call returns `CLAP_PROCESS_SLEEP`: the host may stop calling until an event
 //!   arrives, the input is not silent, or the plugin calls `request_process`.
-//! * One parameter, `ping` (0 or 1, default 0). Set to 1, the plugin's own thread (started
-//!   in `activate`, the kind a plugin with external input has) calls the host's
-//!   `request_process` once, 20 ms after the call that saw it.
+//! * One parameter, `ping` (0, 1 or 2, default 0). Set to 1, the plugin's own thread
+//!   (started in `activate`, the kind a plugin with external input has) calls the host's
+//!   `request_process` once, 20 ms after the call that saw it; set to 2, its
+//!   `params.request_flush` (a plugin whose parameters changed off the audio thread).
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -17,12 +18,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use clack_extensions::audio_ports::{
-    AudioPortFlags, AudioPortInfo, AudioPortInfoWriter, AudioPortType, PluginAudioPorts,
-    PluginAudioPortsImpl,
+    AudioPortInfoWriter, AudioPortType, PluginAudioPorts, PluginAudioPortsImpl,
 };
 use clack_extensions::params::{
-    ParamDisplayWriter, ParamInfo, ParamInfoFlags, ParamInfoWriter, PluginAudioProcessorParams,
-    PluginMainThreadParams, PluginParams,
+    HostParams, ParamDisplayWriter, ParamInfo, ParamInfoFlags, ParamInfoWriter,
+    PluginAudioProcessorParams, PluginMainThreadParams, PluginParams,
 };
 use clack_plugin::entry::prelude::*;
 use clack_plugin::events::spaces::CoreEventSpace;
@@ -59,7 +59,7 @@ pub(crate) fn create<'a>(
         |host| {
             Ok(Shared {
                 host,
-                ping: Arc::new(AtomicBool::new(false)),
+                ping: Arc::new(AtomicU32::new(0)),
             })
         },
         |_host, shared| Ok(MainThread { _shared: shared }),
@@ -68,8 +68,8 @@ pub(crate) fn create<'a>(
 
 pub(crate) struct Shared<'a> {
     host: HostSharedHandle<'a>,
-    /// Set by `process` when `ping` is 1; the pinger takes it.
-    ping: Arc<AtomicBool>,
+    /// Set by `process` to the `ping` it saw (1 or 2); the pinger takes it.
+    ping: Arc<AtomicU32>,
 }
 
 impl<'a> PluginShared<'a> for Shared<'a> {}
@@ -96,9 +96,10 @@ impl Drop for Pinger {
 }
 
 pub(crate) struct Processor {
-    calls: AtomicU32,
+    /// Calls so far (only `process` touches it).
+    calls: u32,
     _pinger: Pinger,
-    ping: Arc<AtomicBool>,
+    ping: Arc<AtomicU32>,
 }
 
 impl<'a> PluginAudioProcessor<'a, Shared<'a>, MainThread<'a>> for Processor {
@@ -116,14 +117,20 @@ impl<'a> PluginAudioProcessor<'a, Shared<'a>, MainThread<'a>> for Processor {
         let thread = std::thread::spawn(move || {
             while !flag.load(Ordering::Acquire) {
                 std::thread::sleep(Duration::from_millis(20));
-                if ping.swap(false, Ordering::AcqRel) {
-                    // CLAP lets any thread call `request_process`.
-                    host.request_process();
+                // CLAP lets any thread call both requests.
+                match ping.swap(0, Ordering::AcqRel) {
+                    1 => host.request_process(),
+                    2 => {
+                        if let Some(params) = host.get_extension::<HostParams>() {
+                            params.request_flush(&host);
+                        }
+                    }
+                    _ => {}
                 }
             }
         });
         Ok(Self {
-            calls: AtomicU32::new(0),
+            calls: 0,
             _pinger: Pinger {
                 stop,
                 thread: Some(thread),
@@ -141,11 +148,12 @@ impl<'a> PluginAudioProcessor<'a, Shared<'a>, MainThread<'a>> for Processor {
         for event in events.input {
             if let Some(CoreEventSpace::ParamValue(e)) = event.as_core_event() {
                 if e.param_id() == Some(ClapId::new(PING)) && e.value() >= 0.5 {
-                    self.ping.store(true, Ordering::Release);
+                    self.ping.store(e.value().round() as u32, Ordering::Release);
                 }
             }
         }
-        let count = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        self.calls += 1;
+        let count = self.calls;
         let mut pair = audio
             .port_pair(0)
             .ok_or(PluginError::Message("no audio port"))?;
@@ -179,14 +187,7 @@ impl PluginAudioPortsImpl for MainThread<'_> {
 
     fn get(&self, index: u32, _is_input: bool, writer: &mut AudioPortInfoWriter) {
         if index == 0 {
-            writer.set(&AudioPortInfo {
-                id: ClapId::new(0),
-                name: b"main",
-                channel_count: 2,
-                flags: AudioPortFlags::IS_MAIN,
-                port_type: Some(AudioPortType::STEREO),
-                in_place_pair: None,
-            });
+            writer.set(&crate::main_port(2, Some(AudioPortType::STEREO)));
         }
     }
 }
@@ -205,7 +206,7 @@ impl PluginMainThreadParams for MainThread<'_> {
                 name: b"ping",
                 module: b"",
                 min_value: 0.0,
-                max_value: 1.0,
+                max_value: 2.0,
                 default_value: 0.0,
             });
         }

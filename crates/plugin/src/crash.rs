@@ -74,9 +74,9 @@ impl fmt::Display for Phase {
     }
 }
 
-/// How a plugin is named in a crash report: `` `NAME` (PATH) ``. Made once per plugin
-/// instance and never freed (a few dozen bytes, like the parameter names a plugin node
-/// leaks), so that a report can print it without allocating and a marked call needs no
+/// How a plugin is named in a crash report: `` `NAME` (PATH) ``. Never freed (a host makes
+/// one or two per plugin it loads, a few dozen bytes each, like the parameter names a plugin
+/// node leaks), so that a report can print it without allocating and a marked call needs no
 /// borrow of the node.
 ///
 /// ```

@@ -1,5 +1,6 @@
 //! A CLAP plugin that asks to sleep is not called until something wakes it: an event in the
-//! block, input that is not silent, or its own `request_process` from another thread; the
+//! block, input that is not silent, or its own `request_process` or `params.request_flush`
+//! from another thread; the
 //! sleeping blocks and the waking ones are real-time safe. The test plugins' sleeper writes
 //! how many calls it has had into its output, so every block says whether it was processed.
 
@@ -88,6 +89,23 @@ fn a_sleeping_plugin_is_woken_by_events_input_and_its_own_request() {
         // Input that is not silent wakes it, and is processed.
         assert_eq!(block(&mut node, bufs, 0.25, b + 1), 4.25);
         assert_eq!(block(&mut node, bufs, 0.0, b + 2), 0.0);
+
+        // `ping` 2: its thread calls `params.request_flush` 20 ms later, which CLAP has the
+        // host answer with a `process` (or a `flush`): it wakes the plugin too.
+        assert!(node.set_param_at(0, 0, 2.0));
+        assert_eq!(block(&mut node, bufs, 0.0, b + 3), 5.0);
+        let asked = Instant::now();
+        let mut b = b + 4;
+        let woken = loop {
+            std::thread::sleep(Duration::from_millis(5));
+            let v = block(&mut node, bufs, 0.0, b);
+            b += 1;
+            if v != 0.0 || asked.elapsed() > Duration::from_secs(10) {
+                break v;
+            }
+        };
+        assert_eq!(woken, 6.0, "request_flush did not wake the plugin in 10 s");
+        assert_eq!(block(&mut node, bufs, 0.0, b), 0.0, "served, asleep again");
         node
     })
     .join()

@@ -3,11 +3,11 @@
 //!
 //! | extension | what the host does |
 //! |---|---|
-//! | core | `request_process` wakes a sleeping plugin (one whose last `process` returned `CLAP_PROCESS_SLEEP`, or `CONTINUE_IF_NOT_QUIET` with quiet output) from the next block; `request_restart` and `request_callback` are not acted on yet |
+//! | core | `request_process` (like `params.request_flush`) wakes a sleeping plugin (one whose last `process` returned `CLAP_PROCESS_SLEEP`, or `CONTINUE_IF_NOT_QUIET` with quiet output) from the next block; `request_restart` and `request_callback` are not acted on yet |
 //! | `clap.log` | prints `[downbeat] clap <plugin name>: <SEVERITY>: <message>` to stderr; from the audio thread the message waits in a fixed ring (`super::log`) until a drain prints it: the [`super::LogDrain`] thread while one runs, else the node on its main thread |
 //! | `clap.thread-check` | main thread: the thread that built the node; audio thread: whichever thread is inside the node's `process` (see [`super::thread`]) |
 //! | `clap.latency` | `changed()` raises a flag; the node re-reads the latency on the main thread after the call that changed it |
-//! | `clap.params` | `rescan` with `VALUES` re-reads the values on the main thread; `clear` has nothing to clear (the host keeps no automation or modulation of its own per parameter); `request_flush` raises a flag, served by a main-thread `flush` while the plugin is inactive, and by the next `process` otherwise (the node processes every block) |
+//! | `clap.params` | `rescan` with `VALUES` re-reads the values on the main thread; `clear` has nothing to clear (the host keeps no automation or modulation of its own per parameter); `request_flush` raises a flag, served by a main-thread `flush` while the plugin is inactive, and by the next `process` otherwise (which it wakes a sleeping plugin for) |
 //! | `clap.state` | `mark_dirty` raises a flag ([`HostFlags::dirty`]) |
 //! | `clap.audio-ports` | no rescan flag is supported (the graph's channels are fixed when it compiles); a `rescan` is logged as ignored |
 //! | `clap.note-ports` | CLAP and MIDI dialects; a `rescan` is logged as ignored |
@@ -57,8 +57,6 @@ pub(crate) struct HostFlags {
 
 /// What every thread of the instance sees.
 pub(crate) struct HostShared {
-    /// The plugin's name, for log lines.
-    pub(crate) name: String,
     /// The thread that built the host.
     main: ThreadMark,
     /// What the plugin logs from the audio thread; shared with the drain thread
@@ -71,8 +69,7 @@ impl HostShared {
     /// Made on the thread that will be the instance's main thread.
     pub(crate) fn new(name: String) -> Self {
         Self {
-            log: Arc::new(LogSink::new(name.clone())),
-            name,
+            log: Arc::new(LogSink::new(name)),
             main: ThreadMark::current(),
             flags: HostFlags::default(),
         }
@@ -110,7 +107,10 @@ impl HostLogImpl for HostShared {
             // No formatting, no write(2) here: another thread prints it later.
             self.log.ring.push(severity.to_raw() as u8, message);
         } else {
-            eprintln!("{}", log_line(&self.name, &severity.to_string(), message));
+            eprintln!(
+                "{}",
+                log_line(&self.log.name, &severity.to_string(), message)
+            );
         }
     }
 }
@@ -182,7 +182,7 @@ impl HostMain<'_> {
         eprintln!(
             "[downbeat] clap {}: asked for a rescan of its {what}, which the host cannot \
              follow while the graph is built; ignored",
-            self.shared.name
+            self.shared.log.name
         );
     }
 }

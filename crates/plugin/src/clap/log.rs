@@ -21,8 +21,8 @@ pub(crate) fn log_line(plugin: &str, severity: &str, message: &str) -> String {
 /// The log of one plugin instance: its ring of messages from the audio thread, and how to
 /// print them with the plugin's name.
 pub(crate) struct LogSink {
-    /// The plugin's name, for the lines.
-    name: String,
+    /// The plugin's name, for the lines (its other log lines too).
+    pub(crate) name: String,
     pub(crate) ring: LogRing,
     /// The ring's count of lost messages when a drain last said how many were lost.
     told: AtomicU64,

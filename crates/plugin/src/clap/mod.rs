@@ -60,7 +60,7 @@
 //! * `clap.params`: `rescan` with values re-reads them ([`ClapNode::main_thread_tick`]);
 //!   `clear` has nothing to clear; `request_flush` (an atomic store, safe from any thread) is
 //!   served by a main-thread `flush` while the plugin is not yet active, and otherwise by the
-//!   next `process`, which the node makes every block.
+//!   next `process`, which it wakes a sleeping plugin for.
 //! * `clap.state`: `mark_dirty` is noted ([`ClapNode::state_dirty`]).
 //! * `clap.audio-ports`, `clap.note-ports`: no rescan flag is supported (the graph's channels
 //!   are fixed when it compiles); a rescan is logged and ignored. Note dialects: CLAP and

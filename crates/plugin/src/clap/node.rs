@@ -709,10 +709,16 @@ impl ClapNode {
     }
 
     /// Whether a sleeping plugin is woken for this block, whose events are in `events_in`
-    /// and whose input is in `in_bufs`. Real-time safe: atomics and reads.
+    /// and whose input is in `in_bufs`: also by its `request_process`, and by a
+    /// `params.request_flush` (which CLAP has the host answer with a `process` or a `flush`;
+    /// [`ClapNode::process`] clears it when it calls the plugin). Real-time safe: atomics and
+    /// reads.
     fn wakes(&mut self, frames: usize) -> bool {
         let requested = self.processor.as_ref().is_some_and(|p| {
-            p.access_shared_handler(|h| h.flags.process_requested.swap(false, Ordering::AcqRel))
+            p.access_shared_handler(|h| {
+                h.flags.process_requested.swap(false, Ordering::AcqRel)
+                    || h.flags.flush_requested.load(Ordering::Acquire)
+            })
         });
         requested
             || !self.events_in.is_empty()
@@ -948,6 +954,10 @@ impl Node for ClapNode {
             return;
         }
         self.asleep = false;
+        if let Some(p) = &self.processor {
+            // This call serves any flush the plugin asked for.
+            p.access_shared_handler(|h| h.flags.flush_requested.store(false, Ordering::Release));
+        }
         self.events_out.clear();
         self.transport = transport_event(&ctx.musical, frames);
         let status = match self.processor.as_mut() {

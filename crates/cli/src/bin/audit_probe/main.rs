@@ -145,7 +145,6 @@ fn list_lv2(path: &std::path::Path) -> Result<Vec<String>, Failure> {
     )))
 }
 
-/// Writes to stdout; a closed pipe (`| head`) is an error, not a panic.
 /// Where the report goes: the probe's stdout as it started, which [`take_stdout`] keeps
 /// for it alone.
 static REPORT: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
@@ -171,6 +170,8 @@ fn take_stdout() {
     }
 }
 
+/// Writes the report (see [`take_stdout`]); a closed pipe (`| head`) is an error, not a
+/// panic.
 fn emit(text: &str) -> Result<(), Failure> {
     use std::io::Write;
     let written = match REPORT.get() {
