@@ -43,8 +43,8 @@ cargo test -p downbeat-cli --features lv2 --test lv2_instruments_cli --test lv2_
 # With no display: synthv1 (Qt) on the offscreen platform; made to abort, named with its phase.
 cargo test -p downbeat-cli --features lv2 --test headless_plugins
 cargo clippy -q -p downbeat-plugin --all-features --all-targets -- -D warnings
-# The URID table's loom model, in a target dir of its own so it does not invalidate the main cache.
-RUSTFLAGS="--cfg loom" cargo test -q -p downbeat-plugin --test loom_urid --release --target-dir target/loom
+# The URID table's and the CLAP restart hand-over's loom models, in a target dir of its own so it does not invalidate the main cache.
+RUSTFLAGS="--cfg loom" cargo test -q -p downbeat-plugin --test loom_urid --test loom_handover --release --target-dir target/loom
 
 # The CLI built as above (`--features lv2`, without the devices): linted, and its tests
 # that run every example project, examples/projects/overdrive-lv2.toml included.

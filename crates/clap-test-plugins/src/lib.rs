@@ -21,6 +21,9 @@
 //! * [`SLEEPER_ID`]: a plugin that asks to sleep after every call and writes how many calls
 //!   it had, to see which blocks a host processes, and that calls `request_process` from a
 //!   thread of its own when asked: see `sleeper.rs`.
+//! * [`RESHAPER_ID`]: a plugin that asks for a main-thread callback from `process`, a
+//!   restart from that callback, and comes back from the restart with a latency of
+//!   [`RESHAPED_LATENCY`] frames and a second parameter: see `reshaper.rs`.
 //! * [`CRASH_CREATE_ID`], [`CRASH_ACTIVATE_ID`], [`CRASH_PROCESS_ID`],
 //!   [`CRASH_DEACTIVATE_ID`]: plugins that crash the host with `SIGSEGV` in that phase, on
 //!   purpose (`crashing.rs`).
@@ -39,6 +42,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 mod host_probe;
 pub use host_probe::{FLOOD_MESSAGE, HOST_PROBE_ID, PROBE_LATENCY, STATE_MAGIC};
+
+mod reshaper;
+pub use reshaper::{RESHAPED_LATENCY, RESHAPER_ID};
 
 mod sleeper;
 pub use sleeper::SLEEPER_ID;
@@ -420,13 +426,15 @@ struct Factory {
     /// The transport recorder: it came after the others, whose places in the list tests
     /// and audits rely on.
     transport: PluginDescriptor,
-    /// The sleeper (`sleeper.rs`), listed last for the same reason.
+    /// The sleeper (`sleeper.rs`), listed after those for the same reason.
     sleeper: PluginDescriptor,
+    /// The reshaper (`reshaper.rs`), listed last for the same reason.
+    reshaper: PluginDescriptor,
 }
 
 impl PluginFactoryImpl for Factory {
     fn plugin_count(&self) -> u32 {
-        (self.descriptors.len() + 3 + self.crashing.descriptors().count()) as u32
+        (self.descriptors.len() + 4 + self.crashing.descriptors().count()) as u32
     }
 
     fn plugin_descriptor(&self, index: u32) -> Option<&PluginDescriptor> {
@@ -435,6 +443,7 @@ impl PluginFactoryImpl for Factory {
             .chain(self.crashing.descriptors())
             .chain(std::iter::once(&self.transport))
             .chain(std::iter::once(&self.sleeper))
+            .chain(std::iter::once(&self.reshaper))
             .nth(index as usize)
     }
 
@@ -448,6 +457,9 @@ impl PluginFactoryImpl for Factory {
         }
         if self.sleeper.id() == Some(plugin_id) {
             return Some(sleeper::create(host_info, &self.sleeper));
+        }
+        if self.reshaper.id() == Some(plugin_id) {
+            return Some(reshaper::create(host_info, &self.reshaper));
         }
         if let Some(instance) = self.crashing.create(host_info, plugin_id) {
             return Some(instance);
@@ -498,6 +510,7 @@ impl Entry for TestEntry {
                 crashing: crashing::Crashing::new(),
                 transport: descriptor(TRANSPORT_ID, "Downbeat test transport recorder"),
                 sleeper: descriptor(SLEEPER_ID, "Downbeat test sleeper"),
+                reshaper: descriptor(RESHAPER_ID, "Downbeat test reshaper"),
             }),
         })
     }

@@ -6,8 +6,9 @@ use std::ffi::OsString;
 #[derive(clap::Args, Clone, Debug, PartialEq, Eq)]
 pub struct Args {
     /// A CLAP file (`FILE.clap`, or `FILE.clap#PLUGIN_ID` when it holds several plugins),
-    /// an LV2 plugin URI (with the `lv2` feature), or a folder: every plugin of every CLAP
-    /// file and LV2 bundle under it.
+    /// a VST3 bundle (`NAME.vst3`, or `NAME.vst3#CLASS`), an LV2 plugin URI (with the `lv2`
+    /// feature), or a folder: every plugin of every CLAP file, VST3 bundle and LV2 bundle
+    /// under it.
     pub plugin: String,
     /// Process calls to audit.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]

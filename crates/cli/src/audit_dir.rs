@@ -2,9 +2,10 @@
 //! crash does not stop the rest; a table (or with `--json`, one JSON array) with a row per
 //! plugin.
 //!
-//! CLAP files (`*.clap`) and LV2 bundles (`*.lv2` folders) are found at any depth; other
-//! files are not plugins and are passed over. A probe first lists a file's plugins (the ids
-//! in a CLAP file, the URIs in a bundle), then one probe audits each. An LV2 bundle is found
+//! CLAP files (`*.clap`), VST3 bundles (`*.vst3` folders) and LV2 bundles (`*.lv2` folders)
+//! are found at any depth; other files are not plugins and are passed over. A probe first
+//! lists a file's plugins (the ids in a CLAP file, the classes in a VST3 bundle, the URIs in
+//! an LV2 bundle), then one probe audits each. An LV2 bundle is found
 //! by the probe's lilv through `LV2_PATH`, which gets the bundle's folder in front.
 
 use std::ffi::OsString;
@@ -24,6 +25,7 @@ use crate::audit_child::{self, describe_signal, Outcome, Output};
 enum Format {
     Clap,
     Lv2,
+    Vst3,
 }
 
 /// What the audit of one plugin came to.
@@ -58,8 +60,8 @@ impl Verdict {
 struct Row {
     /// The CLAP file or LV2 bundle.
     path: PathBuf,
-    /// The plugin's id (CLAP) or URI (LV2); `null` when the file's plugins could not be
-    /// listed.
+    /// The plugin's id (CLAP), class name (VST3) or URI (LV2); `null` when the file's
+    /// plugins could not be listed.
     id: Option<String>,
     format: Format,
     result: Verdict,
@@ -106,23 +108,25 @@ impl Row {
     }
 }
 
-/// A CLAP file or LV2 bundle found under the folder.
+/// A CLAP file, VST3 bundle or LV2 bundle found under the folder.
 struct Found {
     path: PathBuf,
     format: Format,
 }
 
-/// Every `*.clap` file and `*.lv2` folder under `dir` (itself included, when it is a
-/// bundle), in path order. Symbolic links to folders are not followed, so a link loop
+/// Every `*.clap` file and `*.vst3` and `*.lv2` folder under `dir` (itself included, when it
+/// is a bundle), in path order. Symbolic links to folders are not followed, so a link loop
 /// cannot make the walk endless.
 fn find(dir: &Path) -> Result<Vec<Found>, Failure> {
     let mut found = Vec::new();
-    if has_extension(dir, "lv2") {
-        found.push(Found {
-            path: dir.to_path_buf(),
-            format: Format::Lv2,
-        });
-        return Ok(found);
+    for (ext, format) in [("lv2", Format::Lv2), ("vst3", Format::Vst3)] {
+        if has_extension(dir, ext) {
+            found.push(Found {
+                path: dir.to_path_buf(),
+                format,
+            });
+            return Ok(found);
+        }
     }
     let mut stack = vec![dir.to_path_buf()];
     while let Some(folder) = stack.pop() {
@@ -139,6 +143,11 @@ fn find(dir: &Path) -> Result<Vec<Found>, Failure> {
                 found.push(Found {
                     path,
                     format: Format::Lv2,
+                });
+            } else if is_dir && has_extension(&path, "vst3") {
+                found.push(Found {
+                    path,
+                    format: Format::Vst3,
                 });
             } else if is_dir && !is_link {
                 stack.push(path);
@@ -185,7 +194,8 @@ pub(crate) fn run(args: &Args, probe: &Path) -> Result<(), Failure> {
     let found = find(dir)?;
     if found.is_empty() {
         return Err(Failure::Input(format!(
-            "{}: no CLAP file (*.clap) or LV2 bundle (*.lv2) in this folder",
+            "{}: no CLAP file (*.clap), VST3 bundle (*.vst3) or LV2 bundle (*.lv2) in this \
+             folder",
             dir.display()
         )));
     }
@@ -250,7 +260,7 @@ fn audit_found(args: &Args, probe: &Path, found: &Found) -> Result<Vec<Row>, Fai
     let mut rows = Vec::new();
     for id in &ids {
         let plugin = match found.format {
-            Format::Clap => format!("{}#{id}", found.path.display()),
+            Format::Clap | Format::Vst3 => format!("{}#{id}", found.path.display()),
             Format::Lv2 => id.clone(),
         };
         let child_args = Args {
@@ -318,6 +328,7 @@ fn table(rows: &[Row]) -> String {
                 match r.format {
                     Format::Clap => "clap".into(),
                     Format::Lv2 => "lv2".into(),
+                    Format::Vst3 => "vst3".into(),
                 },
                 r.result.name().into(),
                 r.phase.map_or_else(dash, |p| p.name().into()),

@@ -58,7 +58,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // First, while the process has one thread: it sets an environment variable.
+    // First, while the process has one thread: both change process-wide settings.
+    downbeat_cli::heap::one_heap();
     let offscreen = downbeat_plugin::headless::offscreen_qt_if_headless();
     let cli = Cli::parse();
     if matches!(cli.command, Command::Run(_) | Command::Check(_)) {

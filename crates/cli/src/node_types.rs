@@ -7,9 +7,9 @@ use downbeat::graph::NodeFactory;
 use crate::Failure;
 
 /// Registers the node types of the command line that the `downbeat` crate does not build
-/// in: the plugin hosts this build has (`clap`, and `lv2` with the `lv2` feature) and the
-/// collected-heap `echoes`, in that order (the order `downbeat nodes` lists them in, after
-/// the built-in ones). Once per process; later calls return the first call's result, so
+/// in: the plugin hosts this build has and the collected-heap `echoes`, in the order
+/// `downbeat nodes` lists them after the built-in ones: `clap`, `echoes`, `lv2` (with the
+/// `lv2` feature), `vst3`. Once per process; later calls return the first call's result, so
 /// that the binary and every test of it can call it.
 ///
 /// # Errors
@@ -26,6 +26,9 @@ pub fn register_node_types() -> Result<(), Failure> {
         register(downbeat_gc_nodes::ECHOES)?;
         #[cfg(feature = "lv2")]
         register(downbeat_plugin::lv2::Lv2Factory)?;
+        // Last: it came last, and the listing keeps the order the others had.
+        #[cfg(feature = "vst3")]
+        register(downbeat_plugin::vst3::Vst3Factory)?;
         Ok(())
     })
     .clone()

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use clap_support::{
-    test_plugins, ALLOC_ID, CLICK_ID, DELAY_ID, GAIN_ID, HOST_PROBE_ID, SLEEPER_ID, TRANSPORT_ID,
+    test_plugins, ALLOC_ID, CLICK_ID, DELAY_ID, GAIN_ID, HOST_PROBE_ID, RESHAPER_ID, SLEEPER_ID,
+    TRANSPORT_ID,
 };
 
 const CRASH_CREATE: &str = "org.downbeat.test.crash.create";
@@ -70,7 +71,7 @@ fn a_folder_gets_a_row_per_plugin_and_a_crash_does_not_stop_the_rest() {
     let broken = dir.join("broken.clap").display().to_string();
     let test = dir.join("plugins/test.clap").display().to_string();
     // path, id, format, result, phase, signal, violations
-    let want: [(&str, &str, &str, &str, &str); 12] = [
+    let want: [(&str, &str, &str, &str, &str); 13] = [
         (&broken, "-", "refused", "-", "-"),
         (&test, GAIN_ID, "clean", "-", "-"),
         (&test, DELAY_ID, "clean", "-", "-"),
@@ -107,6 +108,7 @@ fn a_folder_gets_a_row_per_plugin_and_a_crash_does_not_stop_the_rest() {
         ),
         (&test, TRANSPORT_ID, "clean", "-", "-"),
         (&test, SLEEPER_ID, "clean", "-", "-"),
+        (&test, RESHAPER_ID, "clean", "-", "-"),
     ];
     assert_eq!(rows.len(), want.len(), "{stdout}");
     for (row, (path, id, result, phase, signal)) in rows.iter().zip(want) {
@@ -125,7 +127,7 @@ fn a_folder_gets_a_row_per_plugin_and_a_crash_does_not_stop_the_rest() {
         "{stdout}"
     );
     assert!(
-        stderr.contains("12 plugins, 6 clean, 1 with violations, 4 crashed, 1 refused"),
+        stderr.contains("13 plugins, 7 clean, 1 with violations, 4 crashed, 1 refused"),
         "{stderr}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
@@ -138,7 +140,7 @@ fn json_is_one_array_with_an_object_per_plugin() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
     let rows = v.as_array().expect("an array");
-    assert_eq!(rows.len(), 12, "{v:#}");
+    assert_eq!(rows.len(), 13, "{v:#}");
     for row in rows {
         for field in [
             "path",

@@ -544,3 +544,50 @@ fn a_state_saved_after_osc_changes_reloads_into_the_same_render() {
     // equal.
     assert_ne!(a[..2 * last], b[..2 * last]);
 }
+
+/// A CLAP plugin that restarts itself mid-run with a new latency and a new parameter (the
+/// test plugins' reshaper: `go` makes it ask for a main-thread callback, which asks for the
+/// restart): the run's CLAP main thread serves both while it plays, the graph is recompiled
+/// for the new latency without rebuilding the node, and `oscsend` sets the new parameter
+/// by name. The plugin's input is silence, so its output is its `offset` alone.
+#[cfg(feature = "clap")]
+#[test]
+fn a_parameter_a_clap_plugin_gains_in_a_restart_is_set_by_oscsend() {
+    require_oscsend("a_parameter_a_clap_plugin_gains");
+    let dir = scratch("restart");
+    std::fs::write(
+        dir.join("p.toml"),
+        format!(
+            "sample_rate = 48000\nblock_size = 256\nedges = [\"shaper -> out\"]\n\
+             [nodes.shaper]\ntype = \"clap\"\npath = \"{}\"\nid = \"{}\"\n\
+             [nodes.out]\ntype = \"output\"\nchannels = 2\n",
+            clap_support::test_plugins().display(),
+            clap_support::RESHAPER_ID,
+        ),
+    )
+    .unwrap();
+    let wav = dir.join("live.wav");
+    let live = Live::start(
+        &dir.join("p.toml"),
+        &["--seconds", "3", "--out", wav.to_str().unwrap()],
+    );
+    live.oscsend("/node/shaper/go/step", "f", &["1"]);
+    // The restart and the recompile take milliseconds; the slack is for a loaded machine.
+    std::thread::sleep(Duration::from_millis(800));
+    live.oscsend("/node/shaper/offset/step", "f", &["0.25"]);
+    let (summary, log) = live.finish();
+    assert_eq!(summary["osc_applied"], 2, "{log:?}");
+    assert_eq!(summary["osc_rejected"], 0, "{log:?}");
+    assert!(
+        log.iter()
+            .any(|l| l.contains("the graph is recompiled to follow")),
+        "{log:?}"
+    );
+    let s = samples(&wav);
+    assert!(s[..256].iter().all(|&x| x == 0.0), "silence before");
+    assert!(
+        s[s.len() - 4800..].iter().all(|&x| x == 0.25),
+        "the offset at the end: {:?}",
+        &s[s.len() - 4..]
+    );
+}

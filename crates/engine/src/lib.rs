@@ -21,6 +21,8 @@ pub mod project;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod record;
 #[cfg(not(target_arch = "wasm32"))]
+pub mod revise;
+#[cfg(not(target_arch = "wasm32"))]
 mod running;
 pub mod swap;
 #[cfg(not(target_arch = "wasm32"))]

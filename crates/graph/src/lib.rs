@@ -24,6 +24,7 @@ mod note;
 mod parallel;
 mod param;
 mod profile;
+mod revision;
 mod schedule;
 mod smooth;
 mod song_timeline;
@@ -49,6 +50,7 @@ pub use param::{
     curve_accepts, float_param_accepts, ParamError, ParamKind, ParamSpec, ParamValue, Params, Unit,
 };
 pub use profile::NodeSample;
+pub use revision::{Revision, SharedRevision};
 pub use schedule::{
     NodeLevel, NodeRunner, Schedule, CONTROL_FRAMES, DEFAULT_EVENT_CAPACITY, DEFAULT_SMOOTHING,
 };

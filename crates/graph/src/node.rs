@@ -4,6 +4,7 @@ use crate::buffer::{AudioMut, AudioRef};
 use crate::monitor::SharedMonitor;
 use crate::note::{NoteError, NoteEvent};
 use crate::param::ParamSpec;
+use crate::revision::SharedRevision;
 use crate::smooth::ParamCurve;
 use crate::state::{NodeState, StateError};
 use crate::time::MusicalPosition;
@@ -367,6 +368,14 @@ pub trait Node: Send + 'static {
     /// assert_eq!(monitors[0].1.counts()[0].value, 2);
     /// ```
     fn monitor(&self) -> Option<SharedMonitor> {
+        None
+    }
+
+    /// A handle through which the node's owner publishes a new latency or parameter list
+    /// while the node runs (see [`Revision`](crate::Revision)); `None` (the default) for a
+    /// node whose latency and parameters never change. Read once, when the node is added
+    /// to a graph or an editor, before it moves to the audio thread.
+    fn revision(&self) -> Option<SharedRevision> {
         None
     }
 

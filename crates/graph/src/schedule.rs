@@ -153,7 +153,15 @@ impl Slot {
     fn adopt(&mut self, old: &mut Slot) {
         std::mem::swap(&mut self.node, &mut old.node);
         std::mem::swap(&mut self.out_buf, &mut old.out_buf);
-        std::mem::swap(&mut self.params, &mut old.params);
+        if self.params.len() == old.params.len() {
+            std::mem::swap(&mut self.params, &mut old.params);
+        } else {
+            // The node revised its parameter list (see `Revision`): the parameters it kept
+            // carry their state over by position; the new ones start from this slot's.
+            for (new, running) in self.params.iter_mut().zip(old.params.iter()) {
+                *new = *running;
+            }
+        }
         std::mem::swap(&mut self.outputs, &mut old.outputs);
         std::mem::swap(&mut self.moving, &mut old.moving);
         std::mem::swap(&mut self.touched, &mut old.touched);

@@ -150,6 +150,10 @@ enum Mode {
 /// and the instances of each format (LV2, CLAP) loaded while the changes were made.
 fn render(mode: Mode) -> (Vec<u32>, (u64, u64)) {
     let (mut editor, mut running) = Editor::new(graph(), CFG).unwrap();
+    // Rendered offline: the limiter's CLAP build (DPF) asks for a restart in its first
+    // block, which an offline schedule serves before the next block in every render alike
+    // (in real time it would land wherever the CLAP main thread looks).
+    running.set_offline(true);
     // The limiter's latency, compensated on the delay's path.
     assert_eq!(running.latency(), 480);
     assert!(
@@ -172,6 +176,7 @@ fn render(mode: Mode) -> (Vec<u32>, (u64, u64)) {
         let k = b.wrapping_sub(FIRST_EDIT) / EVERY;
         if mode == Mode::Rebuild && b == FIRST_EDIT {
             let (_, mut fresh) = Editor::new(graph(), CFG).unwrap();
+            fresh.set_offline(true);
             std::mem::swap(&mut fresh, &mut running);
         }
         if mode == Mode::Edits && b >= FIRST_EDIT && (b - FIRST_EDIT) % EVERY == 0 && k < EDITS {

@@ -297,6 +297,9 @@ pub(crate) fn build(path: &Path, args: &DeviceArgs, editable: bool) -> Result<Bu
         None => wanted_channels,
     };
     let capture = needs_input.then(|| Capture::new(capture_channels, project.block_size));
+    // A CLAP node may change its latency or parameters while it runs (a restart): the graph
+    // follows through an editor (see `downbeat::revise`).
+    let editable = editable || project.nodes.iter().any(|n| n.kind == "clap");
     let make = || {
         if editable {
             project.editor().map(|(e, s)| (Some(e), s))

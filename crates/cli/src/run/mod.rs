@@ -17,6 +17,7 @@ use downbeat::edit::LiveEditor;
 use downbeat::nodes::Capture;
 use downbeat::project::Project;
 use downbeat::record::RecordOptions;
+use downbeat::revise::{Reviser, REVISE_PERIOD};
 use downbeat::watch::Watcher;
 use downbeat::Engine;
 use downbeat_cli::Failure;
@@ -134,9 +135,10 @@ pub(crate) struct Args {
     /// levels to the summary (`node_levels` in `--json`).
     #[arg(long)]
     meters: bool,
-    /// When the run ends, write the state of every node that has one (CLAP and LV2
+    /// When the run ends, write the state of every node that has one (CLAP, VST3 and LV2
     /// plugins) to this folder, one file per node named after it (`DIR/<node>.clapstate`,
-    /// `DIR/<node>.ttl`), for a plugin node's `state = "FILE"` to start a later run from.
+    /// `DIR/<node>.vst3state`, `DIR/<node>.ttl`), for a plugin node's `state = "FILE"` to
+    /// start a later run from.
     /// The folder is made when missing.
     #[arg(long, value_name = "DIR")]
     save_state: Option<PathBuf>,
@@ -189,7 +191,7 @@ impl Args {
 }
 
 /// The node types that host a plugin.
-const PLUGIN_TYPES: [&str; 2] = ["clap", "lv2"];
+const PLUGIN_TYPES: [&str; 3] = ["clap", "vst3", "lv2"];
 
 /// Runs the project and prints the summary. `offscreen`: Qt was given its offscreen
 /// platform for want of a display ([`downbeat_plugin::headless`]), which the run says when
@@ -252,6 +254,8 @@ struct Setup {
     osc: Option<OscServer>,
     reloads: Option<reload::Reloader>,
     watcher: Option<Watcher>,
+    /// Recompiles the graph when a plugin changes its latency or parameters.
+    _reviser: Option<Reviser>,
 }
 
 /// What edits the running graph (`--osc`'s `/graph/...`, `--watch`'s reloads): one editor,
@@ -315,6 +319,11 @@ fn prepare(
         }
         _ => None,
     };
+    let reviser = edits
+        .as_ref()
+        .map(|e| Reviser::spawn(e.editor.clone(), REVISE_PERIOD))
+        .transpose()
+        .map_err(|e| Failure::Runtime(format!("cannot start the graph's revision thread: {e}")))?;
     let watcher = args.meters.then(|| engine.watch());
     set_threads(&mut engine, args);
     let length = match (args.seconds, midi_frames) {
@@ -335,6 +344,7 @@ fn prepare(
         osc,
         reloads,
         watcher,
+        _reviser: reviser,
     };
     Ok((engine, setup))
 }

@@ -348,6 +348,7 @@ impl Editor {
     /// [`EditError::Graph`] when the edited graph does not compile. The batch is dropped
     /// (its new nodes with it) and the editor is back at the last commit.
     pub fn commit(&mut self) -> Result<Schedule, EditError> {
+        self.revise();
         let model = std::mem::take(&mut self.working);
         let mut fresh = std::mem::take(&mut self.fresh);
         let mut graph = Graph::new();
@@ -393,6 +394,50 @@ impl Editor {
                 Err(EditError::Graph(e))
             }
         }
+    }
+
+    /// Takes the latency and parameter list every node with a
+    /// [`Revision`](crate::Revision) last published; true when any changed since the last
+    /// look, so that a [`commit`](Editor::commit), with or without other edits, compiles
+    /// them in (it looks itself too). Cheap when nothing changed: an atomic load per such
+    /// node.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use downbeat_graph::{AudioMut, AudioRef, CompileConfig, Editor, Graph, Node, ProcessContext, Revision, SharedRevision};
+    /// use downbeat_nodes::Output;
+    ///
+    /// /// A pass-through whose latency its owner may change.
+    /// struct Lagging(SharedRevision);
+    /// impl Node for Lagging {
+    ///     fn input_channels(&self) -> usize { 1 }
+    ///     fn output_channels(&self) -> usize { 1 }
+    ///     fn process(&mut self, _: &ProcessContext, i: AudioRef<'_>, mut o: AudioMut<'_>) {
+    ///         o.channel_mut(0).copy_from_slice(i.channel(0));
+    ///     }
+    ///     fn latency(&self) -> usize { self.0.latency() }
+    ///     fn revision(&self) -> Option<SharedRevision> { Some(self.0.clone()) }
+    /// }
+    ///
+    /// let revision = Arc::new(Revision::new(0, &[]));
+    /// let mut g = Graph::new();
+    /// let lag = g.add("lag", Lagging(revision.clone()));
+    /// let out = g.add("out", Output::new(1));
+    /// g.connect(lag, out);
+    /// g.set_output(out);
+    /// let (mut editor, running) = Editor::new(g, CompileConfig { sample_rate: 48_000, max_block: 64 }).unwrap();
+    /// assert_eq!(running.latency(), 0);
+    /// assert!(!editor.revise());
+    /// revision.publish(32, &[]);
+    /// assert!(editor.revise());
+    /// assert_eq!(editor.commit().unwrap().latency(), 32);
+    /// ```
+    pub fn revise(&mut self) -> bool {
+        let mut revised = false;
+        for (_, description) in &mut self.working.nodes {
+            revised |= description.revise();
+        }
+        revised
     }
 
     /// Drops the edits made since the last commit.

@@ -4,6 +4,7 @@ use crate::buffer::{AudioMut, AudioRef};
 use crate::monitor::SharedMonitor;
 use crate::node::{Node, Port, ProcessContext};
 use crate::param::{ParamKind, ParamSpec};
+use crate::revision::SharedRevision;
 
 /// What a compile needs to know of a node without having it: the node itself runs on the
 /// audio thread. Read once, when the node is added, while the editor still holds it.
@@ -19,6 +20,9 @@ pub(crate) struct Description {
     pub(crate) plays_notes: bool,
     pub(crate) release_seconds: f64,
     pub(crate) monitor: Option<SharedMonitor>,
+    /// Where the node publishes a new latency or parameter list, and the generation of it
+    /// that `latency` and `params` hold.
+    pub(crate) revision: Option<(SharedRevision, u64)>,
 }
 
 impl Description {
@@ -42,7 +46,33 @@ impl Description {
             plays_notes: node.plays_notes(),
             release_seconds: node.release_seconds(),
             monitor: node.monitor(),
+            revision: node.revision().map(|r| {
+                let seen = r.generation();
+                (r, seen)
+            }),
         }
+    }
+
+    /// Takes the node's latest published latency and parameters, if they are newer than
+    /// what this description holds; true when they were. A revised parameter is live when
+    /// it is declared a live float (the node cannot be asked for its value here; it comes
+    /// from the running node's state, by position, at the take-over, or is the default).
+    pub(crate) fn revise(&mut self) -> bool {
+        let Some((revision, seen)) = &mut self.revision else {
+            return false;
+        };
+        if revision.generation() == *seen {
+            return false;
+        }
+        let (generation, latency, params) = revision.current();
+        *seen = generation;
+        self.latency = latency;
+        self.params = params;
+        self.live = params
+            .iter()
+            .map(|spec| matches!(spec.kind, ParamKind::Float { .. }) && spec.live)
+            .collect();
+        true
     }
 }
 
@@ -87,13 +117,18 @@ impl Node for StandIn {
     }
 
     fn get_param(&self, index: usize) -> Option<f32> {
-        // The value itself comes with the node's parameter state at the take-over.
+        // The value itself comes with the node's parameter state at the take-over; the
+        // default stands for a parameter a revision added, which has none there.
+        let default = match self.0.params.get(index)?.kind {
+            ParamKind::Float { default, .. } => default as f32,
+            _ => 0.0,
+        };
         self.0
             .live
             .get(index)
             .copied()
             .unwrap_or(false)
-            .then_some(0.0)
+            .then_some(default)
     }
 
     fn outputs(&self) -> &'static [ParamSpec] {

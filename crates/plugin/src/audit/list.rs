@@ -1,9 +1,10 @@
-//! What plugins a CLAP file or an LV2 bundle holds, without creating any of them: how
+//! What plugins a CLAP file, a VST3 bundle or an LV2 bundle holds, without creating any of
+//! them: how
 //! `downbeat audit DIR` finds one plugin per row (it calls these in a child process, since
 //! opening a CLAP library runs the plugin's code).
 
 use std::fmt;
-#[cfg(any(feature = "clap", feature = "lv2"))]
+#[cfg(any(feature = "clap", feature = "lv2", feature = "vst3"))]
 use std::path::Path;
 use std::path::PathBuf;
 
@@ -13,6 +14,9 @@ pub enum ListError {
     /// The CLAP file cannot be opened (see [`crate::clap::ClapError`]).
     #[cfg(feature = "clap")]
     Clap(crate::clap::ClapError),
+    /// The VST3 bundle cannot be opened (see [`crate::vst3::Vst3Error`]).
+    #[cfg(feature = "vst3")]
+    Vst3(crate::vst3::Vst3Error),
     /// No folder at this path, or one lilv cannot read as a bundle.
     NotABundle {
         /// The path given.
@@ -30,6 +34,8 @@ impl fmt::Display for ListError {
         match self {
             #[cfg(feature = "clap")]
             ListError::Clap(e) => e.fmt(f),
+            #[cfg(feature = "vst3")]
+            ListError::Vst3(e) => e.fmt(f),
             ListError::NotABundle { path } => {
                 write!(f, "{}: not an LV2 bundle (a folder)", path.display())
             }
@@ -70,6 +76,36 @@ pub fn clap_ids(path: &Path) -> Result<Vec<String>, ListError> {
         Err(ClapError::UnknownId { available, .. }) => Ok(available),
         Err(e) => Err(ListError::Clap(e)),
         Ok(node) => Ok(vec![node.info().id.clone()]),
+    }
+}
+
+/// The names of the audio processor classes in the VST3 bundle at `bundle`, in the
+/// factory's order. Loads the library and reads its factory (running the module's entry,
+/// which is plugin code), but creates no plugin.
+///
+/// ```no_run
+/// use downbeat_plugin::audit::list::vst3_classes;
+/// assert_eq!(vst3_classes("/usr/lib/vst3/ZamComp.vst3".as_ref())?, ["ZamComp"]);
+/// # Ok::<(), downbeat_plugin::audit::list::ListError>(())
+/// ```
+///
+/// # Errors
+/// [`ListError::Vst3`] when the bundle is missing or holds no VST3 module,
+/// [`ListError::Empty`] when its factory lists no audio processor.
+#[cfg(feature = "vst3")]
+pub fn vst3_classes(bundle: &Path) -> Result<Vec<String>, ListError> {
+    use crate::vst3::{Vst3Error, Vst3Node};
+    // As for CLAP: asked for a class no plugin has (names are never empty), the host stops
+    // after reading the factory and names the classes there, before creating anything.
+    match Vst3Node::load(bundle, Some(""), 48000, 1, None) {
+        Err(Vst3Error::UnknownClass { available, .. }) if available.is_empty() => {
+            Err(ListError::Empty {
+                path: bundle.to_path_buf(),
+            })
+        }
+        Err(Vst3Error::UnknownClass { available, .. }) => Ok(available),
+        Err(e) => Err(ListError::Vst3(e)),
+        Ok(node) => Ok(vec![node.info().name.clone()]),
     }
 }
 

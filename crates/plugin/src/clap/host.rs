@@ -3,11 +3,11 @@
 //!
 //! | extension | what the host does |
 //! |---|---|
-//! | core | `request_process` (like `params.request_flush`) wakes a sleeping plugin (one whose last `process` returned `CLAP_PROCESS_SLEEP`, or `CONTINUE_IF_NOT_QUIET` with quiet output) from the next block; `request_restart` and `request_callback` are not acted on yet |
+//! | core | `request_callback` (from any thread): the CLAP main thread (`super::main_thread`) calls the plugin's `on_main_thread` within a few milliseconds, while the node runs; `request_restart`: the node hands its processor over at its next block and the main thread deactivates and activates the plugin, re-reads its latency and parameters and hands a new processor back, the node kept; `request_process` (like `params.request_flush`) wakes a sleeping plugin (one whose last `process` returned `CLAP_PROCESS_SLEEP`, or `CONTINUE_IF_NOT_QUIET` with quiet output) from the next block |
 //! | `clap.log` | prints `[downbeat] clap <plugin name>: <SEVERITY>: <message>` to stderr; from the audio thread the message waits in a fixed ring (`super::log`) until a drain prints it: the [`super::LogDrain`] thread while one runs, else the node on its main thread |
-//! | `clap.thread-check` | main thread: the thread that built the node; audio thread: whichever thread is inside the node's `process` (see [`super::thread`]) |
-//! | `clap.latency` | `changed()` raises a flag; the node re-reads the latency on the main thread after the call that changed it |
-//! | `clap.params` | `rescan` with `VALUES` re-reads the values on the main thread; `clear` has nothing to clear (the host keeps no automation or modulation of its own per parameter); `request_flush` raises a flag, served by a main-thread `flush` while the plugin is inactive, and by the next `process` otherwise (which it wakes a sleeping plugin for) |
+//! | `clap.thread-check` | main thread: the CLAP main thread, which made the instance and makes every main-thread call; audio thread: whichever thread is inside the node's `process` (see [`super::thread`]) |
+//! | `clap.latency` | `changed()` raises a flag; the main thread re-reads the latency after the call that changed it (an activation: CLAP allows a change only then) and publishes it for the graph's next compile |
+//! | `clap.params` | `rescan` with `VALUES` re-reads the values on the main thread; a new parameter list (`ALL`, allowed while the plugin is inactive) is read at every activation and published for the graph's next compile; `clear` has nothing to clear (the host keeps no automation or modulation of its own per parameter); `request_flush` raises a flag, served by a main-thread `flush` while the plugin is inactive, and by the next `process` otherwise (which it wakes a sleeping plugin for) |
 //! | `clap.state` | `mark_dirty` raises a flag ([`HostFlags::dirty`]) |
 //! | `clap.audio-ports` | no rescan flag is supported (the graph's channels are fixed when it compiles); a `rescan` is logged as ignored |
 //! | `clap.note-ports` | CLAP and MIDI dialects; a `rescan` is logged as ignored |
@@ -15,7 +15,7 @@
 //! Every callback is allocation-free on the audio thread; the ones CLAP restricts to the main
 //! thread run there.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use clack_extensions::audio_ports::{AudioPortRescanFlags, HostAudioPorts, HostAudioPortsImpl};
@@ -53,6 +53,17 @@ pub(crate) struct HostFlags {
     pub(crate) process_requested: AtomicBool,
     /// Calls of any `rescan` the host could not follow (audio or note ports).
     pub(crate) ignored_rescans: AtomicU32,
+    /// `request_callback()` was called (from any thread): the main thread calls
+    /// `on_main_thread`.
+    pub(crate) callback_requested: AtomicBool,
+    /// `request_restart()` was called (from any thread): the main thread deactivates and
+    /// activates the plugin.
+    pub(crate) restart_requested: AtomicBool,
+    /// `on_main_thread` calls the main thread made.
+    pub(crate) callbacks: AtomicU64,
+    /// Restarts completed (deactivated and activated again, the new processor handed to
+    /// the node).
+    pub(crate) restarts: AtomicU64,
 }
 
 /// What every thread of the instance sees.
@@ -62,7 +73,8 @@ pub(crate) struct HostShared {
     /// What the plugin logs from the audio thread; shared with the drain thread
     /// ([`super::LogDrain`]) when one runs.
     pub(crate) log: Arc<LogSink>,
-    pub(crate) flags: HostFlags,
+    /// Shared with the node, which reads them without going through the instance.
+    pub(crate) flags: Arc<HostFlags>,
 }
 
 impl HostShared {
@@ -71,18 +83,8 @@ impl HostShared {
         Self {
             log: Arc::new(LogSink::new(name)),
             main: ThreadMark::current(),
-            flags: HostFlags::default(),
+            flags: Arc::default(),
         }
-    }
-
-    /// See [`LogSink::take_lines`].
-    pub(crate) fn take_log(&self) -> Vec<String> {
-        self.log.take_lines()
-    }
-
-    /// Prints the messages logged from the audio thread to stderr. Off the audio thread.
-    pub(crate) fn drain_log(&self) {
-        self.log.print();
     }
 
     fn is_main(&self) -> bool {
@@ -91,14 +93,17 @@ impl HostShared {
 }
 
 impl<'a> SharedHandler<'a> for HostShared {
-    // Restart and main-thread callback requests are not acted on yet, which CLAP allows
-    // for requests.
-    fn request_restart(&self) {}
+    // Any thread, the audio thread included: atomic stores, which the main thread and the
+    // node look at.
+    fn request_restart(&self) {
+        self.flags.restart_requested.store(true, Ordering::Release);
+    }
     fn request_process(&self) {
-        // Any thread, the audio thread included: an atomic store.
         self.flags.process_requested.store(true, Ordering::Release);
     }
-    fn request_callback(&self) {}
+    fn request_callback(&self) {
+        self.flags.callback_requested.store(true, Ordering::Release);
+    }
 }
 
 impl HostLogImpl for HostShared {

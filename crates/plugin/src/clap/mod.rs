@@ -38,6 +38,20 @@
 //! is not silent, or the plugin's `request_process` (from any thread):
 //! [`ClapNode::blocks_slept`] counts the blocks it slept through.
 //!
+//! **The main thread.** Every instance lives on one thread of the process, the CLAP main
+//! thread, which makes all of its main-thread calls (load, create, activate, state,
+//! deactivate, destroy: the node sends them there and waits) and serves the plugin's
+//! requests every [`MAIN_THREAD_POLL`] while it runs, on every device, offline included:
+//! `request_callback` gets `on_main_thread`; `request_restart` gets the plugin
+//! deactivated and activated again, the node kept. For a restart the node hands its
+//! processor over at its next block and plays silence until it is back (offline, it waits
+//! for it, at most [`OFFLINE_RESTART_WAIT`]); the latency and parameters the plugin reports
+//! after the new activation reach the graph through the node's
+//! [`Revision`](downbeat_graph::Revision) at the next commit of an
+//! [`Editor`](downbeat_graph::Editor) (`downbeat run` commits within a few milliseconds):
+//! the new latency is compensated and a new parameter can be set by name
+//! ([`ClapNode::restarts`], [`ClapNode::main_thread_callbacks`]).
+//!
 //! **Host extensions** offered to the plugin (details in `host.rs`):
 //!
 //! * `clap.log`: printed to stderr as `[downbeat] clap <plugin name>: <SEVERITY>: <message>`.
@@ -48,15 +62,14 @@
 //!   node's drop); when all 64 are waiting, further messages are counted
 //!   ([`ClapNode::log_dropped`]) and lost, and the next drain says how many after the
 //!   messages it prints.
-//! * `clap.thread-check`: the main thread is the thread that built the node; the audio thread
+//! * `clap.thread-check`: the main thread is the CLAP main thread; the audio thread
 //!   is whichever thread is inside the node's `process` (a thread-local raised around the
-//!   call, so every pool worker processing a plugin is one). An offline render processing on
-//!   the main thread is both, and is told so.
-//! * `clap.latency`: `changed()` is noted; the node re-reads the plugin's latency on the main
-//!   thread after activation and in [`ClapNode::main_thread_tick`]. The graph plans its delay
-//!   compensation from [`Node::latency`] when it compiles, so a new latency takes effect at
-//!   the next compile of a graph holding the node. CLAP lets a plugin change its latency
-//!   only while inactive (in `activate`), before that compile.
+//!   call, so every pool worker processing a plugin is one).
+//! * `clap.latency`: `changed()` is noted; the main thread reads the plugin's latency after
+//!   every activation (CLAP lets a plugin change it only in `activate`, so a running plugin
+//!   asks for a restart first) and in [`ClapNode::main_thread_tick`]. The graph plans its
+//!   delay compensation when it compiles: from [`Node::latency`] at first, from the node's
+//!   revision after a restart.
 //! * `clap.params`: `rescan` with values re-reads them ([`ClapNode::main_thread_tick`]);
 //!   `clear` has nothing to clear; `request_flush` (an atomic store, safe from any thread) is
 //!   served by a main-thread `flush` while the plugin is not yet active, and otherwise by the
@@ -105,11 +118,33 @@
 //! [`Node::save_state`]: downbeat_graph::Node::save_state
 
 mod error;
+mod handover;
 mod host;
 mod log;
 mod log_drain;
+mod main_thread;
 mod node;
 mod thread;
+
+/// The atomics and cell `handover` uses: std's here, loom's in its model
+/// (`tests/loom_handover.rs`).
+mod sync {
+    pub(crate) use std::sync::atomic::{AtomicU8, Ordering};
+    pub(crate) use std::sync::Arc;
+
+    /// `std`'s cell with loom's way in, so that one text serves both.
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        pub(crate) fn new(v: T) -> Self {
+            Self(std::cell::UnsafeCell::new(v))
+        }
+
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+}
 
 use std::path::Path;
 
@@ -117,12 +152,14 @@ use downbeat_graph::{
     Node, NodeConfig, NodeFactory, ParamError, ParamKind, ParamSpec, ParamValue, Unit,
 };
 
+pub use crate::naming::{param_name, port_names};
 pub use error::ClapError;
 pub use log_drain::LogDrain;
+pub use main_thread::POLL as MAIN_THREAD_POLL;
 #[doc(hidden)]
 pub use node::instances_loaded;
 pub use node::{
-    param_name, port_names, transport_event, ClapInfo, ClapNode, EVENT_CAPACITY, STATE_EXTENSION,
+    transport_event, ClapInfo, ClapNode, EVENT_CAPACITY, OFFLINE_RESTART_WAIT, STATE_EXTENSION,
 };
 
 /// The keys every `clap` node takes besides the plugin's parameters: declared so that the

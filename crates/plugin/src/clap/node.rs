@@ -4,6 +4,7 @@ use std::ffi::CString;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use clack_extensions::audio_ports::{AudioPortFlags, AudioPortInfoBuffer, PluginAudioPorts};
 use clack_extensions::latency::PluginLatency;
@@ -21,14 +22,18 @@ use clack_host::utils::{BeatTime, SecondsTime};
 use downbeat_graph::time::MusicalPosition;
 use downbeat_graph::{
     AudioMut, AudioRef, Node, NodeState, NoteError, NoteEvent, ParamKind, ParamSpec, Port,
-    ProcessContext, StateError, Unit,
+    ProcessContext, Revision, SharedRevision, StateError, Unit,
 };
 
 use super::error::ClapError;
-use super::host::{Host, HostMain, HostShared};
+use super::handover::{self, AudioSide};
+use super::host::{Host, HostFlags, HostMain, HostShared};
+use super::log::LogSink;
 use super::log_drain;
+use super::main_thread::{self, Entry, Instances};
 use super::thread::AudioScope;
 use crate::crash::{self, Label, Phase};
+use crate::naming::{param_name, port_names};
 
 /// The file-name extension of a saved CLAP state (`downbeat run --save-state`): the bytes
 /// are the plugin's own state stream, as its `clap.state` `save` wrote them.
@@ -43,6 +48,10 @@ pub const STATE_EXTENSION: &str = "clapstate";
 /// Events a node holds between blocks (parameter changes and notes, including those that
 /// fall in later blocks). Fixed when the node is built, so the audio thread never grows it.
 pub const EVENT_CAPACITY: usize = 1024;
+
+/// How long an offline render waits for a plugin's restart before it goes on without it
+/// (playing silence for the node until the plugin is back).
+pub const OFFLINE_RESTART_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Plugin instances created by this process (every successful instantiation).
 static INSTANCES: AtomicU64 = AtomicU64::new(0);
@@ -61,6 +70,55 @@ struct Param {
     id: ClapId,
     min: f64,
     max: f64,
+}
+
+/// A plugin's parameters as the node exposes them: their specs (what a compile sees), the
+/// plugin's ids and ranges, and the values now.
+struct ParamList {
+    specs: &'static [ParamSpec],
+    params: Vec<Param>,
+    values: Vec<f32>,
+}
+
+/// What a restart hands back and forth ([`super::main_thread`]): to the main thread, the
+/// plugin's stopped processor; back to the node, the new processor with the latency and
+/// parameters read after the new activation; back to the main thread again, the parameter
+/// lists the node replaced, to be freed there.
+pub(crate) struct Restart {
+    pub(crate) processor: Option<PluginAudioProcessor<Host>>,
+    pub(crate) latency: usize,
+    pub(crate) specs: &'static [ParamSpec],
+    params: Vec<Param>,
+    values: Vec<f32>,
+}
+
+impl Restart {
+    /// What the node hands over: its processor, nothing else yet.
+    fn handing(processor: Option<PluginAudioProcessor<Host>>, specs: &'static [ParamSpec]) -> Self {
+        Self {
+            processor,
+            latency: 0,
+            specs,
+            params: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+
+    /// The latency and parameters of the plugin as it is now, with no processor yet. Main
+    /// thread, after an activation.
+    pub(crate) fn read(instance: &mut PluginInstance<Host>, flags: &HostFlags) -> Self {
+        let latency = read_latency(instance);
+        flags.latency_changed.store(false, Ordering::Release);
+        flags.values_changed.store(false, Ordering::Release);
+        let list = read_params(instance);
+        Self {
+            processor: None,
+            latency,
+            specs: list.specs,
+            params: list.params,
+            values: list.values,
+        }
+    }
 }
 
 /// An event waiting for its block.
@@ -151,9 +209,22 @@ pub struct ClapNode {
     info: ClapInfo,
     /// How a crash report names the plugin ([`crash`]).
     label: Label,
-    // Field order matters: the processor is deactivated (in `drop`) before the instance goes.
+    /// The plugin's audio side; `None` while a restart has it, or after a failed one.
     processor: Option<PluginAudioProcessor<Host>>,
-    instance: PluginInstance<Host>,
+    /// The instance's key on the CLAP main thread ([`main_thread`]), which keeps it.
+    key: u64,
+    /// This end of the restart hand-over; taken only by `drop`.
+    restart: Option<AudioSide<Restart>>,
+    flags: Arc<HostFlags>,
+    log: Arc<LogSink>,
+    /// Where the main thread publishes a latency or parameter list a restart changed.
+    revision: SharedRevision,
+    /// Offline (see [`Node::set_offline`]): a restart is waited for, not played through.
+    offline: bool,
+    /// Blocks the node played silence for while the plugin restarted.
+    blocks_restarting: u64,
+    /// The processor is on the main thread for a restart.
+    away: bool,
     /// Each audio input port's channels in `in_bufs`, which are the node's input channels.
     in_ports: Vec<Range<usize>>,
     /// Each audio output port's channels in `out_bufs`, the node's output channels.
@@ -186,14 +257,6 @@ pub struct ClapNode {
     transport: TransportEvent,
 }
 
-// SAFETY: `PluginInstance` is not `Send` because CLAP wants the plugin's main-thread calls
-// to come from one thread. A `ClapNode` makes them on the thread that builds it (`load`:
-// create, init, activate, queries) and when it is dropped (deactivate, destroy); in between
-// only the audio processor is used, and that is `Send` and meant to run on the audio thread.
-// The node is never shared (`&ClapNode` gives access to nothing that calls the plugin), so
-// moving it to the audio thread and back cannot make two threads call the plugin at once.
-unsafe impl Send for ClapNode {}
-
 fn host_info() -> HostInfo {
     HostInfo::new(
         "Downbeat",
@@ -202,29 +265,6 @@ fn host_info() -> HostInfo {
         env!("CARGO_PKG_VERSION"),
     )
     .expect("no NUL in the host's constant strings")
-}
-
-/// Turns a CLAP parameter name into a project-file key: lower case, runs of anything but
-/// letters and digits become one `_`.
-///
-/// ```
-/// use downbeat_plugin::clap::param_name;
-/// assert_eq!(param_name("Gain"), "gain");
-/// assert_eq!(param_name("Filter Cutoff (Hz)"), "filter_cutoff_hz");
-/// ```
-pub fn param_name(name: &str) -> String {
-    let mut out = String::new();
-    for c in name.chars() {
-        if c.is_alphanumeric() {
-            out.extend(c.to_lowercase());
-        } else if !out.is_empty() && !out.ends_with('_') {
-            out.push('_');
-        }
-    }
-    while out.ends_with('_') {
-        out.pop();
-    }
-    out
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -250,43 +290,6 @@ impl PortList {
             .map(|(name, r)| Port::new(name, r.len()))
             .collect()
     }
-}
-
-/// The graph names of a plugin's audio ports of one direction, given their CLAP names in
-/// port order and the index of the main port: the main port is `main`; every other is its
-/// CLAP name made a project-file key as [`param_name`] makes parameter names (lower case,
-/// each run of anything but letters and digits one `_`, so no `:`, `@` or white space is
-/// left), `port<N>` (N its position) when nothing is left, and `_2`, `_3`, … appended to a
-/// name already taken on the same side (`main` always is).
-///
-/// ```
-/// use downbeat_plugin::clap::port_names;
-/// let names = ["Audio Input".to_string(), "Side Chain: L@R".into(), "".into(), "main".into()];
-/// assert_eq!(port_names(&names, 0), ["main", "side_chain_l_r", "port2", "main_2"]);
-/// ```
-pub fn port_names(names: &[String], main: usize) -> Vec<String> {
-    let mut taken = vec![Port::MAIN.to_string()];
-    names
-        .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            if i == main {
-                return Port::MAIN.to_string();
-            }
-            let base = match param_name(name) {
-                n if n.is_empty() => format!("port{i}"),
-                n => n,
-            };
-            let mut candidate = base.clone();
-            let mut n = 2;
-            while taken.contains(&candidate) {
-                candidate = format!("{base}_{n}");
-                n += 1;
-            }
-            taken.push(candidate.clone());
-            candidate
-        })
-        .collect()
 }
 
 /// Reads the port list of one direction.
@@ -327,6 +330,58 @@ fn read_latency(instance: &mut PluginInstance<Host>) -> usize {
         .map_or(0, |l| l.get(&handle) as usize)
 }
 
+/// The plugin's parameters, their values as the plugin reports them now. Main thread.
+fn read_params(instance: &mut PluginInstance<Host>) -> ParamList {
+    let handle = instance.plugin_handle();
+    let mut specs = Vec::new();
+    let mut params = Vec::new();
+    let mut values = Vec::new();
+    if let Some(ext) = handle.get_extension::<PluginParams>() {
+        let mut buffer = ParamInfoBuffer::new();
+        for i in 0..ext.count(&handle) {
+            let Some(p) = ext.get_info(&handle, i, &mut buffer) else {
+                continue;
+            };
+            let mut name = param_name(&text(p.name));
+            if name.is_empty() || specs.iter().any(|s: &ParamSpec| s.name == name) {
+                name = format!("{}_{}", if name.is_empty() { "param" } else { &name }, p.id);
+            }
+            let current = ext.get_value(&handle, p.id).unwrap_or(p.default_value);
+            let doc = format!(
+                "CLAP parameter {} \"{}\" ({} to {})",
+                p.id,
+                text(p.name),
+                p.min_value,
+                p.max_value
+            );
+            specs.push(ParamSpec {
+                name: Box::leak(name.into_boxed_str()),
+                doc: Box::leak(doc.into_boxed_str()),
+                kind: ParamKind::Float {
+                    min: p.min_value,
+                    max: p.max_value,
+                    default: p.default_value,
+                },
+                unit: Unit::None,
+                live: true,
+            });
+            params.push(Param {
+                id: p.id,
+                min: p.min_value,
+                max: p.max_value,
+            });
+            values.push(current as f32);
+        }
+    }
+    ParamList {
+        // Leaked once per list read: `Node::params` hands out a 'static list, and these
+        // names exist only once the plugin is loaded.
+        specs: Box::leak(specs.into_boxed_slice()),
+        params,
+        values,
+    }
+}
+
 /// Reads a saved state file into the inactive plugin. Main thread.
 fn load_state(instance: &mut PluginInstance<Host>, file: &Path) -> Result<(), String> {
     let bytes = std::fs::read(file).map_err(|e| format!("cannot read it: {e}"))?;
@@ -340,7 +395,7 @@ fn load_state(instance: &mut PluginInstance<Host>, file: &Path) -> Result<(), St
 
 /// Serves a `request_flush` made while the plugin is inactive: a main-thread `flush` with
 /// no events, which lets the plugin settle its parameters. Main thread, inactive plugin.
-fn flush_if_requested(instance: &mut PluginInstance<Host>) {
+pub(crate) fn flush_if_requested(instance: &mut PluginInstance<Host>) {
     let requested =
         instance.access_shared_handler(|h| h.flags.flush_requested.swap(false, Ordering::AcqRel));
     if !requested {
@@ -354,6 +409,178 @@ fn flush_if_requested(instance: &mut PluginInstance<Host>) {
         let mut output = EventBuffer::new();
         params.flush(&mut handle, &input.as_input(), &mut output.as_output());
     }
+}
+
+/// What [`create`] made on the CLAP main thread for the node.
+struct Made {
+    key: u64,
+    info: ClapInfo,
+    label: Label,
+    processor: PluginAudioProcessor<Host>,
+    flags: Arc<HostFlags>,
+    log: Arc<LogSink>,
+    restart: AudioSide<Restart>,
+    revision: SharedRevision,
+    in_list: PortList,
+    out_list: PortList,
+    instrument: bool,
+    list: ParamList,
+    latency: usize,
+}
+
+/// Loads, creates and activates the plugin, and keeps its instance in `instances`. On the
+/// CLAP main thread.
+fn create(
+    instances: &mut Instances,
+    path: &Path,
+    id: Option<&str>,
+    config: PluginAudioConfiguration,
+    state: Option<&Path>,
+) -> Result<Made, ClapError> {
+    let path_buf = path.to_path_buf();
+    // dlopen searches the library path for a name without a slash: hand it an absolute
+    // path so that `plugin.clap` means the file in the working directory.
+    let absolute = std::fs::canonicalize(path).map_err(|e| ClapError::Load {
+        path: path_buf.clone(),
+        reason: e.to_string(),
+    })?;
+    let file_label = Label::new(id.unwrap_or("?"), &path.display().to_string());
+    let loading = crash::enter(file_label, Phase::Load);
+    // SAFETY: loading a library runs its initialisers, and a non-compliant CLAP entry can
+    // break clack's assumptions; that is what hosting a plugin means, and the user chose
+    // this file by naming it in the project.
+    let entry = unsafe { PluginEntry::load(&absolute) }.map_err(|e| ClapError::Load {
+        path: path_buf.clone(),
+        reason: e.to_string(),
+    })?;
+    let factory = entry
+        .get_plugin_factory()
+        .ok_or_else(|| ClapError::NoFactory {
+            path: path_buf.clone(),
+        })?;
+    let mut available = Vec::new();
+    let mut names = Vec::new();
+    for d in factory.plugin_descriptors() {
+        if let Some(i) = d.id() {
+            available.push(i.to_string_lossy().into_owned());
+            names.push(
+                d.name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            );
+        }
+    }
+    let index = match id {
+        Some(id) => available
+            .iter()
+            .position(|a| a == id)
+            .ok_or_else(|| ClapError::UnknownId {
+                path: path_buf.clone(),
+                id: id.to_string(),
+                available: available.clone(),
+            })?,
+        None if available.len() == 1 => 0,
+        None => {
+            return Err(ClapError::IdNeeded {
+                path: path_buf,
+                available,
+            })
+        }
+    };
+    let info = ClapInfo {
+        path: path_buf.clone(),
+        id: available[index].clone(),
+        name: names[index].clone(),
+    };
+    let fail = |step: &str, e: &dyn std::fmt::Display| ClapError::Plugin {
+        path: path_buf.clone(),
+        id: info.id.clone(),
+        reason: format!("{step} failed: {e}"),
+    };
+    drop(loading);
+    let label = Label::new(&info.name, &format!("{}#{}", path.display(), info.id));
+    let creating = crash::enter(label, Phase::Create);
+    let c_id = CString::new(info.id.clone()).map_err(|e| fail("reading the id", &e))?;
+    let mut instance = PluginInstance::<Host>::new(
+        |_| HostShared::new(info.name.clone()),
+        |shared| HostMain::new(shared),
+        &entry,
+        &c_id,
+        &host_info(),
+    )
+    .map_err(|e| fail("instantiation", &e))?;
+    INSTANCES.fetch_add(1, Ordering::Relaxed);
+    let (flags, log) = instance.access_shared_handler(|h| (h.flags.clone(), h.log.clone()));
+    log_drain::register(&log);
+    if let Some(file) = state {
+        load_state(&mut instance, file).map_err(|reason| ClapError::State {
+            path: path_buf.clone(),
+            id: info.id.clone(),
+            file: file.to_path_buf(),
+            reason,
+        })?;
+    }
+    flush_if_requested(&mut instance);
+
+    let mut handle = instance.plugin_handle();
+    let port_ext = handle.get_extension::<PluginAudioPorts>();
+    let in_list = ports(&mut handle, port_ext, true);
+    let out_list = ports(&mut handle, port_ext, false);
+    let instrument = handle
+        .get_extension::<PluginNotePorts>()
+        .is_some_and(|n| n.count(&handle, true) > 0);
+    if out_list.ranges.iter().all(|r| r.is_empty()) {
+        return Err(fail(
+            "reading the audio ports",
+            &"the plugin has no audio output",
+        ));
+    }
+    drop(creating);
+    let activating = crash::enter(label, Phase::Activate);
+    let processor = instance
+        .activate(|_, _| (), config)
+        .map_err(|e| fail("activation", &e))?;
+    drop(activating);
+    // CLAP: latency is read once the plugin is active (whether or not it said `changed()`
+    // in `activate`); the parameters after it too, so a restart reads them the same way.
+    let Restart {
+        latency,
+        specs,
+        params,
+        values,
+        ..
+    } = Restart::read(&mut instance, &flags);
+    log.print();
+    let revision = Arc::new(Revision::new(latency, specs));
+    let (main_side, audio_side) = handover::pair();
+    let key = instances.insert(Entry {
+        instance,
+        label,
+        config,
+        flags: flags.clone(),
+        log: log.clone(),
+        restart: main_side,
+        revision: revision.clone(),
+    });
+    Ok(Made {
+        key,
+        info,
+        label,
+        processor: processor.into(),
+        flags,
+        log,
+        restart: audio_side,
+        revision,
+        in_list,
+        out_list,
+        instrument,
+        list: ParamList {
+            specs,
+            params,
+            values,
+        },
+        latency,
+    })
 }
 
 impl ClapNode {
@@ -416,172 +643,58 @@ impl ClapNode {
         if !path.is_file() {
             return Err(ClapError::MissingFile { path: path_buf });
         }
-        // dlopen searches the library path for a name without a slash: hand it an absolute
-        // path so that `plugin.clap` means the file in the working directory.
-        let absolute = std::fs::canonicalize(path).map_err(|e| ClapError::Load {
-            path: path_buf.clone(),
-            reason: e.to_string(),
-        })?;
-        let file_label = Label::new(id.unwrap_or("?"), &path.display().to_string());
-        let loading = crash::enter(file_label, Phase::Load);
-        // SAFETY: loading a library runs its initialisers, and a non-compliant CLAP entry
-        // can break clack's assumptions; that is what hosting a plugin means, and the user
-        // chose this file by naming it in the project.
-        let entry = unsafe { PluginEntry::load(&absolute) }.map_err(|e| ClapError::Load {
-            path: path_buf.clone(),
-            reason: e.to_string(),
-        })?;
-        let factory = entry
-            .get_plugin_factory()
-            .ok_or_else(|| ClapError::NoFactory {
-                path: path_buf.clone(),
-            })?;
-        let mut available = Vec::new();
-        let mut names = Vec::new();
-        for d in factory.plugin_descriptors() {
-            if let Some(i) = d.id() {
-                available.push(i.to_string_lossy().into_owned());
-                names.push(
-                    d.name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
-                );
-            }
-        }
-        let index = match id {
-            Some(id) => {
-                available
-                    .iter()
-                    .position(|a| a == id)
-                    .ok_or_else(|| ClapError::UnknownId {
-                        path: path_buf.clone(),
-                        id: id.to_string(),
-                        available: available.clone(),
-                    })?
-            }
-            None if available.len() == 1 => 0,
-            None => {
-                return Err(ClapError::IdNeeded {
-                    path: path_buf,
-                    available,
-                })
-            }
-        };
-        let info = ClapInfo {
-            path: path_buf.clone(),
-            id: available[index].clone(),
-            name: names[index].clone(),
-        };
-        let fail = |step: &str, e: &dyn std::fmt::Display| ClapError::Plugin {
-            path: path_buf.clone(),
-            id: info.id.clone(),
-            reason: format!("{step} failed: {e}"),
-        };
-        drop(loading);
-        let label = Label::new(&info.name, &format!("{}#{}", path.display(), info.id));
-        let creating = crash::enter(label, Phase::Create);
-        let c_id = CString::new(info.id.clone()).map_err(|e| fail("reading the id", &e))?;
-        let mut instance = PluginInstance::<Host>::new(
-            |_| HostShared::new(info.name.clone()),
-            |shared| HostMain::new(shared),
-            &entry,
-            &c_id,
-            &host_info(),
-        )
-        .map_err(|e| fail("instantiation", &e))?;
-        INSTANCES.fetch_add(1, Ordering::Relaxed);
-        instance.access_shared_handler(|h| log_drain::register(&h.log));
-        if let Some(file) = state {
-            load_state(&mut instance, file).map_err(|reason| ClapError::State {
-                path: path_buf.clone(),
-                id: info.id.clone(),
-                file: file.to_path_buf(),
-                reason,
-            })?;
-        }
-        flush_if_requested(&mut instance);
-
-        let mut handle = instance.plugin_handle();
-        let port_ext = handle.get_extension::<PluginAudioPorts>();
-        let in_list = ports(&mut handle, port_ext, true);
-        let out_list = ports(&mut handle, port_ext, false);
-        let input_ports = in_list.node_ports();
-        let output_ports = out_list.node_ports();
-        let (in_ports, out_ports) = (in_list.ranges, out_list.ranges);
-        let instrument = handle
-            .get_extension::<PluginNotePorts>()
-            .is_some_and(|n| n.count(&handle, true) > 0);
-        let mut specs = Vec::new();
-        let mut params = Vec::new();
-        let mut values = Vec::new();
-        if let Some(ext) = handle.get_extension::<PluginParams>() {
-            let mut buffer = ParamInfoBuffer::new();
-            for i in 0..ext.count(&handle) {
-                let Some(p) = ext.get_info(&handle, i, &mut buffer) else {
-                    continue;
-                };
-                let mut name = param_name(&text(p.name));
-                if name.is_empty() || specs.iter().any(|s: &ParamSpec| s.name == name) {
-                    name = format!("{}_{}", if name.is_empty() { "param" } else { &name }, p.id);
-                }
-                let current = ext.get_value(&handle, p.id).unwrap_or(p.default_value);
-                let doc = format!(
-                    "CLAP parameter {} \"{}\" ({} to {})",
-                    p.id,
-                    text(p.name),
-                    p.min_value,
-                    p.max_value
-                );
-                specs.push(ParamSpec {
-                    // Leaked once per node built: `Node::params` hands out a 'static list,
-                    // and these names exist only once the plugin is loaded.
-                    name: Box::leak(name.into_boxed_str()),
-                    doc: Box::leak(doc.into_boxed_str()),
-                    kind: ParamKind::Float {
-                        min: p.min_value,
-                        max: p.max_value,
-                        default: p.default_value,
-                    },
-                    unit: Unit::None,
-                    live: true,
-                });
-                params.push(Param {
-                    id: p.id,
-                    min: p.min_value,
-                    max: p.max_value,
-                });
-                values.push(current as f32);
-            }
-        }
-        let n_in = in_ports.last().map_or(0, |r| r.end);
-        let n_out = out_ports.last().map_or(0, |r| r.end);
-        if n_out == 0 {
-            return Err(fail(
-                "reading the audio ports",
-                &"the plugin has no audio output",
-            ));
-        }
+        let (id, state) = (id.map(str::to_owned), state.map(Path::to_path_buf));
         let config = PluginAudioConfiguration {
             sample_rate: f64::from(sample_rate),
             min_frames_count: 1,
             max_frames_count: max_block as u32,
         };
-        drop(creating);
-        let activating = crash::enter(label, Phase::Activate);
-        let processor = instance
-            .activate(|_, _| (), config)
-            .map_err(|e| fail("activation", &e))?;
-        drop(activating);
-        // CLAP: latency is read once the plugin is active (whether or not it said
-        // `changed()` in `activate`).
-        let latency = read_latency(&mut instance);
-        instance.access_shared_handler(|h| h.flags.latency_changed.store(false, Ordering::Release));
-        instance.access_shared_handler(HostShared::drain_log);
+        // Every main-thread call of the instance is made there, for as long as it lives.
+        let made = main_thread::call(move |instances| {
+            create(
+                instances,
+                &path_buf,
+                id.as_deref(),
+                config,
+                state.as_deref(),
+            )
+        })
+        .map_err(|_| ClapError::Load {
+            path: path.to_path_buf(),
+            reason: "the CLAP main thread has stopped".into(),
+        })??;
+        let Made {
+            key,
+            info,
+            label,
+            processor,
+            flags,
+            log,
+            restart,
+            revision,
+            in_list,
+            out_list,
+            instrument,
+            list,
+            latency,
+        } = made;
+        let input_ports = in_list.node_ports();
+        let output_ports = out_list.node_ports();
+        let (in_ports, out_ports) = (in_list.ranges, out_list.ranges);
+        let n_in = in_ports.last().map_or(0, |r| r.end);
+        let n_out = out_ports.last().map_or(0, |r| r.end);
         Ok(Self {
             info,
             label,
-            processor: Some(processor.into()),
-            instance,
+            processor: Some(processor),
+            key,
+            restart: Some(restart),
+            flags,
+            log,
+            revision,
+            offline: false,
+            blocks_restarting: 0,
+            away: false,
             audio_in: AudioPorts::with_capacity(n_in, in_ports.len()),
             audio_out: AudioPorts::with_capacity(n_out, out_ports.len()),
             in_ports,
@@ -590,9 +703,9 @@ impl ClapNode {
             output_ports,
             in_bufs: vec![vec![0.0; max_block]; n_in],
             out_bufs: vec![vec![0.0; max_block]; n_out],
-            specs: Box::leak(specs.into_boxed_slice()),
-            params,
-            values,
+            specs: list.specs,
+            params: list.params,
+            values: list.values,
             pending: touched_pending(),
             events_in: touched_events(),
             events_out: touched_events(),
@@ -626,25 +739,30 @@ impl ClapNode {
     /// # Ok::<(), downbeat_plugin::clap::ClapError>(())
     /// ```
     pub fn main_thread_tick(&mut self) {
-        self.instance.access_shared_handler(HostShared::drain_log);
-        let (latency, values) = self.instance.access_shared_handler(|h| {
-            (
-                h.flags.latency_changed.swap(false, Ordering::AcqRel),
-                h.flags.values_changed.swap(false, Ordering::AcqRel),
-            )
+        let key = self.key;
+        let read = main_thread::call(move |instances| {
+            let e = instances.get(key)?;
+            e.log.print();
+            let latency = e
+                .flags
+                .latency_changed
+                .swap(false, Ordering::AcqRel)
+                .then(|| read_latency(&mut e.instance));
+            let values = e
+                .flags
+                .values_changed
+                .swap(false, Ordering::AcqRel)
+                .then(|| read_params(&mut e.instance).values);
+            Some((latency, values))
         });
-        if latency {
-            self.latency = read_latency(&mut self.instance);
+        let Ok(Some((latency, values))) = read else {
+            return;
+        };
+        if let Some(latency) = latency {
+            self.latency = latency;
         }
-        if values {
-            let handle = self.instance.plugin_handle();
-            if let Some(ext) = handle.get_extension::<PluginParams>() {
-                for (p, v) in self.params.iter().zip(self.values.iter_mut()) {
-                    if let Some(now) = ext.get_value(&handle, p.id) {
-                        *v = now as f32;
-                    }
-                }
-            }
+        if let Some(values) = values.filter(|v| v.len() == self.values.len()) {
+            self.values = values;
         }
     }
 
@@ -663,7 +781,7 @@ impl ClapNode {
     /// # Ok::<(), downbeat_plugin::clap::ClapError>(())
     /// ```
     pub fn take_log(&mut self) -> Vec<String> {
-        self.instance.access_shared_handler(HostShared::take_log)
+        self.log.take_lines()
     }
 
     /// True when the plugin said its state changed (`state.mark_dirty()`) since it was
@@ -681,8 +799,7 @@ impl ClapNode {
     /// # Ok::<(), downbeat_plugin::clap::ClapError>(())
     /// ```
     pub fn state_dirty(&self) -> bool {
-        self.instance
-            .access_shared_handler(|h| h.flags.dirty.load(Ordering::Acquire))
+        self.flags.dirty.load(Ordering::Acquire)
     }
 
     /// Messages the plugin logged from the audio thread that were lost because the node's
@@ -696,8 +813,25 @@ impl ClapNode {
     /// # Ok::<(), downbeat_plugin::clap::ClapError>(())
     /// ```
     pub fn log_dropped(&self) -> u64 {
-        self.instance
-            .access_shared_handler(|h| h.log.ring.dropped())
+        self.log.ring.dropped()
+    }
+
+    /// How many times the CLAP main thread called the plugin's `on_main_thread`, each in
+    /// answer to a `request_callback`.
+    pub fn main_thread_callbacks(&self) -> u64 {
+        self.flags.callbacks.load(Ordering::Relaxed)
+    }
+
+    /// Restarts the plugin asked for (`request_restart`) and had: deactivated and activated
+    /// again on the CLAP main thread, with the node kept.
+    pub fn restarts(&self) -> u64 {
+        self.flags.restarts.load(Ordering::Relaxed)
+    }
+
+    /// Blocks the node played silence for while the plugin restarted (none offline, where
+    /// the render waits for the restart instead).
+    pub fn blocks_restarting(&self) -> u64 {
+        self.blocks_restarting
     }
 
     /// Blocks the node did not call the plugin for because it was asleep: its last
@@ -714,18 +848,68 @@ impl ClapNode {
     /// [`ClapNode::process`] clears it when it calls the plugin). Real-time safe: atomics and
     /// reads.
     fn wakes(&mut self, frames: usize) -> bool {
-        let requested = self.processor.as_ref().is_some_and(|p| {
-            p.access_shared_handler(|h| {
-                h.flags.process_requested.swap(false, Ordering::AcqRel)
-                    || h.flags.flush_requested.load(Ordering::Acquire)
-            })
-        });
+        let requested = self.flags.process_requested.swap(false, Ordering::AcqRel)
+            || self.flags.flush_requested.load(Ordering::Acquire);
         requested
             || !self.events_in.is_empty()
             || self
                 .in_bufs
                 .iter()
                 .any(|b| b[..frames].iter().any(|&s| s != 0.0))
+    }
+
+    /// The node's part of a restart ([`main_thread`]): hands the processor over, stopped,
+    /// when the main thread asks for it, and takes the new one with the plugin's new
+    /// latency and parameters when it is back, handing the lists it replaces back to be
+    /// freed there. False while the processor is away. Real-time safe (atomics, moves and
+    /// swaps), but offline, where waiting costs only time, it waits for the main thread to
+    /// take up a restart the plugin asked for and to hand the new processor back (each at
+    /// most [`OFFLINE_RESTART_WAIT`]), so that no block is skipped and the restart lands
+    /// before the block after the request.
+    fn follow_restart(&mut self) -> bool {
+        let Some(restart) = &self.restart else {
+            return true;
+        };
+        if self.offline && !self.away && self.flags.restart_requested.load(Ordering::Acquire) {
+            // Offline, a restart the plugin asked for is served before the next block, so
+            // that where it lands does not depend on when the main thread looks.
+            let began = std::time::Instant::now();
+            while !restart.wanted() && began.elapsed() < OFFLINE_RESTART_WAIT {
+                std::thread::yield_now();
+            }
+        }
+        if restart.wanted() {
+            // `stop_processing` on the audio thread, as CLAP wants it.
+            let processor = self
+                .processor
+                .take()
+                .map(|p| PluginAudioProcessor::from(p.into_stopped()));
+            restart.give(Restart::handing(processor, self.specs));
+            self.away = true;
+        }
+        if !self.away {
+            return true;
+        }
+        let mut back = restart.take_returned();
+        if back.is_none() && self.offline {
+            let began = std::time::Instant::now();
+            while back.is_none() && began.elapsed() < OFFLINE_RESTART_WAIT {
+                std::thread::yield_now();
+                back = restart.take_returned();
+            }
+        }
+        let Some(mut back) = back else {
+            return false;
+        };
+        self.processor = back.processor.take();
+        std::mem::swap(&mut self.params, &mut back.params);
+        std::mem::swap(&mut self.values, &mut back.values);
+        self.specs = back.specs;
+        self.latency = back.latency;
+        self.asleep = false;
+        self.away = false;
+        restart.spend(back);
+        true
     }
 
     /// How many `process` calls the plugin reported as failed (the node output silence
@@ -763,12 +947,11 @@ impl ClapNode {
                     index,
                     value,
                 } if frame < frames => {
-                    let ev = ParamValueEvent::new(
-                        frame as u32,
-                        self.params[index].id,
-                        Pckn::match_all(),
-                        value,
-                    );
+                    // A restart may have shortened the list since the event was queued.
+                    let Some(param) = self.params.get(index) else {
+                        continue;
+                    };
+                    let ev = ParamValueEvent::new(frame as u32, param.id, Pckn::match_all(), value);
                     self.events_in.push(&ev);
                 }
                 Pending::Note { frame, event } if frame < frames => {
@@ -940,6 +1123,13 @@ impl Node for ClapNode {
         let _audio = AudioScope::enter();
         let _inside = crash::enter(self.label, Phase::Process);
         let frames = ctx.frames;
+        if !self.follow_restart() {
+            self.blocks_restarting += 1;
+            for c in 0..self.out_bufs.len() {
+                output.channel_mut(c).fill(0.0);
+            }
+            return;
+        }
         // Every port's channels, a sidechain's included (the schedule gives a port no edge
         // reaches silence). Copied every block, whatever the plugin did with the buffers.
         for (c, buf) in self.in_bufs.iter_mut().enumerate() {
@@ -954,10 +1144,8 @@ impl Node for ClapNode {
             return;
         }
         self.asleep = false;
-        if let Some(p) = &self.processor {
-            // This call serves any flush the plugin asked for.
-            p.access_shared_handler(|h| h.flags.flush_requested.store(false, Ordering::Release));
-        }
+        // This call serves any flush the plugin asked for.
+        self.flags.flush_requested.store(false, Ordering::Release);
         self.events_out.clear();
         self.transport = transport_event(&ctx.musical, frames);
         let status = match self.processor.as_mut() {
@@ -1055,26 +1243,38 @@ impl Node for ClapNode {
 
     fn save_state(&mut self) -> Result<Option<NodeState>, StateError> {
         self.main_thread_tick();
-        let handle = self.instance.plugin_handle();
-        let Some(ext) = handle.get_extension::<PluginState>() else {
-            return Err(StateError::new(format!(
-                "CLAP plugin \"{}\" has no state extension (clap.state): it cannot save a state",
-                self.info.id
-            )));
-        };
-        let mut bytes = Vec::new();
-        ext.save(&handle, &mut bytes).map_err(|_| {
-            StateError::new(format!(
-                "CLAP plugin \"{}\" refused to save its state",
-                self.info.id
-            ))
-        })?;
-        self.instance
-            .access_shared_handler(|h| h.flags.dirty.store(false, Ordering::Release));
+        let (key, id) = (self.key, self.info.id.clone());
+        let bytes = main_thread::call(move |instances| {
+            let e = instances
+                .get(key)
+                .ok_or_else(|| StateError::new(format!("CLAP plugin \"{id}\" is gone")))?;
+            let handle = e.instance.plugin_handle();
+            let Some(ext) = handle.get_extension::<PluginState>() else {
+                return Err(StateError::new(format!(
+                    "CLAP plugin \"{id}\" has no state extension (clap.state): it cannot save \
+                     a state"
+                )));
+            };
+            let mut bytes = Vec::new();
+            ext.save(&handle, &mut bytes).map_err(|_| {
+                StateError::new(format!("CLAP plugin \"{id}\" refused to save its state"))
+            })?;
+            e.flags.dirty.store(false, Ordering::Release);
+            Ok(bytes)
+        })
+        .map_err(|_| StateError::new("the CLAP main thread has stopped".to_string()))??;
         Ok(Some(NodeState {
             bytes,
             extension: STATE_EXTENSION,
         }))
+    }
+
+    fn set_offline(&mut self, offline: bool) {
+        self.offline = offline;
+    }
+
+    fn revision(&self) -> Option<SharedRevision> {
+        Some(self.revision.clone())
     }
 
     fn note(&mut self, frame: usize, event: NoteEvent) -> Result<(), NoteError> {
@@ -1094,15 +1294,14 @@ impl Node for ClapNode {
 
 impl Drop for ClapNode {
     fn drop(&mut self) {
-        let _inside = crash::enter(self.label, Phase::Deactivate);
-        if let Some(processor) = self.processor.take() {
-            // `stop_processing` is an audio-thread call: this thread plays that part.
-            let stopped = {
-                let _audio = AudioScope::enter();
-                processor.into_stopped()
-            };
-            self.instance.deactivate(stopped);
+        let (key, processor) = (self.key, self.processor.take());
+        if let Some(restart) = self.restart.take() {
+            // Deactivated and destroyed on the thread that made it; a main thread that has
+            // stopped leaves the instance to the process's exit.
+            let _ = main_thread::call(move |instances| {
+                main_thread::destroy(instances, key, processor, restart)
+            });
         }
-        self.instance.access_shared_handler(HostShared::drain_log);
+        self.log.print();
     }
 }

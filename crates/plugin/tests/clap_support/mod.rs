@@ -29,6 +29,11 @@ pub const TRANSPORT_ID: &str = "org.downbeat.test.transport";
 /// The plugin that asks to sleep after every call and writes its call count
 /// (`crates/clap-test-plugins/src/sleeper.rs`).
 pub const SLEEPER_ID: &str = "org.downbeat.test.sleeper";
+/// The plugin that restarts itself into a new latency and a second parameter
+/// (`crates/clap-test-plugins/src/reshaper.rs`).
+pub const RESHAPER_ID: &str = "org.downbeat.test.reshaper";
+/// The reshaper's latency after its restart.
+pub const RESHAPED_LATENCY: u32 = 48;
 /// The transport recorder's record: 16 words, each over three channels.
 pub const TRANSPORT_FIELDS: usize = 16;
 /// The transport recorder's output channels.

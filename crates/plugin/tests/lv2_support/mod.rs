@@ -283,6 +283,10 @@ pub fn render_song(
     if let Some(map) = map {
         schedule.set_tempo(map);
     }
+    // A render, not a live run: a node that depends on another thread (an LV2 worker, a
+    // CLAP plugin's restart on the CLAP main thread) waits for it, so the output does not
+    // depend on how fast that thread is.
+    schedule.set_offline(true);
     let mut result = vec![0.0; frames * out_channels];
     let mut done = 0;
     while done < frames {

@@ -34,6 +34,8 @@ struct Probe {
 }
 
 fn main() -> ExitCode {
+    // The plugin's memory comes from the heap `downbeat run` would give it (see `heap`).
+    downbeat_cli::heap::one_heap();
     let probe = Probe::parse();
     take_stdout();
     observe_hosts();
@@ -59,8 +61,11 @@ fn is_uri(s: &str) -> bool {
         })
 }
 
-// Without either plugin feature nothing can be loaded, and `opts` goes unused.
-#[cfg_attr(not(any(feature = "clap", feature = "lv2")), allow(unused_variables))]
+// Without a plugin feature nothing can be loaded, and `opts` goes unused.
+#[cfg_attr(
+    not(any(feature = "clap", feature = "lv2", feature = "vst3")),
+    allow(unused_variables)
+)]
 fn load(args: &Args, opts: &AuditOptions) -> Result<Box<dyn downbeat_graph::Node>, Failure> {
     if is_uri(&args.plugin) {
         #[cfg(feature = "lv2")]
@@ -83,12 +88,34 @@ fn load(args: &Args, opts: &AuditOptions) -> Result<Box<dyn downbeat_graph::Node
             args.plugin
         )));
     }
+    let (path, id) = match args.plugin.rsplit_once('#') {
+        Some((path, id)) if !std::path::Path::new(&args.plugin).exists() => (path, Some(id)),
+        _ => (args.plugin.as_str(), None),
+    };
+    if is_vst3(std::path::Path::new(path)) {
+        #[cfg(feature = "vst3")]
+        {
+            announce(Phase::Load);
+            downbeat_plugin::audit::list::vst3_classes(path.as_ref())
+                .map_err(|e| Failure::Input(e.to_string()))?;
+            // `create` and `activate` are announced by the host (`observe_hosts`).
+            return downbeat_plugin::vst3::Vst3Node::load(
+                path.as_ref(),
+                id,
+                opts.sample_rate,
+                opts.block,
+                None,
+            )
+            .map(|n| Box::new(n) as Box<dyn downbeat_graph::Node>)
+            .map_err(|e| Failure::Input(e.to_string()));
+        }
+        #[cfg(not(feature = "vst3"))]
+        return Err(Failure::Input(format!(
+            "{path} is a VST3 bundle, but this downbeat was built without the `vst3` feature"
+        )));
+    }
     #[cfg(feature = "clap")]
     {
-        let (path, id) = match args.plugin.rsplit_once('#') {
-            Some((path, id)) if !std::path::Path::new(&args.plugin).exists() => (path, Some(id)),
-            _ => (args.plugin.as_str(), None),
-        };
         // Loading the library and reading its factory first, so that a crash there is
         // told from one in the plugin's creation or activation.
         announce(Phase::Load);
@@ -106,11 +133,19 @@ fn load(args: &Args, opts: &AuditOptions) -> Result<Box<dyn downbeat_graph::Node
     )))
 }
 
-/// Prints the ids of the plugins in a CLAP file, or the URIs of those in an LV2 bundle
-/// (a folder), one a line.
+/// A VST3 bundle (a `.vst3` folder, or a file of that name: the library itself).
+fn is_vst3(path: &std::path::Path) -> bool {
+    path.extension().is_some_and(|e| e == "vst3")
+}
+
+/// Prints the ids of the plugins in a CLAP file, the classes in a VST3 bundle, or the URIs
+/// of the plugins in an LV2 bundle (a folder), one a line.
 fn list(plugin: &str) -> Result<(), Failure> {
     let path = std::path::Path::new(plugin);
-    let names = if path.is_dir() {
+    let names = if is_vst3(path) {
+        announce(Phase::Load);
+        list_vst3(path)?
+    } else if path.is_dir() {
         list_lv2(path)?
     } else {
         announce(Phase::Load);
@@ -128,6 +163,19 @@ fn list_clap(path: &std::path::Path) -> Result<Vec<String>, Failure> {
 fn list_clap(path: &std::path::Path) -> Result<Vec<String>, Failure> {
     Err(Failure::Input(format!(
         "{}: a CLAP file, but this downbeat was built without the `clap` feature",
+        path.display()
+    )))
+}
+
+#[cfg(feature = "vst3")]
+fn list_vst3(path: &std::path::Path) -> Result<Vec<String>, Failure> {
+    downbeat_plugin::audit::list::vst3_classes(path).map_err(|e| Failure::Input(e.to_string()))
+}
+
+#[cfg(not(feature = "vst3"))]
+fn list_vst3(path: &std::path::Path) -> Result<Vec<String>, Failure> {
+    Err(Failure::Input(format!(
+        "{}: a VST3 bundle, but this downbeat was built without the `vst3` feature",
         path.display()
     )))
 }
