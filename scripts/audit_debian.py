@@ -6,11 +6,11 @@ docs/AUDIT.md (issue 40's "everything Debian ships, audited").
 
 It installs the packages when missing (apt-get), builds `downbeat` with the `lv2` feature
 (release) unless given one, and runs `downbeat audit DIR --json` once per package over the
-package's LV2 bundles and CLAP files, each plugin in a child of its own. Each package's JSON
+package's LV2 bundles, CLAP files and VST3 bundles, each plugin in a child of its own. Each package's JSON
 array is kept in target/audit-debian/PACKAGE.json. The page gets, between the markers
 `<!-- audit-debian:begin -->` and `<!-- audit-debian:end -->`, one row per package (its
-version, the plugins audited, and how many were clean, had violations, crashed or were
-refused; VST3 bundles are counted apart until the host takes them) and every refusal's
+version, the plugins audited per format, and how many were clean, had violations, crashed
+or were refused) and every refusal's
 reason with the plugins that gave it. Exit 0 when the audit ran for every package (whatever
 it found), 1 when it could not run.
 """
@@ -116,19 +116,21 @@ def markdown(results, blocks, elapsed):
         f"{blocks} callbacks of 256 frames at 48 kHz per plugin; {elapsed / 60:.0f} minutes "
         "in all). Each plugin was audited in a child of its own, with no display.",
         "",
-        "| package | version | plugins audited | clean | violations | crashed | refused | VST3 bundles not audited |",
-        "|---|---|---|---|---|---|---|---|",
+        "| package | version | plugins audited (LV2 / CLAP / VST3) | clean | violations | crashed | refused |",
+        "|---|---|---|---|---|---|---|",
     ]
     totals = collections.Counter()
     refusals = collections.defaultdict(list)
     crashes = []
-    for package, (ver, rows, vst3) in results.items():
+    for package, (ver, rows) in results.items():
         c = collections.Counter(r["result"] for r in rows)
+        f = collections.Counter(r.get("format") for r in rows)
         totals.update(c)
-        totals["vst3"] += vst3
+        for k in ("lv2", "clap", "vst3"):
+            totals[k] += f[k]
         totals["audited"] += len(rows)
         lines.append(
-            f"| `{package}` | {ver} | {len(rows)} | {c['clean']} | {c['violations']} | {c['crashed']} | {c['refused']} | {vst3} |"
+            f"| `{package}` | {ver} | {len(rows)} ({f['lv2']} / {f['clap']} / {f['vst3']}) | {c['clean']} | {c['violations']} | {c['crashed']} | {c['refused']} |"
         )
         for r in rows:
             name = r.get("id") or os.path.basename(r.get("path", "?"))
@@ -137,7 +139,7 @@ def markdown(results, blocks, elapsed):
             if r["result"] == "crashed":
                 crashes.append(f"`{name}` ({package}) in `{r.get('phase')}`, signal {r.get('signal')}")
     lines.append(
-        f"| **all** | | {totals['audited']} | {totals['clean']} | {totals['violations']} | {totals['crashed']} | {totals['refused']} | {totals['vst3']} |"
+        f"| **all** | | {totals['audited']} ({totals['lv2']} / {totals['clap']} / {totals['vst3']}) | {totals['clean']} | {totals['violations']} | {totals['crashed']} | {totals['refused']} |"
     )
     lines += ["", "Crashes:", ""]
     lines += [f"* {c}" for c in crashes] or ["* none"]
@@ -168,15 +170,13 @@ def main():
         args.no_doc = True
     for package in args.packages or PACKAGES:
         paths = bundles(package)
-        auditable = [p for p in paths if not p.endswith(".vst3")]
-        vst3 = len(paths) - len(auditable)
-        rows, seconds = audit(downbeat, package, auditable, args.blocks) if auditable else ([], 0.0)
+        rows, seconds = audit(downbeat, package, paths, args.blocks) if paths else ([], 0.0)
         elapsed += seconds
         with open(os.path.join(OUT, f"{package}.json"), "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=1)
         c = collections.Counter(r["result"] for r in rows)
         print(f"audit_debian: {package}: {len(rows)} plugins in {seconds:.0f} s: {dict(c)}", file=sys.stderr)
-        results[package] = (version(package), rows, vst3)
+        results[package] = (version(package), rows)
     section = markdown(results, args.blocks, elapsed)
     if args.no_doc:
         print(section)

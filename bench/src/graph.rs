@@ -397,13 +397,14 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 #[cfg(feature = "lv2")]
 const PLUGIN_URI: &str = "http://gareus.org/oss/lv2/darc#stereo";
 
-/// Registers the `lv2` and `clap` node types, once per process.
+/// Registers the `lv2`, `clap` and `vst3` node types, once per process.
 #[cfg(feature = "lv2")]
 fn register_plugins() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         downbeat::register_node_type(downbeat_plugin::lv2::Lv2Factory).unwrap();
         downbeat::register_node_type(downbeat_plugin::clap::ClapFactory).unwrap();
+        downbeat::register_node_type(downbeat_plugin::vst3::Vst3Factory).unwrap();
     });
 }
 
@@ -433,15 +434,16 @@ fn fanin84_lv2() -> Project {
     .unwrap()
 }
 
-/// The effect of the `plugin` case's CLAP-against-LV2 rows: zam-plugins' stereo multiband compressor
-/// (Debian: zam-plugins), whose CLAP and LV2 builds render bit for bit the same
-/// (crates/plugin/tests/clap_zam.rs), at its default settings.
+/// The effect of the `plugin` case's format rows: zam-plugins' stereo multiband compressor
+/// (Debian: zam-plugins), whose CLAP, VST3 and LV2 builds render bit for bit the same
+/// (crates/plugin/tests/clap_zam.rs, vst3_zam.rs), at its default settings.
 #[cfg(feature = "lv2")]
 const ZAM_NAME: &str = "ZaMultiCompX2";
 
 /// fanin84 with every spectral compressor replaced by [`ZAM_NAME`] in one plugin format
-/// (`"clap"`: `/usr/lib/clap/ZaMultiCompX2.clap`; `"lv2"`: `urn:zamaudio:ZaMultiCompX2`): the same
-/// graph and the same DSP code, so that the two rows differ only by the host's format.
+/// (`"clap"`: `/usr/lib/clap/ZaMultiCompX2.clap`; `"vst3"`:
+/// `/usr/lib/vst3/ZaMultiCompX2.vst3`; `"lv2"`: `urn:zamaudio:ZaMultiCompX2`): the same graph
+/// and the same DSP code, so that the rows differ only by the host's format.
 #[cfg(feature = "lv2")]
 fn fanin84_zam(format: &str) -> Project {
     register_plugins();
@@ -451,6 +453,7 @@ fn fanin84_zam(format: &str) -> Project {
                       threshold_db = -30.0\nratio = 4.0\nattack_ms = 5.0\nrelease_ms = 80.0\n";
     let plugin = match format {
         "clap" => format!("type = \"clap\"\npath = \"/usr/lib/clap/{ZAM_NAME}.clap\"\n"),
+        "vst3" => format!("type = \"vst3\"\npath = \"/usr/lib/vst3/{ZAM_NAME}.vst3\"\n"),
         _ => format!("type = \"lv2\"\nuri = \"urn:zamaudio:{ZAM_NAME}\"\n"),
     };
     assert_eq!(
@@ -978,9 +981,10 @@ fn plugin_case(
     plugin_formats(common, report, notes, callbacks, pace);
 }
 
-/// The `plugin` case's CLAP row beside an LV2 row: fanin84 with [`ZAM_NAME`] as CLAP
-/// (`plugin_clap_*`) and as LV2 (`plugin_lv2_*`), on Downbeat's pool, the two formats
-/// alternating run by run; their outputs must be bit-identical (same DSP code, same input).
+/// The `plugin` case's format rows: fanin84 with [`ZAM_NAME`] as CLAP (`plugin_clap_*`),
+/// as VST3 (`plugin_vst3_*`) and as LV2 (`plugin_lv2_*`), on Downbeat's pool, the formats
+/// in a rotating order run by run; their outputs must be bit-identical (same DSP code, same
+/// input).
 #[cfg(feature = "lv2")]
 fn plugin_formats(
     common: &Common,
@@ -990,21 +994,20 @@ fn plugin_formats(
     pace: bool,
 ) {
     const KINDS: [Scheduler; 1] = [Scheduler::Downbeat];
-    const FORMATS: [&str; 2] = ["clap", "lv2"];
-    let projects = [fanin84_zam("clap"), fanin84_zam("lv2")];
+    const FORMATS: [&str; 3] = ["clap", "vst3", "lv2"];
+    let projects = FORMATS.map(fanin84_zam);
     report.notes.push(format!(
-        "plugin_clap / plugin_lv2: fanin84 with zam-plugins' {ZAM_NAME} in place of each of \
-         the 84 spectral compressors, as CLAP and as LV2 (the same DSP code), on downbeat's \
-         pool"
+        "plugin_clap / plugin_vst3 / plugin_lv2: fanin84 with zam-plugins' {ZAM_NAME} in \
+         place of each of the 84 spectral compressors, as CLAP, as VST3 and as LV2 (the same \
+         DSP code), on downbeat's pool"
     ));
-    let mut cells = [
-        Cells::new("plugin_clap", &KINDS),
-        Cells::new("plugin_lv2", &KINDS),
-    ];
+    let mut cells = ["plugin_clap", "plugin_vst3", "plugin_lv2"].map(|c| Cells::new(c, &KINDS));
     let mut identical = true;
     for run in 0..common.runs() {
-        let mut outputs: [Option<Vec<f32>>; 2] = [None, None];
-        for f in alternating(&[0usize, 1], run) {
+        let mut outputs: [Option<Vec<f32>>; 3] = [None, None, None];
+        // Each format first, second and last in turn.
+        let order: Vec<usize> = (0..3).map(|k| (k + run) % 3).collect();
+        for f in order {
             let mut s = projects[f].build().unwrap();
             let (runner, why) = Runner::new(KINDS[0], s.len(), true);
             notes.extend(why);
@@ -1018,12 +1021,11 @@ fn plugin_formats(
                     .collect(),
             );
         }
-        identical &= outputs[0] == outputs[1];
+        identical &= outputs[0] == outputs[1] && outputs[1] == outputs[2];
     }
     assert!(
         identical,
-        "plugin case: {ZAM_NAME} as {} and as {} rendered different outputs",
-        FORMATS[0], FORMATS[1]
+        "plugin case: {ZAM_NAME} as {FORMATS:?} rendered different outputs"
     );
     for c in cells {
         c.report(report);

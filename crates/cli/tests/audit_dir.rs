@@ -204,7 +204,7 @@ fn a_folder_without_plugins_is_bad_input() {
     assert!(out.stdout.is_empty());
     let err = text(&out.stderr);
     assert!(
-        err.contains("no CLAP file (*.clap) or LV2 bundle (*.lv2)"),
+        err.contains("no CLAP file (*.clap), VST3 bundle (*.vst3) or LV2 bundle (*.lv2)"),
         "{err}"
     );
 }
@@ -279,4 +279,45 @@ fn usr_lib_clap_finishes_with_a_row_per_plugin() {
     }
     let code = out.status.code();
     assert!(matches!(code, Some(0 | 2 | 3)), "exit {code:?}");
+}
+
+/// Debian's zam-plugins VST3 bundles: a row each, named by its class, in the `vst3` format,
+/// none refused, and the verdicts the CLAP builds of the same plugins get (ZamHeadX2 and
+/// ZamVerb allocate in their first callbacks, in either format; see docs/AUDIT.md).
+#[test]
+fn usr_lib_vst3_gets_a_row_per_bundle_with_the_clap_builds_verdicts() {
+    let dir = Path::new("/usr/lib/vst3");
+    let bundles: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}: install Debian's zam-plugins", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "vst3"))
+        .collect();
+    assert_eq!(
+        bundles.len(),
+        17,
+        "zam-plugins' 17 VST3 bundles: {bundles:?}"
+    );
+    let out = audit(dir, &["--blocks", "20", "--json"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&out.stderr)));
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), bundles.len(), "{v:#}");
+    for bundle in &bundles {
+        let name = bundle.file_stem().unwrap().to_string_lossy();
+        let row = rows
+            .iter()
+            .find(|r| r["path"] == bundle.display().to_string())
+            .unwrap_or_else(|| panic!("no row for {}: {v:#}", bundle.display()));
+        assert_eq!(
+            (row["format"].as_str(), row["id"].as_str()),
+            (Some("vst3"), Some(&*name))
+        );
+        let want = if ["ZamHeadX2", "ZamVerb"].contains(&&*name) {
+            "violations"
+        } else {
+            "clean"
+        };
+        assert_eq!(row["result"], want, "{row}");
+    }
 }
