@@ -32,6 +32,8 @@ packages=(
     libclang-rt-22-dev
     # bench engines: SuperCollider's two servers; bench clock: cyclictest.
     supercollider-server supercollider-supernova rt-tests
+    # The Python virtual environment below.
+    python3-venv
 )
 
 missing=()
@@ -95,3 +97,13 @@ for dir in web bench/engines; do
         (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
     fi
 done
+
+# PyPI packages, in a virtual environment of the repository's own (target/pyenv, whatever
+# CARGO_TARGET_DIR says): pedalboard, a VST3 host (JUCE's) the VST3 host is compared with
+# (crates/cli/tests/vst3_pedalboard.rs), and numpy, which it reads arrays with.
+pyenv=target/pyenv
+if ! "$pyenv/bin/python" -c 'import pedalboard, numpy' 2>/dev/null; then
+    echo "deps: making $pyenv (pedalboard, numpy from PyPI)"
+    python3 -m venv "$pyenv" || fail "python3 -m venv failed: Debian's python3-venv is required"
+    "$pyenv/bin/pip" install --quiet --disable-pip-version-check pedalboard==0.9.26 numpy==2.4.6
+fi
