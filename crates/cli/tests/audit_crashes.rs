@@ -1,5 +1,6 @@
-//! Plugins that crash: `downbeat audit` reports the test plugins that crash in `create`,
-//! `activate`, `process` and `deactivate`, and a library that crashes when it is loaded, with the phase
+//! Plugins that crash: `downbeat audit` reports the test plugins (CLAP and VST3) that crash
+//! in `create`, `activate`, `process` and `deactivate`, and a library that crashes when it is
+//! loaded, with the phase
 //! and the signal (exit 2), and is not taken down with them; and `downbeat run` with a plugin
 //! that crashes mid-run leaves a recording that is a valid WAV of what was played before,
 //! all but its last half second at most.
@@ -9,6 +10,8 @@
 #[path = "../../plugin/tests/clap_support/mod.rs"]
 mod clap_support;
 mod support;
+#[path = "../../plugin/tests/vst3_support/mod.rs"]
+mod vst3_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -63,6 +66,31 @@ fn each_crash_is_reported_with_its_phase_and_signal() {
         } else {
             assert!(stdout.is_empty(), "{id}: {stdout}");
         }
+    }
+}
+
+/// The same for the VST3 test plugins, through `downbeat audit BUNDLE#CLASS`.
+#[cfg(feature = "vst3")]
+#[test]
+fn each_vst3_crash_is_reported_with_its_phase_and_signal() {
+    use vst3_support::{
+        test_bundle, CRASH_ACTIVATE, CRASH_CREATE, CRASH_DEACTIVATE, CRASH_PROCESS,
+    };
+    for (class, phase) in [
+        (CRASH_CREATE, "create"),
+        (CRASH_ACTIVATE, "activate"),
+        (CRASH_PROCESS, "process"),
+        (CRASH_DEACTIVATE, "deactivate"),
+    ] {
+        let spec = format!("{}#{class}", test_bundle().display());
+        let out = downbeat(&["audit", &spec, "--blocks", "20"]);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(2), "{class}: {stdout}{stderr}");
+        assert_eq!(
+            stderr,
+            format!("error: {spec}: the plugin crashed in {phase} with SIGSEGV (signal 11)\n"),
+            "{class}"
+        );
     }
 }
 
