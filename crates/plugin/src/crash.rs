@@ -160,6 +160,24 @@ pub fn enter(label: Label, phase: Phase) -> Scope {
     }
 }
 
+/// As [`enter`], without telling the [observer](observe): for a phase a host enters on a
+/// thread of its own while the plugin may go on processing elsewhere (a restart the plugin
+/// asked for). The observer's announcements are one sequence for the whole process, in
+/// which such a phase would stand after a later `process` and be blamed for its crash; the
+/// thread is still marked, so a crash report names the phase it crashed in.
+///
+/// ```
+/// use downbeat_plugin::crash::{enter_unannounced, inside, Label, Phase};
+/// let label = Label::new("Gain", "gain.clap");
+/// let _scope = enter_unannounced(label, Phase::Deactivate);
+/// assert_eq!(inside(), Some((label, Phase::Deactivate)));
+/// ```
+pub fn enter_unannounced(label: Label, phase: Phase) -> Scope {
+    Scope {
+        previous: INSIDE.with(|c| c.replace(Some((label, phase)))),
+    }
+}
+
 /// The plugin and phase the calling thread is inside, if any.
 pub fn inside() -> Option<(Label, Phase)> {
     INSIDE.with(Cell::get)

@@ -80,3 +80,62 @@ fn a_class_the_bundle_lacks_is_refused_with_the_classes_it_has() {
         other => panic!("expected ClassNeeded, got {:?}", other.err()),
     }
 }
+
+/// The probe's `latency` parameter makes it ask for a restart
+/// (`restartComponent(kLatencyChanged)`): the host's restart thread deactivates and
+/// activates it while the schedule plays on (every block under the guard, the node's
+/// hand-over included), and the editor's next commit compensates the new latency, the node
+/// kept.
+#[test]
+fn a_latency_change_restarts_the_plugin_and_reaches_the_next_compile() {
+    use downbeat_graph::{Change, CompileConfig, Editor, Event, Graph};
+    use downbeat_nodes::{Noise, NoiseSettings, Output};
+    use std::time::{Duration, Instant};
+
+    let probe = Vst3Node::load(&test_bundle(), Some(PROBE), 48000, FRAMES, None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(probe.latency(), 0);
+    let mut g = Graph::new();
+    g.add("noise", Noise::new(2, &NoiseSettings { amp: 0.5, seed: 3 }));
+    g.add("p", probe);
+    let out = g.add("out", Output::new(2));
+    g.connect("noise", "p");
+    g.connect("p", out);
+    g.set_output(out);
+    let cfg = CompileConfig {
+        sample_rate: 48000,
+        max_block: FRAMES,
+    };
+    let (mut editor, mut running) = Editor::new(g, cfg).unwrap();
+    let block = |s: &mut downbeat_graph::Schedule| {
+        downbeat_rt::guard::check(|| s.process(FRAMES)).assert_clean();
+    };
+    block(&mut running);
+    let latency = running.param_table().resolve("p", "latency").unwrap();
+    running
+        .push_event(Event::param(None, latency, Change::Set(64.0)))
+        .unwrap();
+    let asked = Instant::now();
+    while !editor.revise() {
+        assert!(
+            asked.elapsed() < Duration::from_secs(10),
+            "no new latency published in 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+        block(&mut running);
+    }
+    let mut next = editor.commit().unwrap();
+    assert_eq!(next.latency(), 64);
+    assert_eq!(next.kept_nodes(), 3, "the plugin's node is kept");
+    next.take_over(&mut running);
+    std::mem::swap(&mut running, &mut next);
+    drop(next);
+    for _ in 0..4 {
+        block(&mut running);
+    }
+    let out = running.output();
+    assert!(
+        out.channel(0).iter().any(|&s| s != 0.0),
+        "the plugin plays again"
+    );
+}

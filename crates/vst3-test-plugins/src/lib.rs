@@ -6,11 +6,14 @@
 //!   instrument to the host. The output is the input times `gain` (one parameter, 0 to 2,
 //!   default 1, normalized as `gain / 2`, each point applied from its sample offset), plus,
 //!   at the frame of each note on, `velocity + pitch / 1000` on both channels: a test reads
-//!   where and which notes arrived.
+//!   where and which notes arrived. A second parameter, `latency` (0 to 1024 frames, in
+//!   steps of one), asks for a restart when it changes (`restartComponent(kLatencyChanged)`,
+//!   from `process`, which the host's handler allows) and becomes the latency the plugin
+//!   reports at its next activation.
 //! * [`CRASH_CREATE`], [`CRASH_ACTIVATE`], [`CRASH_PROCESS`], [`CRASH_DEACTIVATE`]: the
 //!   probe, except that it ends the process with `SIGSEGV` in `initialize`,
 //!   `setActive(true)`, its fourth `process` or `setActive(false)`, as a plugin with a bad
-//!   pointer would.
+//!   pointer would. They have the `gain` parameter only.
 //!
 //! Everything `process` uses is allocated when the plugin is created.
 
@@ -23,11 +26,12 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use vst3::Steinberg::Vst::{
     BusDirections_, BusInfo, BusInfo_::BusFlags_, BusTypes_, Event, Event_::EventTypes_,
-    IAudioProcessor, IAudioProcessorTrait, IComponent, IComponentHandler, IComponentTrait,
-    IEditController, IEditControllerTrait, IEventList, IEventListTrait, IParamValueQueue,
-    IParamValueQueueTrait, IParameterChanges, IParameterChangesTrait, IoMode, MediaTypes_,
-    ParameterInfo, ParameterInfo_::ParameterFlags_, ProcessData, ProcessSetup, RoutingInfo,
-    SpeakerArr, SpeakerArrangement, String128, SymbolicSampleSizes_, TChar,
+    IAudioProcessor, IAudioProcessorTrait, IComponent, IComponentHandler, IComponentHandlerTrait,
+    IComponentTrait, IEditController, IEditControllerTrait, IEventList, IEventListTrait,
+    IParamValueQueue, IParamValueQueueTrait, IParameterChanges, IParameterChangesTrait, IoMode,
+    MediaTypes_, ParameterInfo, ParameterInfo_::ParameterFlags_, ProcessData, ProcessSetup,
+    RestartFlags_, RoutingInfo, SpeakerArr, SpeakerArrangement, String128, SymbolicSampleSizes_,
+    TChar,
 };
 use vst3::Steinberg::{
     int32, kInvalidArgument, kNotImplemented, kResultFalse, kResultOk, tresult, FIDString,
@@ -125,6 +129,9 @@ fn copy_wstring(src: &str, dst: &mut [TChar]) {
 
 /// The gain parameter's id.
 const GAIN: u32 = 0;
+/// The latency parameter's id, and its range in frames.
+const LATENCY: u32 = 1;
+const LATENCY_MAX: f64 = 1024.0;
 
 /// One plugin: component, processor and controller in one object.
 struct Plugin {
@@ -135,6 +142,11 @@ struct Plugin {
     /// The gain in effect from each frame of the block being processed (written in
     /// `process`, allocated here).
     ramp: Cell<Vec<f32>>,
+    /// The latency asked for, in frames, and the one reported (taken at activation).
+    asked_latency: AtomicU32,
+    latency: AtomicU32,
+    /// The host's handler, as `setComponentHandler` gave it (the host keeps it alive).
+    handler: Cell<*mut IComponentHandler>,
 }
 
 impl Class for Plugin {
@@ -213,6 +225,11 @@ impl IComponentTrait for Plugin {
     unsafe fn setActive(&self, state: TBool) -> tresult {
         match (state != 0, self.crash) {
             (true, Crash::Activate) | (false, Crash::Deactivate) => crash(),
+            (true, _) => {
+                let asked = self.asked_latency.load(Ordering::Relaxed);
+                self.latency.store(asked, Ordering::Relaxed);
+                kResultOk
+            }
             _ => kResultOk,
         }
     }
@@ -260,7 +277,7 @@ impl IAudioProcessorTrait for Plugin {
     }
 
     unsafe fn getLatencySamples(&self) -> u32 {
-        0
+        self.latency.load(Ordering::Relaxed)
     }
 
     unsafe fn setupProcessing(&self, setup: *mut ProcessSetup) -> tresult {
@@ -305,6 +322,19 @@ impl IAudioProcessorTrait for Plugin {
                     else {
                         continue;
                     };
+                    if queue.getParameterId() == LATENCY {
+                        let (mut offset, mut value) = (0, 0.0);
+                        let last = queue.getPointCount() - 1;
+                        if queue.getPoint(last, &mut offset, &mut value) == kResultOk {
+                            let frames = (value * LATENCY_MAX).round() as u32;
+                            let before = self.asked_latency.swap(frames, Ordering::Relaxed);
+                            let handler = ComRef::from_raw(self.handler.get());
+                            if let (true, Some(h)) = (before != frames, handler) {
+                                h.restartComponent(RestartFlags_::kLatencyChanged);
+                            }
+                        }
+                        continue;
+                    }
                     if queue.getParameterId() != GAIN {
                         continue;
                     }
@@ -382,21 +412,33 @@ impl IEditControllerTrait for Plugin {
     }
 
     unsafe fn getParameterCount(&self) -> int32 {
-        1
+        // The crashing ones have no `latency`: an audit moving it would restart them, and a
+        // crash in the restart's `setActive(false)` is not the teardown's.
+        if self.crash == Crash::Never {
+            2
+        } else {
+            1
+        }
     }
 
     unsafe fn getParameterInfo(&self, index: int32, info: *mut ParameterInfo) -> tresult {
-        if index != 0 || info.is_null() {
+        // SAFETY: a plain query of this object.
+        if !(0..unsafe { self.getParameterCount() }).contains(&index) || info.is_null() {
             return kInvalidArgument;
         }
         // SAFETY: checked for null.
         let info = unsafe { &mut *info };
-        info.id = GAIN;
-        copy_wstring("Gain", &mut info.title);
-        copy_wstring("Gain", &mut info.shortTitle);
-        copy_wstring("", &mut info.units);
-        info.stepCount = 0;
-        info.defaultNormalizedValue = 0.5;
+        let (id, title, units, steps, default) = if index == 0 {
+            (GAIN, "Gain", "", 0, 0.5)
+        } else {
+            (LATENCY, "Latency", "frames", LATENCY_MAX as i32, 0.0)
+        };
+        info.id = id;
+        copy_wstring(title, &mut info.title);
+        copy_wstring(title, &mut info.shortTitle);
+        copy_wstring(units, &mut info.units);
+        info.stepCount = steps;
+        info.defaultNormalizedValue = default;
         info.unitId = 0;
         info.flags = ParameterFlags_::kCanAutomate;
         kResultOk
@@ -410,24 +452,39 @@ impl IEditControllerTrait for Plugin {
         kNotImplemented
     }
 
-    unsafe fn normalizedParamToPlain(&self, _id: u32, v: f64) -> f64 {
-        v * 2.0
+    unsafe fn normalizedParamToPlain(&self, id: u32, v: f64) -> f64 {
+        if id == LATENCY {
+            (v * LATENCY_MAX).round()
+        } else {
+            v * 2.0
+        }
     }
 
-    unsafe fn plainParamToNormalized(&self, _id: u32, v: f64) -> f64 {
-        v / 2.0
+    unsafe fn plainParamToNormalized(&self, id: u32, v: f64) -> f64 {
+        if id == LATENCY {
+            v / LATENCY_MAX
+        } else {
+            v / 2.0
+        }
     }
 
-    unsafe fn getParamNormalized(&self, _id: u32) -> f64 {
-        self.gain()
+    unsafe fn getParamNormalized(&self, id: u32) -> f64 {
+        if id == LATENCY {
+            f64::from(self.asked_latency.load(Ordering::Relaxed)) / LATENCY_MAX
+        } else {
+            self.gain()
+        }
     }
 
-    unsafe fn setParamNormalized(&self, _id: u32, v: f64) -> tresult {
-        self.gain.store(v.to_bits(), Ordering::Relaxed);
+    unsafe fn setParamNormalized(&self, id: u32, v: f64) -> tresult {
+        if id == GAIN {
+            self.gain.store(v.to_bits(), Ordering::Relaxed);
+        }
         kResultOk
     }
 
-    unsafe fn setComponentHandler(&self, _handler: *mut IComponentHandler) -> tresult {
+    unsafe fn setComponentHandler(&self, handler: *mut IComponentHandler) -> tresult {
+        self.handler.set(handler);
         kResultOk
     }
 
@@ -496,6 +553,9 @@ impl IPluginFactoryTrait for Factory {
             gain: AtomicU64::new(0.5f64.to_bits()),
             blocks: AtomicU32::new(0),
             ramp: Cell::new(Vec::new()),
+            asked_latency: AtomicU32::new(0),
+            latency: AtomicU32::new(0),
+            handler: Cell::new(std::ptr::null_mut()),
         });
         let Some(unknown) = plugin.to_com_ptr::<IPluginBase>() else {
             return kInvalidArgument;

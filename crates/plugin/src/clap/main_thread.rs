@@ -132,7 +132,7 @@ impl Instances {
 /// node plays silence), latency and parameters, which are also published for the graph.
 fn restart(e: &mut Entry, mut given: Restart) -> Restart {
     if let Some(processor) = given.processor.take() {
-        let _inside = crash::enter(e.label, Phase::Deactivate);
+        let _inside = crash::enter_unannounced(e.label, Phase::Deactivate);
         let stopped = {
             // Stopped by the node on the audio thread already; this is a formality.
             let _audio = AudioScope::enter();
@@ -141,7 +141,7 @@ fn restart(e: &mut Entry, mut given: Restart) -> Restart {
         e.instance.deactivate(stopped);
     }
     node::flush_if_requested(&mut e.instance);
-    let activating = crash::enter(e.label, Phase::Activate);
+    let activating = crash::enter_unannounced(e.label, Phase::Activate);
     let activated = e.instance.activate(|_, _| (), e.config);
     drop(activating);
     let mut back = Restart::read(&mut e.instance, &e.flags);

@@ -16,6 +16,7 @@
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
 
 use vst3::Steinberg::Vst::{
     Event, IComponentHandler, IComponentHandlerTrait, IEventList, IEventListTrait,
@@ -66,8 +67,9 @@ impl IHostApplicationTrait for HostApplication {
 /// kept as their flags.
 #[derive(Default)]
 pub(crate) struct ComponentHandler {
-    /// Every `restartComponent` flag asked for since the last look.
-    pub(crate) restart_flags: AtomicI32,
+    /// Every `restartComponent` flag asked for since the last look (shared with the
+    /// node's restarter, `super::restart`).
+    pub(crate) restart_flags: Arc<AtomicI32>,
 }
 
 impl Class for ComponentHandler {

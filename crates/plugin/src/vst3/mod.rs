@@ -41,7 +41,13 @@
 //! start, the time signature, the loop (as the cycle) and whether it plays.
 //!
 //! **Latency** is the plugin's `getLatencySamples` after activation, which the graph
-//! compensates. **State**: `state = "FILE"` (relative to the project) loads a state saved by
+//! compensates. When the plugin says it changed (`restartComponent(kLatencyChanged)`, from
+//! any thread), a thread of the host's deactivates and activates it off the audio thread
+//! (the node hands it over at its next block and plays silence meanwhile; offline it waits),
+//! reads the latency again and publishes it in the node's
+//! [`Revision`](downbeat_graph::Revision): an [`Editor`](downbeat_graph::Editor)'s next
+//! commit compensates it (`downbeat run` commits within a few milliseconds). The node is
+//! kept. **State**: `state = "FILE"` (relative to the project) loads a state saved by
 //! `downbeat run --save-state DIR` (`DIR/<node>.vst3state`: the component's and the
 //! controller's streams, see [`STATE_EXTENSION`]) before activation.
 //!
@@ -64,6 +70,7 @@ mod com;
 mod error;
 mod module;
 mod node;
+mod restart;
 
 use std::path::Path;
 
@@ -72,7 +79,8 @@ use downbeat_graph::{
 };
 
 pub use error::Vst3Error;
-pub use node::{Vst3Info, Vst3Node, EVENT_CAPACITY, STATE_EXTENSION};
+pub use node::{Vst3Info, Vst3Node, EVENT_CAPACITY, OFFLINE_RESTART_WAIT, STATE_EXTENSION};
+pub use restart::POLL as RESTART_POLL;
 
 /// The keys every `vst3` node takes besides the plugin's parameters: declared so that the
 /// project resolves `state`'s relative path against the project's folder.

@@ -2,7 +2,6 @@
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use vst3::Steinberg::Vst::{
@@ -22,12 +21,13 @@ use vst3::{ComPtr, ComWrapper, Interface};
 use downbeat_graph::time::MusicalPosition;
 use downbeat_graph::{
     AudioMut, AudioRef, Node, NodeState, NoteError, NoteEvent, ParamKind, ParamSpec, Port,
-    ProcessContext as Context, StateError, Unit,
+    ProcessContext as Context, Revision, SharedRevision, StateError, Unit,
 };
 
 use super::com::{ComponentHandler, EventList, HostApplication, MemoryStream, ParamChanges};
 use super::error::Vst3Error;
 use super::module::Module;
+use super::restart::{Restarter, Turn};
 use crate::crash::{self, Label, Phase};
 use crate::naming::{param_name, port_names};
 
@@ -37,6 +37,10 @@ use crate::naming::{param_name, port_names};
 pub const STATE_EXTENSION: &str = "vst3state";
 
 const STATE_MAGIC: &[u8; 8] = b"DBVST3S1";
+
+/// How long an offline render waits for a plugin's restart before it goes on without it
+/// (playing silence for the node until the plugin is back).
+pub const OFFLINE_RESTART_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Events (parameter changes and notes) a node holds between blocks. Fixed when the node is
 /// built, so the audio thread never grows it.
@@ -189,7 +193,8 @@ pub struct Vst3Node {
     component: ComPtr<IComponent>,
     controller: Option<ComPtr<IEditController>>,
     connected: Option<(ComPtr<IConnectionPoint>, ComPtr<IConnectionPoint>)>,
-    handler: ComWrapper<ComponentHandler>,
+    /// The controller's handler: kept alive while the controller may call it.
+    _handler: ComWrapper<ComponentHandler>,
     _host: ComWrapper<HostApplication>,
     changes: ComWrapper<ParamChanges>,
     changes_ptr: ComPtr<IParameterChanges>,
@@ -219,6 +224,13 @@ pub struct Vst3Node {
     failed_calls: u64,
     dropped_events: u64,
     sample_rate: u32,
+    /// Restarts the plugin asks for (see `super::restart`).
+    restarter: Arc<Restarter>,
+    /// Where a restart publishes a new latency.
+    revision: SharedRevision,
+    offline: bool,
+    /// Blocks the node played silence for while the plugin restarted.
+    blocks_restarting: u64,
     /// The library, kept loaded while the plugin's objects live (dropped after them).
     _module: Arc<Module>,
 }
@@ -411,6 +423,7 @@ impl Vst3Node {
         let processor = component
             .cast::<IAudioProcessor>()
             .ok_or_else(|| fail("finding the audio processor", -1))?;
+        let restart_flags = handler.restart_flags.clone();
         // State: the file's, else the component's own, given to the controller.
         // SAFETY: state calls with streams the host owns for their duration.
         unsafe {
@@ -634,6 +647,16 @@ impl Vst3Node {
         pending.clear();
         // SAFETY: `ProcessContext` is plain data, for which all zeroes is a valid value.
         let context: ProcessContext = unsafe { std::mem::zeroed() };
+        let specs: &'static [ParamSpec] = Box::leak(specs.into_boxed_slice());
+        let revision = Arc::new(Revision::new(latency, specs));
+        let restarter = Restarter::new(
+            restart_flags,
+            component.clone(),
+            processor.clone(),
+            revision.clone(),
+            label,
+            module.clone(),
+        );
         Ok(Self {
             info,
             class: cid,
@@ -642,7 +665,7 @@ impl Vst3Node {
             processor,
             controller,
             connected,
-            handler,
+            _handler: handler,
             _host: host,
             changes,
             changes_ptr,
@@ -658,7 +681,7 @@ impl Vst3Node {
             out_ptrs,
             in_buses,
             out_buses,
-            specs: Box::leak(specs.into_boxed_slice()),
+            specs,
             params,
             values,
             pending,
@@ -668,6 +691,10 @@ impl Vst3Node {
             failed_calls: 0,
             dropped_events: 0,
             sample_rate,
+            restarter,
+            revision,
+            offline: false,
+            blocks_restarting: 0,
             _module: module,
         })
     }
@@ -675,6 +702,12 @@ impl Vst3Node {
     /// The bundle, name and id of the plugin.
     pub fn info(&self) -> &Vst3Info {
         &self.info
+    }
+
+    /// Blocks the node played silence for while the plugin restarted (none offline, where
+    /// the render waits for the restart instead).
+    pub fn blocks_restarting(&self) -> u64 {
+        self.blocks_restarting
     }
 
     /// How many `process` calls the plugin refused (the node output silence for those).
@@ -687,12 +720,10 @@ impl Vst3Node {
         self.dropped_events
     }
 
-    /// Whether the controller asked for a restart with the latency changed
-    /// (`restartComponent(kLatencyChanged)`) since the node was built.
-    pub fn latency_change_asked(&self) -> bool {
-        self.handler.restart_flags.load(Ordering::Acquire)
-            & vst3::Steinberg::Vst::RestartFlags_::kLatencyChanged
-            != 0
+    /// Restarts the plugin asked for (`restartComponent(kLatencyChanged)`) and had:
+    /// deactivated and activated again off the audio thread, with the node kept.
+    pub fn restarts(&self) -> u64 {
+        self.restarter.restarts()
     }
 
     fn queue(&mut self, p: Pending) -> bool {
@@ -846,6 +877,20 @@ impl Node for Vst3Node {
     fn process(&mut self, ctx: &Context, input: AudioRef<'_>, mut output: AudioMut<'_>) {
         let _inside = crash::enter(self.label, Phase::Process);
         let frames = ctx.frames;
+        match self
+            .restarter
+            .turn(&mut self.processing, self.offline, OFFLINE_RESTART_WAIT)
+        {
+            Turn::Away => {
+                self.blocks_restarting += 1;
+                for c in 0..self.out_ptrs.len() {
+                    output.channel_mut(c).fill(0.0);
+                }
+                return;
+            }
+            Turn::Process(Some(latency)) => self.latency = latency,
+            Turn::Process(None) => {}
+        }
         for (c, buf) in self.in_bufs.iter_mut().enumerate() {
             buf[..frames].copy_from_slice(&input.channel(c)[..frames]);
         }
@@ -892,6 +937,14 @@ impl Node for Vst3Node {
 
     fn set_param(&mut self, index: usize, value: f32) -> bool {
         self.set_param_at(0, index, value)
+    }
+
+    fn set_offline(&mut self, offline: bool) {
+        self.offline = offline;
+    }
+
+    fn revision(&self) -> Option<SharedRevision> {
+        Some(self.revision.clone())
     }
 
     fn takes_param_offsets(&self) -> bool {
@@ -978,6 +1031,8 @@ impl Node for Vst3Node {
 
 impl Drop for Vst3Node {
     fn drop(&mut self) {
+        // No restart may touch the plugin from here on.
+        self.restarter.close();
         let _inside = crash::enter(self.label, Phase::Deactivate);
         // SAFETY: the SDK's tear-down sequence, off the audio thread; `setProcessing(false)`
         // is the audio thread's call, made here as the last one.
