@@ -153,8 +153,10 @@ impl Decoder {
                 None => Box::new(open_file(path)?),
             })
         };
-        // Once for the lengths symphonia would trust (see `preflight`), then for symphonia.
+        // Once for the lengths symphonia would trust (see `preflight`), once for the trim it
+        // would subtract unchecked, then for symphonia.
         crate::preflight::check(open()?, path)?;
+        crate::preflight::gapless(open()?, &hint_for(path), path)?;
         let source = open()?;
         let stream = MediaSourceStream::new(source, Default::default());
         let options = FormatOptions {

@@ -7,11 +7,21 @@
 //! system refuses it and takes that much address space where it does not. [`check`] walks
 //! those blocks first, in the stream symphonia's probe finds, and refuses a length that runs
 //! past its block as [`FileError::Corrupt`] naming the byte, before symphonia sees it.
+//!
+//! symphonia 0.5's MP3 reader, asked for gapless playback, subtracts the encoder delay and
+//! padding a LAME tag states from the length its Xing/Info tag states without a check
+//! (`demuxer.rs` in symphonia-bundle-mp3): where they are longer, it panics with overflow
+//! checks on and takes a length near 2^64 frames with them off. [`gapless`] reads the header
+//! without the subtraction first and refuses such a file (found by `bench fuzz`'s
+//! `audio_file` target).
 
 use std::path::Path;
 
+use symphonia::core::codecs::CODEC_TYPE_NULL;
+use symphonia::core::formats::FormatOptions;
 use symphonia::core::io::{MediaSource, MediaSourceStream, ReadBytes};
-use symphonia::core::probe::Instantiate;
+use symphonia::core::meta::MetadataOptions;
+use symphonia::core::probe::{Hint, Instantiate};
 
 use crate::FileError;
 
@@ -45,6 +55,55 @@ pub(crate) fn check(source: Box<dyn MediaSource>, path: &Path) -> Result<(), Fil
                 }
             }
             Err(_) => break,
+        }
+    }
+    Ok(())
+}
+
+/// Checks `source` (the file `path`, opened for this check alone, `hint` naming its
+/// format as the file's name does) for a gapless trim longer than the length it trims: see
+/// the module docs.
+///
+/// Errors: [`FileError::Corrupt`] naming both lengths. Anything else is left for the real
+/// open to report.
+pub(crate) fn gapless(
+    source: Box<dyn MediaSource>,
+    hint: &Hint,
+    path: &Path,
+) -> Result<(), FileError> {
+    let stream = MediaSourceStream::new(source, Default::default());
+    let options = FormatOptions {
+        enable_gapless: false,
+        ..Default::default()
+    };
+    let Ok(probed) = symphonia::default::get_probe().format(
+        hint,
+        stream,
+        &options,
+        &MetadataOptions::default(),
+    ) else {
+        return Ok(());
+    };
+    let Some(track) = probed
+        .format
+        .tracks()
+        .iter()
+        .find(|t| t.codec_params.codec != CODEC_TYPE_NULL)
+    else {
+        return Ok(());
+    };
+    let p = &track.codec_params;
+    if let (Some(frames), Some(delay), Some(padding)) = (p.n_frames, p.delay, p.padding) {
+        let trim = u64::from(delay) + u64::from(padding);
+        if trim > frames {
+            return Err(FileError::Corrupt {
+                path: path.to_path_buf(),
+                at_frame: None,
+                detail: format!(
+                    "its header says it holds {frames} frames, fewer than the encoder delay \
+                     and padding it says to trim from them ({delay} and {padding})"
+                ),
+            });
         }
     }
     Ok(())

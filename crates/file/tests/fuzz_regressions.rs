@@ -98,15 +98,30 @@ fn decode_all_does_not_reserve_what_a_header_claims() {
     assert!(audio.frames() < 48_000, "{} frames", audio.frames());
 }
 
-/// Open: an MP3 whose Info header counts fewer frames than its LAME tag's encoder delay
-/// and padding. symphonia 0.5's MP3 reader subtracts them unchecked when gapless playback is
-/// on (`symphonia-bundle-mp3` 0.5.5, `demuxer.rs:128`): a panic in builds with overflow
-/// checks (debug builds, the fuzz targets), a frame count near 2^64 in release builds. Not
-/// fixed yet: the fix is to read the Info and LAME tags before symphonia and open such a
-/// file without gapless trimming. Run with `--ignored` to see it.
+/// Open: MP3s whose Info header counts fewer frames than their LAME tag's encoder delay
+/// and padding (the second, found at the stop of 2026-11-29, an ffmpeg-made "Lavf" tag).
+/// symphonia 0.5's MP3 reader subtracts them unchecked when gapless playback is on
+/// (`symphonia-bundle-mp3` 0.5.5, `demuxer.rs:128`): a panic in builds with overflow checks
+/// (debug builds, the fuzz targets), a frame count near 2^64 in release builds. The header
+/// is read without the trim first and such a file is refused as corrupt, naming both
+/// lengths.
 #[test]
-#[ignore = "open finding: symphonia's MP3 gapless subtraction overflows"]
-fn an_mp3_whose_padding_exceeds_its_frames_is_not_a_panic() {
-    let path = hand_over("audio_file-mp3-gapless-underflow.mp3");
-    let _ = check(path);
+fn an_mp3_whose_padding_exceeds_its_frames_is_corrupt_not_a_panic() {
+    for name in [
+        "audio_file-mp3-gapless-underflow.mp3",
+        "audio_file-mp3-gapless-underflow-lavf.mp3",
+    ] {
+        let path = hand_over(name);
+        let err = check(path).unwrap_err();
+        assert!(
+            matches!(err, FileError::Corrupt { at_frame: None, .. }),
+            "{name}: {err:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("fewer than the encoder delay and padding"),
+            "{name}: {text}"
+        );
+        assert!(decode_all(path, 48_000).is_err(), "{name}");
+    }
 }
