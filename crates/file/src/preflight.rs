@@ -76,12 +76,9 @@ pub(crate) fn gapless(
         enable_gapless: false,
         ..Default::default()
     };
-    let Ok(probed) = symphonia::default::get_probe().format(
-        hint,
-        stream,
-        &options,
-        &MetadataOptions::default(),
-    ) else {
+    let Ok(probed) =
+        symphonia::default::get_probe().format(hint, stream, &options, &MetadataOptions::default())
+    else {
         return Ok(());
     };
     let Some(track) = probed

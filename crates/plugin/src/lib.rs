@@ -9,6 +9,8 @@ pub mod audit;
 pub mod clap;
 pub mod crash;
 pub mod headless;
+#[cfg(any(feature = "clap", feature = "vst3"))]
+mod keys;
 #[cfg(feature = "lv2")]
 pub mod lv2;
 pub mod naming;

@@ -178,16 +178,6 @@ static FACTORY_PARAMS: [ParamSpec; 1] = [ParamSpec {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ClapFactory;
 
-fn text(name: &str, value: ParamValue, what: &str) -> Result<String, ParamError> {
-    match value {
-        ParamValue::Text(t) => Ok(t),
-        _ => Err(ParamError::Invalid {
-            name: name.into(),
-            message: format!("expected {what} as a string"),
-        }),
-    }
-}
-
 impl NodeFactory for ClapFactory {
     fn name(&self) -> &str {
         "clap"
@@ -222,9 +212,9 @@ impl NodeFactory for ClapFactory {
         let mut values = Vec::new();
         for (name, value) in params {
             match name.as_str() {
-                "path" => path = Some(text(&name, value, "the .clap file's path")?),
-                "id" => id = Some(text(&name, value, "the plugin's id")?),
-                "state" => state = Some(text(&name, value, "the state file's path")?),
+                "path" => path = Some(crate::keys::text(&name, value, "the .clap file's path")?),
+                "id" => id = Some(crate::keys::text(&name, value, "the plugin's id")?),
+                "state" => state = Some(crate::keys::text(&name, value, "the state file's path")?),
                 "preset" => {
                     return Err(ParamError::Invalid {
                         name,
@@ -255,37 +245,7 @@ impl NodeFactory for ClapFactory {
             name: e.key().into(),
             message: e.to_string(),
         })?;
-        let specs = node.params();
-        for (name, value) in values {
-            let Some(index) = specs.iter().position(|s| s.name == name) else {
-                return Err(ParamError::Unknown {
-                    name,
-                    valid: specs.iter().map(|s| s.name).collect(),
-                });
-            };
-            let v = match value {
-                ParamValue::Float(v) => v,
-                ParamValue::Int(v) => v as f64,
-                _ => {
-                    return Err(ParamError::Invalid {
-                        name,
-                        message: format!("expected {}", specs[index].kind.describe()),
-                    })
-                }
-            };
-            // Every CLAP parameter is declared as a Float with the plugin's range.
-            let (min, max) = match specs[index].kind {
-                ParamKind::Float { min, max, .. } => (min, max),
-                _ => (f64::NEG_INFINITY, f64::INFINITY),
-            };
-            if !(min..=max).contains(&v) {
-                return Err(ParamError::Invalid {
-                    name,
-                    message: format!("{v} is out of range: expected a number from {min} to {max}"),
-                });
-            }
-            node.set_param(index, v as f32);
-        }
+        crate::keys::set_params(&mut node, values)?;
         Ok(Box::new(node))
     }
 }

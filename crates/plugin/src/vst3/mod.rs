@@ -98,16 +98,6 @@ static FACTORY_PARAMS: [ParamSpec; 1] = [ParamSpec {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Vst3Factory;
 
-fn text(name: &str, value: ParamValue, what: &str) -> Result<String, ParamError> {
-    match value {
-        ParamValue::Text(t) => Ok(t),
-        _ => Err(ParamError::Invalid {
-            name: name.into(),
-            message: format!("expected {what} as a string"),
-        }),
-    }
-}
-
 impl NodeFactory for Vst3Factory {
     fn name(&self) -> &str {
         "vst3"
@@ -141,9 +131,15 @@ impl NodeFactory for Vst3Factory {
         let mut values = Vec::new();
         for (name, value) in params {
             match name.as_str() {
-                "path" => path = Some(text(&name, value, "the .vst3 bundle's path")?),
-                "id" => id = Some(text(&name, value, "the plugin's class name or id")?),
-                "state" => state = Some(text(&name, value, "the state file's path")?),
+                "path" => path = Some(crate::keys::text(&name, value, "the .vst3 bundle's path")?),
+                "id" => {
+                    id = Some(crate::keys::text(
+                        &name,
+                        value,
+                        "the plugin's class name or id",
+                    )?)
+                }
+                "state" => state = Some(crate::keys::text(&name, value, "the state file's path")?),
                 _ => values.push((name, value)),
             }
         }
@@ -164,36 +160,7 @@ impl NodeFactory for Vst3Factory {
             name: e.key().into(),
             message: e.to_string(),
         })?;
-        let specs = node.params();
-        for (name, value) in values {
-            let Some(index) = specs.iter().position(|s| s.name == name) else {
-                return Err(ParamError::Unknown {
-                    name,
-                    valid: specs.iter().map(|s| s.name).collect(),
-                });
-            };
-            let v = match value {
-                ParamValue::Float(v) => v,
-                ParamValue::Int(v) => v as f64,
-                _ => {
-                    return Err(ParamError::Invalid {
-                        name,
-                        message: format!("expected {}", specs[index].kind.describe()),
-                    })
-                }
-            };
-            let (min, max) = match specs[index].kind {
-                ParamKind::Float { min, max, .. } => (min, max),
-                _ => (f64::NEG_INFINITY, f64::INFINITY),
-            };
-            if !(min..=max).contains(&v) {
-                return Err(ParamError::Invalid {
-                    name,
-                    message: format!("{v} is out of range: expected a number from {min} to {max}"),
-                });
-            }
-            node.set_param(index, v as f32);
-        }
+        crate::keys::set_params(&mut node, values)?;
         Ok(Box::new(node))
     }
 }
