@@ -198,3 +198,39 @@ fn bad_bundles_and_classes_are_typed_errors_naming_the_bundle() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// ZamComp's read-only parameters (its meters) are the node's outputs, following what the
+/// plugin reports in its output parameter changes: with the threshold far below a loud
+/// input, the gain reduction rises from 0.
+#[test]
+fn the_plugins_meters_are_outputs_that_follow_the_plugin() {
+    let mut node = comp();
+    let outputs: Vec<&str> = node.outputs().iter().map(|s| s.name).collect();
+    assert!(outputs.contains(&"gain_reduction"), "{outputs:?}");
+    assert!(
+        node.params().iter().all(|p| !outputs.contains(&p.name)),
+        "a meter is not also a parameter"
+    );
+    let reduction = outputs.iter().position(|&n| n == "gain_reduction").unwrap();
+    assert_eq!(node.output_value(reduction), 0.0);
+    assert!(node.set_param(index(&node, "threshold"), -60.0));
+    let input: Vec<f32> = (0..2 * 256)
+        .map(|i| {
+            if i < 256 {
+                0.9 * ((i as f32) * 0.3).sin()
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let mut output = vec![0.0f32; 256];
+    for b in 0..40 {
+        node.process(
+            &ProcessContext::new(48000, 256, b * 256),
+            AudioRef::new(&input, 2, 256, 256),
+            AudioMut::new(&mut output, 1, 256, 256),
+        );
+    }
+    let db = node.output_value(reduction);
+    assert!(db > 1.0, "gain reduction {db} dB");
+}

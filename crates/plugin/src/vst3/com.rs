@@ -353,6 +353,18 @@ impl ParamChanges {
     }
 }
 
+impl ParamChanges {
+    /// Calls `f` with each parameter's id and last point, for the lists the plugin filled
+    /// (its output changes). Audio thread, after `process`.
+    pub(crate) fn each_last(&self, mut f: impl FnMut(ParamID, f64)) {
+        for q in &self.queues[..self.used.get()] {
+            if let Some(&(_, value)) = q.points().last() {
+                f(q.id.get(), value);
+            }
+        }
+    }
+}
+
 impl IParameterChangesTrait for ParamChanges {
     unsafe fn getParameterCount(&self) -> int32 {
         self.used.get() as int32

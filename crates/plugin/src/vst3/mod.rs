@@ -28,8 +28,12 @@
 //! ([`port_names`](crate::naming::port_names): ZamComp's "Sidechain Input" is
 //! `sidechain_input`, so `"kick -> comp:sidechain_input"`).
 //!
-//! **Parameters** are the controller's automatable ones (not read-only, hidden or a program
-//! change), named by their titles ([`param_name`](crate::naming::param_name)), in plain
+//! **Meters.** The controller's read-only parameters (ZamComp's `gain_reduction`) are the
+//! node's [outputs](downbeat_graph::Node::outputs), read like parameters by a watcher and
+//! following what the plugin reports in its output parameter changes each block.
+//!
+//! **Parameters** are the controller's others (not hidden or a program change), named by
+//! their titles ([`param_name`](crate::naming::param_name)), in plain
 //! units (the doc of each says the plugin's unit) with the plugin's ranges and defaults,
 //! all live. Each change reaches the plugin in `IParameterChanges` at its sample offset in
 //! the block, as the normalized value the plugin's own mapping gives (sampled at 257 points

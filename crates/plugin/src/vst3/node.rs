@@ -110,6 +110,25 @@ impl Mapping {
 const CURVE_POINTS: usize = 257;
 
 impl Param {
+    /// The plain value of normalized `n`: real-time safe (arithmetic).
+    fn plain(&self, n: f64) -> f64 {
+        let n = n.clamp(0.0, 1.0);
+        let span = self.max - self.min;
+        match &self.mapping {
+            Mapping::Straight => self.min + n * span,
+            Mapping::Stepped(steps) => {
+                let steps = f64::from(*steps);
+                self.min + (n * steps).round() / steps * span
+            }
+            Mapping::Exponential => self.min * (self.max / self.min).powf(n),
+            Mapping::Sampled(curve) => {
+                let at = n * (curve.len() - 1) as f64;
+                let k = (at.floor() as usize).min(curve.len() - 2);
+                curve[k] + (curve[k + 1] - curve[k]) * (at - k as f64)
+            }
+        }
+    }
+
     /// The normalized value of plain `v`: real-time safe (arithmetic, or a binary search).
     fn normalize(&self, v: f64) -> f64 {
         let span = self.max - self.min;
@@ -168,8 +187,10 @@ impl Pending {
 /// The node's channels are all the plugin's audio buses' channels, bus after bus, each bus
 /// one of its [`Port`]s: the main bus (the first, `kMain`) is `main`, the others are named
 /// from their names ([`port_names`]: ZamComp's "Sidechain Input" is `sidechain_input`).
-/// Every bus is activated; one no edge reaches hears silence. Its parameters are the
-/// controller's automatable ones (not read-only, hidden or a program change), by title
+/// Every bus is activated; one no edge reaches hears silence. Its read-only parameters (the
+/// plugin's meters) are its [outputs](Node::outputs), following what the plugin reports in
+/// its output parameter changes. Its parameters are the controller's others (not hidden or
+/// a program change), by title
 /// ([`param_name`]), in plain units with the plugin's ranges and defaults, all live: each
 /// change reaches the plugin in `IParameterChanges` at its sample offset, as a normalized
 /// value (through the plugin's own mapping, sampled when the node is built: a straight line
@@ -217,6 +238,10 @@ pub struct Vst3Node {
     specs: &'static [ParamSpec],
     params: Vec<Param>,
     values: Vec<f32>,
+    /// The plugin's read-only parameters (its meters), as the node's outputs.
+    out_specs: &'static [ParamSpec],
+    out_params: Vec<Param>,
+    out_values: Vec<f32>,
     pending: Vec<Pending>,
     latency: usize,
     instrument: bool,
@@ -514,10 +539,9 @@ impl Vst3Node {
         let mut specs = Vec::new();
         let mut params = Vec::new();
         let mut values = Vec::new();
+        let (mut out_specs, mut out_params, mut out_values) = (Vec::new(), Vec::new(), Vec::new());
         if let Some(c) = &controller {
-            let hidden = ParameterFlags_::kIsReadOnly
-                | ParameterFlags_::kIsHidden
-                | ParameterFlags_::kIsProgramChange;
+            let hidden = ParameterFlags_::kIsHidden | ParameterFlags_::kIsProgramChange;
             // SAFETY: parameter queries with an out-structure of the SDK's type.
             unsafe {
                 for i in 0..c.getParameterCount() {
@@ -525,10 +549,17 @@ impl Vst3Node {
                     if c.getParameterInfo(i, &mut p) != kResultOk || p.flags & hidden != 0 {
                         continue;
                     }
+                    let meter = p.flags & ParameterFlags_::kIsReadOnly != 0;
                     let title = wide(&p.title);
                     let units = wide(&p.units);
                     let mut name = param_name(&title);
-                    if name.is_empty() || specs.iter().any(|s: &ParamSpec| s.name == name) {
+                    let taken = |n: &str| {
+                        specs
+                            .iter()
+                            .chain(&out_specs)
+                            .any(|s: &ParamSpec| s.name == n)
+                    };
+                    if name.is_empty() || taken(&name) {
                         name =
                             format!("{}_{}", if name.is_empty() { "param" } else { &name }, p.id);
                     }
@@ -548,7 +579,7 @@ impl Vst3Node {
                             format!(" in {}", units.trim())
                         },
                     );
-                    specs.push(ParamSpec {
+                    let spec = ParamSpec {
                         // Leaked once per node built: `Node::params` hands out a 'static
                         // list, and these names exist only once the plugin is loaded.
                         name: Box::leak(name.into_boxed_str()),
@@ -559,9 +590,16 @@ impl Vst3Node {
                             default,
                         },
                         unit: Unit::None,
-                        live: true,
-                    });
-                    values.push(plain(c.getParamNormalized(p.id)) as f32);
+                        live: !meter,
+                    };
+                    let value = plain(c.getParamNormalized(p.id)) as f32;
+                    let (specs, params, values) = if meter {
+                        (&mut out_specs, &mut out_params, &mut out_values)
+                    } else {
+                        (&mut specs, &mut params, &mut values)
+                    };
+                    specs.push(spec);
+                    values.push(value);
                     params.push(Param {
                         id: p.id,
                         min,
@@ -684,6 +722,9 @@ impl Vst3Node {
             specs,
             params,
             values,
+            out_specs: Box::leak(out_specs.into_boxed_slice()),
+            out_params,
+            out_values,
             pending,
             latency,
             instrument,
@@ -927,6 +968,12 @@ impl Node for Vst3Node {
         // copies in `in_bufs`, the output channels of this block (whose pointers were just
         // written), the lists the node owns; nothing else touches them during the call.
         let r = unsafe { self.processor.process(&mut data) };
+        let (params, values) = (&self.out_params, &mut self.out_values);
+        self.out_changes.each_last(|id, normalized| {
+            if let Some(k) = params.iter().position(|p| p.id == id) {
+                values[k] = params[k].plain(normalized) as f32;
+            }
+        });
         if r != kResultOk {
             self.failed_calls += 1;
             for c in 0..self.out_ptrs.len() {
@@ -974,6 +1021,18 @@ impl Node for Vst3Node {
 
     fn params(&self) -> &'static [ParamSpec] {
         self.specs
+    }
+
+    /// The plugin's read-only parameters (meters: ZamComp's `gain_reduction`), by title, in
+    /// plain units.
+    fn outputs(&self) -> &'static [ParamSpec] {
+        self.out_specs
+    }
+
+    /// The last value the plugin reported for meter `index` in its output parameter
+    /// changes (or its value when the node was built, until it reports one).
+    fn output_value(&self, index: usize) -> f32 {
+        self.out_values.get(index).copied().unwrap_or(0.0)
     }
 
     fn get_param(&self, index: usize) -> Option<f32> {

@@ -49,8 +49,10 @@ pub(crate) struct Restarter {
     state: AtomicU8,
     /// The component handler's `restartComponent` flags.
     flags: Arc<AtomicI32>,
-    component: ComPtr<IComponent>,
+    // Released in this order: the processor's reference before the component's (DPF counts
+    // them apart and warns of a component released while its processor lives).
     processor: ComPtr<IAudioProcessor>,
+    component: ComPtr<IComponent>,
     latency: AtomicUsize,
     /// Restarts done.
     restarts: AtomicU64,
@@ -93,8 +95,8 @@ impl Restarter {
         let r = Arc::new(Self {
             state: AtomicU8::new(IDLE),
             flags,
-            component,
             processor,
+            component,
             latency: AtomicUsize::new(latency),
             restarts: AtomicU64::new(0),
             revision,
