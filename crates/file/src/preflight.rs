@@ -8,6 +8,13 @@
 //! those blocks first, in the stream symphonia's probe finds, and refuses a length that runs
 //! past its block as [`FileError::Corrupt`] naming the byte, before symphonia sees it.
 //!
+//! symphonia 0.5's WAV reader fills up the channel mask of a `WAVE_FORMAT_EXTENSIBLE`
+//! header that names fewer channels than the header counts with a shift it does not check
+//! (`fix_channel_mask` in symphonia-format-riff): a mask with no room above its highest
+//! channel for the rest overflows, a panic with overflow checks on. [`check`] reads the
+//! `fmt ` chunk first and refuses such a header (found by `bench fuzz`'s `audio_file`
+//! target).
+//!
 //! symphonia 0.5's MP3 reader, asked for gapless playback, subtracts the encoder delay and
 //! padding a LAME tag states from the length its Xing/Info tag states without a check
 //! (`demuxer.rs` in symphonia-bundle-mp3): where they are longer, it panics with overflow
@@ -44,8 +51,10 @@ pub(crate) fn check(source: Box<dyn MediaSource>, path: &Path) -> Result<(), Fil
             Ok(Instantiate::Format(_)) => {
                 let at = mss.pos();
                 let mut marker = [0u8; 4];
-                if mss.read_buf_exact(&mut marker).is_ok() && &marker == b"fLaC" {
-                    flac_blocks(&mut mss, at + 4, path)?;
+                match mss.read_buf_exact(&mut marker).map(|()| &marker) {
+                    Ok(b"fLaC") => flac_blocks(&mut mss, at + 4, path)?,
+                    Ok(b"RIFF") => wave_channel_mask(&mut mss, path)?,
+                    _ => {}
                 }
                 break;
             }
@@ -104,6 +113,58 @@ pub(crate) fn gapless(
         }
     }
     Ok(())
+}
+
+/// The format tag of a `WAVE_FORMAT_EXTENSIBLE` header.
+const EXTENSIBLE: u16 = 0xFFFE;
+
+/// Walks a RIFF/WAVE file's chunks, after its `RIFF` marker, to its `fmt ` chunk and checks
+/// an extensible header's channel mask against its channel count: the channels the mask
+/// lacks must fit above its highest bit, as symphonia shifts them in. A file that ends
+/// first is left for symphonia.
+fn wave_channel_mask(mss: &mut MediaSourceStream, path: &Path) -> Result<(), FileError> {
+    let mut riff = [0u8; 8];
+    if mss.read_buf_exact(&mut riff).is_err() || &riff[4..] != b"WAVE" {
+        return Ok(());
+    }
+    loop {
+        let mut head = [0u8; 8];
+        if mss.read_buf_exact(&mut head).is_err() {
+            return Ok(());
+        }
+        let len = u32::from_le_bytes(head[4..].try_into().expect("four bytes"));
+        if &head[..4] != b"fmt " {
+            // Chunks are padded to an even length.
+            if mss
+                .ignore_bytes(u64::from(len) + u64::from(len & 1))
+                .is_err()
+            {
+                return Ok(());
+            }
+            continue;
+        }
+        let mut fmt = [0u8; 24];
+        if len < 24 || mss.read_buf_exact(&mut fmt).is_err() {
+            return Ok(());
+        }
+        let tag = u16::from_le_bytes([fmt[0], fmt[1]]);
+        let channels = u32::from(u16::from_le_bytes([fmt[2], fmt[3]]));
+        let mask = u32::from_le_bytes(fmt[20..24].try_into().expect("four bytes"));
+        let missing = channels.saturating_sub(mask.count_ones());
+        if tag == EXTENSIBLE && missing > mask.leading_zeros() {
+            return Err(FileError::Corrupt {
+                path: path.to_path_buf(),
+                at_frame: None,
+                detail: format!(
+                    "its header counts {channels} channels, and its channel mask \
+                     ({mask:#010x}) names {} with room for {} more",
+                    mask.count_ones(),
+                    mask.leading_zeros()
+                ),
+            });
+        }
+        return Ok(());
+    }
 }
 
 /// Passes over an ID3v2 tag: its 10-byte header, its size (28 bits, 7 a byte) and the

@@ -125,3 +125,21 @@ fn an_mp3_whose_padding_exceeds_its_frames_is_corrupt_not_a_panic() {
         assert!(decode_all(path, 48_000).is_err(), "{name}");
     }
 }
+
+/// Open: a WAV whose extensible header counts 2,063 channels and whose channel mask names
+/// 2. symphonia 0.5's WAV reader fills the mask up with a shift it does not check
+/// (`symphonia-format-riff` 0.5.5, `common.rs:55`): a panic in builds with overflow checks.
+/// The `fmt ` chunk is read first and such a header refused as corrupt, saying both counts.
+#[test]
+fn a_wav_channel_mask_without_room_for_its_channels_is_corrupt_not_a_panic() {
+    let name = "audio_file-wav-channel-mask.wav";
+    let path = hand_over(name);
+    let err = check(path).unwrap_err();
+    assert!(
+        matches!(err, FileError::Corrupt { at_frame: None, .. }),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(text.contains("counts 2063 channels"), "{text}");
+    assert!(decode_all(path, 48_000).is_err());
+}
