@@ -124,8 +124,8 @@ EXPECTED["engines"] = (
 EXPECTED["graph-plugin"] = (
     cases(each("plugin_", LOADS + ["outside_P50"]), ["serial", "downbeat"])
     + cases(each("plugin_", ["wake_P50", "wake_P99", "tail_P50"]), ["downbeat"])
-    # The CLAP row beside the LV2 row: zam-plugins' ZaMultiCompX2 in both formats, on the pool.
-    + cases(each(["plugin_clap_", "plugin_lv2_"], LOADS + ["outside_P50", "wake_P50", "wake_P99", "tail_P50"]), ["downbeat"])
+    # The format rows: zam-plugins' ZaMultiCompX2 as CLAP, VST3 and LV2, on the pool.
+    + cases(each(["plugin_clap_", "plugin_vst3_", "plugin_lv2_"], LOADS + ["outside_P50", "wake_P50", "wake_P99", "tail_P50"]), ["downbeat"])
 )
 
 # `soak`: each figure a row of impl "downbeat", each bound a row of impl "max" or "min" (the
@@ -143,7 +143,8 @@ EXPECTED["soak"] = (cases(SOAK_MAX + SOAK_MIN + SOAK_REPORTED + ["failed_checks"
 # Rows a run may lack: a pool's nodes that never changed worker have nothing to compare.
 OPTIONAL = {
     "graph": cases(["fanin84_node_moved_vs_stayed"], POOLS) + cases(["uneven_node_moved_vs_stayed"], ["downbeat"]),
-    "graph-plugin": cases(["plugin_node_moved_vs_stayed", "plugin_clap_node_moved_vs_stayed", "plugin_lv2_node_moved_vs_stayed"], ["downbeat"]),
+    "graph-plugin": cases(["plugin_node_moved_vs_stayed", "plugin_clap_node_moved_vs_stayed",
+                           "plugin_vst3_node_moved_vs_stayed", "plugin_lv2_node_moved_vs_stayed"], ["downbeat"]),
 }
 
 
