@@ -153,8 +153,8 @@ fn restart(e: &mut Entry, mut given: Restart) -> Restart {
             e.log.name
         ),
     }
-    if back.latency != e.revision.latency() || !same_params(back.specs, e.revision.params()) {
-        e.revision.publish(back.latency, back.specs);
+    if back.latency != e.revision.latency() || !same_params(back.specs(), e.revision.params()) {
+        e.revision.publish(back.latency, back.specs());
     }
     e.log.print();
     back

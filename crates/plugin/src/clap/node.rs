@@ -87,21 +87,26 @@ struct ParamList {
 pub(crate) struct Restart {
     pub(crate) processor: Option<PluginAudioProcessor<Host>>,
     pub(crate) latency: usize,
-    pub(crate) specs: &'static [ParamSpec],
-    params: Vec<Param>,
-    values: Vec<f32>,
+    list: ParamList,
 }
 
 impl Restart {
     /// What the node hands over: its processor, nothing else yet.
-    fn handing(processor: Option<PluginAudioProcessor<Host>>, specs: &'static [ParamSpec]) -> Self {
+    fn handing(processor: Option<PluginAudioProcessor<Host>>) -> Self {
         Self {
             processor,
             latency: 0,
-            specs,
-            params: Vec::new(),
-            values: Vec::new(),
+            list: ParamList {
+                specs: &[],
+                params: Vec::new(),
+                values: Vec::new(),
+            },
         }
+    }
+
+    /// The parameter specs read after the activation.
+    pub(crate) fn specs(&self) -> &'static [ParamSpec] {
+        self.list.specs
     }
 
     /// The latency and parameters of the plugin as it is now, with no processor yet. Main
@@ -110,13 +115,10 @@ impl Restart {
         let latency = read_latency(instance);
         flags.latency_changed.store(false, Ordering::Release);
         flags.values_changed.store(false, Ordering::Release);
-        let list = read_params(instance);
         Self {
             processor: None,
             latency,
-            specs: list.specs,
-            params: list.params,
-            values: list.values,
+            list: read_params(instance),
         }
     }
 }
@@ -382,6 +384,16 @@ fn read_params(instance: &mut PluginInstance<Host>) -> ParamList {
     }
 }
 
+/// The current values of the parameters `ids`, as the plugin reports them (`None` for one
+/// it does not). Main thread.
+fn read_values(instance: &mut PluginInstance<Host>, ids: &[ClapId]) -> Vec<Option<f64>> {
+    let handle = instance.plugin_handle();
+    match handle.get_extension::<PluginParams>() {
+        Some(ext) => ids.iter().map(|&id| ext.get_value(&handle, id)).collect(),
+        None => Vec::new(),
+    }
+}
+
 /// Reads a saved state file into the inactive plugin. Main thread.
 fn load_state(instance: &mut PluginInstance<Host>, file: &Path) -> Result<(), String> {
     let bytes = std::fs::read(file).map_err(|e| format!("cannot read it: {e}"))?;
@@ -543,15 +555,9 @@ fn create(
     drop(activating);
     // CLAP: latency is read once the plugin is active (whether or not it said `changed()`
     // in `activate`); the parameters after it too, so a restart reads them the same way.
-    let Restart {
-        latency,
-        specs,
-        params,
-        values,
-        ..
-    } = Restart::read(&mut instance, &flags);
+    let Restart { latency, list, .. } = Restart::read(&mut instance, &flags);
     log.print();
-    let revision = Arc::new(Revision::new(latency, specs));
+    let revision = Arc::new(Revision::new(latency, list.specs));
     let (main_side, audio_side) = handover::pair();
     let key = instances.insert(Entry {
         instance,
@@ -574,11 +580,7 @@ fn create(
         in_list,
         out_list,
         instrument,
-        list: ParamList {
-            specs,
-            params,
-            values,
-        },
+        list,
         latency,
     })
 }
@@ -740,6 +742,7 @@ impl ClapNode {
     /// ```
     pub fn main_thread_tick(&mut self) {
         let key = self.key;
+        let ids: Vec<ClapId> = self.params.iter().map(|p| p.id).collect();
         let read = main_thread::call(move |instances| {
             let e = instances.get(key)?;
             e.log.print();
@@ -752,7 +755,7 @@ impl ClapNode {
                 .flags
                 .values_changed
                 .swap(false, Ordering::AcqRel)
-                .then(|| read_params(&mut e.instance).values);
+                .then(|| read_values(&mut e.instance, &ids));
             Some((latency, values))
         });
         let Ok(Some((latency, values))) = read else {
@@ -761,8 +764,10 @@ impl ClapNode {
         if let Some(latency) = latency {
             self.latency = latency;
         }
-        if let Some(values) = values.filter(|v| v.len() == self.values.len()) {
-            self.values = values;
+        for (v, now) in self.values.iter_mut().zip(values.unwrap_or_default()) {
+            if let Some(now) = now {
+                *v = now as f32;
+            }
         }
     }
 
@@ -884,7 +889,7 @@ impl ClapNode {
                 .processor
                 .take()
                 .map(|p| PluginAudioProcessor::from(p.into_stopped()));
-            restart.give(Restart::handing(processor, self.specs));
+            restart.give(Restart::handing(processor));
             self.away = true;
         }
         if !self.away {
@@ -902,9 +907,9 @@ impl ClapNode {
             return false;
         };
         self.processor = back.processor.take();
-        std::mem::swap(&mut self.params, &mut back.params);
-        std::mem::swap(&mut self.values, &mut back.values);
-        self.specs = back.specs;
+        std::mem::swap(&mut self.params, &mut back.list.params);
+        std::mem::swap(&mut self.values, &mut back.list.values);
+        self.specs = back.list.specs;
         self.latency = back.latency;
         self.asleep = false;
         self.away = false;
