@@ -234,3 +234,24 @@ fn the_plugins_meters_are_outputs_that_follow_the_plugin() {
     let db = node.output_value(reduction);
     assert!(db > 1.0, "gain reduction {db} dB");
 }
+
+/// Nodes built and dropped on many threads at once: the module is entered once and its
+/// main-thread calls made one at a time (DPF's modules crashed in `getClassInfo` when two
+/// threads loaded one at once, or one exited it under another).
+#[test]
+fn nodes_of_one_bundle_load_and_drop_on_many_threads_at_once() {
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(|| {
+                for _ in 0..25 {
+                    let node = comp();
+                    assert_eq!(node.output_channels(), 1);
+                    drop(node);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}

@@ -1,7 +1,17 @@
-//! [`Module`]: a VST3 bundle's library, loaded, entered and holding its factory.
+//! [`Module`]: a VST3 bundle's library, loaded, entered once and holding its factory;
+//! [`main_calls`]: the lock every main-thread call of every VST3 plugin holds.
+//!
+//! A VST3 host has one main thread; plugins rely on it. DPF's modules, for one, keep their
+//! factory and plugin descriptions in globals: a second `ModuleEntry`, a `ModuleExit` while
+//! another node still uses the factory, or two threads asking the factory for its classes
+//! at once crash them (seen as a SIGSEGV in `getClassInfo` when two tests loaded ZamComp
+//! at once). Downbeat builds nodes on any thread, so it makes the calls one at a time
+//! instead, and enters each library once however many nodes use it.
 
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use vst3::ComPtr;
 use vst3::Steinberg::IPluginFactory;
@@ -19,20 +29,74 @@ const ARCH: &str = "aarch64-linux";
 )))]
 const ARCH: &str = "unsupported";
 
-/// A loaded VST3 module. Instances made from its factory keep it (in an `Arc`): the library
-/// is exited and unloaded only after the last of them is gone.
-pub(crate) struct Module {
+/// Held for every main-thread call of a VST3 plugin (creating, setting up, saving, tearing
+/// down, restarting, releasing), so that no two are made at once in the process. Never on
+/// the audio thread: `process` and `setProcessing` do not take it.
+pub(crate) struct MainCalls(Option<MutexGuard<'static, ()>>);
+
+static MAIN: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    /// Whether this thread holds [`MAIN`]: taking it again is then a no-op, so that a load
+    /// that fails can drop its module (which takes the lock) while holding it.
+    static HELD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Takes the main-thread lock, or nothing when this thread holds it already.
+pub(crate) fn main_calls() -> MainCalls {
+    if HELD.get() {
+        return MainCalls(None);
+    }
+    // A panic while holding it leaves no state behind that the lock protects.
+    let guard = MAIN.lock().unwrap_or_else(PoisonError::into_inner);
+    HELD.set(true);
+    MainCalls(Some(guard))
+}
+
+impl Drop for MainCalls {
+    fn drop(&mut self) {
+        if self.0.is_some() {
+            HELD.set(false);
+        }
+    }
+}
+
+/// The libraries entered, by their canonical path. Changed only under [`MAIN`].
+static LOADED: Mutex<Vec<(PathBuf, Arc<Library>)>> = Mutex::new(Vec::new());
+
+/// A library, entered, with its factory. Exited when dropped.
+struct Library {
     /// Released in `drop`, before `ModuleExit`.
     factory: Option<ComPtr<IPluginFactory>>,
     exit: Option<unsafe extern "system" fn() -> bool>,
     _library: libloading::Library,
 }
 
-// SAFETY: the factory is only used on the thread that builds and drops nodes (their main
-// thread); `Module` moves between threads inside nodes, never to be used on two at once.
-unsafe impl Send for Module {}
-// SAFETY: as for Send: shared references reach the factory only on the nodes' main thread.
-unsafe impl Sync for Module {}
+// SAFETY: the factory is called only under `MAIN` (by `Vst3Node::load`, which holds it), so
+// never from two threads at once; `Library` only moves between threads inside `Arc`s.
+unsafe impl Send for Library {}
+// SAFETY: as for Send.
+unsafe impl Sync for Library {}
+
+impl Drop for Library {
+    fn drop(&mut self) {
+        drop(self.factory.take());
+        if let Some(exit) = self.exit {
+            // SAFETY: called once per entry, after every object made from the module is
+            // released (the instances hold the module), under `MAIN` (see `Module`'s
+            // drop), and before the library is unloaded.
+            unsafe {
+                exit();
+            }
+        }
+    }
+}
+
+/// A node's share of a loaded VST3 module. The library is entered when the first share is
+/// made and exited and unloaded when the last one is dropped.
+pub(crate) struct Module {
+    library: Option<Arc<Library>>,
+}
 
 /// The library inside `bundle`: `Contents/<arch>/<bundle name>.so`.
 pub(crate) fn library_of(bundle: &Path) -> PathBuf {
@@ -47,9 +111,10 @@ pub(crate) fn library_of(bundle: &Path) -> PathBuf {
 }
 
 impl Module {
-    /// Loads the bundle at `path` (a `.vst3` folder, or the library itself), calls its
-    /// `ModuleEntry` and takes its factory.
-    pub(crate) fn load(path: &Path) -> Result<Self, Vst3Error> {
+    /// A share of the bundle at `path` (a `.vst3` folder, or the library itself): loaded,
+    /// its `ModuleEntry` called and its factory taken, unless another node holds it already.
+    /// `_main` proves the caller holds the main-thread lock.
+    pub(crate) fn load(path: &Path, _main: &MainCalls) -> Result<Self, Vst3Error> {
         let err = |reason: String| Vst3Error::Load {
             path: path.to_path_buf(),
             reason,
@@ -72,6 +137,12 @@ impl Module {
             path.to_path_buf()
         };
         let absolute = std::fs::canonicalize(&library).map_err(|e| err(e.to_string()))?;
+        let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, library)) = loaded.iter().find(|(p, _)| *p == absolute) {
+            return Ok(Self {
+                library: Some(library.clone()),
+            });
+        }
         // SAFETY: loading a library runs its initialisers; that is what hosting a plugin
         // means, and the user chose this bundle by naming it.
         let lib = unsafe { libloading::Library::new(&absolute) }.map_err(|e| err(e.to_string()))?;
@@ -100,31 +171,34 @@ impl Module {
                 }
                 return Err(err("its `GetPluginFactory` returned no factory".into()));
             };
-            Ok(Self {
+            let library = Arc::new(Library {
                 factory: Some(factory),
                 exit,
                 _library: lib,
+            });
+            loaded.push((absolute, library.clone()));
+            Ok(Self {
+                library: Some(library),
             })
         }
     }
 
-    /// The module's factory.
+    /// The module's factory. Call it only under the main-thread lock.
     pub(crate) fn factory(&self) -> &ComPtr<IPluginFactory> {
-        self.factory
+        self.library
             .as_ref()
+            .and_then(|l| l.factory.as_ref())
             .expect("the factory lives until the module is dropped")
     }
 }
 
 impl Drop for Module {
     fn drop(&mut self) {
-        drop(self.factory.take());
-        if let Some(exit) = self.exit {
-            // SAFETY: called once, after every object made from the module is released
-            // (the instances hold the module) and before the library is unloaded.
-            unsafe {
-                exit();
-            }
-        }
+        let _main = main_calls();
+        let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+        drop(self.library.take());
+        // The registry's own reference is the last one of a library no node shares: exit it
+        // now, under the lock, so that no new node enters it in between.
+        loaded.retain(|(_, l)| Arc::strong_count(l) > 1);
     }
 }

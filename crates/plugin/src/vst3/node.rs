@@ -26,7 +26,7 @@ use downbeat_graph::{
 
 use super::com::{ComponentHandler, EventList, HostApplication, MemoryStream, ParamChanges};
 use super::error::Vst3Error;
-use super::module::Module;
+use super::module::{main_calls, Module};
 use super::restart::{Restarter, Turn};
 use crate::crash::{self, Label, Phase};
 use crate::naming::{param_name, port_names};
@@ -342,8 +342,10 @@ impl Vst3Node {
         state: Option<&Path>,
     ) -> Result<Self, Vst3Error> {
         let file_label = Label::new(id.unwrap_or("?"), &path.display().to_string());
+        // Every call below is a main-thread call of the plugin's.
+        let main = main_calls();
         let loading = crash::enter(file_label, Phase::Load);
-        let module = Arc::new(Module::load(path)?);
+        let module = Arc::new(Module::load(path, &main)?);
         let factory = module.factory();
         let mut classes = Vec::new();
         // SAFETY: plain calls on the factory, with out-structures of the SDK's types.
@@ -1067,6 +1069,8 @@ impl Node for Vst3Node {
                 self.info.name
             ))
         };
+        // Not during a restart, nor beside another node's main-thread calls.
+        let _main = main_calls();
         // SAFETY: state calls with streams the host owns for their duration.
         let component =
             save_stream(|s| unsafe { self.component.getState(s) }).ok_or_else(refused)?;
@@ -1092,6 +1096,8 @@ impl Drop for Vst3Node {
     fn drop(&mut self) {
         // No restart may touch the plugin from here on.
         self.restarter.close();
+        // After `close`: a restart under way holds the lock until it is done.
+        let _main = main_calls();
         let _inside = crash::enter(self.label, Phase::Deactivate);
         // SAFETY: the SDK's tear-down sequence, off the audio thread; `setProcessing(false)`
         // is the audio thread's call, made here as the last one.

@@ -20,6 +20,7 @@
 //! restarter first (waiting out a restart under way), so the thread never touches a plugin
 //! that is going.
 
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
@@ -31,7 +32,7 @@ use vst3::Steinberg::Vst::{
 
 use downbeat_graph::{ParamSpec, SharedRevision};
 
-use super::module::Module;
+use super::module::{main_calls, Module};
 use crate::crash::{self, Label, Phase};
 
 /// How often the restart thread looks for requests.
@@ -49,10 +50,11 @@ pub(crate) struct Restarter {
     state: AtomicU8,
     /// The component handler's `restartComponent` flags.
     flags: Arc<AtomicI32>,
-    // Released in this order: the processor's reference before the component's (DPF counts
+    // Released in `drop`, under the main-thread lock (the node's own references go first,
+    // so these are the plugin's last), the processor's before the component's (DPF counts
     // them apart and warns of a component released while its processor lives).
-    processor: ComPtr<IAudioProcessor>,
-    component: ComPtr<IComponent>,
+    processor: ManuallyDrop<ComPtr<IAudioProcessor>>,
+    component: ManuallyDrop<ComPtr<IComponent>>,
     latency: AtomicUsize,
     /// Restarts done.
     restarts: AtomicU64,
@@ -95,8 +97,8 @@ impl Restarter {
         let r = Arc::new(Self {
             state: AtomicU8::new(IDLE),
             flags,
-            processor,
-            component,
+            processor: ManuallyDrop::new(processor),
+            component: ManuallyDrop::new(component),
             latency: AtomicUsize::new(latency),
             restarts: AtomicU64::new(0),
             revision,
@@ -181,6 +183,7 @@ impl Restarter {
         {
             return;
         }
+        let main = main_calls();
         // SAFETY: the plugin is this thread's in BUSY (see the Send argument); the SDK's
         // restart sequence.
         let latency = unsafe {
@@ -192,12 +195,24 @@ impl Restarter {
             self.component.setActive(1);
             self.processor.getLatencySamples() as usize
         };
+        drop(main);
         if latency != self.revision.latency() {
             self.revision.publish(latency, self.params);
         }
         self.latency.store(latency, Ordering::Relaxed);
         self.restarts.fetch_add(1, Ordering::Relaxed);
         self.state.store(DONE, Ordering::Release);
+    }
+}
+
+impl Drop for Restarter {
+    fn drop(&mut self) {
+        let _main = main_calls();
+        // SAFETY: each dropped once, here, and not used after.
+        unsafe {
+            ManuallyDrop::drop(&mut self.processor);
+            ManuallyDrop::drop(&mut self.component);
+        }
     }
 }
 
