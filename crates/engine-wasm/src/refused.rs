@@ -7,7 +7,7 @@ use downbeat::{lookup_node_type, register_node_type};
 use downbeat_graph::{Node, NodeConfig, NodeFactory, ParamError, ParamSpec, ParamValue};
 
 /// Node types that cannot run in a browser, and why. The ones that are not built in
-/// (`clap`, `echoes`, `lv2`) come in the order the `downbeat` command registers them, so
+/// (`clap`, `echoes`, `lv2`, `vst3`) come in the order the `downbeat` command registers them, so
 /// that the list of valid types in an error message is the CLI's.
 pub const REFUSED: &[(&str, &str)] = &[
     ("player", "streams a file from disk on a reader thread"),
@@ -15,6 +15,7 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("clap", "loads a native CLAP plugin"),
     ("echoes", "runs a collector thread for its heap"),
     ("lv2", "loads a native LV2 plugin"),
+    ("vst3", "loads a native VST3 plugin"),
 ];
 
 /// Why node type `kind` cannot run in a browser, if it cannot.

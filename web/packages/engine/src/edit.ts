@@ -17,7 +17,7 @@ export type ParamValue = number | boolean | string | number[] | Record<string, s
  * unknown type or parameter, or a value out of range, refuses the batch.
  */
 export interface NodeSpec {
-  /** The node type (`downbeat nodes` lists them; the browser refuses `player`, `echoes`, `input`, `lv2`, `clap`). */
+  /** The node type (`downbeat nodes` lists them; the browser refuses `player`, `echoes`, `input`, `lv2`, `clap`, `vst3`). */
   type: string;
   /** Its parameters. */
   [param: string]: ParamValue;
