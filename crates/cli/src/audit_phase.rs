@@ -55,5 +55,6 @@ pub fn announce(phase: Phase) {
 /// `activate` inside a node's `load`, and the others), through
 /// [`downbeat_plugin::crash::observe`]. The probe's side, before it loads the plugin.
 pub fn observe_hosts() {
-    downbeat_plugin::crash::observe(announce);
+    // The audit knows the plugin: it names it on its command line.
+    downbeat_plugin::crash::observe(|_, phase| announce(phase));
 }

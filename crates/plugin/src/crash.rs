@@ -121,15 +121,16 @@ impl Drop for Scope {
 }
 
 /// Told of every phase but [`Phase::Process`] as a host enters it; see [`observe`].
-static OBSERVER: OnceLock<fn(Phase)> = OnceLock::new();
+static OBSERVER: OnceLock<fn(Label, Phase)> = OnceLock::new();
 
-/// Has `observer` called with each phase but [`Phase::Process`] that a plugin host enters,
-/// on the thread that enters it, before the plugin is called: `downbeat audit`'s probe
-/// announces them to its parent, so that a crash in `create` is told from one in
-/// `activate` though both happen inside one `load`. Process calls are not observed, so
-/// the audio thread never calls it. Only the first observer is kept; returns whether this
-/// one is it.
-pub fn observe(observer: fn(Phase)) -> bool {
+/// Has `observer` called with the plugin and each phase but [`Phase::Process`] that a
+/// plugin host enters, on the thread that enters it, before the plugin is called:
+/// `downbeat audit`'s probe and the Python package's batch workers announce them to their
+/// parent, so that a crash in `create` is told from one in `activate` though both happen
+/// inside one `load`, also when the plugin's crash bypasses [`install`]'s handler. Process
+/// calls are not observed, so the audio thread never calls it. Only the first observer is
+/// kept; returns whether this one is it.
+pub fn observe(observer: fn(Label, Phase)) -> bool {
     OBSERVER.set(observer).is_ok()
 }
 
@@ -152,7 +153,7 @@ pub fn observe(observer: fn(Phase)) -> bool {
 pub fn enter(label: Label, phase: Phase) -> Scope {
     if phase != Phase::Process {
         if let Some(observer) = OBSERVER.get() {
-            observer(phase);
+            observer(label, phase);
         }
     }
     Scope {

@@ -1,0 +1,66 @@
+//! numpy arrays in and out: the checks an array passes before its memory is read as planar
+//! `float32` audio, and a render's samples handed back as an array without a copy.
+
+use numpy::ndarray::Array2;
+use numpy::{
+    dtype, IntoPyArray, PyArray2, PyArrayDescrMethods, PyArrayMethods, PyReadonlyArray2,
+    PyUntypedArray, PyUntypedArrayMethods,
+};
+use pyo3::prelude::*;
+
+use crate::errors::AudioFormatError;
+
+/// `audio` as a `(channels, frames)` C-contiguous `float32` array, or an error that says
+/// what it is instead and how to make it so.
+pub(crate) fn audio_in<'py>(audio: &Bound<'py, PyAny>) -> PyResult<PyReadonlyArray2<'py, f32>> {
+    let py = audio.py();
+    let Ok(array) = audio.cast::<PyUntypedArray>() else {
+        let kind = audio.get_type().name()?;
+        return Err(AudioFormatError::new_err(format!(
+            "audio: expected a numpy array of float32 shaped (channels, frames), got a {kind}"
+        )));
+    };
+    if !array.dtype().is_equiv_to(&dtype::<f32>(py)) {
+        return Err(AudioFormatError::new_err(format!(
+            "audio: dtype {} is not float32; convert with audio.astype(numpy.float32)",
+            array.dtype()
+        )));
+    }
+    if array.ndim() != 2 {
+        return Err(AudioFormatError::new_err(format!(
+            "audio: shape {:?} is not (channels, frames); a mono signal `x` is x[numpy.newaxis, :]",
+            array.shape()
+        )));
+    }
+    let (channels, frames) = (array.shape()[0], array.shape()[1]);
+    if channels == 0 || channels > 64 {
+        return Err(AudioFormatError::new_err(format!(
+            "audio: {channels} channels; the first axis is channels (1 to 64), the second frames \
+             (transpose a (frames, channels) array with audio.T.copy())"
+        )));
+    }
+    if !array.is_c_contiguous() {
+        return Err(AudioFormatError::new_err(format!(
+            "audio: the ({channels}, {frames}) array is not C-contiguous (a slice or a transpose \
+             of another); make it so with numpy.ascontiguousarray(audio)"
+        )));
+    }
+    let typed = array
+        .cast::<PyArray2<f32>>()
+        .map_err(|e| AudioFormatError::new_err(format!("audio: {e}")))?;
+    typed
+        .try_readonly()
+        .map_err(|e| AudioFormatError::new_err(format!("audio: {e}")))
+}
+
+/// Planar samples, channel after channel, as a `(channels, frames)` array that owns them.
+pub(crate) fn audio_out(
+    py: Python<'_>,
+    samples: Vec<f32>,
+    channels: usize,
+    frames: usize,
+) -> Bound<'_, PyArray2<f32>> {
+    Array2::from_shape_vec((channels, frames), samples)
+        .expect("the samples are channels times frames")
+        .into_pyarray(py)
+}
