@@ -22,13 +22,13 @@ cp "$root/target/clap-test-plugins/debug/libdownbeat_clap_test_plugins.so" "$DOW
 venv=$(mktemp -d "${TMPDIR:-/tmp}/downbeat-venv.XXXXXX")
 trap 'rm -rf "$venv"' EXIT
 python3 -m venv "$venv"
-# pip fetches maturin (the build backend) and numpy from PyPI. The build shares the
-# workspace's target folder and its dev profile (optimised: see Cargo.toml), so it compiles
-# pyo3, numpy's bindings and the crates whose features differ, not the whole engine again;
-# a user's `pip install ./python` builds the release profile. LV2 needs lilv, which Debian
-# has here, so the package is built with it.
+# pip fetches maturin (the build backend), numpy and Ray from PyPI. The build shares the
+# workspace's target folder, its dev profile (optimised: see Cargo.toml) and the features of
+# the `downbeat` command built above, so it compiles PyO3, numpy's bindings and the module,
+# not the engine again; a user's `pip install ./python` builds the release profile with
+# CLAP and VST3. LV2 needs lilv, which Debian has here.
 export CARGO_TARGET_DIR=$root/target
-export MATURIN_PEP517_ARGS="--features lv2 --profile dev"
+export MATURIN_PEP517_ARGS="--features lv2,jack,system --profile dev"
 "$venv/bin/pip" install -q --disable-pip-version-check "./python[test,ray]"
 
 cd python/tests
