@@ -21,7 +21,9 @@ Every call that computes audio releases the GIL while it runs. Errors are
 from ._native import (
     AudioFormatError,
     Chain,
+    DeviceError,
     DownbeatError,
+    Live,
     MidiFileError,
     ParameterError,
     PluginError,
@@ -33,6 +35,7 @@ from ._native import (
     node_types,
     plugin,
     render,
+    start,
 )
 from .batch import BackendError, Job, JobResult, render_many, write_wav
 
@@ -44,7 +47,9 @@ __all__ = [
     "render_many",
     "write_wav",
     "Chain",
+    "DeviceError",
     "DownbeatError",
+    "Live",
     "MidiFileError",
     "ParameterError",
     "PluginError",
@@ -56,4 +61,5 @@ __all__ = [
     "node_types",
     "plugin",
     "render",
+    "start",
 ]

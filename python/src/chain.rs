@@ -16,6 +16,7 @@ use downbeat::Engine;
 
 use crate::arrays::{audio_in, audio_out};
 use crate::errors::{AudioFormatError, ParameterError, PluginError, RenderError};
+use crate::exclusive::Exclusive;
 use crate::values::param_value;
 
 /// The node types that host a plugin.
@@ -172,22 +173,6 @@ struct Built {
     /// One block, interleaved, in and out.
     scratch_in: Vec<f32>,
     scratch_out: Vec<f32>,
-}
-
-/// A value reachable only through `&mut`: shared references give nothing, so sharing one
-/// between threads is sound whatever `T` is (the idea of `std::sync::Exclusive`). A chain's
-/// graph is not `Sync`, and Python classes must be; every method that touches it takes
-/// `&mut self`, which PyO3's borrow flag makes exclusive.
-struct Exclusive<T>(T);
-
-// SAFETY: no `&self` method exposes the inner value, so two threads can never reach it at
-// once through shared references; `&mut` access is exclusive by Rust's rules.
-unsafe impl<T: Send> Sync for Exclusive<T> {}
-
-impl<T> Exclusive<T> {
-    fn get_mut(&mut self) -> &mut T {
-        &mut self.0
-    }
 }
 
 /// `downbeat.Chain(stages, block_size=256, threads=1)`: audio through the stages in order.

@@ -45,6 +45,12 @@ create_exception!(
 );
 create_exception!(
     downbeat,
+    DeviceError,
+    DownbeatError,
+    "A device that cannot be opened (not built in, no server, no sound card) or was lost."
+);
+create_exception!(
+    downbeat,
     RenderError,
     DownbeatError,
     "A render that failed while it ran (a thread that could not start, a node that failed)."

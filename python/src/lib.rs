@@ -9,6 +9,8 @@
 mod arrays;
 mod chain;
 mod errors;
+mod exclusive;
+mod live;
 mod project;
 mod render;
 mod values;
@@ -34,6 +36,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<errors::AudioFormatError>(),
     )?;
     m.add("RenderError", py.get_type::<errors::RenderError>())?;
+    m.add("DeviceError", py.get_type::<errors::DeviceError>())?;
+    m.add_class::<live::Live>()?;
+    m.add_function(wrap_pyfunction!(live::start, m)?)?;
     m.add_class::<project::Project>()?;
     m.add_class::<chain::Chain>()?;
     m.add_class::<chain::Stage>()?;

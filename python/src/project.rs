@@ -81,7 +81,7 @@ impl Project {
 }
 
 /// `project` as a project: a `Project`, a path, or (a `str` with a line break) its text.
-fn project_of(py: Python<'_>, project: &Bound<'_, PyAny>) -> PyResult<LibProject> {
+pub(crate) fn project_of(py: Python<'_>, project: &Bound<'_, PyAny>) -> PyResult<LibProject> {
     if let Ok(p) = project.cast::<Project>() {
         return Ok(p.get().inner.clone());
     }
