@@ -48,6 +48,10 @@ GUIDE_SKIPPED = {
     "npm run play": "serves the page until it is stopped; test-browser/ opens it in Chromium",
     "npm run render": "test-browser/engine-*.test.mjs runs it against `downbeat run --device "
     "offline`",
+    "pip install ./python": "installs the package into the reader's Python; python/ci.sh "
+    "installs it into a fresh virtual environment and runs its tests",
+    "ray start": "starts a Ray cluster; python/tests/test_ray.py starts a two-node one on "
+    "127.0.0.1",
 }
 
 # The command -> seconds after which it is stopped (it plays until Ctrl-C).

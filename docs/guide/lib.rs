@@ -23,6 +23,7 @@ chapters! {
     StartRust = "src/start/rust.md";
     StartCli = "src/start/cli.md";
     StartWeb = "src/start/web.md";
+    StartPython = "src/start/python.md";
     ConceptsGraph = "src/concepts/graph.md";
     ConceptsDevices = "src/concepts/devices.md";
     ConceptsControl = "src/concepts/control.md";
@@ -37,6 +38,7 @@ chapters! {
     TasksOsc = "src/tasks/osc.md";
     TasksBrowser = "src/tasks/browser.md";
     TasksLoad = "src/tasks/load.md";
+    TasksScaleOut = "src/tasks/scale-out.md";
     DesignRing = "src/design/ring.md";
     DesignParallel = "src/design/parallel.md";
     DesignClock = "src/design/clock.md";
