@@ -53,6 +53,15 @@ pub(crate) fn audio_in<'py>(audio: &Bound<'py, PyAny>) -> PyResult<PyReadonlyArr
         .map_err(|e| AudioFormatError::new_err(format!("audio: {e}")))
 }
 
+/// A new `(channels, frames)` array of silence, C-contiguous, for the caller to fill.
+pub(crate) fn new_audio(
+    py: Python<'_>,
+    channels: usize,
+    frames: usize,
+) -> Bound<'_, PyArray2<f32>> {
+    PyArray2::<f32>::zeros(py, [channels, frames], false)
+}
+
 /// Planar samples, channel after channel, as a `(channels, frames)` array that owns them.
 pub(crate) fn audio_out(
     py: Python<'_>,

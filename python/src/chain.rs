@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use numpy::{PyArray2, PyUntypedArrayMethods};
+use numpy::{PyArray2, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -14,7 +14,7 @@ use downbeat::graph::{
 use downbeat::nodes::{Capture, Input, Output};
 use downbeat::Engine;
 
-use crate::arrays::{audio_in, audio_out};
+use crate::arrays::{audio_in, new_audio};
 use crate::errors::{AudioFormatError, ParameterError, PluginError, RenderError};
 use crate::exclusive::Exclusive;
 use crate::values::param_value;
@@ -170,9 +170,6 @@ struct Built {
     sample_rate: u32,
     in_channels: usize,
     out_channels: usize,
-    /// One block, interleaved, in and out.
-    scratch_in: Vec<f32>,
-    scratch_out: Vec<f32>,
 }
 
 /// `downbeat.Chain(stages, block_size=256, threads=1)`: audio through the stages in order.
@@ -244,8 +241,6 @@ impl Chain {
             sample_rate,
             in_channels: channels,
             out_channels,
-            scratch_in: vec![0.0; channels * self.block_size],
-            scratch_out: vec![0.0; out_channels * self.block_size],
         })
     }
 
@@ -268,33 +263,6 @@ impl Chain {
             ))),
         }
     }
-}
-
-/// Runs `frames` frames of planar `input` through `built`, block by block, as the offline
-/// device runs a project whose `input` node hears a file; planar output.
-fn run(built: &mut Built, block: usize, input: &[f32], frames: usize) -> Vec<f32> {
-    let (ci, co) = (built.in_channels, built.out_channels);
-    let mut out = vec![0.0f32; co * frames];
-    let mut at = 0;
-    while at < frames {
-        let n = block.min(frames - at);
-        for f in 0..n {
-            for c in 0..ci {
-                built.scratch_in[f * ci + c] = input[c * frames + at + f];
-            }
-        }
-        built.engine.process_with_input(
-            &built.scratch_in[..n * ci],
-            &mut built.scratch_out[..n * co],
-        );
-        for f in 0..n {
-            for c in 0..co {
-                out[c * frames + at + f] = built.scratch_out[f * co + c];
-            }
-        }
-        at += n;
-    }
-    out
 }
 
 #[pymethods]
@@ -401,14 +369,18 @@ impl Chain {
             // Built with the stages' parameters, which hold every value set.
             self.pending.clear();
         }
-        let block = self.block_size;
         let built = self.built.get_mut().as_mut().expect("built above");
         let input = array.as_slice().expect("checked C-contiguous");
-        let samples = py.detach(|| run(built, block, input, frames));
+        let output = new_audio(py, built.out_channels, frames);
+        // SAFETY: the array was just made and has not reached Python: nothing else can
+        // read or write it while this slice lives.
+        let out = unsafe { output.as_slice_mut() }.expect("a new array is contiguous");
+        // One call: the engine cuts it into pieces of the block size from its first frame,
+        // as the offline device's calls of one block each are cut.
+        py.detach(|| built.engine.process_planar(input, out, frames));
         self.used = true;
         self.pending.clear();
-        let co = built.out_channels;
-        Ok(audio_out(py, samples, co, frames))
+        Ok(output)
     }
 
     #[pyo3(signature = (audio, sample_rate=None, reset=true))]

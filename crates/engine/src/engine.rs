@@ -366,10 +366,6 @@ impl Engine {
     /// If `out.len()` is not a multiple of [`channels`](Engine::channels), or a non-empty
     /// `input` does not hold as many frames as `out`.
     pub fn process_with_input(&mut self, input: &[f32], out: &mut [f32]) {
-        let start = crate::clock::Stopwatch::start();
-        // Every device calls here on its own thread: flush subnormals for the callback and
-        // give the thread back as it came (the pool's workers flush for their whole life).
-        let _flush = downbeat_rt::denormals::FlushDenormals::new();
         let ch = self.channels();
         assert_eq!(out.len() % ch, 0, "buffer is not a whole number of frames");
         let in_ch = self.capture.as_ref().map_or(0, Capture::channels);
@@ -377,6 +373,86 @@ impl Engine {
             input.is_empty() || self.capture.is_none() || input.len() == out.len() / ch * in_ch,
             "input and output hold different numbers of frames"
         );
+        let frames = out.len() / ch;
+        self.process_pieces(
+            frames,
+            out,
+            |capture, done, n| match input.get(done * in_ch..(done + n) * in_ch) {
+                Some(captured) if !input.is_empty() => capture.write_interleaved(captured),
+                _ => capture.write_silence(n),
+            },
+            |schedule, out, done, n| {
+                schedule.output_interleaved(&mut out[done * ch..(done + n) * ch])
+            },
+        );
+    }
+
+    /// Like [`process_with_input`](Engine::process_with_input), for planar buffers: channel
+    /// `c` of the input is `input[c * frames..][..frames]` and of the output
+    /// `out[c * frames..][..frames]`, one buffer per channel, back to back (a `(channels,
+    /// frames)` array, as numpy holds one). Saves a caller whose audio is planar the two
+    /// interleavings. An empty `input` is silence.
+    ///
+    /// ```
+    /// use downbeat::{project::Project, Engine};
+    ///
+    /// let p = Project::parse(
+    ///     "edges = [\"s -> out\"]\n[nodes.s]\ntype = \"sine\"\n[nodes.out]\ntype = \"output\"\n",
+    ///     "x.toml",
+    /// ).unwrap();
+    /// let (mut a, mut b) = (Engine::new(p.build().unwrap()), Engine::new(p.build().unwrap()));
+    /// let (mut planar, mut interleaved) = (vec![0.0; 2 * 100], vec![0.0; 2 * 100]);
+    /// a.process_planar(&[], &mut planar, 100);
+    /// b.process(&mut interleaved);
+    /// assert_eq!(planar[..100], interleaved.iter().step_by(2).copied().collect::<Vec<_>>()[..]);
+    /// ```
+    ///
+    /// # Panics
+    /// If `out` does not hold `frames` frames of [`channels`](Engine::channels) channels, or
+    /// a non-empty `input` does not hold `frames` frames of [`Capture::channels`] channels.
+    pub fn process_planar(&mut self, input: &[f32], out: &mut [f32], frames: usize) {
+        let ch = self.channels();
+        assert_eq!(out.len(), frames * ch, "output is not `frames` frames");
+        let in_ch = self.capture.as_ref().map_or(0, Capture::channels);
+        assert!(
+            input.is_empty() || self.capture.is_none() || input.len() == frames * in_ch,
+            "input and output hold different numbers of frames"
+        );
+        self.process_pieces(
+            frames,
+            out,
+            |capture, done, n| {
+                if input.is_empty() {
+                    capture.write_silence(n);
+                } else {
+                    capture.write_planar(input, frames, done, n);
+                }
+            },
+            |schedule, out, done, n| {
+                let block = schedule.output();
+                for c in 0..ch {
+                    out[c * frames + done..c * frames + done + n]
+                        .copy_from_slice(&block.channel(c)[..n]);
+                }
+            },
+        );
+    }
+
+    /// The body of a callback of `frames` frames, whatever the buffers' layout: swaps and
+    /// events taken, then pieces of at most the block size, each fed by `capture_in(capture,
+    /// done, n)` and read out by `take_out(schedule, out, done, n)`; the load and the
+    /// watchers after.
+    fn process_pieces(
+        &mut self,
+        frames: usize,
+        out: &mut [f32],
+        mut capture_in: impl FnMut(&Capture, usize, usize),
+        mut take_out: impl FnMut(&Schedule, &mut [f32], usize, usize),
+    ) {
+        let start = crate::clock::Stopwatch::start();
+        // Every device calls here on its own thread: flush subnormals for the callback and
+        // give the thread back as it came (the pool's workers flush for their whole life).
+        let _flush = downbeat_rt::denormals::FlushDenormals::new();
         let max = self.schedule.config().max_block;
         if let Some(swapper) = self.swapper.as_mut() {
             swapper.take(&mut self.schedule);
@@ -387,22 +463,17 @@ impl Engine {
         self.control.drain(&mut self.schedule);
         // In pieces of at most the block size, cut where the song's position must be
         // recomputed (a tempo point, a loop wrap, a transport command).
-        let frames = out.len() / ch;
         let mut done = 0;
         while done < frames {
             let n = self.schedule.piece((frames - done).min(max));
             if let Some(capture) = &self.capture {
-                match input.get(done * in_ch..(done + n) * in_ch) {
-                    Some(captured) if !input.is_empty() => capture.write_interleaved(captured),
-                    _ => capture.write_silence(n),
-                }
+                capture_in(capture, done, n);
             }
             match &self.pool {
                 Some(pool) => self.schedule.process_parallel(n, pool),
                 None => self.schedule.process(n),
             }
-            self.schedule
-                .output_interleaved(&mut out[done * ch..(done + n) * ch]);
+            take_out(&self.schedule, out, done, n);
             if let Some(r) = &mut self.record {
                 r.take(&self.schedule);
             }

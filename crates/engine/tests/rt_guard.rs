@@ -598,3 +598,46 @@ fn following_an_outside_transport_is_clean() {
     assert_eq!(t.looping(), None, "the project's loop was dropped");
     assert_eq!(t.position().bpm, 95.5, "the master's tempo was taken");
 }
+
+#[test]
+fn a_planar_call_with_input_is_clean_and_matches_the_interleaved_one() {
+    // `Engine::process_planar`, as the Python package's chains call it: the input and output
+    // arrays one channel after the other, any length, cut into blocks by the engine.
+    let (pa, pb) = (Capture::new(2, 128), Capture::new(2, 128));
+    let (mut planar, mut interleaved) = (through_gain(&pa), through_gain(&pb));
+    let longest = 4096 + 77;
+    let input = signal(longest, 2, 3);
+    let mut out = downbeat_graph::prefaulted(2 * longest);
+    planar.process_planar(&input[..2 * 256], &mut out[..2 * 256], 256);
+    let sizes = [256, 1024, 77, longest, 512];
+    let report = guard::check(|| {
+        for n in sizes {
+            planar.process_planar(&input[..2 * n], &mut out[..2 * n], n);
+        }
+    });
+    support::assert_complete(&report);
+    report.assert_clean();
+    // The last call: each output channel is its input channel at half the level, and the
+    // same as the interleaved call gives for the same frames.
+    let last = *sizes.last().unwrap();
+    let mut frames = vec![0.0f32; 2 * last];
+    let mut both = vec![0.0f32; 2 * last];
+    for (f, frame) in frames.chunks_exact_mut(2).enumerate() {
+        frame[0] = input[f];
+        frame[1] = input[last + f];
+    }
+    interleaved.process_with_input(&frames, &mut both);
+    for c in 0..2 {
+        let got = &out[c * last..(c + 1) * last];
+        let want: Vec<f32> = input[c * last..(c + 1) * last]
+            .iter()
+            .map(|s| s * 0.5)
+            .collect();
+        assert!(got == &want[..], "channel {c} is not its input halved");
+        let theirs: Vec<f32> = both.iter().skip(c).step_by(2).copied().collect();
+        assert!(
+            got == &theirs[..],
+            "channel {c} differs from the interleaved call"
+        );
+    }
+}

@@ -115,6 +115,34 @@ impl Capture {
         s.frames.store(frames, Ordering::Relaxed);
     }
 
+    /// Stores the capture for the next block from planar channels: channel `c` is
+    /// `planar[c * stride + offset..][..frames]`, for a caller whose audio is one buffer per
+    /// channel, back to back (a `(channels, frames)` array). Real-time safe.
+    ///
+    /// ```
+    /// use downbeat_nodes::Capture;
+    /// let capture = Capture::new(2, 64);
+    /// // Two channels of four frames; the block is frames 1 and 2.
+    /// capture.write_planar(&[0.0, 0.1, 0.2, 0.3, 1.0, 1.1, 1.2, 1.3], 4, 1, 2);
+    /// # let _ = capture;
+    /// ```
+    ///
+    /// # Panics
+    /// If a channel's block is outside `planar` or holds more than
+    /// [`max_block`](Self::max_block) frames.
+    pub fn write_planar(&self, planar: &[f32], stride: usize, offset: usize, frames: usize) {
+        let s = &*self.shared;
+        assert!(frames <= s.max_block, "capture block of {frames} frames");
+        for c in 0..s.channels {
+            let src = &planar[c * stride + offset..c * stride + offset + frames];
+            let dst = &s.samples[c * s.max_block..c * s.max_block + frames];
+            for (d, &x) in dst.iter().zip(src) {
+                d.store(x.to_bits(), Ordering::Relaxed);
+            }
+        }
+        s.frames.store(frames, Ordering::Relaxed);
+    }
+
     /// Stores `frames` frames of silence as the next block. Real-time safe.
     pub fn write_silence(&self, frames: usize) {
         let s = &*self.shared;
