@@ -9,9 +9,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use downbeat::graph::{
-    Change, CompileConfig, Event, Graph, Node, NodeConfig, ParamError, ParamValue, Schedule,
+    Change, CompileConfig, Event, Graph, Node, NodeConfig, NodeId, ParamError, ParamValue, Schedule,
 };
-use downbeat::nodes::{Capture, Input, Output};
+use downbeat::nodes::{Capture, Input, Mix as MixNode, MixSettings, Output};
 use downbeat::Engine;
 
 use crate::arrays::{audio_in, new_audio};
@@ -52,6 +52,68 @@ impl Stage {
     fn __repr__(&self) -> String {
         format!("<downbeat.Stage {} ({})>", self.name, self.kind)
     }
+}
+
+/// `downbeat.Mix(branches)`: branches side by side, each a stage or a list of stages in a
+/// row, all fed what comes before the mix and summed after it. The graph compensates their
+/// latencies, and with `threads` above 1 runs them in parallel.
+#[pyclass(module = "downbeat", frozen)]
+#[derive(Clone)]
+pub(crate) struct Mix {
+    branches: Vec<Vec<Stage>>,
+}
+
+#[pymethods]
+impl Mix {
+    #[new]
+    fn new(branches: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut out = Vec::new();
+        let items: Vec<Bound<'_, PyAny>> = branches
+            .try_iter()
+            .map_err(|_| ParameterError::new_err("Mix takes a list of branches"))?
+            .collect::<PyResult<_>>()?;
+        for (b, branch) in items.iter().enumerate() {
+            let stages = if let Ok(stage) = branch.cast::<Stage>() {
+                vec![stage.get().clone()]
+            } else {
+                let list: Vec<Bound<'_, PyAny>> = branch
+                    .try_iter()
+                    .map_err(|_| {
+                        ParameterError::new_err(format!("branch {b}: a stage or a list of stages"))
+                    })?
+                    .collect::<PyResult<_>>()?;
+                list.iter()
+                    .enumerate()
+                    .map(|(i, s)| {
+                        s.cast::<Stage>().map(|s| s.get().clone()).map_err(|_| {
+                            ParameterError::new_err(format!(
+                                "branch {b}, stage {i}: expected downbeat.node(...) or \
+                                 downbeat.plugin(...)"
+                            ))
+                        })
+                    })
+                    .collect::<PyResult<Vec<_>>>()?
+            };
+            out.push(stages);
+        }
+        if out.len() < 2 {
+            return Err(ParameterError::new_err(
+                "Mix needs two branches or more (one branch is a plain run of stages)",
+            ));
+        }
+        Ok(Self { branches: out })
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<downbeat.Mix of {} branches>", self.branches.len())
+    }
+}
+
+/// What a chain holds, in order: a stage or a mix, by index into the chain's stages.
+#[derive(Clone)]
+enum Item {
+    Stage(usize),
+    Mix(Vec<Vec<usize>>),
 }
 
 /// A stage name made of `base`: lower case, `_` for anything but letters and digits.
@@ -175,7 +237,10 @@ struct Built {
 /// `downbeat.Chain(stages, block_size=256, threads=1)`: audio through the stages in order.
 #[pyclass(module = "downbeat")]
 pub(crate) struct Chain {
+    /// Every stage, the mixes' included, in order: their names are unique.
     stages: Vec<Stage>,
+    /// How they connect.
+    layout: Vec<Item>,
     block_size: usize,
     threads: usize,
     /// Boxed: the engine is aligned to cache lines (128 bytes), more than Python aligns
@@ -216,12 +281,33 @@ impl Chain {
             .map_err(|e| AudioFormatError::new_err(format!("audio: {e}")))?;
         let mut last = graph.add(IN, input);
         let mut out_channels = channels;
-        for stage in &self.stages {
-            let node = build_stage(stage, &cfg)?;
-            out_channels = node.output_channels();
-            let id = graph.add_boxed(stage.name.clone(), node);
-            graph.connect(last, id);
-            last = id;
+        let mut mixes = 0;
+        for item in &self.layout {
+            match item {
+                Item::Stage(i) => {
+                    (last, out_channels) =
+                        self.add_row(&mut graph, &cfg, &[*i], last, out_channels)?;
+                }
+                Item::Mix(branches) => {
+                    let mut ends = Vec::with_capacity(branches.len());
+                    let mut widest = 0;
+                    for branch in branches {
+                        let (end, ch) =
+                            self.add_row(&mut graph, &cfg, branch, last, out_channels)?;
+                        ends.push(end);
+                        widest = widest.max(ch);
+                    }
+                    mixes += 1;
+                    let mix = graph.add(
+                        format!("chain.mix{mixes}"),
+                        MixNode::new(widest, &MixSettings::default()),
+                    );
+                    for end in ends {
+                        graph.connect(end, mix);
+                    }
+                    (last, out_channels) = (mix, widest);
+                }
+            }
         }
         let out = graph.add(OUT, Output::new(out_channels));
         graph.connect(last, out);
@@ -242,6 +328,28 @@ impl Chain {
             in_channels: channels,
             out_channels,
         })
+    }
+
+    /// Stages `row` (indices into the stages) in a row after node `from`, whose output has
+    /// `channels` channels; the last node and its output channels.
+    fn add_row(
+        &self,
+        graph: &mut Graph,
+        cfg: &NodeConfig,
+        row: &[usize],
+        from: NodeId,
+        channels: usize,
+    ) -> PyResult<(NodeId, usize)> {
+        let (mut last, mut out_channels) = (from, channels);
+        for &i in row {
+            let stage = &self.stages[i];
+            let node = build_stage(stage, cfg)?;
+            out_channels = node.output_channels();
+            let id = graph.add_boxed(stage.name.clone(), node);
+            graph.connect(last, id);
+            last = id;
+        }
+        Ok((last, out_channels))
     }
 
     /// The stage and parameter `key` (`"stage.param"`) names.
@@ -275,25 +383,39 @@ impl Chain {
             .map_err(|_| ParameterError::new_err("Chain takes a list of stages"))?
             .collect::<PyResult<_>>()?;
         let mut out: Vec<Stage> = Vec::with_capacity(list.len());
-        for (i, s) in list.iter().enumerate() {
-            let stage = s.cast::<Stage>().map_err(|_| {
-                ParameterError::new_err(format!(
-                    "stage {i}: expected downbeat.node(...) or downbeat.plugin(...), got {}",
-                    s.get_type()
-                        .name()
-                        .map(|n| n.to_string())
-                        .unwrap_or_default()
-                ))
-            })?;
-            let mut stage = stage.get().clone();
-            // Two stages of one name get `_2`, `_3`... after the first.
+        let mut layout = Vec::with_capacity(list.len());
+        // Two stages of one name get `_2`, `_3`... after the first.
+        let mut add = |mut stage: Stage| {
             let base = stage.name.clone();
             let mut k = 1;
-            while out.iter().any(|o| o.name == stage.name) {
+            while out.iter().any(|o: &Stage| o.name == stage.name) {
                 k += 1;
                 stage.name = format!("{base}_{k}");
             }
             out.push(stage);
+            out.len() - 1
+        };
+        for (i, s) in list.iter().enumerate() {
+            if let Ok(stage) = s.cast::<Stage>() {
+                layout.push(Item::Stage(add(stage.get().clone())));
+            } else if let Ok(mix) = s.cast::<Mix>() {
+                let branches = mix
+                    .get()
+                    .branches
+                    .iter()
+                    .map(|b| b.iter().map(|st| add(st.clone())).collect())
+                    .collect();
+                layout.push(Item::Mix(branches));
+            } else {
+                return Err(ParameterError::new_err(format!(
+                    "stage {i}: expected downbeat.node(...), downbeat.plugin(...) or \
+                     downbeat.Mix(...), got {}",
+                    s.get_type()
+                        .name()
+                        .map(|n| n.to_string())
+                        .unwrap_or_default()
+                )));
+            }
         }
         let (lo, hi) = downbeat::project::BLOCK_SIZES;
         if !(lo as usize..=hi as usize).contains(&block_size) {
@@ -306,6 +428,7 @@ impl Chain {
         }
         Ok(Self {
             stages: out,
+            layout,
             block_size,
             threads,
             built: Exclusive(None),

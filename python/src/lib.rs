@@ -42,6 +42,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<project::Project>()?;
     m.add_class::<chain::Chain>()?;
     m.add_class::<chain::Stage>()?;
+    m.add_class::<chain::Mix>()?;
     m.add_function(wrap_pyfunction!(project::render, m)?)?;
     m.add_function(wrap_pyfunction!(chain::node, m)?)?;
     m.add_function(wrap_pyfunction!(chain::plugin, m)?)?;

@@ -65,6 +65,47 @@ type = "output"
     assert same_bits(got, expected), f"max difference {np.abs(got - expected).max()}"
 
 
+def test_a_mix_of_branches_matches_the_clis_render_serial_and_parallel(tmp_path):
+    audio = make_signal(2, 1.0, seed=4)
+    stages = [
+        downbeat.Mix([[downbeat.plugin(COMP_CLAP, name="comp", threshold=-30.0)],
+                      downbeat.node("gain", gain=0.5)]),
+        downbeat.node("biquad", name="lp", mode="lowpass", freq=3000.0),
+    ]
+    serial = downbeat.Chain(stages)(audio, RATE)
+    parallel = downbeat.Chain(stages, threads=2)(audio, RATE)
+    expected = cli_render(tmp_path, f"""
+sample_rate = {RATE}
+block_size = 256
+edges = ["in -> comp -> m", "in -> g -> m", "m -> lp -> out"]
+[nodes.in]
+type = "input"
+channels = 2
+[nodes.comp]
+type = "clap"
+path = "{COMP_CLAP}"
+threshold = -30.0
+[nodes.g]
+type = "gain"
+gain = 0.5
+[nodes.m]
+type = "mix"
+[nodes.lp]
+type = "biquad"
+mode = "lowpass"
+freq = 3000.0
+[nodes.out]
+type = "output"
+""", audio)
+    alone = downbeat.Chain(stages[1:])(audio, RATE)
+    assert not same_bits(serial, alone), "the branches made no difference"
+    assert same_bits(serial, expected), f"max difference {np.abs(serial - expected).max()}"
+    assert same_bits(parallel, expected)
+    assert [s.name for s in downbeat.Chain(stages).stages] == ["comp", "gain", "lp"]
+    with pytest.raises(downbeat.ParameterError, match="two branches or more"):
+        downbeat.Mix([downbeat.node("gain")])
+
+
 def test_the_lv2_overdrive_example_through_a_chain_matches_the_clis_render(tmp_path):
     audio = make_signal(2, 1.0, seed=3)
     chain = downbeat.Chain([downbeat.plugin(OVERDRIVE, drive=0.7, muffle=0.3, output=0.6)])
