@@ -117,12 +117,13 @@ def test_the_system_device_plays_in_real_time_through_pulseaudio(pulse):
         first = watch_until(live, lambda w: w["frame"] > 4800, seconds=15.0)
         assert first["frame"] > 4800, "the sound card never started"
         t0 = time.monotonic()
-        time.sleep(1.0)
+        time.sleep(1.5)
         later = watch_until(live, lambda w: w["frame"] > first["frame"])
         elapsed = time.monotonic() - t0
         played = (later["frame"] - first["frame"]) / live.sample_rate
-        # Paced by the sound card: about as many frames as seconds went by.
-        assert 0.5 * elapsed < played < 1.5 * elapsed + 0.2, (played, elapsed)
+        # Paced by the sound card: about as many frames as seconds went by (a free-running
+        # render would be hundreds of times faster; a stalled one, no faster than a stall).
+        assert 0.4 * elapsed < played < 1.6 * elapsed + 0.2, (played, elapsed)
         assert later["levels"]["tone"][0] > -40.0, later["levels"]
         live.set("tone.freq", 330.0)
         seen = watch_until(live, lambda w: w["values"]["tone.freq"] == pytest.approx(330.0))
