@@ -3,8 +3,8 @@
 //!
 //! The SDK has the host deactivate and activate the component and read the latency again.
 //! `setActive` is a main-thread call, which must not overlap `process`, so the work is
-//! split between the node and one thread of the process (started with the first VST3 node,
-//! looking every [`POLL`]):
+//! split between the node and one thread of the process (started with the first VST3 node and
+//! ended with the last, looking every [`POLL`]):
 //!
 //! ```text
 //! plugin: restartComponent(kLatencyChanged)   (an atomic flag, from any thread)
@@ -22,7 +22,7 @@
 
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use vst3::ComPtr;
@@ -216,39 +216,54 @@ impl Drop for Restarter {
     }
 }
 
-/// The restarters of the live nodes, which the restart thread serves.
-static REGISTRY: OnceLock<Mutex<Vec<Weak<Restarter>>>> = OnceLock::new();
+/// The restarters of the live nodes, which the restart thread serves, and whether that
+/// thread runs: it ends when the last node is gone (no wake-ups for nothing) and starts
+/// again with the next one.
+struct Registry {
+    live: Vec<Weak<Restarter>>,
+    serving: bool,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    live: Vec::new(),
+    serving: false,
+});
+
+fn registry() -> std::sync::MutexGuard<'static, Registry> {
+    REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 fn register(r: &Arc<Restarter>) {
-    let mut started = false;
-    let registry = REGISTRY.get_or_init(|| {
-        started = true;
-        Mutex::new(Vec::new())
-    });
-    registry
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(Arc::downgrade(r));
-    if started {
-        // Without the thread no restart is served; the nodes play on regardless.
-        let _ = std::thread::Builder::new()
-            .name("vst3-restart".into())
-            .spawn(|| loop {
-                std::thread::sleep(POLL);
-                let live: Vec<Arc<Restarter>> = {
-                    let mut list = REGISTRY
-                        .get()
-                        .expect("set before the thread starts")
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner);
-                    list.retain(|w| w.strong_count() > 0);
-                    list.iter().filter_map(Weak::upgrade).collect()
-                };
-                for r in &live {
-                    if r.state.load(Ordering::Acquire) != CLOSED {
-                        r.serve();
-                    }
-                }
-            });
+    let mut reg = registry();
+    reg.live.push(Arc::downgrade(r));
+    if reg.serving {
+        return;
+    }
+    // Without the thread no restart is served; the nodes play on regardless.
+    reg.serving = std::thread::Builder::new()
+        .name("vst3-restart".into())
+        .spawn(serve_while_nodes_live)
+        .is_ok();
+}
+
+/// The restart thread: every [`POLL`], each live node's restarter; gone with the last node.
+fn serve_while_nodes_live() {
+    loop {
+        std::thread::sleep(POLL);
+        let live: Vec<Arc<Restarter>> = {
+            let mut reg = registry();
+            reg.live.retain(|w| w.strong_count() > 0);
+            if reg.live.is_empty() {
+                // Under the lock: a node registered from here on starts a new thread.
+                reg.serving = false;
+                return;
+            }
+            reg.live.iter().filter_map(Weak::upgrade).collect()
+        };
+        for r in &live {
+            if r.state.load(Ordering::Acquire) != CLOSED {
+                r.serve();
+            }
+        }
     }
 }
