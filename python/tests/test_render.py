@@ -85,3 +85,18 @@ def test_project_text_and_project_objects_render_alike():
     assert same_bits(
         downbeat.render(text, seconds=0.5), downbeat.render(downbeat.Project.parse(text), seconds=0.5)
     )
+
+
+def test_the_type_stub_names_what_the_native_module_has():
+    import ast
+    from pathlib import Path
+
+    from downbeat import _native
+
+    stub = Path(_native.__file__).with_name("_native.pyi")
+    assert stub.is_file(), f"{stub} is not installed beside the module"
+    tree = ast.parse(stub.read_text())
+    stubbed = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    native = {n for n in dir(_native) if not n.startswith("__")}
+    assert stubbed == native, (sorted(stubbed - native), sorted(native - stubbed))
+    assert Path(_native.__file__).with_name("py.typed").is_file()
