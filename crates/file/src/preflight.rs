@@ -15,6 +15,11 @@
 //! `fmt ` chunk first and refuses such a header (found by `bench fuzz`'s `audio_file`
 //! target).
 //!
+//! symphonia 0.5's ID3v2 reader allocates the size a frame states before it reads the frame:
+//! a 35-byte tag holding a frame that states 4 GB asks the allocator for 4 GB. [`check`]
+//! walks an ID3v2 tag's frames first and refuses a frame longer than what its tag has left
+//! (found by `bench fuzz`'s `audio_file` target).
+//!
 //! symphonia 0.5's MP3 reader, asked for gapless playback, subtracts the encoder delay and
 //! padding a LAME tag states from the length its Xing/Info tag states without a check
 //! (`demuxer.rs` in symphonia-bundle-mp3): where they are longer, it panics with overflow
@@ -59,7 +64,7 @@ pub(crate) fn check(source: Box<dyn MediaSource>, path: &Path) -> Result<(), Fil
                 break;
             }
             Ok(Instantiate::Metadata(_)) => {
-                if skip_id3v2(&mut mss).is_err() {
+                if !id3v2_frames(&mut mss, path)? {
                     break;
                 }
             }
@@ -167,16 +172,75 @@ fn wave_channel_mask(mss: &mut MediaSourceStream, path: &Path) -> Result<(), Fil
     }
 }
 
-/// Passes over an ID3v2 tag: its 10-byte header, its size (28 bits, 7 a byte) and the
-/// 10-byte footer its flags may announce.
-fn skip_id3v2(mss: &mut MediaSourceStream) -> std::io::Result<()> {
+/// Walks an ID3v2 tag's frames and passes over the tag: its 10-byte header, its size (28
+/// bits, 7 a byte), an extended header, the frames, and the 10-byte footer its flags may
+/// announce. False when the file ends first (left for symphonia, which says so).
+///
+/// Errors: [`FileError::Corrupt`] for a frame (or extended header) that states more bytes
+/// than its tag has left. Not walked: a tag unsynchronised as a whole (ID3v2.2 and 2.3),
+/// whose frame headers may hold inserted bytes.
+fn id3v2_frames(mss: &mut MediaSourceStream, path: &Path) -> Result<bool, FileError> {
     let mut header = [0u8; 10];
-    mss.read_buf_exact(&mut header)?;
-    let size = header[6..10]
-        .iter()
-        .fold(0u64, |n, &b| (n << 7) | u64::from(b & 0x7F));
-    let footer = if header[5] & 0x10 != 0 { 10 } else { 0 };
-    mss.ignore_bytes(size + footer)
+    if mss.read_buf_exact(&mut header).is_err() {
+        return Ok(false);
+    }
+    let syncsafe = |b: &[u8]| b.iter().fold(0u64, |n, &b| (n << 7) | u64::from(b & 0x7F));
+    let plain = |b: &[u8]| b.iter().fold(0u64, |n, &b| (n << 8) | u64::from(b));
+    let (version, flags) = (header[3], header[5]);
+    let size = syncsafe(&header[6..10]);
+    let footer = if flags & 0x10 != 0 { 10 } else { 0 };
+    let corrupt = |what: String, states: u64, left: u64| FileError::Corrupt {
+        path: path.to_path_buf(),
+        at_frame: None,
+        detail: format!("{what} states {states} bytes, and its ID3v2 tag has {left} left"),
+    };
+    let mut left = size;
+    let walk = flags & 0x80 == 0 || version >= 4;
+    if walk && flags & 0x40 != 0 && version >= 3 {
+        let mut ext = [0u8; 4];
+        if mss.read_buf_exact(&mut ext).is_err() {
+            return Ok(false);
+        }
+        // ID3v2.4 counts the size field in; ID3v2.3 does not.
+        let (rest, counted) = if version >= 4 {
+            (syncsafe(&ext), 4)
+        } else {
+            (plain(&ext) + 4, 4)
+        };
+        if rest > left || rest < counted {
+            return Err(corrupt("its extended header".into(), rest, left));
+        }
+        if mss.ignore_bytes(rest - counted).is_err() {
+            return Ok(false);
+        }
+        left -= rest;
+    }
+    let (id_len, head_len) = if version <= 2 { (3, 6) } else { (4, 10) };
+    while walk && left >= head_len {
+        let mut frame = [0u8; 10];
+        if mss.read_buf_exact(&mut frame[..head_len as usize]).is_err() {
+            return Ok(false);
+        }
+        left -= head_len;
+        if frame[0] == 0 {
+            // Padding: zeros to the end of the tag.
+            break;
+        }
+        let id = String::from_utf8_lossy(&frame[..id_len]).into_owned();
+        let states = match version {
+            0..=2 => plain(&frame[3..6]),
+            3 => plain(&frame[4..8]),
+            _ => syncsafe(&frame[4..8]),
+        };
+        if states > left {
+            return Err(corrupt(format!("ID3v2 frame `{id}`"), states, left));
+        }
+        if mss.ignore_bytes(states).is_err() {
+            return Ok(false);
+        }
+        left -= states;
+    }
+    Ok(mss.ignore_bytes(left + footer).is_ok())
 }
 
 /// Walks the metadata blocks that start at byte `at`, after the `fLaC` marker. A file that

@@ -143,3 +143,27 @@ fn a_wav_channel_mask_without_room_for_its_channels_is_corrupt_not_a_panic() {
     assert!(text.contains("counts 2063 channels"), "{text}");
     assert!(decode_all(path, 48_000).is_err());
 }
+
+/// An MP3 whose ID3v2 tag (35 bytes) holds a `TSSE` frame that states 4,294,967,295 bytes
+/// (found at the stop of 2026-11-29 after 37 minutes): symphonia 0.5's ID3v2 reader
+/// allocated the frame's stated size before reading it, asking for 4 GB. The tag's frames
+/// are walked first and such a frame refused as corrupt, saying both lengths.
+#[test]
+fn an_id3_frame_longer_than_its_tag_is_corrupt_and_allocates_nothing_large() {
+    let name = "audio_file-mp3-id3-frame-length.mp3";
+    let path = hand_over(name);
+    let checked = check(path);
+    assert!(decode_all(path, 48_000).is_err(), "{name}");
+    let largest = LARGEST.load(Ordering::Relaxed);
+    assert!(largest < MOST, "asked the allocator for {largest} bytes");
+    let err = checked.unwrap_err();
+    assert!(
+        matches!(err, FileError::Corrupt { at_frame: None, .. }),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("ID3v2 frame `TSSE`") && text.contains("4294967295 bytes"),
+        "{text}"
+    );
+}
