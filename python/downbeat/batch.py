@@ -80,19 +80,22 @@ def _wire(job: Job, threads: int) -> dict:
             "params": dict(job.params), "threads": threads}
 
 
+# The header `wav_bytes` writes; the samples follow it.
+_HEADER_BYTES = 82
+
+
 def wav_bytes(audio: np.ndarray, sample_rate: int) -> bytes:
     """``(channels, frames)`` float32 as the 32-bit float WAV ``downbeat run --out`` writes
     (its header: RIFF, a JUNK chunk with room for RF64's sizes, ``fmt`` of IEEE float)."""
     channels = audio.shape[0]
     data = np.ascontiguousarray(audio.T, dtype="<f4").tobytes()
-    header_bytes = 82
     block = 4 * channels
-    head = b"RIFF" + struct.pack("<I", len(data) + header_bytes - 8) + b"WAVE"
+    head = b"RIFF" + struct.pack("<I", len(data) + _HEADER_BYTES - 8) + b"WAVE"
     head += b"JUNK" + struct.pack("<I", 28) + bytes(28)
     head += b"fmt " + struct.pack("<IHHIIHHH", 18, 3, channels, sample_rate,
                                   sample_rate * block, block, 32, 0)
     head += b"data" + struct.pack("<I", len(data))
-    assert len(head) == header_bytes
+    assert len(head) == _HEADER_BYTES
     return head + data
 
 
@@ -100,15 +103,23 @@ def write_wav(path, audio: np.ndarray, sample_rate: int) -> str:
     """Writes ``audio`` to ``path`` whole or not at all (beside it first, then renamed);
     returns the SHA-256 of its samples."""
     body = wav_bytes(audio, sample_rate)
-    digest = hashlib.sha256(body[82:]).hexdigest()
-    path = Path(path)
+    _write_whole(Path(path), body)
+    return _samples_sha256(body)
+
+
+def _samples_sha256(body: bytes) -> str:
+    """The SHA-256 of the samples of a WAV file `wav_bytes` made."""
+    return hashlib.sha256(memoryview(body)[_HEADER_BYTES:]).hexdigest()
+
+
+def _write_whole(path: Path, body: bytes) -> None:
+    """Writes `body` to `path` whole or not at all: beside it first, then renamed."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.part")
     with open(tmp, "wb") as f:
         f.write(body)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    return digest
 
 
 def _cache_dir(cache_dir) -> Path:
@@ -120,17 +131,18 @@ def _cache_dir(cache_dir) -> Path:
 
 def _store(job: Job, rate: int, audio: np.ndarray, cache: Path) -> JobResult:
     """Writes a finished job's file: its ``out``, else the cache named after its hash."""
+    body = wav_bytes(audio, rate)
+    digest = _samples_sha256(body)
     if job.out is not None:
         out = Path(os.path.abspath(os.fspath(job.out)))
         if not out.parent.is_dir():
             return JobResult(False, error=f"out: the folder {out.parent} does not exist")
-        return JobResult(True, out=out, sha256=write_wav(out, audio, rate))
-    body = wav_bytes(audio, rate)
-    digest = hashlib.sha256(body[82:]).hexdigest()
+        _write_whole(out, body)
+        return JobResult(True, out=out, sha256=digest)
     cache.mkdir(parents=True, exist_ok=True)
     out = cache / f"{digest}.wav"
     if not out.exists():
-        write_wav(out, audio, rate)
+        _write_whole(out, body)
     return JobResult(True, out=out, sha256=digest)
 
 

@@ -226,14 +226,6 @@ pub(crate) fn plugin(
     })
 }
 
-/// The chain's graph, built for one sample rate and channel count, and what feeds it.
-struct Built {
-    engine: Engine,
-    sample_rate: u32,
-    in_channels: usize,
-    out_channels: usize,
-}
-
 /// `downbeat.Chain(stages, block_size=256, threads=1)`: audio through the stages in order.
 #[pyclass(module = "downbeat")]
 pub(crate) struct Chain {
@@ -245,7 +237,9 @@ pub(crate) struct Chain {
     threads: usize,
     /// Boxed: the engine is aligned to cache lines (128 bytes), more than Python aligns
     /// the objects it allocates.
-    built: Exclusive<Option<Box<Built>>>,
+    /// The chain's graph, built for one sample rate and channel count: its engine, whose
+    /// capture the input feeds.
+    built: Exclusive<Option<Box<Engine>>>,
     /// Whether the built graph has processed audio since it was built (a reset rebuilds).
     used: bool,
     /// Values set since the last call, which the graph takes at the next one's first frame:
@@ -270,7 +264,7 @@ fn build_stage(stage: &Stage, cfg: &NodeConfig) -> Result<Box<dyn Node>, PyErr> 
 
 impl Chain {
     /// The graph for `sample_rate` and `channels` in: input, the stages, output.
-    fn build(&self, sample_rate: u32, channels: usize) -> PyResult<Built> {
+    fn build(&self, sample_rate: u32, channels: usize) -> PyResult<Engine> {
         let cfg = NodeConfig {
             sample_rate,
             max_block: self.block_size,
@@ -322,12 +316,7 @@ impl Chain {
         engine.set_capture(capture);
         engine.set_threads(self.threads);
         engine.schedule_mut().set_offline(true);
-        Ok(Built {
-            engine,
-            sample_rate,
-            in_channels: channels,
-            out_channels,
-        })
+        Ok(engine)
     }
 
     /// Stages `row` (indices into the stages) in a row after node `from`, whose output has
@@ -467,18 +456,16 @@ impl Chain {
                 }
                 r as u32
             }
-            (None, Some(b)) => b.sample_rate,
+            (None, Some(engine)) => engine.sample_rate(),
             (None, None) => {
                 return Err(AudioFormatError::new_err(
                     "sample_rate: needed on the first call (e.g. chain(audio, 48000))",
                 ))
             }
         };
-        let fits = self
-            .built
-            .get_mut()
-            .as_ref()
-            .is_some_and(|b| b.sample_rate == rate && b.in_channels == channels);
+        let fits = self.built.get_mut().as_ref().is_some_and(|e| {
+            e.sample_rate() == rate && e.capture().map(Capture::channels) == Some(channels)
+        });
         if !fits || (reset && self.used) {
             if !reset && self.built.get_mut().is_some() {
                 return Err(AudioFormatError::new_err(format!(
@@ -492,20 +479,20 @@ impl Chain {
             // Built with the stages' parameters, which hold every value set.
             self.pending.clear();
         }
-        let built = self.built.get_mut().as_mut().expect("built above");
+        let engine = self.built.get_mut().as_mut().expect("built above");
         // SAFETY: the array is C-contiguous (checked) and lives, with its memory, as long as
         // `array`. No Rust code writes it. Python code in another thread could while the GIL
         // is released below, as it could beside any numpy function that releases the GIL;
         // the docs say not to. numpy's borrow tracking would not stop such a write either,
         // so it is not used (it cost a tenth of a small call).
         let input = unsafe { array.as_slice() }.expect("checked C-contiguous");
-        let output = new_audio(py, built.out_channels, frames);
+        let output = new_audio(py, engine.channels(), frames);
         // SAFETY: the array was just made and has not reached Python: nothing else can
         // read or write it while this slice lives.
         let out = unsafe { output.as_slice_mut() }.expect("a new array is contiguous");
         // One call: the engine cuts it into pieces of the block size from its first frame,
         // as the offline device's calls of one block each are cut.
-        py.detach(|| built.engine.process_planar(input, out, frames));
+        py.detach(|| engine.process_planar(input, out, frames));
         self.used = true;
         self.pending.clear();
         Ok(output)
@@ -534,7 +521,6 @@ impl Chain {
             .get_mut()
             .as_ref()
             .expect("built above")
-            .engine
             .schedule();
         let dict = PyDict::new(py);
         let table = schedule.param_table();
@@ -559,14 +545,14 @@ impl Chain {
     fn set(&mut self, key: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let (i, param) = self.split(key)?;
         let value = param_value(value, key)?;
-        if let Some(built) = self.built.get_mut() {
+        if let Some(engine) = self.built.get_mut() {
             let number = match &value {
                 ParamValue::Float(v) => *v,
                 ParamValue::Int(v) => *v as f64,
                 ParamValue::Bool(b) => f64::from(u8::from(*b)),
                 _ => return Err(ParameterError::new_err(format!("{key}: not a number"))),
             };
-            let schedule: &mut Schedule = built.engine.schedule_mut();
+            let schedule: &mut Schedule = engine.schedule_mut();
             let table = schedule.param_table();
             let id = table
                 .resolve(&self.stages[i].name, param)
@@ -620,7 +606,7 @@ impl Chain {
         py: Python<'py>,
         folder: PathBuf,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let Some(built) = self.built.get_mut() else {
+        let Some(engine) = self.built.get_mut() else {
             return Err(RenderError::new_err(
                 "save_state: the chain has not run yet (process audio first)",
             ));
@@ -629,7 +615,7 @@ impl Chain {
             RenderError::new_err(format!("save_state: cannot make {}: {e}", folder.display()))
         })?;
         let saved = PyDict::new(py);
-        for (name, state) in built.engine.schedule_mut().save_states() {
+        for (name, state) in engine.schedule_mut().save_states() {
             let state = state.map_err(|e| RenderError::new_err(format!("stage `{name}`: {e}")))?;
             let path = folder.join(format!("{name}.{}", state.extension));
             std::fs::write(&path, &state.bytes).map_err(|e| {
@@ -651,7 +637,6 @@ impl Chain {
             .get_mut()
             .as_ref()
             .expect("built above")
-            .engine
             .schedule()
             .latency())
     }

@@ -101,9 +101,7 @@ pub(crate) fn start(
     let mut engine = Engine::new(schedule);
     let watcher = engine.watch();
     let controller = engine.controller(QUEUE);
-    let threads = threads.unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-    });
+    let threads = threads.unwrap_or_else(downbeat_rt::pool::available_cores);
     let _ = engine.set_threads(threads);
     let stopper = engine.stopper();
     let (opened_tx, opened) = mpsc::channel();

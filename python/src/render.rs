@@ -79,9 +79,7 @@ pub(crate) fn render(job: Job) -> Result<Rendered, Failure> {
         Some(path) => Some(place_midi(path, &project, &mut engine)?),
         None => None,
     };
-    let threads = threads.unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-    });
+    let threads = threads.unwrap_or_else(downbeat_rt::pool::available_cores);
     let notes = engine.set_threads(threads);
     let length = match (seconds, midi_frames) {
         (None, Some(frames)) => RunLength {
