@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use downbeat::device::{Renderer, RunLength};
-use downbeat::midi::{play, MidiFile};
+use downbeat::midi::play::{self, Placed};
+use downbeat::midi::MidiFile;
 use downbeat::project::{Project, ProjectError};
 use downbeat::revise::{Reviser, REVISE_PERIOD};
 use downbeat::Engine;
@@ -53,11 +54,7 @@ pub(crate) fn render(job: Job) -> Result<Rendered, Failure> {
             project.file, n.name
         )));
     }
-    let editable = project
-        .nodes
-        .iter()
-        .any(|n| matches!(n.kind.as_str(), "clap" | "vst3"));
-    let (editor, schedule) = if editable {
+    let (editor, schedule) = if project.may_revise() {
         project
             .editor()
             .map(|(e, s)| (Some(e), s))
@@ -75,18 +72,18 @@ pub(crate) fn render(job: Job) -> Result<Rendered, Failure> {
         }
         None => None,
     };
+    let mut notes = Vec::new();
     let midi_frames = match &midi {
-        Some(path) => Some(place_midi(path, &project, &mut engine)?),
+        Some(path) => {
+            let placed = place_midi(path, &project, &mut engine)?;
+            notes.extend(placed.tempo_warning(&path.display().to_string()));
+            Some(placed.frames)
+        }
         None => None,
     };
     let threads = threads.unwrap_or_else(downbeat_rt::pool::available_cores);
-    let notes = engine.set_threads(threads);
-    let length = match (seconds, midi_frames) {
-        (None, Some(frames)) => RunLength {
-            frames: frames.max(1),
-        },
-        (seconds, _) => RunLength::seconds(seconds.unwrap_or(10.0), engine.sample_rate()),
-    };
+    notes.extend(engine.set_threads(threads));
+    let length = RunLength::of_run(seconds, midi_frames, engine.sample_rate());
     let (channels, block) = (engine.channels(), engine.block_size());
     let frames = usize::try_from(length.frames)
         .map_err(|_| Failure::Input(format!("{} frames do not fit in memory", length.frames)))?;
@@ -116,14 +113,12 @@ pub(crate) fn render(job: Job) -> Result<Rendered, Failure> {
     })
 }
 
-/// Puts the MIDI file's events on the engine's timeline, as `--midi` does; how many frames
-/// playing it lasts.
-fn place_midi(path: &Path, project: &Project, engine: &mut Engine) -> Result<u64, Failure> {
+/// Puts the MIDI file's events on the engine's timeline, as `--midi` does.
+fn place_midi(path: &Path, project: &Project, engine: &mut Engine) -> Result<Placed, Failure> {
     let file =
         MidiFile::read(path).map_err(|e| Failure::Midi(format!("{}: {e}", path.display())))?;
     let table = engine.schedule().param_table();
     let cc = project.cc_mappings(&table).map_err(Failure::Project)?;
-    let placed = play::place(&file, engine.schedule_mut(), &cc, project.tempo.is_some())
-        .map_err(|e| Failure::Midi(format!("{}: {e}", path.display())))?;
-    Ok(placed.frames)
+    play::place(&file, engine.schedule_mut(), &cc, project.tempo.is_some())
+        .map_err(|e| Failure::Midi(format!("{}: {e}", path.display())))
 }

@@ -2,6 +2,8 @@
 example project that renders without an input, and the same bits for the same job whatever ran
 before it."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -54,6 +56,22 @@ def test_the_default_length_is_the_clis():
     midi = downbeat.render(EXAMPLES / "synth.toml", midi=EXAMPLES / "tune.mid")
     # The file's last event plus the longest release: longer than the notes alone.
     assert midi.shape[1] > rate
+
+
+def test_a_project_tempo_overriding_the_files_warns_as_the_cli_does(tmp_path):
+    midi = EXAMPLES / "tune.mid"
+    project = tmp_path / "synth.toml"
+    project.write_text((EXAMPLES / "synth.toml").read_text() + "\n[tempo]\nbpm = 100\n")
+    with pytest.warns(RuntimeWarning) as caught:
+        downbeat.render(project, seconds=0.1, midi=midi, threads=1)
+    ours = [str(w.message) for w in caught]
+    cli_stderr = cli("run", project, "--device", "offline", "--seconds", "0.1", "--midi", midi).stderr
+    theirs = [line.split("`: ", 1)[1] for line in cli_stderr.splitlines() if "[tempo]" in line]
+    assert theirs, cli_stderr
+    assert ours == [f"{midi}: {theirs[0]}"], (ours, theirs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        downbeat.render(EXAMPLES / "synth.toml", seconds=0.1, midi=midi, threads=1)
 
 
 def test_params_set_a_value_as_the_file_would(tmp_path):

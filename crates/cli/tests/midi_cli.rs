@@ -151,6 +151,32 @@ fn seconds_limits_a_midi_run() {
 }
 
 #[test]
+fn a_project_tempo_overriding_the_files_is_a_warning_that_counts_the_changes() {
+    let d = dir("tempo-warning");
+    let with_tempo = format!("{SYNTH}\n[tempo]\nbpm = 100\n");
+    let project = write(&d, "synth.toml", with_tempo.as_bytes());
+    let mid = write(&d, "tune.mid", &tune());
+    let o = downbeat(&[
+        "run",
+        &project,
+        "--device",
+        "offline",
+        "--midi",
+        &mid,
+        "--seconds",
+        "0.1",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let expected = format!(
+        "warning: --midi `{mid}`: the project's [tempo] sets the song's tempo; the file's 2 \
+         tempo change(s) are ignored"
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
 fn every_malformed_file_exits_2_with_its_offset() {
     let d = dir("corpus");
     let project = write(&d, "synth.toml", SYNTH.as_bytes());

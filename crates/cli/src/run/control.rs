@@ -42,13 +42,8 @@ pub(crate) fn play_midi(
         .map_err(|e| Failure::Input(e.to_string()))?;
     let placed = play::place(&file, engine.schedule_mut(), &cc, project.tempo.is_some())
         .map_err(|e| Failure::Input(format!("--midi `{}`: {e}", path.display())))?;
-    if placed.tempo_ignored > 0 {
-        eprintln!(
-            "warning: --midi `{}`: the project's [tempo] sets the song's tempo; the file's {} \
-             tempo change(s) are ignored and its ticks are played as beats of the project's map",
-            path.display(),
-            placed.tempo_ignored
-        );
+    if let Some(warning) = placed.tempo_warning(&format!("--midi `{}`", path.display())) {
+        eprintln!("warning: {warning}");
     }
     Ok(placed.frames)
 }

@@ -299,11 +299,7 @@ pub(crate) fn build(path: &Path, args: &DeviceArgs, editable: bool) -> Result<Bu
     let capture = needs_input.then(|| Capture::new(capture_channels, project.block_size));
     // A CLAP or VST3 node may change its latency (or a CLAP node its parameters) while it
     // runs, in a restart: the graph follows through an editor (see `downbeat::revise`).
-    let editable = editable
-        || project
-            .nodes
-            .iter()
-            .any(|n| matches!(n.kind.as_str(), "clap" | "vst3"));
+    let editable = editable || project.may_revise();
     let make = || {
         if editable {
             project.editor().map(|(e, s)| (Some(e), s))

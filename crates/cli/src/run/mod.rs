@@ -326,12 +326,7 @@ fn prepare(
         .map_err(|e| Failure::Runtime(format!("cannot start the graph's revision thread: {e}")))?;
     let watcher = args.meters.then(|| engine.watch());
     set_threads(&mut engine, args);
-    let length = match (args.seconds, midi_frames) {
-        (None, Some(frames)) => RunLength {
-            frames: frames.max(1),
-        },
-        (seconds, _) => RunLength::seconds(seconds.unwrap_or(10.0), engine.sample_rate()),
-    };
+    let length = RunLength::of_run(args.seconds, midi_frames, engine.sample_rate());
     let setup = Setup {
         project: built.project,
         input: built.input,

@@ -80,6 +80,30 @@ impl RunLength {
             frames: (seconds * sample_rate as f64).ceil() as u64,
         }
     }
+
+    /// How long a run lasts when `seconds` is asked for or not, and a MIDI file that plays
+    /// for `midi_frames` is given or not: `seconds` when asked; else as long as the file
+    /// plays (at least one frame); else [`DEFAULT_SECONDS`](RunLength::DEFAULT_SECONDS).
+    ///
+    /// ```
+    /// use downbeat::device::RunLength;
+    ///
+    /// assert_eq!(RunLength::of_run(Some(1.0), Some(5), 48_000).frames, 48_000);
+    /// assert_eq!(RunLength::of_run(None, Some(5), 48_000).frames, 5);
+    /// assert_eq!(RunLength::of_run(None, None, 100).frames, 1_000);
+    /// ```
+    pub fn of_run(seconds: Option<f64>, midi_frames: Option<u64>, sample_rate: u32) -> Self {
+        match (seconds, midi_frames) {
+            (None, Some(frames)) => Self {
+                frames: frames.max(1),
+            },
+            (seconds, _) => Self::seconds(seconds.unwrap_or(Self::DEFAULT_SECONDS), sample_rate),
+        }
+    }
+
+    /// Seconds a run lasts when nothing says how long: long enough to hear a project, short
+    /// enough that a forgotten length ends.
+    pub const DEFAULT_SECONDS: f64 = 10.0;
 }
 
 /// What a device reports about a finished run.

@@ -90,6 +90,28 @@ pub struct Placed {
     pub tempo_taken: bool,
 }
 
+impl Placed {
+    /// The warning a run prints when the song's own tempo overrode the file's tempo changes
+    /// (a project with a `[tempo]` table), naming the file as the run knows it; `None` when
+    /// nothing was overridden.
+    ///
+    /// ```
+    /// use downbeat::midi::play::Placed;
+    ///
+    /// let placed = Placed { frames: 0, in_beats: true, tempo_ignored: 2, tempo_taken: false };
+    /// assert!(placed.tempo_warning("song.mid").unwrap().contains("2 tempo change(s)"));
+    /// ```
+    pub fn tempo_warning(&self, file: &str) -> Option<String> {
+        (self.tempo_ignored > 0).then(|| {
+            format!(
+                "{file}: the project's [tempo] sets the song's tempo; the file's {} tempo \
+                 change(s) are ignored and its ticks are played as beats of the project's map",
+                self.tempo_ignored
+            )
+        })
+    }
+}
+
 /// Puts `file`'s events on `schedule`'s timeline, and settles whose tempo the song follows:
 ///
 /// * `song_has_tempo` (a project with a `[tempo]` table): the file's ticks are read as

@@ -463,6 +463,24 @@ impl Project {
         Ok(schedule)
     }
 
+    /// Whether a node of this project may revise its own latency or parameter list while it
+    /// runs: a `clap` or `vst3` plugin asks its host for a restart and comes back changed.
+    /// A run of such a project builds it with [`editor`](Project::editor) and commits the
+    /// revisions as they come (see [`crate::revise`]); a render that skipped them would
+    /// keep the plugin's old latency.
+    ///
+    /// ```
+    /// use downbeat::project::Project;
+    ///
+    /// let plain = Project::parse("[nodes.out]\ntype = \"output\"\n", "p.toml").unwrap();
+    /// assert!(!plain.may_revise());
+    /// ```
+    pub fn may_revise(&self) -> bool {
+        self.nodes
+            .iter()
+            .any(|n| matches!(n.kind.as_str(), "clap" | "vst3"))
+    }
+
     /// Builds every node and compiles the graph, as [`build`](Project::build) does, and
     /// returns an [`Editor`] for live edits of it with the schedule
     /// (see [`Engine::live_editor`](crate::Engine::live_editor)).
