@@ -11,9 +11,10 @@
 //! symphonia 0.5's WAV reader fills up the channel mask of a `WAVE_FORMAT_EXTENSIBLE`
 //! header that names fewer channels than the header counts with a shift it does not check
 //! (`fix_channel_mask` in symphonia-format-riff): a mask with no room above its highest
-//! channel for the rest overflows, a panic with overflow checks on. [`check`] reads the
-//! `fmt ` chunk first and refuses such a header (found by `bench fuzz`'s `audio_file`
-//! target).
+//! channel for the rest overflows, a panic with overflow checks on. It also makes the
+//! stream's time base from the header's sample rate with `TimeBase::new`, which panics on a
+//! rate of 0. [`check`] reads the `fmt ` chunk first and refuses either header (both found
+//! by `bench fuzz`'s `audio_file` target).
 //!
 //! symphonia 0.5's ID3v2 reader allocates the size a frame states before it reads the frame:
 //! a 35-byte tag holding a frame that states 4 GB asks the allocator for 4 GB. [`check`]
@@ -58,7 +59,7 @@ pub(crate) fn check(source: Box<dyn MediaSource>, path: &Path) -> Result<(), Fil
                 let mut marker = [0u8; 4];
                 match mss.read_buf_exact(&mut marker).map(|()| &marker) {
                     Ok(b"fLaC") => flac_blocks(&mut mss, at + 4, path)?,
-                    Ok(b"RIFF") => wave_channel_mask(&mut mss, path)?,
+                    Ok(b"RIFF") => wave_format(&mut mss, path)?,
                     _ => {}
                 }
                 break;
@@ -124,10 +125,10 @@ pub(crate) fn gapless(
 const EXTENSIBLE: u16 = 0xFFFE;
 
 /// Walks a RIFF/WAVE file's chunks, after its `RIFF` marker, to its `fmt ` chunk and checks
-/// an extensible header's channel mask against its channel count: the channels the mask
-/// lacks must fit above its highest bit, as symphonia shifts them in. A file that ends
-/// first is left for symphonia.
-fn wave_channel_mask(mss: &mut MediaSourceStream, path: &Path) -> Result<(), FileError> {
+/// its sample rate, which must not be 0, and an extensible header's channel mask against
+/// its channel count: the channels the mask lacks must fit above its highest bit, as
+/// symphonia shifts them in. A file that ends first is left for symphonia.
+fn wave_format(mss: &mut MediaSourceStream, path: &Path) -> Result<(), FileError> {
     let mut riff = [0u8; 8];
     if mss.read_buf_exact(&mut riff).is_err() || &riff[4..] != b"WAVE" {
         return Ok(());
@@ -148,24 +149,36 @@ fn wave_channel_mask(mss: &mut MediaSourceStream, path: &Path) -> Result<(), Fil
             }
             continue;
         }
+        // The common fields (16 bytes), then an extensible header's (8 more), checked in
+        // the order symphonia reads them: the channel mask as it parses the chunk, the
+        // rate as it makes the stream's time base.
         let mut fmt = [0u8; 24];
-        if len < 24 || mss.read_buf_exact(&mut fmt).is_err() {
+        if len < 16 || mss.read_buf_exact(&mut fmt[..16]).is_err() {
             return Ok(());
         }
         let tag = u16::from_le_bytes([fmt[0], fmt[1]]);
-        let channels = u32::from(u16::from_le_bytes([fmt[2], fmt[3]]));
-        let mask = u32::from_le_bytes(fmt[20..24].try_into().expect("four bytes"));
-        let missing = channels.saturating_sub(mask.count_ones());
-        if tag == EXTENSIBLE && missing > mask.leading_zeros() {
+        if tag == EXTENSIBLE && len >= 24 && mss.read_buf_exact(&mut fmt[16..]).is_ok() {
+            let channels = u32::from(u16::from_le_bytes([fmt[2], fmt[3]]));
+            let mask = u32::from_le_bytes(fmt[20..24].try_into().expect("four bytes"));
+            let missing = channels.saturating_sub(mask.count_ones());
+            if missing > mask.leading_zeros() {
+                return Err(FileError::Corrupt {
+                    path: path.to_path_buf(),
+                    at_frame: None,
+                    detail: format!(
+                        "its header counts {channels} channels, and its channel mask \
+                         ({mask:#010x}) names {} with room for {} more",
+                        mask.count_ones(),
+                        mask.leading_zeros()
+                    ),
+                });
+            }
+        }
+        if u32::from_le_bytes(fmt[4..8].try_into().expect("four bytes")) == 0 {
             return Err(FileError::Corrupt {
                 path: path.to_path_buf(),
                 at_frame: None,
-                detail: format!(
-                    "its header counts {channels} channels, and its channel mask \
-                     ({mask:#010x}) names {} with room for {} more",
-                    mask.count_ones(),
-                    mask.leading_zeros()
-                ),
+                detail: "its header states a sample rate of 0 Hz".into(),
             });
         }
         return Ok(());

@@ -144,6 +144,24 @@ fn a_wav_channel_mask_without_room_for_its_channels_is_corrupt_not_a_panic() {
     assert!(decode_all(path, 48_000).is_err());
 }
 
+/// A WAV whose extensible header states a sample rate of 0 Hz (and 0 channels), found at
+/// the stop of 2026-11-29 after 1,293 s of `audio_file`: symphonia 0.5's WAV reader made
+/// its time base from the rate with `TimeBase::new(1, 0)`, which panics. The `fmt ` chunk
+/// is read first and the header refused as corrupt, naming the rate.
+#[test]
+fn a_wav_at_zero_hz_is_corrupt_not_a_panic() {
+    let name = "audio_file-wav-rate-zero.wav";
+    let path = hand_over(name);
+    let err = check(path).unwrap_err();
+    assert!(
+        matches!(err, FileError::Corrupt { at_frame: None, .. }),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(text.contains("sample rate of 0 Hz"), "{text}");
+    assert!(decode_all(path, 48_000).is_err());
+}
+
 /// An MP3 whose ID3v2 tag (35 bytes) holds a `TSSE` frame that states 4,294,967,295 bytes
 /// (found at the stop of 2026-11-29 after 37 minutes): symphonia 0.5's ID3v2 reader
 /// allocated the frame's stated size before reading it, asking for 4 GB. The tag's frames
