@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Every suite, by name; `graph-plugin` is `graph --case plugin` in a build with LV2.
+# Every suite, by name.
 suites=(ring clock notify alloc graph gc control synth files engines fuzz soak edit transport)
 
 # What the suites run against (x42 and zam plugins through lilv, sox and ffmpeg, SuperCollider's
@@ -14,14 +14,7 @@ suites=(ring clock notify alloc graph gc control synth files engines fuzz soak e
 bash scripts/deps.sh
 
 target="${CARGO_TARGET_DIR:-target}"
-# The engines suite runs the downbeat binary itself, built with JACK for its real-time case.
-cargo build -q --release -p downbeat-cli --features jack
-# Both builds share the target dir (cargo keeps each feature set's artifacts); the LV2 one
-# is copied aside before the default build puts its own binary in its place.
-cargo build -q --release -p downbeat-bench --features lv2
-bench_lv2="$target/release/downbeat-bench-lv2"
-cp "$target/release/downbeat-bench" "$bench_lv2"
-cargo build -q --release -p downbeat-bench
+bash bench/build.sh
 bench="$target/release/downbeat-bench"
 
 # The list above, the binary's own and the checker's agree.
@@ -76,9 +69,6 @@ for suite in "${suites[@]}"; do
         *) smoke "$suite" "$bench" "$suite" ;;
     esac
 done
-# Fanin84 with LV2 compressors, serial against the pool; it asserts their outputs are
-# bit-identical.
-smoke graph-plugin "$bench_lv2" graph --case plugin
 # The soak (issue 42) for a minute: fanin84, a synth on a looping MIDI file, a looping player,
 # 1,000 OSC messages a second, a hot swap every second and a recording on the virtual device;
 # it exits 1 when a figure is out of its bound (bench/src/soak/checks.rs).

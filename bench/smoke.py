@@ -62,9 +62,14 @@ EXPECTED = {
             ["serial", "rayon_spawn", "rayon_broadcast", "rayon_spawn_pinned", "rayon_broadcast_pinned", "downbeat"])
     + cases(["idle_helper_cpu"], ["serial", "rayon_spawn", "rayon_broadcast", "downbeat"])
     # `graph --case small`: the engines' sines and fanin as graphs, serial against the pool.
-    + cases(["small_sines", "small_fanin"], ["serial", "downbeat"]),
-    # `graph --case plugin`, in a build with `--features lv2`: serial against the pool.
-    "graph-plugin": None,
+    + cases(["small_sines", "small_fanin"], ["serial", "downbeat"])
+    # `graph --case plugin` (bench/ci.sh builds with `--features lv2`): fanin84 with x42's
+    # LV2 compressor, serial against the pool, whose outputs the suite asserts bit-identical;
+    # and zam-plugins' ZaMultiCompX2 as CLAP, VST3 and LV2, on the pool.
+    + cases(each("plugin_", LOADS + ["outside_P50"]), ["serial", "downbeat"])
+    + cases(each("plugin_", ["wake_P50", "wake_P99", "tail_P50"]), ["downbeat"])
+    + cases(each(["plugin_clap_", "plugin_vst3_", "plugin_lv2_"],
+                 LOADS + ["outside_P50", "wake_P50", "wake_P99", "tail_P50"]), ["downbeat"]),
     "control": cases(each("absorb_", ["0", "1", "4", "16", "64", "256", "1024", "4096"], "_events", ["", "_vs_none"]),
                      ["downbeat"])
     + cases(["events_at_+10%_load"], ["downbeat"])
@@ -114,18 +119,15 @@ EXPECTED["fuzz"] = cases(each(FUZZ_TARGETS, ["_executions", "_coverage", "_featu
                                              "_findings"]), ["downbeat"])
 ENGINES = ["downbeat", "scsynth", "supernova", "node-web-audio-api"]
 ENGINES_2T = ["downbeat", "downbeat 2 threads", "scsynth", "supernova 2 threads", "node-web-audio-api"]
+# Each case's steady state (start-up out), its whole-process figure and its start-up.
+SPLIT = ["", "_whole", "_startup_cpu", "_startup_wall"]
 EXPECTED["engines"] = (
-    cases(["voices", "chain"], ENGINES)
+    cases(each(["voices", "chain"], SPLIT), ENGINES)
     # `sines` runs on one and on two threads (supernova on both too), `fanin` on both.
-    + cases(["sines", "sines_wall"], ENGINES + ["downbeat 2 threads", "supernova 2 threads"])
-    + cases(["fanin", "fanin_wall"], ENGINES_2T)
+    + cases(each("sines", SPLIT) + ["sines_wall", "sines_wall_whole"],
+            ENGINES + ["downbeat 2 threads", "supernova 2 threads"])
+    + cases(each("fanin", SPLIT) + ["fanin_wall", "fanin_wall_whole"], ENGINES_2T)
     + cases(["realtime_voices"], ["downbeat", "scsynth"])
-)
-EXPECTED["graph-plugin"] = (
-    cases(each("plugin_", LOADS + ["outside_P50"]), ["serial", "downbeat"])
-    + cases(each("plugin_", ["wake_P50", "wake_P99", "tail_P50"]), ["downbeat"])
-    # The format rows: zam-plugins' ZaMultiCompX2 as CLAP, VST3 and LV2, on the pool.
-    + cases(each(["plugin_clap_", "plugin_vst3_", "plugin_lv2_"], LOADS + ["outside_P50", "wake_P50", "wake_P99", "tail_P50"]), ["downbeat"])
 )
 
 # `soak`: each figure a row of impl "downbeat", each bound a row of impl "max" or "min" (the
@@ -142,17 +144,17 @@ EXPECTED["soak"] = (cases(SOAK_MAX + SOAK_MIN + SOAK_REPORTED + ["failed_checks"
 
 # Rows a run may lack: a pool's nodes that never changed worker have nothing to compare.
 OPTIONAL = {
-    "graph": cases(["fanin84_node_moved_vs_stayed"], POOLS) + cases(["uneven_node_moved_vs_stayed"], ["downbeat"]),
-    "graph-plugin": cases(["plugin_node_moved_vs_stayed", "plugin_clap_node_moved_vs_stayed",
-                           "plugin_vst3_node_moved_vs_stayed", "plugin_lv2_node_moved_vs_stayed"], ["downbeat"]),
+    "graph": cases(["fanin84_node_moved_vs_stayed"], POOLS) + cases(["uneven_node_moved_vs_stayed"], ["downbeat"])
+    + cases(["plugin_node_moved_vs_stayed", "plugin_clap_node_moved_vs_stayed",
+             "plugin_vst3_node_moved_vs_stayed", "plugin_lv2_node_moved_vs_stayed"], ["downbeat"]),
 }
 
 
 def problems(suite, report):
     """What is wrong with `report` for `suite` (empty when nothing is)."""
     found = []
-    if report.get("suite") != suite.split("-")[0]:
-        found.append(f"suite is {report.get('suite')!r}, expected {suite.split('-')[0]!r}")
+    if report.get("suite") != suite:
+        found.append(f"suite is {report.get('suite')!r}, expected {suite!r}")
     rows = report.get("results") or []
     got = sorted((r.get("case"), r.get("impl")) for r in rows)
     want = sorted(EXPECTED[suite])
@@ -181,7 +183,7 @@ def problems(suite, report):
 
 def main(argv):
     if argv[1:] == ["--suites"]:
-        print("\n".join(s for s in EXPECTED if "-" not in s))
+        print("\n".join(EXPECTED))
         return 0
     suite, path = argv[1], argv[2]
     with open(path) as f:

@@ -23,10 +23,12 @@ bash scripts/deps.sh
 # run in the `cargo test ... --features lv2` below (tests/clap_ports.rs, the CLAP ports and
 # the latency null test, needs no feature: the workspace's `cargo test` runs it).
 echo "--- LV2 hosting (--features lv2)"
+# The CLI's tests here build it with every feature, as crates/cli/ci.sh (which runs first)
+# and python/ci.sh do, so that the three suites share one build of the engine and the CLI.
 # The command-line differential test (tests/lv2_cli.rs) and the audits below run this
 # executable and its audit probe, copied out of the target directory: a build of the CLI with
 # other features (another suite's, or anyone's sharing the directory) would replace them.
-cargo build -q -p downbeat-cli --features lv2
+cargo build -q -p downbeat-cli --all-features
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 target="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug"
@@ -34,23 +36,23 @@ cp "$target/downbeat" "$target/downbeat-audit-probe" "$bin/"
 downbeat="$bin/downbeat"
 DOWNBEAT_BIN="$downbeat" cargo test -p downbeat-plugin --features lv2
 # An instrument plugin playing a MIDI file read by the engine (in the CLI crate, which has both).
-cargo test -p downbeat-cli --features lv2 --test lv2_midi_file
+cargo test -p downbeat-cli --all-features --test lv2_midi_file
 # A plugin's control output (a-delay's `delaytime`) read through the engine's watcher (issue 29).
-cargo test -p downbeat-cli --features lv2 --test lv2_outputs
+cargo test -p downbeat-cli --all-features --test lv2_outputs
 # Through the binary: synthv1 and avldrums (the worker) play MIDI files; a state saved after
 # replayed changes renders bit for bit when loaded (issue 29).
-cargo test -p downbeat-cli --features lv2 --test lv2_instruments_cli --test lv2_state_cli
+cargo test -p downbeat-cli --all-features --test lv2_instruments_cli --test lv2_state_cli
 # With no display: synthv1 (Qt) on the offscreen platform; made to abort, named with its phase.
-cargo test -p downbeat-cli --features lv2 --test headless_plugins
-cargo clippy -q -p downbeat-plugin --all-features --all-targets -- -D warnings
+cargo test -p downbeat-cli --all-features --test headless_plugins
 # The URID table's and the CLAP restart hand-over's loom models, in a target dir of its own so it does not invalidate the main cache.
 RUSTFLAGS="--cfg loom" cargo test -q -p downbeat-plugin --test loom_urid --test loom_handover --release --target-dir target/loom
 
-# The CLI built as above (`--features lv2`, without the devices): linted, and its tests
-# that run every example project, examples/projects/overdrive-lv2.toml included.
-echo "--- downbeat-cli with --features lv2"
+# The CLI with LV2 and without the devices linted (crates/cli/ci.sh lints every feature
+# together, the workspace's clippy the default ones), and its tests that run every example
+# project, examples/projects/overdrive-lv2.toml included.
+echo "--- downbeat-cli with LV2"
 cargo clippy -q -p downbeat-cli --features lv2 --all-targets -- -D warnings
-cargo test -p downbeat-cli --features lv2 --test examples_guard --test parallel_projects \
+cargo test -p downbeat-cli --all-features --test examples_guard --test parallel_projects \
     --test examples_denormals --test player_cli --test reference_nodes
 
 # `downbeat audit` over LV2, end to end through the executable and the malloc interposition
@@ -74,10 +76,10 @@ echo "audit: Overdrive clean, dragonfly early reflections caught allocating thro
 
 # `downbeat audit DIR` over real plugins (issue 29): every CLAP and LV2 plugin of Debian's
 # zam-plugins, synthv1-lv2 and avldrums.lv2 gets a row, each audited in a child of its own
-# (a crash in one stops nothing); the CLI's audit tests with `--features lv2` (an LV2 bundle
-# audited through lilv, the crashing test plugins, a run crashing mid-recording).
+# (a crash in one stops nothing); the CLI's audit tests with LV2 (an LV2 bundle audited
+# through lilv, the crashing test plugins, a run crashing mid-recording).
 echo "--- downbeat audit DIR"
-cargo test -p downbeat-cli --features lv2 --test audit_dir --test audit_crashes --test audit_probe \
+cargo test -p downbeat-cli --all-features --test audit_dir --test audit_crashes --test audit_probe \
     --test audit_noisy
 plugins=$(mktemp -d)
 for p in zam-plugins synthv1-lv2 avldrums.lv2; do

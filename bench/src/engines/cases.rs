@@ -79,13 +79,17 @@ impl Case {
     }
 }
 
-/// Sine `i` of `sines`: frequency in Hz and amplitude.
+/// Sine `i` of `sines`: frequency in Hz and amplitude. Every frequency is a whole number of
+/// Hz, distinct from every other, so that the check of each engine's output finds each
+/// sine in its own bin of a one-second spectrum at its level
+/// ([`missing_tones`](super::signal::missing_tones)).
 pub fn sine(i: usize) -> (f64, f64) {
     if i == 0 {
         (440.0, 0.1)
     } else {
-        // Spread over the band, never on the lead's frequency.
-        (50.0 + 17.3 * i as f64, 0.001)
+        // Spread over the band on a 17 Hz grid from 67 Hz (1,000 sines reach 17,033 Hz),
+        // never on the lead's frequency: 440 is not 50 plus a multiple of 17.
+        (50.0 + 17.0 * i as f64, 0.001)
     }
 }
 

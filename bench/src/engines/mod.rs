@@ -1,11 +1,15 @@
 //! `bench engines` (issue 28): Downbeat against the engines users would pick instead —
 //! SuperCollider's `scsynth` and `supernova` (non-real-time, `-N`) and the Web Audio API's
 //! Rust implementation through Node (`node-web-audio-api`, an `OfflineAudioContext`) — on
-//! the same workloads, each engine a child process whose whole CPU time (user + system,
-//! from `wait4`) per second of audio is the figure.
+//! the same workloads, each engine a child process whose CPU time (user + system, from
+//! `wait4`) per second of audio is the figure, its start-up taken out: every run is made
+//! twice, at the case's length and at a twentieth of it, and the difference is the steady
+//! state (see [`child::Split`]). The start-up is reported apart, and the whole-process
+//! figure the suite published before (start-up included) beside it, as `CASE_whole`.
 //!
 //! Every run of every engine is checked against Downbeat's output of the same case: RMS
-//! within 1% and the same spectral peak, so no engine is timed doing less. Engines run in
+//! within 1% and the same spectral peak, and in `sines` every oscillator in its own bin at
+//! its level, so no engine is timed doing less. Engines run in
 //! alternating order, pinned to the same CPUs at the same priority. The real-time case
 //! (the most voices each engine plays on a JACK dummy server without an xrun) lives in
 //! [`realtime`].
@@ -74,6 +78,20 @@ impl Engine {
             Engine::Supernova { threads: 1 } => "supernova".into(),
             Engine::Supernova { threads } => format!("supernova {threads} threads"),
             Engine::Web => "node-web-audio-api".into(),
+        }
+    }
+
+    /// The priority of every thread of a run on two threads: `SCHED_FIFO` 70, the priority
+    /// Downbeat's pool gives its worker by itself, so that in a two-thread comparison no
+    /// engine's threads outrank another's (supernova's would otherwise run at the normal
+    /// priority beside Downbeat's real-time worker). Runs on one thread keep the normal
+    /// priority, which Downbeat's one thread has too.
+    fn fifo(self) -> Option<i32> {
+        match self {
+            Engine::Downbeat { threads } | Engine::Supernova { threads } if threads > 1 => {
+                Some(TWO_THREAD_PRIORITY)
+            }
+            _ => None,
         }
     }
 
@@ -241,7 +259,7 @@ fn render(s: &Setup, case: &Case, engine: Engine) -> Result<(child::Cost, Vec<f3
                 std::fs::write(file("mid"), downbeat::notes(case.n)).map_err(io)?;
                 cmd.arg("--midi").arg(file("mid"));
             }
-            let cost = child::run(cmd, &engine.cpus(), &log)?;
+            let cost = child::run(cmd, &engine.cpus(), engine.fifo(), &log)?;
             Ok((cost, signal::read_wav(&file("wav"))?))
         }
         Engine::Scsynth | Engine::Supernova { .. } => {
@@ -268,7 +286,7 @@ fn render(s: &Setup, case: &Case, engine: Engine) -> Result<(child::Cost, Vec<f3
             if let Engine::Supernova { threads } = engine {
                 cmd.arg("-T").arg(threads.to_string());
             }
-            let cost = child::run(cmd, &engine.cpus(), &log)?;
+            let cost = child::run(cmd, &engine.cpus(), engine.fifo(), &log)?;
             // The servers go on when a SynthDef or a synth fails; their log says so.
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             if let Some(line) = text.lines().find(|l| {
@@ -292,7 +310,7 @@ fn render(s: &Setup, case: &Case, engine: Engine) -> Result<(child::Cost, Vec<f3
                 .arg("render.mjs")
                 .arg(file("json"))
                 .arg(file("f32"));
-            let cost = child::run(cmd, &engine.cpus(), &log)?;
+            let cost = child::run(cmd, &engine.cpus(), engine.fifo(), &log)?;
             Ok((cost, signal::read_f32(&file("f32"))?))
         }
     }
@@ -319,7 +337,7 @@ fn engines(kind: Kind) -> Vec<Engine> {
 /// Records `key` = rival / ours on `case` (> 1: Downbeat spends less), when both ran.
 fn ratio(report: &mut Report, key: &str, case: &str, ours: &str, rival: &str) {
     if let (Some(a), Some(b)) = (report.median(case, ours), report.median(case, rival)) {
-        if a > 0.0 && (b / a).is_finite() {
+        if a > 0.0 && b > 0.0 && (b / a).is_finite() {
             report
                 .ratios
                 .insert(key.to_owned(), (b / a * 1000.0).round() / 1000.0);
@@ -328,6 +346,19 @@ fn ratio(report: &mut Report, key: &str, case: &str, ours: &str, rival: &str) {
 }
 
 const CPU_UNIT: &str = "cpu s per audio s";
+/// `seconds` rounded up to whole render quanta of Web Audio (128 frames, two of the
+/// other engines' blocks): supernova renders whole blocks only, and a length between two
+/// would leave its output a block short.
+fn whole_quanta(seconds: f64) -> f64 {
+    let quantum = 2 * cases::BLOCK;
+    let frames = (seconds * f64::from(cases::SAMPLE_RATE)).ceil() as u32;
+    f64::from(frames.div_ceil(quantum) * quantum) / f64::from(cases::SAMPLE_RATE)
+}
+
+/// `SCHED_FIFO` priority of every thread of a two-thread run (see `Engine::fifo`).
+const TWO_THREAD_PRIORITY: i32 = 70;
+/// The short run of every case renders this part of the full run's seconds.
+const SHORT_PART: f64 = 20.0;
 const WALL_UNIT: &str = "wall s per audio s";
 
 fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
@@ -353,8 +384,18 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
             seconds,
         };
         let list = engines(kind);
+        // The same case, shorter: the run whose difference from the full one is the steady
+        // state.
+        let short = Case {
+            seconds: whole_quanta(seconds / SHORT_PART),
+            ..case
+        };
         let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
         let mut wall: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
+        let mut whole_cpu: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
+        let mut whole_wall: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
+        let mut startup_cpu: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
+        let mut startup_wall: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
         let mut reference: Option<Signature> = None;
         let mut signatures: Vec<Option<Signature>> = vec![None; list.len()];
         for k in 0..runs {
@@ -383,16 +424,58 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
                         why,
                     });
                 }
+                if kind == Kind::Sines {
+                    let tones: Vec<(f64, f64)> = (0..case.n).map(cases::sine).collect();
+                    let rate = cases::SAMPLE_RATE as usize;
+                    if let Some(why) = signal::missing_tones(&out, case.frames(), rate, &tones) {
+                        return Err(EnginesError::Signal {
+                            case: kind.name().into(),
+                            engine: engine.name(),
+                            why,
+                        });
+                    }
+                }
                 signatures[i] = Some(sig);
-                cpu[i].push(cost.cpu.as_secs_f64() / seconds);
-                wall[i].push(cost.wall.as_secs_f64() / seconds);
+                let (lead, lead_out) = render(&s, &short, engine)?;
+                if lead_out.len() < short.frames() {
+                    return Err(EnginesError::Signal {
+                        case: kind.name().into(),
+                        engine: engine.name(),
+                        why: format!(
+                            "{} frames in its short run, expected {}",
+                            lead_out.len(),
+                            short.frames()
+                        ),
+                    });
+                }
+                let split = child::Split::of(cost, seconds, lead, short.seconds);
+                cpu[i].push(split.cpu_per_second);
+                wall[i].push(split.wall_per_second);
+                startup_cpu[i].push(split.startup_cpu);
+                startup_wall[i].push(split.startup_wall);
+                whole_cpu[i].push(cost.cpu.as_secs_f64() / seconds);
+                whole_wall[i].push(cost.wall.as_secs_f64() / seconds);
             }
         }
         let name = kind.name();
         for (i, e) in list.iter().enumerate() {
             report.add(name, &e.name(), CPU_UNIT, &cpu[i]);
+            report.add(&format!("{name}_whole"), &e.name(), CPU_UNIT, &whole_cpu[i]);
+            report.add(
+                &format!("{name}_startup_cpu"),
+                &e.name(),
+                "cpu s",
+                &startup_cpu[i],
+            );
+            report.add(
+                &format!("{name}_startup_wall"),
+                &e.name(),
+                "wall s",
+                &startup_wall[i],
+            );
             if kind == Kind::Fanin {
                 report.add("fanin_wall", &e.name(), WALL_UNIT, &wall[i]);
+                report.add("fanin_wall_whole", &e.name(), WALL_UNIT, &whole_wall[i]);
             }
             if let Some(sig) = signatures[i] {
                 report
@@ -401,7 +484,7 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
             }
         }
         if kind == Kind::Sines {
-            sines_2t::report(&mut report, &list, &wall);
+            sines_2t::report(&mut report, &list, &wall, &whole_wall);
         }
         let ours = Engine::Downbeat { threads: 1 }.name();
         for e in [
@@ -409,12 +492,21 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
             Engine::Supernova { threads: 1 },
             Engine::Web,
         ] {
+            let rival = e.name();
             ratio(
                 &mut report,
-                &format!("{name}_vs_{}", e.name()),
+                &format!("{name}_vs_{rival}"),
                 name,
                 &ours,
-                &e.name(),
+                &rival,
+            );
+            let whole = format!("{name}_whole");
+            ratio(
+                &mut report,
+                &format!("{whole}_vs_{rival}"),
+                &whole,
+                &ours,
+                &rival,
             );
         }
         if kind == Kind::Fanin {
@@ -422,10 +514,19 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
             // second of audio is the figure.
             let two = Engine::Downbeat { threads: 2 }.name();
             for (rival, key) in [
-                (Engine::Scsynth, "fanin_2t_vs_scsynth"),
-                (Engine::Supernova { threads: 2 }, "fanin_2t_vs_supernova"),
+                (Engine::Scsynth, "scsynth"),
+                (Engine::Supernova { threads: 2 }, "supernova"),
             ] {
-                ratio(&mut report, key, "fanin_wall", &two, &rival.name());
+                let r = rival.name();
+                ratio(
+                    &mut report,
+                    &format!("fanin_2t_vs_{key}"),
+                    "fanin_wall",
+                    &two,
+                    &r,
+                );
+                let whole = format!("fanin_2t_whole_vs_{key}");
+                ratio(&mut report, &whole, "fanin_wall_whole", &two, &r);
             }
         }
     }
@@ -433,8 +534,12 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
         realtime::run(args, &s, &mut report)?;
     }
     report.notes.push(format!(
-        "{runs} runs per engine and case, {seconds} s of audio each, 48 kHz, mono, 64-frame blocks \
-         (Web Audio: 128, fixed by the spec); CPU = user + system time of the whole process"
+        "{runs} runs per engine and case, {seconds} s of audio each and {} s for the start-up, \
+         48 kHz, mono, 64-frame blocks (Web Audio: 128, fixed by the spec); CPU = user + system \
+         time of the whole process; CASE is the steady state (start-up out), CASE_whole the \
+         whole process, CASE_startup_* the start-up; every thread of a two-thread run at \
+         SCHED_FIFO {TWO_THREAD_PRIORITY}, of a one-thread run at the normal priority",
+        whole_quanta(seconds / SHORT_PART)
     ));
     if args.keep {
         eprintln!("bench engines: the runs' files are in {}", s.dir.display());

@@ -332,7 +332,7 @@ fn play_downbeat(
         .arg(&midi);
     let spawned = Instant::now();
     let log = s.dir.join("realtime-downbeat.log");
-    let running = child::spawn(cmd, &[1], &log)?;
+    let running = child::spawn(cmd, &[1], None, &log)?;
     // Its threads once it plays (or, if it never does, before the trial would be over).
     let deadline = spawned + Duration::from_secs_f64(seconds.min(10.0));
     while server.activated_since(spawned, DOWNBEAT_CLIENT).is_none() && Instant::now() < deadline {
@@ -367,7 +367,7 @@ fn play_scsynth(s: &Setup, server: &Server, n: usize, seconds: f64) -> Result<Tr
             "-i", "0", "-o", "1", "-n", "16384", "-w", "1024", "-m", "65536",
         ])
         .args(["-D", "0", "-R", "0"]);
-    let running = child::spawn(cmd, &[1], &log)?;
+    let running = child::spawn(cmd, &[1], None, &log)?;
     let start = match drive_scsynth(&case, seconds, running.pid()) {
         Ok(start) => start,
         Err(e) => {

@@ -125,9 +125,88 @@ pub fn mismatch(want: &Signature, got: &Signature, pitched: bool) -> Option<Stri
     None
 }
 
+/// How far a tone's level may stray from its amplitude in [`missing_tones`]: a fifth, far
+/// more than any engine's oscillator errs by, far less than a missing tone.
+const TONE_TOLERANCE: f64 = 0.2;
+
+/// Why the last second of `x`'s first `frames` samples does not hold every one of
+/// `tones` (frequency in whole Hz, amplitude) at its level: the first tone whose bin's
+/// magnitude strays from its amplitude by more than [`TONE_TOLERANCE`], and how many
+/// do. On one second a whole-Hz tone fills its own 1 Hz bin exactly (no window needed), so
+/// each tone is measured apart from the others: an engine that skipped any one of a
+/// thousand sines, however quiet, fails, where the RMS of the whole cannot tell.
+pub fn missing_tones(
+    x: &[f32],
+    frames: usize,
+    sample_rate: usize,
+    tones: &[(f64, f64)],
+) -> Option<String> {
+    let x = &x[..frames.min(x.len())];
+    if x.len() < sample_rate {
+        return Some(format!("{} frames, fewer than one second", x.len()));
+    }
+    let mut input: Vec<f64> = x[x.len() - sample_rate..]
+        .iter()
+        .map(|&s| f64::from(s))
+        .collect();
+    let fft = RealFftPlanner::<f64>::new().plan_fft_forward(sample_rate);
+    let mut spectrum = fft.make_output_vec();
+    fft.process(&mut input, &mut spectrum)
+        .expect("buffers come from the plan");
+    let level = |hz: f64| 2.0 * spectrum[hz.round() as usize].norm() / sample_rate as f64;
+    let wrong: Vec<(f64, f64, f64)> = tones
+        .iter()
+        .map(|&(hz, amp)| (hz, amp, level(hz)))
+        // A NaN level (a broken output) fails too.
+        .filter(|&(_, amp, got)| got.is_nan() || (got - amp).abs() > TONE_TOLERANCE * amp)
+        .collect();
+    let &(hz, amp, got) = wrong.first()?;
+    Some(format!(
+        "{} of its {} tones are not at their level: the first, {hz} Hz, at {got:.6} instead of {amp}",
+        wrong.len(),
+        tones.len()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_tone_is_measured_apart() {
+        let sr = 48000;
+        let tones: Vec<(f64, f64)> = (0..300)
+            .map(|i| (50.0 + 17.0 * i as f64, if i == 0 { 0.1 } else { 0.001 }))
+            .collect();
+        let render = |skip: Option<usize>| -> Vec<f32> {
+            (0..2 * sr)
+                .map(|t| {
+                    tones
+                        .iter()
+                        .enumerate()
+                        .filter(|&(i, _)| Some(i) != skip)
+                        .map(|(_, &(hz, amp))| {
+                            amp * (std::f64::consts::TAU * hz * t as f64 / sr as f64).sin()
+                        })
+                        .sum::<f64>() as f32
+                })
+                .collect()
+        };
+        let all = render(None);
+        assert_eq!(missing_tones(&all, all.len(), sr, &tones), None);
+        // One quiet tone of 300 left out: 0.0003% of the power, and still found.
+        let skipped = render(Some(123));
+        let why = missing_tones(&skipped, skipped.len(), sr, &tones).expect("a tone is missing");
+        assert!(
+            why.starts_with("1 of its 300 tones") && why.contains(&format!("{} Hz", tones[123].0)),
+            "{why}"
+        );
+        let whole = signature(&all, all.len(), sr);
+        assert!(
+            mismatch(&whole, &signature(&skipped, skipped.len(), sr), true).is_none(),
+            "the old check passes it"
+        );
+    }
 
     #[test]
     fn finds_rms_and_pitch() {

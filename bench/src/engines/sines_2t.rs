@@ -53,18 +53,29 @@ fn commands(case: &Case) -> (Vec<osc::Message>, Vec<osc::Message>) {
     (setup, nodes)
 }
 
-/// Adds the `sines_wall` rows (every engine's wall-clock seconds per second of audio) and
-/// the ratios `sines_2t_vs_scsynth` and `sines_2t_vs_supernova`.
-pub fn report(report: &mut Report, list: &[Engine], wall: &[Vec<f64>]) {
-    for (e, w) in list.iter().zip(wall) {
+/// Adds the `sines_wall` rows (every engine's wall-clock seconds per second of audio, its
+/// start-up out) and `sines_wall_whole` (start-up in), and the ratios
+/// `sines_2t_vs_scsynth` and `sines_2t_vs_supernova` of each (`_whole_` for the latter).
+pub fn report(report: &mut Report, list: &[Engine], wall: &[Vec<f64>], whole: &[Vec<f64>]) {
+    for ((e, w), h) in list.iter().zip(wall).zip(whole) {
         report.add("sines_wall", &e.name(), super::WALL_UNIT, w);
+        report.add("sines_wall_whole", &e.name(), super::WALL_UNIT, h);
     }
     let two = Engine::Downbeat { threads: 2 }.name();
     for (rival, key) in [
-        (Engine::Scsynth, "sines_2t_vs_scsynth"),
-        (Engine::Supernova { threads: 2 }, "sines_2t_vs_supernova"),
+        (Engine::Scsynth, "scsynth"),
+        (Engine::Supernova { threads: 2 }, "supernova"),
     ] {
-        super::ratio(report, key, "sines_wall", &two, &rival.name());
+        let r = rival.name();
+        super::ratio(
+            report,
+            &format!("sines_2t_vs_{key}"),
+            "sines_wall",
+            &two,
+            &r,
+        );
+        let whole = format!("sines_2t_whole_vs_{key}");
+        super::ratio(report, &whole, "sines_wall_whole", &two, &r);
     }
 }
 

@@ -27,7 +27,7 @@ pub fn schedule(shape: &str) -> Schedule {
                     1,
                     sr,
                     &SineSettings {
-                        freq: 50.0 + 17.3 * i as f64,
+                        freq: 50.0 + 17.0 * i as f64,
                         amp: 0.001,
                         ..SineSettings::default()
                     },
