@@ -124,8 +124,9 @@ SPLIT = ["", "_whole", "_startup_cpu", "_startup_wall"]
 EXPECTED["engines"] = (
     cases(each(["voices", "chain"], SPLIT), ENGINES)
     # `sines` runs on one and on two threads (supernova on both too), `fanin` on both.
+    # `floor`: the case computed by one loop with Downbeat's kernel and no engine.
     + cases(each("sines", SPLIT) + ["sines_wall", "sines_wall_whole"],
-            ENGINES + ["downbeat 2 threads", "supernova 2 threads"])
+            ENGINES + ["downbeat 2 threads", "supernova 2 threads", "floor"])
     + cases(each("fanin", SPLIT) + ["fanin_wall", "fanin_wall_whole"], ENGINES_2T)
     + cases(["realtime_voices"], ["downbeat", "scsynth"])
 )

@@ -17,6 +17,7 @@
 mod cases;
 mod child;
 mod downbeat;
+mod floor;
 mod jackd;
 mod realtime;
 mod sc;
@@ -63,10 +64,16 @@ pub struct EnginesArgs {
 /// One engine as a rival in one case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Engine {
-    Downbeat { threads: usize },
+    Downbeat {
+        threads: usize,
+    },
     Scsynth,
-    Supernova { threads: usize },
+    Supernova {
+        threads: usize,
+    },
     Web,
+    /// The case computed by one loop with Downbeat's algorithm and no engine ([`floor`]).
+    Floor,
 }
 
 impl Engine {
@@ -78,6 +85,7 @@ impl Engine {
             Engine::Supernova { threads: 1 } => "supernova".into(),
             Engine::Supernova { threads } => format!("supernova {threads} threads"),
             Engine::Web => "node-web-audio-api".into(),
+            Engine::Floor => "floor".into(),
         }
     }
 
@@ -302,6 +310,17 @@ fn render(s: &Setup, case: &Case, engine: Engine) -> Result<(child::Cost, Vec<f3
             }
             Ok((cost, signal::read_wav(&file("wav"))?))
         }
+        Engine::Floor => {
+            let case = *case;
+            // On a thread of its own pinned to CPU 1, as every one-thread engine is.
+            let run = std::thread::spawn(move || {
+                pin_to(&Engine::Floor.cpus());
+                floor::render(&case)
+            });
+            let rendered = run.join().expect("the floor does not panic");
+            rendered
+                .ok_or_else(|| EnginesError::Setup(format!("{} has no floor", case.kind.name())))
+        }
         Engine::Web => {
             let desc = web::description(case);
             std::fs::write(file("json"), desc.to_string()).map_err(io)?;
@@ -331,7 +350,22 @@ fn engines(kind: Kind) -> Vec<Engine> {
     if kind == Kind::Sines {
         v.extend(sines_2t::engines());
     }
+    if floor::has(kind) {
+        v.push(Engine::Floor);
+    }
     v
+}
+
+/// Pins the calling thread to `cpus`.
+fn pin_to(cpus: &[usize]) {
+    // SAFETY: a cpu_set_t built on the stack, passed by pointer for the call only.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
 }
 
 /// Records `key` = rival / ours on `case` (> 1: Downbeat spends less), when both ran.
@@ -397,6 +431,8 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
         let mut startup_cpu: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
         let mut startup_wall: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
         let mut reference: Option<Signature> = None;
+        // Downbeat's first output, which its floor must equal bit for bit.
+        let mut ours: Option<Vec<f32>> = None;
         let mut signatures: Vec<Option<Signature>> = vec![None; list.len()];
         for k in 0..runs {
             // Downbeat's first run is the reference every other output is checked against.
@@ -423,6 +459,26 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
                         engine: engine.name(),
                         why,
                     });
+                }
+                if engine == (Engine::Downbeat { threads: 1 }) && ours.is_none() {
+                    ours = Some(out[..case.frames()].to_vec());
+                }
+                if engine == Engine::Floor {
+                    // Downbeat runs before its floor in the first run, whose order is the list's.
+                    let want = ours.as_deref().expect("Downbeat rendered first");
+                    let got = &out[..case.frames()];
+                    if let Some(k) = (0..got.len()).find(|&k| got[k].to_bits() != want[k].to_bits())
+                    {
+                        return Err(EnginesError::Signal {
+                            case: kind.name().into(),
+                            engine: engine.name(),
+                            why: format!(
+                                "its frame {k} is {}, Downbeat's {}: a floor must compute the \
+                                 same output",
+                                got[k], want[k]
+                            ),
+                        });
+                    }
                 }
                 if kind == Kind::Sines {
                     let tones: Vec<(f64, f64)> = (0..case.n).map(cases::sine).collect();
@@ -487,6 +543,16 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
             sines_2t::report(&mut report, &list, &wall, &whole_wall);
         }
         let ours = Engine::Downbeat { threads: 1 }.name();
+        if floor::has(kind) {
+            // Downbeat over its floor: what the engine costs beyond the work itself (issue
+            // 43's target: at most 1.10).
+            if let (Some(d), Some(f)) = (report.median(name, &ours), report.median(name, "floor")) {
+                if d > 0.0 && f > 0.0 {
+                    let key = format!("{name}_downbeat_over_floor");
+                    report.ratios.insert(key, (d / f * 1000.0).round() / 1000.0);
+                }
+            }
+        }
         for e in [
             Engine::Scsynth,
             Engine::Supernova { threads: 1 },

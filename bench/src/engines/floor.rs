@@ -1,0 +1,77 @@
+//! The floor of a case (issue 43): the case's output computed by one hand-written loop with
+//! the same algorithm as Downbeat's nodes and no engine at all, no graph, no schedule, no
+//! buffers between nodes, no file. Downbeat's steady state over its floor's is what the
+//! engine itself costs.
+//!
+//! `sines`: every oscillator is Downbeat's own kernel ([`SineFill`], the phase a 32-bit
+//! fraction, the polynomial sine, the denormal flush), filled a block at a time and added
+//! into the block in the order the project's edges give, as the output node sums them.
+
+use std::time::{Duration, Instant};
+
+use downbeat_nodes::dsp::{hz_to_phase_inc, SineFill};
+
+use super::cases::{self, Case, Kind, BLOCK, SAMPLE_RATE};
+use super::child::Cost;
+
+/// Renders `case` on this thread and returns what it cost this thread and its output, or
+/// `None` for a case with no floor yet.
+pub fn render(case: &Case) -> Option<(Cost, Vec<f32>)> {
+    match case.kind {
+        Kind::Sines => Some(timed(|| sines(case))),
+        Kind::Voices | Kind::Chain | Kind::Fanin => None,
+    }
+}
+
+/// The cases that have a floor.
+pub fn has(kind: Kind) -> bool {
+    matches!(kind, Kind::Sines)
+}
+
+fn sines(case: &Case) -> Vec<f32> {
+    let rate = f64::from(SAMPLE_RATE);
+    let mut oscillators: Vec<(SineFill, f32)> = (0..case.n)
+        .map(|i| {
+            let (hz, amp) = cases::sine(i);
+            let osc = SineFill {
+                phase: 0,
+                inc: hz_to_phase_inc(hz, rate),
+            };
+            (osc, amp as f32)
+        })
+        .collect();
+    let block = BLOCK as usize;
+    let mut out = vec![0.0f32; case.frames().div_ceil(block) * block];
+    let mut one = vec![0.0f32; block];
+    for sum in out.chunks_exact_mut(block) {
+        for (osc, amp) in &mut oscillators {
+            osc.fill(&mut one, *amp);
+            for (s, x) in sum.iter_mut().zip(&one) {
+                *s += x;
+            }
+        }
+    }
+    out.truncate(case.frames());
+    out
+}
+
+/// Runs `work` and returns the CPU time this thread spent in it (the thread's clock, as
+/// `wait4` gives the engines' processes theirs) and the wall-clock time.
+fn timed(work: impl FnOnce() -> Vec<f32>) -> (Cost, Vec<f32>) {
+    let cpu = || {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `t` is a valid timespec for the call to fill.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+        Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+    };
+    let (c0, w0) = (cpu(), Instant::now());
+    let out = work();
+    let cost = Cost {
+        cpu: cpu() - c0,
+        wall: w0.elapsed(),
+    };
+    (cost, out)
+}
