@@ -6,10 +6,17 @@
 //! `sines`: every oscillator is Downbeat's own kernel ([`SineFill`], the phase a 32-bit
 //! fraction, the polynomial sine, the denormal flush), filled a block at a time and added
 //! into the block in the order the project's edges give, as the output node sums them.
+//!
+//! `chain`: Downbeat's `noise` node makes a block, and every sample goes through the `n`
+//! gains in a row (a multiply and the denormal flush each, as the `gain` node does), all
+//! of them before the next sample.
 
 use std::time::{Duration, Instant};
 
+use downbeat_graph::denormal::flush;
+use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 use downbeat_nodes::dsp::{hz_to_phase_inc, SineFill};
+use downbeat_nodes::{Noise, NoiseSettings};
 
 use super::cases::{self, Case, Kind, BLOCK, SAMPLE_RATE};
 use super::child::Cost;
@@ -19,13 +26,40 @@ use super::child::Cost;
 pub fn render(case: &Case) -> Option<(Cost, Vec<f32>)> {
     match case.kind {
         Kind::Sines => Some(timed(|| sines(case))),
-        Kind::Voices | Kind::Chain | Kind::Fanin => None,
+        Kind::Chain => Some(timed(|| chain(case))),
+        Kind::Voices | Kind::Fanin => None,
     }
 }
 
 /// The cases that have a floor.
 pub fn has(kind: Kind) -> bool {
-    matches!(kind, Kind::Sines)
+    matches!(kind, Kind::Sines | Kind::Chain)
+}
+
+fn chain(case: &Case) -> Vec<f32> {
+    let settings = NoiseSettings {
+        amp: cases::NOISE_AMP as f32,
+        ..NoiseSettings::default()
+    };
+    let mut noise = Noise::new(1, &settings);
+    let gain = cases::chain_gain(case.n) as f32;
+    let block = BLOCK as usize;
+    let ctx = ProcessContext::new(SAMPLE_RATE, block, 0);
+    let mut out = vec![0.0f32; case.frames().div_ceil(block) * block];
+    for chunk in out.chunks_exact_mut(block) {
+        noise.process(
+            &ctx,
+            AudioRef::new(&[], 0, block, block),
+            AudioMut::new(chunk, 1, block, block),
+        );
+        for x in chunk.iter_mut() {
+            for _ in 0..case.n {
+                *x = flush(gain * *x);
+            }
+        }
+    }
+    out.truncate(case.frames());
+    out
 }
 
 fn sines(case: &Case) -> Vec<f32> {
