@@ -127,7 +127,7 @@ EXPECTED["engines"] = (
     # `floor`: the case computed by one loop with Downbeat's kernel and no engine.
     + cases(each("sines", SPLIT) + ["sines_wall", "sines_wall_whole"],
             ENGINES + ["downbeat 2 threads", "supernova 2 threads", "floor"])
-    + cases(each("fanin", SPLIT) + ["fanin_wall", "fanin_wall_whole"], ENGINES_2T)
+    + cases(each("fanin", SPLIT) + ["fanin_wall", "fanin_wall_whole"], ENGINES_2T + ["floor"])
     + cases(["realtime_voices"], ["downbeat", "scsynth"])
 )
 

@@ -10,13 +10,17 @@
 //! `chain`: Downbeat's `noise` node makes a block, and every sample goes through the `n`
 //! gains in a row (a multiply and the denormal flush each, as the `gain` node does), all
 //! of them before the next sample.
+//!
+//! `fanin`: each branch's sine (the kernel above) goes through its low-pass filters
+//! (Downbeat's `biquad` node, processing a block at a time) and its gains, and the branches
+//! are added in their order, as the output node sums them.
 
 use std::time::{Duration, Instant};
 
 use downbeat_graph::denormal::flush;
 use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
 use downbeat_nodes::dsp::{hz_to_phase_inc, SineFill};
-use downbeat_nodes::{Noise, NoiseSettings};
+use downbeat_nodes::{Biquad, BiquadSettings, FilterMode, Noise, NoiseSettings};
 
 use super::cases::{self, Case, Kind, BLOCK, SAMPLE_RATE};
 use super::child::Cost;
@@ -27,13 +31,75 @@ pub fn render(case: &Case) -> Option<(Cost, Vec<f32>)> {
     match case.kind {
         Kind::Sines => Some(timed(|| sines(case))),
         Kind::Chain => Some(timed(|| chain(case))),
-        Kind::Voices | Kind::Fanin => None,
+        Kind::Fanin => Some(timed(|| fanin(case))),
+        Kind::Voices => None,
     }
 }
 
 /// The cases that have a floor.
 pub fn has(kind: Kind) -> bool {
-    matches!(kind, Kind::Sines | Kind::Chain)
+    !matches!(kind, Kind::Voices)
+}
+
+/// One branch of `fanin`: its sine, and its filter and gain per stage.
+struct Branch {
+    osc: SineFill,
+    amp: f32,
+    stages: Vec<(Biquad, f32)>,
+}
+
+fn fanin(case: &Case) -> Vec<f32> {
+    let rate = f64::from(SAMPLE_RATE);
+    let lowpass = BiquadSettings {
+        mode: FilterMode::Lowpass,
+        freq: cases::FANIN_CUTOFF,
+        q: cases::FANIN_Q,
+    };
+    let mut branches: Vec<Branch> = (0..case.n)
+        .map(|b| {
+            let (hz, amp) = cases::branch(b);
+            Branch {
+                osc: SineFill {
+                    phase: 0,
+                    inc: hz_to_phase_inc(hz, rate),
+                },
+                amp: amp as f32,
+                stages: (0..cases::FANIN_DEPTH)
+                    .map(|s| {
+                        (
+                            Biquad::new(1, SAMPLE_RATE, &lowpass)
+                                .expect("the case's filter is valid"),
+                            cases::fanin_gain(s) as f32,
+                        )
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let block = BLOCK as usize;
+    let ctx = ProcessContext::new(SAMPLE_RATE, block, 0);
+    let mut out = vec![0.0f32; case.frames().div_ceil(block) * block];
+    let (mut a, mut b) = (vec![0.0f32; block], vec![0.0f32; block]);
+    for sum in out.chunks_exact_mut(block) {
+        for branch in &mut branches {
+            branch.osc.fill(&mut a, branch.amp);
+            for (filter, gain) in &mut branch.stages {
+                filter.process(
+                    &ctx,
+                    AudioRef::new(&a, 1, block, block),
+                    AudioMut::new(&mut b, 1, block, block),
+                );
+                for (x, &y) in a.iter_mut().zip(&b) {
+                    *x = flush(*gain * y);
+                }
+            }
+            for (s, x) in sum.iter_mut().zip(&a) {
+                *s += x;
+            }
+        }
+    }
+    out.truncate(case.frames());
+    out
 }
 
 fn chain(case: &Case) -> Vec<f32> {
