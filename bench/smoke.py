@@ -122,7 +122,7 @@ ENGINES_2T = ["downbeat", "downbeat 2 threads", "scsynth", "supernova 2 threads"
 # Each case's steady state (start-up out), its whole-process figure and its start-up.
 SPLIT = ["", "_whole", "_startup_cpu", "_startup_wall"]
 EXPECTED["engines"] = (
-    cases(each("voices", SPLIT), ENGINES) + cases(each("chain", SPLIT), ENGINES + ["floor"])
+    cases(each(["voices", "chain"], SPLIT), ENGINES + ["floor"])
     # `sines` runs on one and on two threads (supernova on both too), `fanin` on both.
     # `floor`: the case computed by one loop with Downbeat's kernel and no engine.
     + cases(each("sines", SPLIT) + ["sines_wall", "sines_wall_whole"],

@@ -11,6 +11,9 @@
 //! gains in a row (a multiply and the denormal flush each, as the `gain` node does), all
 //! of them before the next sample.
 //!
+//! `voices`: Downbeat's `synth` node itself, given the notes the MIDI file holds at its
+//! first frame, renders block after block into the output.
+//!
 //! `fanin`: each branch's sine (the kernel above) goes through its low-pass filters
 //! (Downbeat's `biquad` node, processing a block at a time) and its gains, and the branches
 //! are added in their order, as the output node sums them.
@@ -18,27 +21,63 @@
 use std::time::{Duration, Instant};
 
 use downbeat_graph::denormal::flush;
-use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
+use downbeat_graph::{AudioMut, AudioRef, Node, NoteEvent, ProcessContext};
 use downbeat_nodes::dsp::{hz_to_phase_inc, SineFill};
-use downbeat_nodes::{Biquad, BiquadSettings, FilterMode, Noise, NoiseSettings};
+use downbeat_nodes::{
+    Biquad, BiquadSettings, FilterMode, Noise, NoiseSettings, Synth, SynthSettings, Wave,
+};
 
 use super::cases::{self, Case, Kind, BLOCK, SAMPLE_RATE};
 use super::child::Cost;
 
-/// Renders `case` on this thread and returns what it cost this thread and its output, or
-/// `None` for a case with no floor yet.
-pub fn render(case: &Case) -> Option<(Cost, Vec<f32>)> {
+/// Renders `case` on this thread and returns what it cost this thread and its output.
+pub fn render(case: &Case) -> (Cost, Vec<f32>) {
     match case.kind {
-        Kind::Sines => Some(timed(|| sines(case))),
-        Kind::Chain => Some(timed(|| chain(case))),
-        Kind::Fanin => Some(timed(|| fanin(case))),
-        Kind::Voices => None,
+        Kind::Sines => timed(|| sines(case)),
+        Kind::Chain => timed(|| chain(case)),
+        Kind::Fanin => timed(|| fanin(case)),
+        Kind::Voices => timed(|| voices(case)),
     }
 }
 
-/// The cases that have a floor.
-pub fn has(kind: Kind) -> bool {
-    !matches!(kind, Kind::Voices)
+fn voices(case: &Case) -> Vec<f32> {
+    let settings = SynthSettings {
+        voices: case.n,
+        wave: Wave::Saw,
+        attack: cases::ATTACK,
+        decay: cases::DECAY,
+        sustain: cases::SUSTAIN,
+        release: cases::RELEASE,
+        cutoff: cases::CUTOFF,
+        resonance: cases::RESONANCE,
+        key_track: cases::KEY_TRACK,
+        vel_track: cases::VEL_TRACK,
+        amp: cases::VOICE_AMP as f32,
+        ..SynthSettings::default()
+    };
+    let mut synth = Synth::new(1, SAMPLE_RATE, &settings).expect("the case's synth is valid");
+    for i in 0..case.n {
+        let v = cases::voice(i);
+        // As the engine reads the MIDI file's note ons: velocity over 127.
+        let on = NoteEvent::On {
+            channel: v.channel,
+            note: f32::from(v.note),
+            velocity: f32::from(v.velocity) / 127.0,
+        };
+        synth.note(0, on).expect("the case's notes are valid");
+    }
+    let block = BLOCK as usize;
+    let ctx = ProcessContext::new(SAMPLE_RATE, block, 0);
+    let mut out = vec![0.0f32; case.frames().div_ceil(block) * block];
+    for chunk in out.chunks_exact_mut(block) {
+        synth.process(
+            &ctx,
+            AudioRef::new(&[], 0, block, block),
+            AudioMut::new(chunk, 1, block, block),
+        );
+    }
+    out.truncate(case.frames());
+    out
 }
 
 /// One branch of `fanin`: its sine, and its filter and gain per stage.

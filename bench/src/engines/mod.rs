@@ -317,9 +317,7 @@ fn render(s: &Setup, case: &Case, engine: Engine) -> Result<(child::Cost, Vec<f3
                 pin_to(&Engine::Floor.cpus());
                 floor::render(&case)
             });
-            let rendered = run.join().expect("the floor does not panic");
-            rendered
-                .ok_or_else(|| EnginesError::Setup(format!("{} has no floor", case.kind.name())))
+            Ok(run.join().expect("the floor does not panic"))
         }
         Engine::Web => {
             let desc = web::description(case);
@@ -350,9 +348,7 @@ fn engines(kind: Kind) -> Vec<Engine> {
     if kind == Kind::Sines {
         v.extend(sines_2t::engines());
     }
-    if floor::has(kind) {
-        v.push(Engine::Floor);
-    }
+    v.push(Engine::Floor);
     v
 }
 
@@ -543,14 +539,12 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
             sines_2t::report(&mut report, &list, &wall, &whole_wall);
         }
         let ours = Engine::Downbeat { threads: 1 }.name();
-        if floor::has(kind) {
-            // Downbeat over its floor: what the engine costs beyond the work itself (issue
-            // 43's target: at most 1.10).
-            if let (Some(d), Some(f)) = (report.median(name, &ours), report.median(name, "floor")) {
-                if d > 0.0 && f > 0.0 {
-                    let key = format!("{name}_downbeat_over_floor");
-                    report.ratios.insert(key, (d / f * 1000.0).round() / 1000.0);
-                }
+        // Downbeat over its floor: what the engine costs beyond the work itself (issue 43's
+        // target: at most 1.10).
+        if let (Some(d), Some(f)) = (report.median(name, &ours), report.median(name, "floor")) {
+            if d > 0.0 && f > 0.0 {
+                let key = format!("{name}_downbeat_over_floor");
+                report.ratios.insert(key, (d / f * 1000.0).round() / 1000.0);
             }
         }
         for e in [
