@@ -75,6 +75,23 @@ pub fn run(
     spawn(cmd, cpus, fifo, log)?.wait()
 }
 
+/// Pins the calling thread (or the child between fork and exec: it only builds a
+/// `cpu_set_t` on the stack and makes one system call) to `cpus`.
+pub fn pin(cpus: &[usize]) -> std::io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes within it, and the
+    // kernel reads it for the length given.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// A child started by [`spawn`], not yet waited for.
 pub struct Running {
     pid: libc::pid_t,
@@ -105,13 +122,7 @@ pub fn spawn(
     // thread the engine starts.
     unsafe {
         cmd.pre_exec(move || {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            for &c in &cpus {
-                libc::CPU_SET(c, &mut set);
-            }
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            pin(&cpus)?;
             if let Some(priority) = fifo {
                 let param = libc::sched_param {
                     sched_priority: priority,

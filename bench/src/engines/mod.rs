@@ -314,10 +314,11 @@ fn render(s: &Setup, case: &Case, engine: Engine) -> Result<(child::Cost, Vec<f3
             let case = *case;
             // On a thread of its own pinned to CPU 1, as every one-thread engine is.
             let run = std::thread::spawn(move || {
-                pin_to(&Engine::Floor.cpus());
-                floor::render(&case)
+                child::pin(&Engine::Floor.cpus()).map(|()| floor::render(&case))
             });
-            Ok(run.join().expect("the floor does not panic"))
+            run.join()
+                .expect("the floor does not panic")
+                .map_err(|e| EnginesError::Setup(format!("pinning the floor to CPU 1: {e}")))
         }
         Engine::Web => {
             let desc = web::description(case);
@@ -350,18 +351,6 @@ fn engines(kind: Kind) -> Vec<Engine> {
     }
     v.push(Engine::Floor);
     v
-}
-
-/// Pins the calling thread to `cpus`.
-fn pin_to(cpus: &[usize]) {
-    // SAFETY: a cpu_set_t built on the stack, passed by pointer for the call only.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
-            libc::CPU_SET(c, &mut set);
-        }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
 }
 
 /// Records `key` = rival / ours on `case` (> 1: Downbeat spends less), when both ran.
