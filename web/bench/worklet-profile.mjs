@@ -6,8 +6,9 @@
 //        [--seconds 8] [--interval-us 200] [--out profile.cpuprofile]
 //
 // Prints the share of samples the thread spent idle (its budget left) and the functions with
-// the most self time. Wasm functions show as `wasm-function[N]` (the release module has no
-// name section). `--out` writes the profile for Chrome DevTools. Nothing is asserted: this is a
+// the most self time. Wasm functions show as `wasm-function[N]` unless the module was built
+// with its name section (`bash packages/engine/scripts/build-wasm.sh --names`; build it again
+// without `--names` afterwards). `--out` writes the profile for Chrome DevTools. Nothing is asserted: this is a
 // measuring tool, and docs/BENCHMARKS.md quotes what it printed.
 
 import { writeFileSync } from "node:fs";

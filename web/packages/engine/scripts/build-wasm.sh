@@ -3,6 +3,10 @@
 # with simd128, on stable Rust, into target/wasm-engine (so it never invalidates the main cache),
 # and copies it to web/packages/engine/dist/downbeat_engine.wasm. Prints its size and gzipped size.
 # Installs the wasm32 target with rustup when it is missing.
+#
+#   build-wasm.sh           the module the package ships, without symbols
+#   build-wasm.sh --names   the same code with its name section, for profiles that name the
+#                           functions (web/bench/worklet-profile.mjs); about twice the size
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 
@@ -15,7 +19,11 @@ export CARGO_INCREMENTAL=0
 # The release profile keeps debug info for native profiling; the browser wants neither it nor
 # the symbols (16 MB against 2 MB).
 export CARGO_PROFILE_RELEASE_DEBUG=0
-export CARGO_PROFILE_RELEASE_STRIP=true
+case "${1:-}" in
+    "") export CARGO_PROFILE_RELEASE_STRIP=true ;;
+    --names) export CARGO_PROFILE_RELEASE_STRIP=false ;;
+    *) echo "build-wasm.sh: unknown argument $1 (expected nothing or --names)" >&2; exit 2 ;;
+esac
 export RUSTFLAGS="-C target-feature=+simd128"
 unset CARGO_ENCODED_RUSTFLAGS
 
