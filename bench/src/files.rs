@@ -5,6 +5,7 @@ use crate::report::Report;
 use crate::Common;
 
 mod decode;
+mod quality;
 mod stream;
 
 /// Runs the suite.

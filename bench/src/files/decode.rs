@@ -11,6 +11,7 @@ use rubato::{
     Resampler as _, SincFixedIn, SincInterpolationParameters, SincInterpolationType, WindowFunction,
 };
 
+use super::quality;
 use crate::report::{alternating, Better, Report};
 use crate::Common;
 
@@ -257,15 +258,71 @@ fn time_ours(input: &[f32]) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-/// rubato's `SincFixedIn` with the parameters its documentation recommends, 1024-frame chunks.
-fn time_rubato(input: &[f32]) -> f64 {
-    let params = SincInterpolationParameters {
+/// A setting of rubato's `SincFixedIn`: filter length, oversampling, and cubic (else linear)
+/// interpolation between the oversampled points; cutoff 0.95 and the Blackman-Harris window
+/// throughout, as its documentation recommends.
+#[derive(Clone, Copy, Debug)]
+struct RubatoSetting {
+    sinc_len: usize,
+    oversampling: usize,
+    cubic: bool,
+}
+
+impl RubatoSetting {
+    /// What rubato's documentation recommends.
+    const RECOMMENDED: Self = Self {
         sinc_len: 256,
-        f_cutoff: 0.95,
-        interpolation: SincInterpolationType::Linear,
-        oversampling_factor: 256,
-        window: WindowFunction::BlackmanHarris2,
+        oversampling: 256,
+        cubic: false,
     };
+
+    fn params(self) -> SincInterpolationParameters {
+        SincInterpolationParameters {
+            sinc_len: self.sinc_len,
+            f_cutoff: 0.95,
+            interpolation: if self.cubic {
+                SincInterpolationType::Cubic
+            } else {
+                SincInterpolationType::Linear
+            },
+            oversampling_factor: self.oversampling,
+            window: WindowFunction::BlackmanHarris2,
+        }
+    }
+}
+
+impl std::fmt::Display for RubatoSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = if self.cubic { "cubic" } else { "linear" };
+        write!(
+            f,
+            "sinc_len {}, oversampling {}, {kind}, cutoff 0.95, BlackmanHarris2",
+            self.sinc_len, self.oversampling
+        )
+    }
+}
+
+/// rubato's settings from the cheapest up, for the first that resamples as well as ours.
+const RUBATO_LADDER: [RubatoSetting; 6] = {
+    const fn s(sinc_len: usize, oversampling: usize, cubic: bool) -> RubatoSetting {
+        RubatoSetting {
+            sinc_len,
+            oversampling,
+            cubic,
+        }
+    }
+    [
+        s(256, 256, false),
+        s(256, 1024, false),
+        s(256, 256, true),
+        s(512, 256, true),
+        s(512, 1024, true),
+        s(1024, 1024, true),
+    ]
+};
+
+/// rubato's `SincFixedIn` with `params`, 1024-frame chunks, seconds.
+fn time_rubato(input: &[f32], params: SincInterpolationParameters) -> f64 {
     let mut r = SincFixedIn::<f32>::new(48_000.0 / 44_100.0, 1.0, params, 1024, 2).unwrap();
     let frames = input.len() / 2;
     let planar: Vec<Vec<f32>> = (0..2)
@@ -292,19 +349,69 @@ pub fn resample(common: &Common, dir: &Path, report: &mut Report) {
     let secs = seconds(common.quick) as usize;
     let input = signal(44_100 * secs);
     let per_minute = 60.0 / secs as f64 * 1e3;
-    let (mut ours, mut rubato) = (Vec::new(), Vec::new());
+    // Quality first, measured alike: rubato's first setting at least as good as ours.
+    let ours_db = quality::ours_db();
+    let recommended_db = quality::rubato_db(RubatoSetting::RECOMMENDED.params());
+    let mut ladder = Vec::new();
+    let (equal, equal_db) = RUBATO_LADDER
+        .into_iter()
+        .map(|p| {
+            let db = quality::rubato_db(p.params());
+            ladder.push(format!("{p}: {db:.1} dB"));
+            (p, db)
+        })
+        .find(|&(_, db)| db <= ours_db)
+        .unzip();
+    report.notes.push(format!(
+        "resample quality (a 20 Hz-20 kHz sweep, residual at the best delay): ours {ours_db:.1} dB; \
+         rubato {}",
+        ladder.join("; ")
+    ));
+    report.add("resample_quality_db", "downbeat", "dB", &[ours_db]);
+    report.add("resample_quality_db", "rubato", "dB", &[recommended_db]);
+    if let Some(db) = equal_db {
+        report.add("resample_quality_db", "rubato at our quality", "dB", &[db]);
+    }
+    let (mut ours, mut rubato, mut rubato_equal) = (Vec::new(), Vec::new(), Vec::new());
     for k in 0..runs {
-        for i in alternating(&[0, 1], k) {
-            if i == 0 {
-                ours.push(time_ours(&input) * per_minute);
-            } else {
-                rubato.push(time_rubato(&input) * per_minute);
+        for i in alternating(&[0, 1, 2], k) {
+            match (i, &equal) {
+                (0, _) => ours.push(time_ours(&input) * per_minute),
+                (1, _) => rubato
+                    .push(time_rubato(&input, RubatoSetting::RECOMMENDED.params()) * per_minute),
+                (_, Some(p)) => rubato_equal.push(time_rubato(&input, p.params()) * per_minute),
+                (_, None) => {}
             }
         }
     }
     report.add("resample", "downbeat", "ms_per_min", &ours);
     report.add("resample", "rubato", "ms_per_min", &rubato);
     report.ratio("resample", "resample", "downbeat", "rubato", Better::Lower);
+    if let Some(p) = &equal {
+        report.add(
+            "resample",
+            "rubato at our quality",
+            "ms_per_min",
+            &rubato_equal,
+        );
+        report.ratio(
+            "resample_equal_quality",
+            "resample",
+            "downbeat",
+            "rubato at our quality",
+            Better::Lower,
+        );
+        report.notes.push(format!(
+            "resample at equal quality: rubato with {p} leaves the sweep's residual at {:.1} dB, \
+             ours at {ours_db:.1} dB",
+            equal_db.unwrap_or(f64::NAN)
+        ));
+    } else {
+        report.notes.push(format!(
+            "resample at equal quality: no rubato setting tried reaches ours ({ours_db:.1} dB); \
+             the recommended one leaves {recommended_db:.1} dB"
+        ));
+    }
     let file = dir.join("wav24.wav");
     let file = file.to_str().unwrap();
     let mut times = [Vec::new(), Vec::new()];
