@@ -80,8 +80,10 @@ EXPECTED = {
                    ["downbeat synth (saw)"]),
     "files": cases(each("decode_", ["wav16", "wav24", "flac", "vorbis", "mp3"]), ["downbeat", "sox", "ffmpeg"])
     + cases(["resample"], ["downbeat", "rubato"]) + cases(["resample_process"], ["downbeat", "sox"])
-    # Each resampler's quality on the same sweep (issue 43).
-    + cases(["resample_quality_db"], ["downbeat", "rubato"])
+    # Each resampler's quality on the same sweep, and rubato at a setting as good as ours
+    # (issue 43).
+    + cases(["resample_quality_db"], ["downbeat", "rubato", "rubato at our quality"])
+    + cases(["resample"], ["rubato at our quality"])
     # Streaming against creek; the disk-load case names its stream count (4 in smoke runs).
     + cases(["streams_per_core", "memory_per_stream", "seek_p50", "seek_p99",
              "underrun_frames_4_streams_disk_writes"], ["downbeat", "creek"]),
@@ -147,8 +149,6 @@ EXPECTED["soak"] = (cases(SOAK_MAX + SOAK_MIN + SOAK_REPORTED + ["failed_checks"
 
 # Rows a run may lack: a pool's nodes that never changed worker have nothing to compare.
 OPTIONAL = {
-    # Only when a rubato setting tried resamples as well as ours (none did on 2026-11-29).
-    "files": cases(["resample", "resample_quality_db"], ["rubato at our quality"]),
     "graph": cases(["fanin84_node_moved_vs_stayed"], POOLS) + cases(["uneven_node_moved_vs_stayed"], ["downbeat"])
     + cases(["plugin_node_moved_vs_stayed", "plugin_clap_node_moved_vs_stayed",
              "plugin_vst3_node_moved_vs_stayed", "plugin_lv2_node_moved_vs_stayed"], ["downbeat"]),

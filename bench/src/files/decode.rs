@@ -258,14 +258,15 @@ fn time_ours(input: &[f32]) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-/// A setting of rubato's `SincFixedIn`: filter length, oversampling, and cubic (else linear)
-/// interpolation between the oversampled points; cutoff 0.95 and the Blackman-Harris window
-/// throughout, as its documentation recommends.
+/// A setting of rubato's `SincFixedIn`: filter length, oversampling, cubic (else linear)
+/// interpolation between the oversampled points, and `f64` (else `f32`) samples; cutoff 0.95
+/// and the Blackman-Harris window throughout, as its documentation recommends.
 #[derive(Clone, Copy, Debug)]
 struct RubatoSetting {
     sinc_len: usize,
     oversampling: usize,
     cubic: bool,
+    double: bool,
 }
 
 impl RubatoSetting {
@@ -274,7 +275,26 @@ impl RubatoSetting {
         sinc_len: 256,
         oversampling: 256,
         cubic: false,
+        double: false,
     };
+
+    /// The residual of the quality sweep through it, in dB.
+    fn quality_db(self) -> f64 {
+        if self.double {
+            quality::rubato_db::<f64>(self.params())
+        } else {
+            quality::rubato_db::<f32>(self.params())
+        }
+    }
+
+    /// Seconds to resample `input` (interleaved stereo) through it.
+    fn time(self, input: &[f32]) -> f64 {
+        if self.double {
+            time_rubato::<f64>(input, self.params())
+        } else {
+            time_rubato::<f32>(input, self.params())
+        }
+    }
 
     fn params(self) -> SincInterpolationParameters {
         SincInterpolationParameters {
@@ -294,48 +314,58 @@ impl RubatoSetting {
 impl std::fmt::Display for RubatoSetting {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = if self.cubic { "cubic" } else { "linear" };
+        let sample = if self.double { "f64" } else { "f32" };
         write!(
             f,
-            "sinc_len {}, oversampling {}, {kind}, cutoff 0.95, BlackmanHarris2",
+            "sinc_len {}, oversampling {}, {kind}, {sample}, cutoff 0.95, BlackmanHarris2",
             self.sinc_len, self.oversampling
         )
     }
 }
 
-/// rubato's settings from the cheapest up, for the first that resamples as well as ours.
-const RUBATO_LADDER: [RubatoSetting; 6] = {
-    const fn s(sinc_len: usize, oversampling: usize, cubic: bool) -> RubatoSetting {
+/// rubato's settings from the cheapest up, for the first that resamples as well as ours:
+/// in `f32`, as ours computes, then in `f64`.
+const RUBATO_LADDER: [RubatoSetting; 12] = {
+    const fn s(sinc_len: usize, oversampling: usize, cubic: bool, double: bool) -> RubatoSetting {
         RubatoSetting {
             sinc_len,
             oversampling,
             cubic,
+            double,
         }
     }
     [
-        s(256, 256, false),
-        s(256, 1024, false),
-        s(256, 256, true),
-        s(512, 256, true),
-        s(512, 1024, true),
-        s(1024, 1024, true),
+        s(256, 256, false, false),
+        s(256, 1024, false, false),
+        s(256, 256, true, false),
+        s(512, 256, true, false),
+        s(512, 1024, true, false),
+        s(1024, 1024, true, false),
+        s(256, 256, false, true),
+        s(256, 1024, false, true),
+        s(256, 256, true, true),
+        s(512, 256, true, true),
+        s(512, 1024, true, true),
+        s(1024, 1024, true, true),
     ]
 };
 
-/// rubato's `SincFixedIn` with `params`, 1024-frame chunks, seconds.
-fn time_rubato(input: &[f32], params: SincInterpolationParameters) -> f64 {
-    let mut r = SincFixedIn::<f32>::new(48_000.0 / 44_100.0, 1.0, params, 1024, 2).unwrap();
+/// rubato's `SincFixedIn` with `params` computing in `T`, 1024-frame chunks, seconds. The
+/// input is made planar (and `T`) before the clock starts.
+fn time_rubato<T: quality::Precision>(input: &[f32], params: SincInterpolationParameters) -> f64 {
+    let mut r = SincFixedIn::<T>::new(48_000.0 / 44_100.0, 1.0, params, 1024, 2).unwrap();
     let frames = input.len() / 2;
-    let planar: Vec<Vec<f32>> = (0..2)
-        .map(|c| (0..frames).map(|i| input[i * 2 + c]).collect())
+    let planar: Vec<Vec<T>> = (0..2)
+        .map(|c| (0..frames).map(|i| T::of(input[i * 2 + c])).collect())
         .collect();
     let mut out = r.output_buffer_allocate(true);
     let t = Instant::now();
-    let mut check = 0.0;
+    let mut check = 0.0f32;
     let mut pos = 0;
     while pos + 1024 <= frames {
         let chunk = [&planar[0][pos..pos + 1024], &planar[1][pos..pos + 1024]];
         let (_, w) = r.process_into_buffer(&chunk, &mut out, None).unwrap();
-        check += out[0][..w].first().copied().unwrap_or(0.0);
+        check += out[0][..w].first().map_or(0.0, |&x| x.to_f32());
         pos += 1024;
     }
     std::hint::black_box(check);
@@ -351,12 +381,12 @@ pub fn resample(common: &Common, dir: &Path, report: &mut Report) {
     let per_minute = 60.0 / secs as f64 * 1e3;
     // Quality first, measured alike: rubato's first setting at least as good as ours.
     let ours_db = quality::ours_db();
-    let recommended_db = quality::rubato_db(RubatoSetting::RECOMMENDED.params());
+    let recommended_db = RubatoSetting::RECOMMENDED.quality_db();
     let mut ladder = Vec::new();
     let (equal, equal_db) = RUBATO_LADDER
         .into_iter()
         .map(|p| {
-            let db = quality::rubato_db(p.params());
+            let db = p.quality_db();
             ladder.push(format!("{p}: {db:.1} dB"));
             (p, db)
         })
@@ -377,9 +407,8 @@ pub fn resample(common: &Common, dir: &Path, report: &mut Report) {
         for i in alternating(&[0, 1, 2], k) {
             match (i, &equal) {
                 (0, _) => ours.push(time_ours(&input) * per_minute),
-                (1, _) => rubato
-                    .push(time_rubato(&input, RubatoSetting::RECOMMENDED.params()) * per_minute),
-                (_, Some(p)) => rubato_equal.push(time_rubato(&input, p.params()) * per_minute),
+                (1, _) => rubato.push(RubatoSetting::RECOMMENDED.time(&input) * per_minute),
+                (_, Some(p)) => rubato_equal.push(p.time(&input) * per_minute),
                 (_, None) => {}
             }
         }

@@ -97,19 +97,44 @@ pub fn ours_db() -> f64 {
     best(&out[..written], 8).0
 }
 
-/// rubato's `SincFixedIn` with `params`: the residual in dB, at its best delay.
-pub fn rubato_db(params: SincInterpolationParameters) -> f64 {
+/// The sample types rubato resamples in: `f32`, as ours, or `f64`.
+pub trait Precision: rubato::Sample {
+    fn of(x: f32) -> Self;
+    fn to_f32(self) -> f32;
+}
+
+impl Precision for f32 {
+    fn of(x: f32) -> Self {
+        x
+    }
+    fn to_f32(self) -> f32 {
+        self
+    }
+}
+
+impl Precision for f64 {
+    fn of(x: f32) -> Self {
+        f64::from(x)
+    }
+    fn to_f32(self) -> f32 {
+        self as f32
+    }
+}
+
+/// rubato's `SincFixedIn` with `params`, computing in `T`: the residual in dB, at its best
+/// delay.
+pub fn rubato_db<T: Precision>(params: SincInterpolationParameters) -> f64 {
     let sinc_len = params.sinc_len;
-    let mut r = SincFixedIn::<f32>::new(f64::from(TO) / f64::from(FROM), 1.0, params, 1024, 1)
+    let mut r = SincFixedIn::<T>::new(f64::from(TO) / f64::from(FROM), 1.0, params, 1024, 1)
         .expect("valid parameters");
-    let input = input();
+    let input: Vec<T> = input().into_iter().map(T::of).collect();
     let mut out = Vec::new();
     let mut buf = r.output_buffer_allocate(true);
     for chunk in input.chunks_exact(1024) {
         let (_, w) = r
             .process_into_buffer(&[chunk], &mut buf, None)
             .expect("a whole chunk");
-        out.extend_from_slice(&buf[0][..w]);
+        out.extend(buf[0][..w].iter().map(|&x| x.to_f32()));
     }
     // Up to the whole filter's length, in output frames, and a chunk.
     best(&out, sinc_len * 2 + 1024).0
