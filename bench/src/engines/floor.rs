@@ -7,9 +7,9 @@
 //! fraction, the polynomial sine, the denormal flush), filled a block at a time and added
 //! into the block in the order the project's edges give, as the output node sums them.
 //!
-//! `chain`: Downbeat's `noise` node makes a block, and every sample goes through the `n`
-//! gains in a row (a multiply and the denormal flush each, as the `gain` node does), all
-//! of them before the next sample.
+//! `chain`: Downbeat's `noise` node makes a block, and the block goes through the `n` gains
+//! one after the other (a multiply and the denormal flush per sample, as the `gain` node
+//! does), in place.
 //!
 //! `voices`: Downbeat's `synth` node itself, given the notes the MIDI file holds at its
 //! first frame, renders block after block into the output.
@@ -157,8 +157,11 @@ fn chain(case: &Case) -> Vec<f32> {
             AudioRef::new(&[], 0, block, block),
             AudioMut::new(chunk, 1, block, block),
         );
-        for x in chunk.iter_mut() {
-            for _ in 0..case.n {
+        // A gain at a time over the block: the samples are independent, so each pass
+        // vectorises, where a sample through all the gains in a row would wait on every
+        // multiply before the next.
+        for _ in 0..case.n {
+            for x in chunk.iter_mut() {
                 *x = flush(gain * *x);
             }
         }
