@@ -18,7 +18,9 @@
 //! (Downbeat's `biquad` node, processing a block at a time) and its gains, and the branches
 //! are added in their order, as the output node sums them.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+use downbeat_rt::clock::thread_cpu_time;
 
 use downbeat_graph::denormal::flush;
 use downbeat_graph::{AudioMut, AudioRef, Node, NoteEvent, ProcessContext};
@@ -66,18 +68,14 @@ fn voices(case: &Case) -> Vec<f32> {
         };
         synth.note(0, on).expect("the case's notes are valid");
     }
-    let block = BLOCK as usize;
-    let ctx = ProcessContext::new(SAMPLE_RATE, block, 0);
-    let mut out = vec![0.0f32; case.frames().div_ceil(block) * block];
-    for chunk in out.chunks_exact_mut(block) {
+    let ctx = context();
+    in_blocks(case, |chunk| {
         synth.process(
             &ctx,
-            AudioRef::new(&[], 0, block, block),
-            AudioMut::new(chunk, 1, block, block),
+            no_input(),
+            AudioMut::new(chunk, 1, BLOCK_LEN, BLOCK_LEN),
         );
-    }
-    out.truncate(case.frames());
-    out
+    })
 }
 
 /// One branch of `fanin`: its sine, and its filter and gain per stage.
@@ -88,7 +86,6 @@ struct Branch {
 }
 
 fn fanin(case: &Case) -> Vec<f32> {
-    let rate = f64::from(SAMPLE_RATE);
     let lowpass = BiquadSettings {
         mode: FilterMode::Lowpass,
         freq: cases::FANIN_CUTOFF,
@@ -96,13 +93,10 @@ fn fanin(case: &Case) -> Vec<f32> {
     };
     let mut branches: Vec<Branch> = (0..case.n)
         .map(|b| {
-            let (hz, amp) = cases::branch(b);
+            let (osc, amp) = oscillator(cases::branch(b));
             Branch {
-                osc: SineFill {
-                    phase: 0,
-                    inc: hz_to_phase_inc(hz, rate),
-                },
-                amp: amp as f32,
+                osc,
+                amp,
                 stages: (0..cases::FANIN_DEPTH)
                     .map(|s| {
                         (
@@ -115,18 +109,16 @@ fn fanin(case: &Case) -> Vec<f32> {
             }
         })
         .collect();
-    let block = BLOCK as usize;
-    let ctx = ProcessContext::new(SAMPLE_RATE, block, 0);
-    let mut out = vec![0.0f32; case.frames().div_ceil(block) * block];
-    let (mut a, mut b) = (vec![0.0f32; block], vec![0.0f32; block]);
-    for sum in out.chunks_exact_mut(block) {
+    let ctx = context();
+    let (mut a, mut b) = ([0.0f32; BLOCK_LEN], [0.0f32; BLOCK_LEN]);
+    in_blocks(case, |sum| {
         for branch in &mut branches {
             branch.osc.fill(&mut a, branch.amp);
             for (filter, gain) in &mut branch.stages {
                 filter.process(
                     &ctx,
-                    AudioRef::new(&a, 1, block, block),
-                    AudioMut::new(&mut b, 1, block, block),
+                    AudioRef::new(&a, 1, BLOCK_LEN, BLOCK_LEN),
+                    AudioMut::new(&mut b, 1, BLOCK_LEN, BLOCK_LEN),
                 );
                 for (x, &y) in a.iter_mut().zip(&b) {
                     *x = flush(*gain * y);
@@ -136,9 +128,7 @@ fn fanin(case: &Case) -> Vec<f32> {
                 *s += x;
             }
         }
-    }
-    out.truncate(case.frames());
-    out
+    })
 }
 
 fn chain(case: &Case) -> Vec<f32> {
@@ -148,14 +138,12 @@ fn chain(case: &Case) -> Vec<f32> {
     };
     let mut noise = Noise::new(1, &settings);
     let gain = cases::chain_gain(case.n) as f32;
-    let block = BLOCK as usize;
-    let ctx = ProcessContext::new(SAMPLE_RATE, block, 0);
-    let mut out = vec![0.0f32; case.frames().div_ceil(block) * block];
-    for chunk in out.chunks_exact_mut(block) {
+    let ctx = context();
+    in_blocks(case, |chunk| {
         noise.process(
             &ctx,
-            AudioRef::new(&[], 0, block, block),
-            AudioMut::new(chunk, 1, block, block),
+            no_input(),
+            AudioMut::new(chunk, 1, BLOCK_LEN, BLOCK_LEN),
         );
         // A gain at a time over the block: the samples are independent, so each pass
         // vectorises, where a sample through all the gains in a row would wait on every
@@ -165,54 +153,57 @@ fn chain(case: &Case) -> Vec<f32> {
                 *x = flush(gain * *x);
             }
         }
-    }
-    out.truncate(case.frames());
-    out
+    })
 }
 
 fn sines(case: &Case) -> Vec<f32> {
-    let rate = f64::from(SAMPLE_RATE);
-    let mut oscillators: Vec<(SineFill, f32)> = (0..case.n)
-        .map(|i| {
-            let (hz, amp) = cases::sine(i);
-            let osc = SineFill {
-                phase: 0,
-                inc: hz_to_phase_inc(hz, rate),
-            };
-            (osc, amp as f32)
-        })
-        .collect();
-    let block = BLOCK as usize;
-    let mut out = vec![0.0f32; case.frames().div_ceil(block) * block];
-    let mut one = vec![0.0f32; block];
-    for sum in out.chunks_exact_mut(block) {
+    let mut oscillators: Vec<(SineFill, f32)> =
+        (0..case.n).map(|i| oscillator(cases::sine(i))).collect();
+    let mut one = [0.0f32; BLOCK_LEN];
+    in_blocks(case, |sum| {
         for (osc, amp) in &mut oscillators {
             osc.fill(&mut one, *amp);
             for (s, x) in sum.iter_mut().zip(&one) {
                 *s += x;
             }
         }
-    }
+    })
+}
+
+/// Frames in a block.
+const BLOCK_LEN: usize = BLOCK as usize;
+
+/// The output of `case`, written a block at a time by `block`.
+fn in_blocks(case: &Case, mut block: impl FnMut(&mut [f32])) -> Vec<f32> {
+    let mut out = vec![0.0f32; case.frames().div_ceil(BLOCK_LEN) * BLOCK_LEN];
+    out.chunks_exact_mut(BLOCK_LEN).for_each(&mut block);
     out.truncate(case.frames());
     out
+}
+
+/// The context every node of a floor processes in.
+fn context() -> ProcessContext {
+    ProcessContext::new(SAMPLE_RATE, BLOCK_LEN, 0)
+}
+
+/// No input, for the nodes that make sound.
+fn no_input() -> AudioRef<'static> {
+    AudioRef::new(&[], 0, BLOCK_LEN, BLOCK_LEN)
+}
+
+/// Downbeat's sine kernel at `hz` from phase 0, with its amplitude as the node holds it.
+fn oscillator((hz, amp): (f64, f64)) -> (SineFill, f32) {
+    let inc = hz_to_phase_inc(hz, f64::from(SAMPLE_RATE));
+    (SineFill { phase: 0, inc }, amp as f32)
 }
 
 /// Runs `work` and returns the CPU time this thread spent in it (the thread's clock, as
 /// `wait4` gives the engines' processes theirs) and the wall-clock time.
 fn timed(work: impl FnOnce() -> Vec<f32>) -> (Cost, Vec<f32>) {
-    let cpu = || {
-        let mut t = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `t` is a valid timespec for the call to fill.
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-        Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
-    };
-    let (c0, w0) = (cpu(), Instant::now());
+    let (c0, w0) = (thread_cpu_time(), Instant::now());
     let out = work();
     let cost = Cost {
-        cpu: cpu() - c0,
+        cpu: thread_cpu_time() - c0,
         wall: w0.elapsed(),
     };
     (cost, out)

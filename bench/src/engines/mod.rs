@@ -418,6 +418,8 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
         let mut reference: Option<Signature> = None;
         // Downbeat's first output, which its floor must equal bit for bit.
         let mut ours: Option<Vec<f32>> = None;
+        // The oscillators every output of `sines` must hold at their levels.
+        let tones: Vec<(f64, f64)> = (0..case.n).map(cases::sine).collect();
         let mut signatures: Vec<Option<Signature>> = vec![None; list.len()];
         for k in 0..runs {
             // Downbeat's first run is the reference every other output is checked against.
@@ -466,7 +468,6 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
                     }
                 }
                 if kind == Kind::Sines {
-                    let tones: Vec<(f64, f64)> = (0..case.n).map(cases::sine).collect();
                     let rate = cases::SAMPLE_RATE as usize;
                     if let Some(why) = signal::missing_tones(&out, case.frames(), rate, &tones) {
                         return Err(EnginesError::Signal {
@@ -529,13 +530,15 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
         }
         let ours = Engine::Downbeat { threads: 1 }.name();
         // Downbeat over its floor: what the engine costs beyond the work itself (issue 43's
-        // target: at most 1.10).
-        if let (Some(d), Some(f)) = (report.median(name, &ours), report.median(name, "floor")) {
-            if d > 0.0 && f > 0.0 {
-                let key = format!("{name}_downbeat_over_floor");
-                report.ratios.insert(key, (d / f * 1000.0).round() / 1000.0);
-            }
-        }
+        // target: at most 1.10). The floor is the side the ratio divides by.
+        let over_floor = format!("{name}_downbeat_over_floor");
+        ratio(
+            &mut report,
+            &over_floor,
+            name,
+            Engine::Floor.name().as_str(),
+            &ours,
+        );
         for e in [
             Engine::Scsynth,
             Engine::Supernova { threads: 1 },
