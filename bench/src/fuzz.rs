@@ -73,11 +73,14 @@ struct Outcome {
     findings: u64,
     /// The artifacts' paths, for the notes.
     artifacts: Vec<String>,
+    /// libFuzzer was stopped by a signal (`run interrupted`, its exit code 72): the budget was
+    /// not spent, but nothing was found either.
+    interrupted: bool,
 }
 
 /// Reads libFuzzer's log: the last status line (`#N ... cov: C ft: F ...`), the final stats
-/// (`stat::number_of_executed_units: N`, with `-print_final_stats=1`), and every
-/// `Test unit written to PATH`.
+/// (`stat::number_of_executed_units: N`, with `-print_final_stats=1`), every
+/// `Test unit written to PATH`, and whether it says `libFuzzer: run interrupted`.
 fn parse(log: &str) -> Outcome {
     let mut o = Outcome::default();
     let number_after = |line: &str, key: &str| -> Option<u64> {
@@ -101,6 +104,8 @@ fn parse(log: &str) -> Outcome {
             }
         } else if let Some(n) = number_after(line, "stat::number_of_executed_units: ") {
             o.executions = n;
+        } else if line.contains("libFuzzer: run interrupted") {
+            o.interrupted = true;
         } else if let Some(at) = line.find("Test unit written to ") {
             o.findings += 1;
             o.artifacts
@@ -158,6 +163,7 @@ pub fn run(args: &FuzzArgs) -> Report {
         .then(|| std::env::temp_dir().join(format!("downbeat-bench-fuzz-{}", std::process::id())));
     let mut report = Report::new("fuzz");
     let mut found = false;
+    let mut interrupted = Vec::new();
     for target in TARGETS {
         if !args.targets.is_empty() && !args.targets.iter().any(|t| t == target) {
             continue;
@@ -194,9 +200,17 @@ pub fn run(args: &FuzzArgs) -> Report {
         let seconds = began.elapsed().as_secs_f64();
         let log = String::from_utf8_lossy(&output.stderr);
         let mut o = parse(&log);
-        // A run that failed without writing an input (a crash in the harness, a signal) is
-        // a finding too: its log says what happened.
-        if !output.status.success() && o.findings == 0 {
+        // A run stopped from outside (a SIGINT or SIGTERM to libFuzzer) found nothing, but
+        // did not spend its budget either; any other failure without an input (a crash in the
+        // harness, a signal libFuzzer did not catch) is a finding: its log says what happened.
+        if o.interrupted && o.findings == 0 {
+            interrupted.push(target.to_string());
+            report.notes.push(format!(
+                "{target}: interrupted by a signal after {seconds:.0} s, before its budget; \
+                 nothing found in {} inputs",
+                o.executions
+            ));
+        } else if !output.status.success() && o.findings == 0 {
             o.findings = 1;
             let tail: Vec<&str> = log.lines().rev().take(20).collect();
             report.notes.push(format!(
@@ -251,6 +265,14 @@ pub fn run(args: &FuzzArgs) -> Report {
         eprintln!("bench fuzz: findings; the inputs are in fuzz/artifacts/");
         std::process::exit(1);
     }
+    if !interrupted.is_empty() {
+        report.print(args.json);
+        eprintln!(
+            "bench fuzz: {} interrupted before its budget (no finding)",
+            interrupted.join(", ")
+        );
+        std::process::exit(1);
+    }
     report
 }
 
@@ -285,6 +307,15 @@ artifact_prefix='/f/artifacts/t/'; Test unit written to /f/artifacts/t/crash-abc
             (77, 99, 101, 1)
         );
         assert_eq!(o.artifacts, ["/f/artifacts/t/crash-abc"]);
+        assert!(!o.interrupted);
+        let stopped = "\
+#1573732\tpulse  cov: 5376 ft: 14894 corp: 900/60Kb lim: 4096 exec/s: 1685 rss: 430Mb
+==7== libFuzzer: run interrupted; exiting
+stat::number_of_executed_units: 1573732
+";
+        let o = parse(stopped);
+        assert!(o.interrupted);
+        assert_eq!((o.executions, o.findings), (1573732, 0));
     }
 
     #[test]
