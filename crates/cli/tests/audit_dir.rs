@@ -7,6 +7,8 @@
 
 #[path = "../../plugin/tests/clap_support/mod.rs"]
 mod clap_support;
+#[path = "../../plugin/tests/vst3_support/mod.rs"]
+mod vst3_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -191,6 +193,64 @@ fn json_is_one_array_with_an_object_per_plugin() {
         .unwrap()
         .contains("cannot be loaded"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Links to a CLAP file and to a VST3 bundle are audited, under the link's own path; a link
+/// to a folder of plugins is passed over, since following such links could walk a loop
+/// forever.
+#[cfg(feature = "vst3")]
+#[test]
+fn links_to_files_and_bundles_are_followed_and_links_to_folders_are_not() {
+    let dir = std::env::temp_dir().join(format!("downbeat-audit-links-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // The folder linked to lies outside the audited one: reached through the link or not
+    // at all.
+    let elsewhere = folder("linked-to");
+    std::fs::create_dir_all(&dir).unwrap();
+    let target = vst3_support::test_bundle();
+    // A VST3 bundle's library is named after the bundle, so its link keeps the name.
+    let (file, bundle, linked_folder) = (
+        dir.join("linked.clap"),
+        dir.join(target.file_name().unwrap()),
+        dir.join("folder"),
+    );
+    std::os::unix::fs::symlink(test_plugins(), &file).unwrap();
+    std::os::unix::fs::symlink(&target, &bundle).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &linked_folder).unwrap();
+    let out = audit(&dir, &["--blocks", "20", "--json"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&elsewhere).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&out.stderr)));
+    let rows = v.as_array().unwrap();
+    let under = |path: &Path| {
+        rows.iter()
+            .filter(|r| Path::new(r["path"].as_str().unwrap()).starts_with(path))
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        under(&linked_folder).is_empty(),
+        "the link to a folder was followed: {v:#}"
+    );
+    let (clap, vst3) = (under(&file), under(&bundle));
+    assert_eq!(rows.len(), clap.len() + vst3.len(), "{v:#}");
+    let row = |rows: &[&serde_json::Value], id: &str| {
+        (*rows
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("no row for {id}: {v:#}")))
+        .clone()
+    };
+    let gain = row(&clap, GAIN_ID);
+    assert_eq!(
+        (&gain["format"], &gain["result"]),
+        (&"clap".into(), &"clean".into())
+    );
+    let probe = row(&vst3, vst3_support::PROBE);
+    assert_eq!(
+        (&probe["format"], &probe["result"]),
+        (&"vst3".into(), &"clean".into())
+    );
 }
 
 #[test]

@@ -1,9 +1,17 @@
-//! The devices that need no server: what they leave behind and what they record. (Their
-//! `--input` file through the binary: `crates/cli/tests/input_file.rs`.)
+//! The devices that need no server: what they leave behind, what they record, and how the
+//! virtual one goes on through callbacks that miss their deadline. (Their `--input` file
+//! through the binary: `crates/cli/tests/input_file.rs`.)
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use downbeat::device::{Device, Offline, RunLength, Virtual};
 use downbeat::project::Project;
-use downbeat::Engine;
+use downbeat::{register_node_type, Engine, RegistryError};
+use downbeat_graph::{
+    AudioMut, AudioRef, Node, NodeConfig, NodeFactory, ParamError, ParamSpec, ParamValue,
+    ProcessContext,
+};
 
 fn tone() -> Project {
     Project::parse(
@@ -70,4 +78,88 @@ fn the_virtual_recording_matches_an_offline_render() {
     assert_eq!(a.len(), 2 * 4923);
     assert!(a == b, "the virtual device recorded something else");
     assert!(a.iter().any(|&s| s != 0.0));
+}
+
+/// Blocks the `test-overrun` nodes have processed, across the process (one test uses them).
+static OVERRUN_BLOCKS: AtomicU64 = AtomicU64::new(0);
+/// Every this many blocks, starting with the first, a `test-overrun` node takes three block
+/// periods.
+const OVERRUN_EVERY: u64 = 5;
+
+/// Silence, and three block periods of sleep every [`OVERRUN_EVERY`] blocks: a callback
+/// that needs three times its budget, whatever the machine.
+struct Overrun;
+
+impl NodeFactory for Overrun {
+    fn name(&self) -> &str {
+        "test-overrun"
+    }
+    fn doc(&self) -> &str {
+        "overruns its block every few blocks"
+    }
+    fn params(&self) -> &[ParamSpec] {
+        &[]
+    }
+    fn create(
+        &self,
+        _params: Vec<(String, ParamValue)>,
+        _cfg: &NodeConfig,
+    ) -> Result<Box<dyn Node>, ParamError> {
+        Ok(Box::new(OverrunNode))
+    }
+}
+
+struct OverrunNode;
+
+impl Node for OverrunNode {
+    fn input_channels(&self) -> usize {
+        0
+    }
+    fn output_channels(&self) -> usize {
+        1
+    }
+    fn process(&mut self, ctx: &ProcessContext, _input: AudioRef<'_>, mut output: AudioMut<'_>) {
+        output.channel_mut(0).fill(0.0);
+        if OVERRUN_BLOCKS.fetch_add(1, Ordering::Relaxed) % OVERRUN_EVERY == 0 {
+            let period = ctx.frames as f64 / f64::from(ctx.sample_rate);
+            std::thread::sleep(Duration::from_secs_f64(3.0 * period));
+        }
+    }
+}
+
+#[test]
+fn the_virtual_device_counts_missed_deadlines_and_produces_every_block() {
+    match register_node_type(Overrun) {
+        Ok(()) | Err(RegistryError::NameTaken { .. }) => {}
+        Err(e) => panic!("{e}"),
+    }
+    let project = Project::parse(
+        "block_size = 480\nedges = [\"x -> out\"]\n[nodes.x]\ntype = \"test-overrun\"\n\
+         [nodes.out]\ntype = \"output\"\nchannels = 1\n",
+        "overrun.toml",
+    )
+    .unwrap();
+    // 50 blocks of 10 ms, 10 of which take 30 ms: half a second, as the blocks after each
+    // slow one are made at once to catch up.
+    let blocks = 50;
+    let run = Virtual::new(None)
+        .run(
+            Engine::new(project.build().unwrap()),
+            RunLength {
+                frames: blocks * 480,
+            },
+        )
+        .unwrap();
+    assert_eq!(run.report.frames, blocks * 480, "the run stopped short");
+    assert_eq!(OVERRUN_BLOCKS.load(Ordering::Relaxed), blocks);
+    let summary = run.engine.summary();
+    assert_eq!(summary.blocks, blocks);
+    // At least the slow ones; a busy machine may make others late too.
+    let slow = blocks / OVERRUN_EVERY;
+    assert!(
+        (slow..=blocks).contains(&summary.missed),
+        "{} deadlines missed, {slow} blocks overran: {summary:?}",
+        summary.missed
+    );
+    assert!(summary.load_max >= 3.0, "{summary:?}");
 }

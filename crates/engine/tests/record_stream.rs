@@ -151,6 +151,90 @@ fn a_slow_disk_offline_loses_nothing_and_the_file_is_bit_identical() {
     );
 }
 
+/// Set in the child process of [`a_slow_disk_warns_at_most_once_a_second_with_the_count_lost`]
+/// to the file its run records.
+const WARNINGS_CHILD: &str = "DOWNBEAT_RECORD_WARNINGS_CHILD";
+/// How the child states the frames its run lost, on stdout.
+const LOST_LINE: &str = "downbeat-record-stream: lost ";
+
+/// The child's side (hence ignored): does nothing unless `DOWNBEAT_RECORD_WARNINGS_CHILD`
+/// names the file to record. 2.5 s on the virtual device with a disk that takes 150 ms per
+/// write of at most 20 ms: frames are lost all along.
+#[test]
+#[ignore = "child-process entry point of the warning test"]
+fn slow_disk_for_two_and_a_half_seconds() {
+    let Some(path) = std::env::var_os(WARNINGS_CHILD) else {
+        return;
+    };
+    let project = Project::parse(&support::constant_through_gain(256), "c.toml").unwrap();
+    let run = Virtual::new(Some(path.into()))
+        .record_options(slow(150, 0.02))
+        .run(
+            Engine::new(project.build().unwrap()),
+            RunLength { frames: 120_000 },
+        )
+        .unwrap();
+    println!("{LOST_LINE}{}", run.report.recorded[0].lost_frames);
+}
+
+/// The writer's warnings go to the process's stderr from a thread of its own, which the test
+/// harness would capture: the run is a child process, whose stderr is read whole.
+#[test]
+fn a_slow_disk_warns_at_most_once_a_second_with_the_count_lost() {
+    let path = tmp("slow-warnings.wav");
+    let started = std::time::Instant::now();
+    let out = Command::new(std::env::current_exe().expect("test binary path"))
+        .args([
+            "--exact",
+            "slow_disk_for_two_and_a_half_seconds",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(WARNINGS_CHILD, &path)
+        .output()
+        .expect("re-run the test binary");
+    // Longer than the writer lived, so at most once a second allows one warning per whole
+    // second of it and one more.
+    let seconds = started.elapsed().as_secs_f64();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let lost: u64 = stdout
+        .lines()
+        // The harness's "test NAME ... " comes first on the line.
+        .find_map(|l| l.split_once(LOST_LINE).map(|(_, n)| n))
+        .unwrap_or_else(|| panic!("the child said nothing of its losses:\n{stdout}"))
+        .parse()
+        .unwrap();
+    assert!(lost > 0, "nothing was lost, so nothing was tested");
+    let said: Vec<u64> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: "))
+        .map(|l| {
+            let count = l
+                .strip_prefix(&format!("warning: recording `{}`: ", path.display()))
+                .and_then(|rest| rest.split_once(" frame(s) lost so far"))
+                .unwrap_or_else(|| panic!("not the file's loss: {l}"))
+                .0;
+            count.parse().unwrap_or_else(|e| panic!("{l}: {e}"))
+        })
+        .collect();
+    assert!(
+        !said.is_empty() && said.len() as f64 <= seconds.floor() + 1.0,
+        "{} warnings in {seconds:.2} s:\n{stderr}",
+        said.len()
+    );
+    // Each says the count so far: growing, and never more than the run lost in all.
+    assert!(
+        said.windows(2).all(|w| w[0] < w[1]) && said.iter().all(|&n| n > 0 && n <= lost),
+        "counts {said:?}, {lost} lost in all:\n{stderr}"
+    );
+    let _ = std::fs::remove_file(&path);
+}
+
 fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
 }

@@ -165,6 +165,26 @@ fn unprovided_required_features_are_listed_at_load_time() {
 }
 
 #[test]
+fn a_request_from_instantiate_waits_in_the_ring_for_the_worker_thread() {
+    // The plugin's worker interface is unknown inside `instantiate`, so its request cannot
+    // be worked there; nor is it to be worked later on the loading thread, which would
+    // make loading wait for the plugin's work.
+    let mut node = load(&[]);
+    node.set_offline(true);
+    let mut out = vec![0.0f32; BLOCK];
+    assert_eq!(
+        block(&mut node, 0, &mut out),
+        2001.0,
+        "answered at the first run"
+    );
+    assert_eq!(
+        node.control("inline"),
+        Some(0.0),
+        "worked on the thread that instantiated the plugin"
+    );
+}
+
+#[test]
 fn a_request_from_the_main_thread_is_worked_at_once_and_answered_at_the_first_run() {
     let mut saved = load(&[]);
     let state = saved.save_state().unwrap().unwrap();
@@ -194,7 +214,7 @@ fn a_request_from_the_main_thread_is_worked_at_once_and_answered_at_the_first_ru
     assert_eq!(
         node.control("inline"),
         Some(1.0),
-        "the restore's request was worked on the restoring thread"
+        "the restore's request, and only it, was worked on the loading thread"
     );
     let restored_answer = block(&mut node, 1, &mut out);
     assert_eq!(restored_answer, 1.0, "then run 0's answer");

@@ -75,17 +75,28 @@ struct Param {
 /// at [`CURVE_POINTS`] points when the node is built.
 #[derive(Clone, Debug)]
 enum Mapping {
-    /// `min + n * (max - min)`.
+    /// `min + n * (max - min)`: the SDK's `RangeParameter`, and how DPF maps every
+    /// continuous parameter, the ones it marks logarithmic too.
     Straight,
     /// A discrete parameter of this many steps: `n = step / steps` (the SDK's convention).
     Stepped(u32),
-    /// `min * (max / min)^n`: a logarithmic parameter (a frequency), as DPF maps them.
+    /// `min * (max / min)^n`: a logarithmic parameter (a frequency) of a plugin that maps
+    /// it so.
     Exponential,
     /// Anything else: the sampled plain values, in order of `n`.
     Sampled(Box<[f64]>),
 }
 
 impl Mapping {
+    /// The mapping of a parameter the plugin says has `step_count` steps (0 for a continuous
+    /// one) and whose plain values at evenly spaced normalized values are `curve`.
+    fn new(step_count: i32, curve: Vec<f64>) -> Self {
+        match u32::try_from(step_count) {
+            Ok(steps) if steps > 0 => Mapping::Stepped(steps),
+            _ => Mapping::of(curve),
+        }
+    }
+
     /// The mapping the samples `curve` (from `n = 0` to `n = 1`) follow.
     fn of(curve: Vec<f64>) -> Self {
         let (min, max) = (curve[0], curve[curve.len() - 1]);
@@ -193,9 +204,10 @@ impl Pending {
 /// a program change), by title
 /// ([`param_name`]), in plain units with the plugin's ranges and defaults, all live: each
 /// change reaches the plugin in `IParameterChanges` at its sample offset, as a normalized
-/// value (through the plugin's own mapping, sampled when the node is built: a straight line
-/// and DPF's exponential curve are inverted exactly, any other by interpolation). An instrument
-/// (a plugin with an event input bus) gets notes through `IEventList`.
+/// value (through the plugin's own mapping, sampled when the node is built: a straight line,
+/// an exponential curve and a stepped parameter are inverted by their formulas, to rounding,
+/// any other by interpolation). An instrument (a plugin with an event input bus) gets notes
+/// through `IEventList`.
 ///
 /// Loading, `initialize`, the bus set-up and `setActive` happen in
 /// [`load`](Vst3Node::load), off the audio thread; `setProcessing(true)` is an audio-thread
@@ -606,10 +618,7 @@ impl Vst3Node {
                         id: p.id,
                         min,
                         max,
-                        mapping: match u32::try_from(p.stepCount) {
-                            Ok(steps) if steps > 0 => Mapping::Stepped(steps),
-                            _ => Mapping::of(curve),
-                        },
+                        mapping: Mapping::new(p.stepCount, curve),
                     });
                 }
             }
@@ -1118,6 +1127,132 @@ impl Drop for Vst3Node {
                 }
             }
             self.component.terminate();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A parameter as [`Vst3Node::load`] builds it from a plugin whose controller maps
+    /// normalized `n` to `plain(n)` and reports `step_count` steps.
+    fn param(step_count: i32, plain: impl Fn(f64) -> f64) -> Param {
+        let curve: Vec<f64> = (0..CURVE_POINTS)
+            .map(|k| plain(k as f64 / (CURVE_POINTS - 1) as f64))
+            .collect();
+        let (min, max) = (curve[0], curve[CURVE_POINTS - 1]);
+        Param {
+            id: 0,
+            min,
+            max,
+            mapping: Mapping::new(step_count, curve),
+        }
+    }
+
+    /// The SDK's `RangeParameter::toPlain`.
+    fn straight(min: f64, max: f64) -> impl Fn(f64) -> f64 {
+        move |n| n * (max - min) + min
+    }
+
+    /// DPF's `normalizedParameterToPlain`: a straight line in single precision, for every
+    /// continuous parameter, the ones it marks logarithmic too (ZamEQ2's frequencies). Its
+    /// integer parameters are rounded to whole numbers and have a step count.
+    fn dpf(min: f32, max: f32, integer: bool) -> impl Fn(f64) -> f64 {
+        move |n| {
+            let v = n as f32 * (max - min) + min;
+            f64::from(if integer { v.round() } else { v })
+        }
+    }
+
+    fn exponential(min: f64, max: f64) -> impl Fn(f64) -> f64 {
+        move |n| min * (max / min).powf(n)
+    }
+
+    /// Curves none of the formulas fit: a square law and a steep skew near 0.
+    fn square(n: f64) -> f64 {
+        20.0 + 14_000.0 * n * n
+    }
+    fn skewed(n: f64) -> f64 {
+        -60.0 + 60.0 * n.powf(0.3)
+    }
+
+    /// Normalized values inside the range, none of them a sampled point.
+    fn interior() -> impl Iterator<Item = f64> {
+        (1..1000).map(|i| i as f64 / 1000.0 + 1e-4)
+    }
+
+    /// The largest distance from `n` to the normalized value of the plugin's plain value
+    /// at `n`, over the interior.
+    fn worst(p: &Param, plain: impl Fn(f64) -> f64) -> f64 {
+        interior()
+            .map(|n| (p.normalize(plain(n)) - n).abs())
+            .fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn each_mapping_is_told_from_its_samples() {
+        for (what, p) in [
+            ("SDK -50..20", param(0, straight(-50.0, 20.0))),
+            ("SDK falling 1..0", param(0, straight(1.0, 0.0))),
+            ("DPF 0.1..6", param(0, dpf(0.1, 6.0, false))),
+            ("DPF 20..14000", param(0, dpf(20.0, 14_000.0, false))),
+        ] {
+            assert!(matches!(p.mapping, Mapping::Straight), "{what}: {p:?}");
+        }
+        let p = param(0, exponential(20.0, 14_000.0));
+        assert!(matches!(p.mapping, Mapping::Exponential), "{p:?}");
+        // The steps are the plugin's word, whatever the samples look like.
+        let p = param(4, dpf(1.0, 5.0, true));
+        assert!(matches!(p.mapping, Mapping::Stepped(4)), "{p:?}");
+        for (what, p) in [("square", param(0, square)), ("skewed", param(0, skewed))] {
+            assert!(matches!(p.mapping, Mapping::Sampled(_)), "{what}: {p:?}");
+        }
+    }
+
+    #[test]
+    fn formulas_invert_to_rounding_steps_exactly_and_samples_within_their_spacing() {
+        // Rounding of a few operations on numbers below 1: what "exactly" can mean in
+        // floating point (the worst seen is half an ulp of 1).
+        let rounding = 4.0 * f64::EPSILON;
+        for (what, f) in [
+            ("straight", &straight(-50.0, 20.0) as &dyn Fn(f64) -> f64),
+            ("straight 0.1..6", &straight(0.1, 6.0)),
+            ("exponential", &exponential(20.0, 14_000.0)),
+            ("exponential 0.001..1", &exponential(0.001, 1.0)),
+        ] {
+            let p = param(0, f);
+            let e = worst(&p, f);
+            assert!(e <= rounding, "{what}: off by {e:e}");
+        }
+        // A DPF plugin rounds the value to single precision itself; the host is as close
+        // as that rounding lets it be.
+        let f = dpf(0.1, 6.0, false);
+        let e = worst(&param(0, &f), &f);
+        assert!(e <= f64::from(f32::EPSILON), "DPF: off by {e:e}");
+
+        // Every step comes back bit for bit, and a value between steps goes to the nearest.
+        let steps = 4;
+        let f = dpf(1.0, 5.0, true);
+        let p = param(steps, &f);
+        for k in 0..=steps {
+            let n = f64::from(k) / f64::from(steps);
+            assert_eq!(p.normalize(f(n)).to_bits(), n.to_bits(), "step {k}");
+        }
+        for n in interior() {
+            let nearest = (n * f64::from(steps)).round() / f64::from(steps);
+            assert_eq!(p.normalize(f(n)), nearest, "between steps at {n}");
+        }
+
+        // Interpolation lands between the two samples around the value, so within one
+        // sample's spacing of it.
+        let spacing = 1.0 / (CURVE_POINTS - 1) as f64;
+        for (what, f) in [
+            ("square", &square as &dyn Fn(f64) -> f64),
+            ("skewed", &skewed),
+        ] {
+            let e = worst(&param(0, f), f);
+            assert!(e <= spacing, "{what}: off by {e:e}");
         }
     }
 }

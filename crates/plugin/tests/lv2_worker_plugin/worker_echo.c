@@ -1,7 +1,7 @@
 /* A test plugin for crates/plugin/tests/lv2_worker.rs: instantiate() schedules one request
  * (sequence number 1000), and so does restoring a state (5000, from the main thread, with
- * its state:interface: saving stores one property; a request worked on the restoring thread
- * is counted on `inline`); every run() schedules `burst` requests of `size` bytes carrying
+ * its state:interface: saving stores one property); a request worked on the thread that
+ * instantiated the plugin or restored the state is counted on `inline`; every run() schedules `burst` requests of `size` bytes carrying
  * the run's number; work() (which may sleep `slow` ms) answers 2 * number + 1; every
  * response's value becomes the output, so the test reads which run's answer reached which
  * block. Counts refused requests, responses and end_run() calls on control outputs. No
@@ -25,7 +25,7 @@ typedef struct {
     LV2_Worker_Schedule *schedule;
     LV2_URID_Map *map;
     float *out, *burst, *size, *slow, *refused, *responses, *ended, *inline_works;
-    pthread_t restoring;
+    pthread_t instantiating, restoring;
     int restoring_set;
     float n_inline;
     uint32_t runs;
@@ -57,6 +57,7 @@ static LV2_Handle instantiate(const LV2_Descriptor *d, double rate, const char *
     }
     self->schedule = schedule;
     self->map = map;
+    self->instantiating = pthread_self();
     uint32_t first = 1000;
     schedule->schedule_work(schedule->handle, sizeof first, &first);
     return self;
@@ -106,8 +107,9 @@ static LV2_Worker_Status work(LV2_Handle h, LV2_Worker_Respond_Function respond,
         return LV2_WORKER_ERR_UNKNOWN;
     }
     memcpy(&n, data, sizeof n);
-    if (self->restoring_set && pthread_equal(pthread_self(), self->restoring)) {
-        self->n_inline += 1; /* worked on the thread that restored the state */
+    if (pthread_equal(pthread_self(), self->instantiating) ||
+        (self->restoring_set && pthread_equal(pthread_self(), self->restoring))) {
+        self->n_inline += 1; /* worked on the thread that made the request outside run() */
     }
     if (*self->slow > 0) {
         struct timespec t = {0, (long)(*self->slow * 1e6)};
