@@ -1,6 +1,6 @@
 // Main thread of the Karplus-Strong demo: starts the worklet, strums the strings, and draws the
 // amplitudes that come back, over a ring (@downbeat/ringbuf) or over postMessage; or, in mode
-// "wasm", runs the strings as `karplus` nodes of a generated project in the wasm engine
+// "wasm", runs the strings as voices of `strings` nodes of a generated project in the wasm engine
 // (@downbeat/engine), strummed by note ons through its control ring, its output levels read
 // from its meter ring.
 //
@@ -17,7 +17,7 @@
 
 import { ParameterWriter, RingBuffer, getStorageForParamQueue } from "/ringbuf/index.js";
 import { detectPitch } from "./pitch.js";
-import { karplusProject, stringName, stringNote } from "./projects.js";
+import { stringBank, stringNote, stringsProject } from "./projects.js";
 
 /** Modes of the page: the JavaScript strings over two transports, and the wasm engine. */
 const MODES = ["ring", "postmessage", "wasm"];
@@ -265,12 +265,13 @@ async function stop() {
 }
 
 /**
- * Mode "wasm": one engine running `karplusProject(n)` (string i is node `stringName(i)`, tuned
- * to `stringNote(i)` as the JavaScript strings are), at the context's rate, in blocks of 128.
+ * Mode "wasm": one engine running `stringsProject(n)` (string i is a voice of the `strings` node
+ * `stringBank(i)`, struck at `stringNote(i)` as the JavaScript strings are tuned), at the
+ * context's rate, in blocks of 128.
  */
 async function startWasm(s) {
   const { Controller, DownbeatEngine } = await loadEngine();
-  const text = karplusProject(s.n, { sampleRate: s.ctx.sampleRate, blockSize: 128 });
+  const text = stringsProject(s.n, { sampleRate: s.ctx.sampleRate, blockSize: 128 });
   // Room in the control ring for a few strum-alls in flight: the page strums every string at once.
   s.controlCapacity = Math.max(1024, 4 * s.n);
   s.engine = await DownbeatEngine.create(s.ctx, text, { name: `karplus-${s.n}.toml`, controlCapacity: s.controlCapacity });
@@ -292,12 +293,12 @@ function pitch() {
   return detectPitch(s.timeData, s.ctx.sampleRate);
 }
 
-/** One strum in the wasm engine: a note on of string `i`'s node at its pitch, velocity = strength. */
+/** One strum in the wasm engine: a note on of string `i`'s bank at its pitch, velocity = strength. */
 function strumWasm(s, i, strength) {
   // Velocity is 0..1 as strength is; a strength of 0 would be a note off.
   const velocity = Math.max(1 / 127, Math.min(1, strength));
   try {
-    s.ctl.noteOn(stringNote(i), velocity, { instrument: stringName(i) });
+    s.ctl.noteOn(stringNote(i), velocity, { instrument: stringBank(i) });
   } catch (e) {
     if (e && e.name === "ControlRingFull") return false;
     throw e;

@@ -8,6 +8,12 @@ export const stringNote = (i) => 45 + (i % 36);
 /** Node name of string `i` (zero-padded so the names sort like the indices). */
 export const stringName = (i) => `k${String(i).padStart(5, "0")}`;
 
+/** Strings per `strings` node in `stringsProject`, as the JavaScript strings go 100 to a worklet. */
+export const BANK_STRINGS = 100;
+
+/** Node name of the `strings` bank that plays string `i` in `stringsProject`. */
+export const stringBank = (i) => `b${String(Math.floor(i / BANK_STRINGS)).padStart(4, "0")}`;
+
 /** Node name of oscillator `i` of the sine bench. */
 export const sineName = (i) => `s${String(i).padStart(5, "0")}`;
 
@@ -53,6 +59,42 @@ export function karplusProject(n, o = {}) {
       `decay = ${o.decay ?? 0.996}`,
       "amp = 1.0",
       `seed = ${i + 1}`,
+      "",
+    );
+  }
+  lines.push("[nodes.mix]", 'type = "mix"', "channels = 1", `gain_db = ${gainDb.toFixed(3)}`, "", "[nodes.out]", 'type = "output"', "channels = 1", "");
+  return lines.join("\n");
+}
+
+/**
+ * The same N strings as `karplusProject`, played as voices of `strings` nodes, 100 to a node
+ * (the last holds the rest) summed by a `mix`: the stress page's wasm transport. A `strings`
+ * node is a bank of the `karplus` node's strings that computes four at a time, so it costs
+ * less per string than a node each. A strum of string `i` is a note on of node `stringBank(i)`
+ * at `stringNote(i)`: it plucks the bank's next string in turn, so a strum of every string
+ * plucks each once. String `i` is seeded `i + 1`, as in `karplusProject`.
+ *
+ * @param {number} n strings
+ * @param {{ sampleRate?: number, blockSize?: number, decay?: number }} [o]
+ */
+export function stringsProject(n, o = {}) {
+  positive(n, "stringsProject");
+  const banks = Math.ceil(n / BANK_STRINGS);
+  const edges = [];
+  for (let b = 0; b < banks; b++) edges.push(`${stringBank(b * BANK_STRINGS)} -> mix`);
+  edges.push("mix -> out");
+  const lines = [`# ${n} Karplus-Strong strings in ${banks} banks summed into the output (web/demo/projects.js).`, ...header(o, edges)];
+  const gainDb = 20 * Math.log10(0.25 / Math.sqrt(n));
+  for (let b = 0; b < banks; b++) {
+    lines.push(
+      `[nodes.${stringBank(b * BANK_STRINGS)}]`,
+      'type = "strings"',
+      "channels = 1",
+      `voices = ${Math.min(BANK_STRINGS, n - b * BANK_STRINGS)}`,
+      "length = 30.0",
+      `decay = ${o.decay ?? 0.996}`,
+      "amp = 1.0",
+      `seed = ${b * BANK_STRINGS + 1}`,
       "",
     );
   }

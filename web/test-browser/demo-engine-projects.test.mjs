@@ -13,12 +13,15 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
+  BANK_STRINGS,
   karplusProject,
   sineFreq,
   sineName,
   sineProject,
+  stringBank,
   stringName,
   stringNote,
+  stringsProject,
   synthProject,
   voiceChannel,
   voiceNote,
@@ -82,6 +85,24 @@ test("karplusProject: N silent strings named and tuned as the stress page addres
   assert.equal(stringNote(36), 45, "three octaves, then around again");
   // Silent until strummed: the built-in pattern is an hour away.
   assert.equal(peak(render(text, 0.5, "karplus.toml")), 0);
+});
+
+test("stringsProject: N strings in banks of 100, silent until struck, seeded as karplusProject's", () => {
+  for (const n of [40, 100, 250]) {
+    const text = stringsProject(n, { sampleRate: 44100, blockSize: 128 });
+    const voices = [...text.matchAll(/^voices = (\d+)$/gm)].map((m) => Number(m[1]));
+    assert.equal(voices.reduce((a, b) => a + b, 0), n);
+    assert.ok(voices.every((v) => v <= BANK_STRINGS));
+    assert.equal(voices.length, Math.ceil(n / BANK_STRINGS));
+    for (const i of [0, n - 1]) {
+      assert.ok(text.includes(`"${stringBank(i)} -> mix"`), `edge of string ${i}'s bank`);
+    }
+    const seeds = [...text.matchAll(/^seed = (\d+)$/gm)].map((m) => Number(m[1]));
+    assert.deepEqual(seeds, voices.map((_, b) => b * BANK_STRINGS + 1));
+    assert.equal(peak(render(text, 0.2, "strings.toml")), 0, "silent until struck");
+  }
+  assert.equal(stringBank(99), stringBank(0));
+  assert.notEqual(stringBank(100), stringBank(99));
 });
 
 test("sineProject: N sines at sineFreq(i), summed to at most half scale", () => {

@@ -7,28 +7,13 @@
 //! `length` (a plucked string has no key to lift). The first note received silences the
 //! built-in pattern for good, so the pattern plays only in projects without MIDI.
 
-use std::f64::consts::TAU;
-
+use crate::string_loop::{lowest_ring_len, StringLoop, Tuning, HIGHEST_NOTE, LOWEST_NOTE};
 use crate::{check_channels, invalid, Pcg32, CHANNELS, SEED};
 use downbeat_graph::{
-    curve_accepts, denormal::flush, float_param_accepts, math, note_to_hz, AudioMut, AudioRef,
-    Node, NodeConfig, NodeType, NoteError, NoteEvent, ParamCurve, ParamError, ParamKind, ParamSpec,
-    Params, ProcessContext, Unit,
+    curve_accepts, float_param_accepts, AudioMut, AudioRef, Node, NodeConfig, NodeType, NoteError,
+    NoteEvent, ParamCurve, ParamError, ParamKind, ParamSpec, Params, ProcessContext, Unit,
 };
 
-/// Lowest MIDI note accepted (A0, 27.5 Hz): the delay line is sized for it.
-const LOWEST_NOTE: f64 = 21.0;
-/// Highest MIDI note accepted (C8, about 4186 Hz).
-const HIGHEST_NOTE: f64 = 108.0;
-/// Smallest fractional delay given to the allpass: keeps its coefficient away from -1.
-const MIN_FRACTION: f64 = 0.1;
-/// Shortest accepted period in samples: notes above a third of the sample rate are refused.
-const MIN_PERIOD: f64 = 3.0;
-/// Loop samples smaller than this are flushed to exactly zero (no subnormals).
-const FLUSH: f64 = 1e-30;
-/// Every this many periods, a ringing string checks whether its loop holds only zeros: a
-/// pass over its ring, rarely enough to cost little per sample.
-const SILENCE_CHECK: u64 = 16;
 /// Incoming plucks a string holds for later frames; more are refused (`NoteError::Full`).
 pub const KARPLUS_PENDING: usize = 256;
 
@@ -71,40 +56,6 @@ impl Default for KarplusSettings {
 }
 
 const DEFAULT_NOTES: &[f64] = &[60.0, 64.0, 67.0, 72.0];
-
-/// Tuning of one note: integer delay and fractional allpass.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Tuning {
-    /// Length of the ring buffer: the integer part of the loop delay plus one.
-    ring_len: usize,
-    /// Coefficient of the first-order allpass `(c + z⁻¹) / (1 + c z⁻¹)`.
-    allpass: f64,
-}
-
-impl Tuning {
-    /// The loop for `freq` Hz: `N` samples of delay line, 0.5 sample of the two-point
-    /// averager and a fractional allpass whose phase delay at `freq` is exactly what is
-    /// left, so the fundamental lands on `freq`.
-    fn for_freq(freq: f64, sample_rate: f64) -> Option<Self> {
-        let period = sample_rate / freq;
-        if period.is_nan() || period < MIN_PERIOD {
-            return None;
-        }
-        let n = (period - 0.5 - MIN_FRACTION).floor();
-        let fraction = period - 0.5 - n;
-        let w = TAU * freq / sample_rate;
-        // Exact phase delay `fraction` at `w` for a first-order allpass.
-        let allpass = math::sin((1.0 - fraction) * w / 2.0) / math::sin((1.0 + fraction) * w / 2.0);
-        Some(Self {
-            ring_len: n as usize + 1,
-            allpass,
-        })
-    }
-}
-
-fn midi_to_hz(note: f64) -> f64 {
-    440.0 * math::exp2((note - 69.0) / 12.0)
-}
 
 /// A Karplus-Strong plucked string playing `notes` in turn, the same signal on every channel.
 ///
@@ -149,19 +100,8 @@ pub struct Karplus {
     settings: KarplusSettings,
     /// Tuning of each entry of `settings.notes`.
     tunings: Vec<Tuning>,
-    /// Delay line, long enough for the lowest note; the current note uses `tuning.ring_len`.
-    ring: Vec<f64>,
-    /// Index of the oldest sample of the ring, where the next output is written.
-    write: usize,
-    tuning: Tuning,
-    /// Allpass memory: previous input and output.
-    ap_x1: f64,
-    ap_y1: f64,
-    /// Periods completed since the pluck: every `SILENCE_CHECK`th, the ring is checked.
-    periods: u64,
-    /// Its loop held only zeros at a check since the last pluck: outputs zeros, computes
-    /// nothing.
-    silent: bool,
+    /// The string itself: delay line (long enough for the lowest note), allpass, silence.
+    string: StringLoop,
     decay: f64,
     rng: Pcg32,
     /// Samples produced so far.
@@ -238,7 +178,7 @@ impl Karplus {
                     format!("note {note} is outside MIDI {LOWEST_NOTE} to {HIGHEST_NOTE}"),
                 ));
             }
-            let tuning = Tuning::for_freq(midi_to_hz(note), sample_rate).ok_or_else(|| {
+            let tuning = Tuning::for_note(note, sample_rate).ok_or_else(|| {
                 invalid(
                     "notes",
                     format!("note {note} is too high for a sample rate of {sample_rate} Hz"),
@@ -246,22 +186,15 @@ impl Karplus {
             })?;
             tunings.push(tuning);
         }
-        let lowest = Tuning::for_freq(midi_to_hz(LOWEST_NOTE), sample_rate)
-            .map_or(2, |t| t.ring_len)
-            .max(tunings.iter().map(|t| t.ring_len).max().unwrap_or(2));
+        let lowest =
+            lowest_ring_len(sample_rate).max(tunings.iter().map(|t| t.ring_len).max().unwrap_or(2));
         let tunings_first = tunings[0];
         let mut string = Self {
             channels,
             sample_rate,
             settings: settings.clone(),
-            tuning: tunings[0],
+            string: StringLoop::new(lowest, tunings[0]),
             tunings,
-            ring: downbeat_graph::prefaulted(lowest),
-            write: 0,
-            ap_x1: 0.0,
-            ap_y1: 0.0,
-            periods: 0,
-            silent: false,
             decay: s.decay,
             rng: Pcg32::new(s.seed, 0),
             time: 0,
@@ -300,7 +233,7 @@ impl Karplus {
     /// assert!(string.is_silent());
     /// ```
     pub fn is_silent(&self) -> bool {
-        self.silent
+        self.string.is_silent()
     }
 
     /// The settings this string was built with.
@@ -323,23 +256,8 @@ impl Karplus {
 
     /// Plucks the string tuned to `tuning`, the noise scaled by `velocity`.
     fn pluck_tuned(&mut self, tuning: Tuning, velocity: f64) {
-        self.tuning = tuning;
         self.velocity = velocity;
-        let ring = &mut self.ring[..self.tuning.ring_len];
-        let mut sum = 0.0;
-        for slot in ring.iter_mut() {
-            *slot = self.rng.bipolar();
-            sum += *slot;
-        }
-        let mean = sum / ring.len() as f64;
-        for slot in ring.iter_mut() {
-            *slot = (*slot - mean) * velocity;
-        }
-        self.write = 0;
-        self.ap_x1 = 0.0;
-        self.ap_y1 = 0.0;
-        self.periods = 0;
-        self.silent = false;
+        self.string.pluck(tuning, velocity, &mut self.rng);
         self.remaining = self.length_samples;
     }
 
@@ -355,12 +273,8 @@ impl Karplus {
         let NoteEvent::On { note, velocity, .. } = event.normalized() else {
             return Ok(());
         };
-        let n = f64::from(note);
-        let tuning = (LOWEST_NOTE..=HIGHEST_NOTE)
-            .contains(&n)
-            .then(|| Tuning::for_freq(note_to_hz(n), self.sample_rate))
-            .flatten()
-            .ok_or(NoteError::Note(note))?;
+        let tuning =
+            Tuning::for_note(f64::from(note), self.sample_rate).ok_or(NoteError::Note(note))?;
         if self.pending_len == KARPLUS_PENDING {
             return Err(NoteError::Full {
                 capacity: KARPLUS_PENDING,
@@ -394,61 +308,6 @@ impl Karplus {
         self.pluck_tuned(tuning, velocity);
         self.pending.copy_within(due..self.pending_len, 0);
         self.pending_len -= due;
-    }
-
-    /// Writes the next `out.len()` samples of the ringing string, each times `amp(j)`.
-    ///
-    /// One sample at a time: the allpass feedback is a serial chain (a multiply, a
-    /// subtraction and the flush per sample). Unrolling it four samples a group measured no
-    /// faster in WebAssembly and slower natively (issue 30's report), so it stays plain.
-    /// Every `SILENCE_CHECK` periods a string whose loop is all exact zeros (its samples
-    /// flushed below `FLUSH`) is marked silent: computing on would only give zeros, so it
-    /// then costs a fill until its next pluck.
-    #[inline]
-    fn ring_out(&mut self, out: &mut [f32], amp: impl Fn(usize) -> f64) {
-        let len = self.tuning.ring_len;
-        let c = self.tuning.allpass;
-        let decay = self.decay;
-        let mut done = 0;
-        while done < out.len() {
-            if self.silent {
-                out[done..].fill(0.0);
-                break;
-            }
-            // Up to the end of the ring, where a silence check may come due.
-            let n = (out.len() - done).min(len - self.write);
-            let ring = &mut self.ring[..len];
-            let (mut x1, mut y1, mut write) = (self.ap_x1, self.ap_y1, self.write);
-            for (j, o) in out[done..done + n].iter_mut().enumerate() {
-                let next = if write + 1 == len { 0 } else { write + 1 };
-                // ring[write] holds y[n-N-1], ring[next] holds y[n-N].
-                let averaged = 0.5 * (ring[write] + ring[next]);
-                let mut y = c * averaged + x1 - c * y1;
-                if y.abs() < FLUSH {
-                    y = 0.0;
-                }
-                x1 = averaged;
-                y1 = y;
-                let s = decay * y;
-                ring[write] = s;
-                write = next;
-                // Below `TINY` (a quiet string times a tiny amp), 0 whatever the flush mode.
-                *o = flush((amp(done + j) * s) as f32);
-            }
-            (self.ap_x1, self.ap_y1, self.write) = (x1, y1, write);
-            if write == 0 {
-                self.periods += 1;
-                if self.periods % SILENCE_CHECK == 0
-                    && x1 == 0.0
-                    && y1 == 0.0
-                    && ring.iter().all(|&v| v == 0.0)
-                {
-                    // The loop holds nothing but zeros: it can only ever output zeros.
-                    self.silent = true;
-                }
-            }
-            done += n;
-        }
     }
 }
 
@@ -598,9 +457,11 @@ impl Node for Karplus {
                 match self.amp_curve {
                     None => {
                         let amp = f64::from(self.amp);
-                        self.ring_out(ring, |_| amp);
+                        self.string.ring_out::<false>(ring, self.decay, |_| amp);
                     }
-                    Some(curve) => self.ring_out(ring, |j| f64::from(curve.at(k + j))),
+                    Some(curve) => self
+                        .string
+                        .ring_out::<false>(ring, self.decay, |j| f64::from(curve.at(k + j))),
                 }
                 rest.fill(0.0);
                 self.remaining -= ringing as u64;
@@ -672,23 +533,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tuning_loop_delay_matches_period() {
-        for freq in [27.5, 110.0, 440.0, 1000.0, 4186.0] {
-            let t = Tuning::for_freq(freq, 48000.0).unwrap();
-            let period = 48000.0 / freq;
-            let n = (t.ring_len - 1) as f64;
-            // Low-frequency phase delay of the allpass.
-            let fraction = (1.0 - t.allpass) / (1.0 + t.allpass);
-            assert!((n + 0.5 + fraction - period).abs() < 0.05, "{freq}");
-            assert!(t.allpass.abs() < 1.0);
-        }
-        assert!(Tuning::for_freq(20000.0, 48000.0).is_none());
-    }
-
-    #[test]
     fn delay_line_is_sized_for_lowest_note() {
         let k = Karplus::new(1, 96000, &KarplusSettings::default()).unwrap();
         // One period of A0 (27.5 Hz) fits: ring_len = floor(period - 0.6) + 1.
-        assert!(k.ring.len() as f64 > 96000.0 / 27.5 - 1.0);
+        assert!(k.string.capacity() as f64 > 96000.0 / 27.5 - 1.0);
     }
 }

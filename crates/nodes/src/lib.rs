@@ -13,6 +13,7 @@
 //! | `sine` | [`Sine`] | sine oscillator |
 //! | `noise` | [`Noise`] | white noise |
 //! | `karplus` | [`Karplus`] | Karplus-Strong plucked string playing a note pattern |
+//! | `strings` | [`Strings`] | a bank of those strings played as voices, four computed at a time |
 //! | `synth` | [`Synth`] | polyphonic synthesizer played by note events |
 //! | `biquad` | [`Biquad`] | RBJ low-pass / high-pass / band-pass filter |
 //! | `spectral_compressor` | [`SpectralCompressor`] | STFT per-bin compressor |
@@ -46,6 +47,8 @@ mod output;
 mod sampler;
 mod sine;
 mod spectral_compressor;
+mod string_loop;
+mod strings;
 mod synth;
 
 pub use biquad::{Biquad, BiquadSettings, FilterMode};
@@ -62,6 +65,7 @@ pub use sampler::{
 };
 pub use sine::{Sine, SineSettings};
 pub use spectral_compressor::{CompressorSettings, CompressorStats, SpectralCompressor};
+pub use strings::{Strings, StringsSettings, MAX_STRINGS};
 pub use synth::{Synth, SynthSettings, Wave, MAX_VOICES, PENDING_EVENTS, STEAL_FADE};
 
 use downbeat_graph::{NodeType, ParamError, ParamKind, ParamSpec, Unit};
@@ -104,6 +108,7 @@ static BUILTIN: &[NodeType] = &[
     sine::TYPE,
     noise::TYPE,
     karplus::TYPE,
+    strings::TYPE,
     biquad::TYPE,
     spectral_compressor::TYPE,
     synth::TYPE,

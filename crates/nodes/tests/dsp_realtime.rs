@@ -36,6 +36,7 @@ const LIVE: &[(&str, &[LiveValues])] = &[
     ("noise", &[("amp", 0.1, 0.5)]),
     ("output", &[]),
     ("sine", &[("freq", 1000.0, 220.0), ("amp", 0.25, 0.8)]),
+    ("strings", &[("decay", 0.9, 0.95), ("amp", 0.1, 1.0)]),
     (
         "spectral_compressor",
         &[

@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-// CPU cost of Karplus-Strong strings, offline in Node: the wasm engine (N `karplus` nodes ->
-// `mix` -> `out`, the demo's project) against the hand-written JavaScript processor
+// CPU cost of Karplus-Strong strings, offline in Node: the wasm engine, with the strings as
+// voices of `strings` nodes (the demo's project, web/demo/projects.js `stringsProject`) and as
+// one `karplus` node each (`karplusProject`, the demo's project until 2026-11-29), against
+// the hand-written JavaScript processor
 // (web/demo/karplus-processor.js, its own process() loop), both strummed like the demo (every
 // string at once, strength 0.5..1, again every `--strum-ms`) and rendered in 128-frame blocks.
-// Prints microseconds per 128 frames per string for each, rounds alternating A/B so a loaded
-// machine slows both alike; the ratio is the number to read, the median over rounds.
+// Prints microseconds per 128 frames per string for each, rounds rotating the order so a
+// loaded machine slows all alike; the ratios are the numbers to read, the median over rounds.
 //
 //   node web/packages/engine/scripts/profile-karplus.mjs [--strings 1000] [--seconds 2]
 //        [--rounds 5] [--strum-ms 200] [--wasm PATH] [--emit-project FILE]
@@ -24,6 +26,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { karplusProject, stringBank, stringName, stringNote, stringsProject } from '../../../demo/projects.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '../../../..');
@@ -50,24 +54,6 @@ function args() {
 
 const RATE = 48000;
 const BLOCK = 128;
-const stringNote = (i) => 45 + (i % 36);
-const stringName = (i) => `k${String(i).padStart(5, '0')}`;
-
-/** The stress page's project (web/demo/projects.js `karplusProject`, branch h-web-demo). */
-function karplusProject(n) {
-    const edges = [];
-    for (let i = 0; i < n; i++) edges.push(`${stringName(i)} -> mix`);
-    edges.push('mix -> out');
-    const lines = [`sample_rate = ${RATE}`, `block_size = ${BLOCK}`, 'edges = [', ...edges.map((e) => `    "${e}",`), ']', ''];
-    const gainDb = 20 * Math.log10(0.25 / Math.sqrt(n));
-    for (let i = 0; i < n; i++) {
-        lines.push(`[nodes.${stringName(i)}]`, 'type = "karplus"', 'channels = 1', `notes = [${stringNote(i)}]`,
-            'offset = 3600.0', 'interval = 60.0', 'length = 30.0', 'decay = 0.996', 'amp = 1.0', `seed = ${i + 1}`, '');
-    }
-    lines.push('[nodes.mix]', 'type = "mix"', 'channels = 1', `gain_db = ${gainDb.toFixed(3)}`, '', '[nodes.out]', 'type = "output"', 'channels = 1', '');
-    return lines.join('\n');
-}
-
 /** Strengths of every strum, the same for both sides: a seeded xorshift, 0.5..1. */
 function strengths(n, strums) {
     let x = 0x12345678;
@@ -81,9 +67,12 @@ function strengths(n, strums) {
     return s;
 }
 
-function wasmSide(o, blocks, strumEvery, strength) {
+/** The wasm engine playing `project` ('strings' or 'karplus'); nanoseconds. */
+function wasmSide(o, blocks, strumEvery, strength, project) {
     const { exports: x } = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(o.wasm)), {});
-    const text = Buffer.from(karplusProject(o.strings));
+    const options = { sampleRate: RATE, blockSize: BLOCK };
+    const text = Buffer.from(project === 'strings' ? stringsProject(o.strings, options) : karplusProject(o.strings, options));
+    const instrument = project === 'strings' ? stringBank : stringName;
     const name = Buffer.from('karplus.toml');
     const put = (b) => {
         const p = x.db_alloc(b.length);
@@ -95,13 +84,14 @@ function wasmSide(o, blocks, strumEvery, strength) {
     if (rc !== 0) throw new Error(`db_load: ${rc}: ${error()}`);
     const table = JSON.parse(Buffer.from(new Uint8Array(x.memory.buffer, x.db_table_ptr(), x.db_table_len())).toString());
     const id = new Map(table.instruments.map((t) => [t.node, t.id]));
-    const ids = Array.from({ length: o.strings }, (_, i) => id.get(stringName(i)));
+    const ids = Array.from({ length: o.strings }, (_, i) => id.get(instrument(i)));
     let sum = 0;
     const t0 = process.hrtime.bigint();
     for (let b = 0, strum = 0; b < blocks; b++) {
         if (b % strumEvery === 0) {
             for (let i = 0; i < o.strings; i++) {
-                const velocity = Math.max(1, Math.min(127, Math.round(127 * strength[strum * o.strings + i])));
+                // Velocity 0..1 as the demo sends it (0 would be a note off).
+                const velocity = Math.max(1 / 127, Math.min(1, strength[strum * o.strings + i]));
                 const r = x.db_event(4, ids[i], 0xffffffff, 0xffffffff, stringNote(i), velocity, 0);
                 if (r !== 0) throw new Error(`note on ${i}: ${r}: ${error()}`);
             }
@@ -148,7 +138,7 @@ function jsSide(o, blocks, strumEvery, strength) {
 
 const o = args();
 if (o.emit) {
-    writeFileSync(o.emit, karplusProject(o.strings));
+    writeFileSync(o.emit, stringsProject(o.strings, { sampleRate: RATE, blockSize: BLOCK }));
     process.exit(0);
 }
 if (!existsSync(o.wasm)) execFileSync('bash', [resolve(here, 'build-wasm.sh')], { stdio: 'inherit' });
@@ -159,16 +149,23 @@ const strength = strengths(o.strings, Math.ceil(blocks / strumEvery) + 1);
 const per = (ns) => ns / 1000 / blocks / o.strings;
 const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 console.log(`${o.strings} strings, ${blocks} blocks of ${BLOCK} (${o.seconds} s), strum every ${strumEvery} blocks; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-const w = [];
-const j = [];
+const sides = {
+    strings: () => wasmSide(o, blocks, strumEvery, strength, 'strings'),
+    karplus: () => wasmSide(o, blocks, strumEvery, strength, 'karplus'),
+    js: () => jsSide(o, blocks, strumEvery, strength),
+};
+const names = Object.keys(sides);
+const us = Object.fromEntries(names.map((n) => [n, []]));
 for (let r = 0; r < o.rounds; r++) {
-    // Alternate which side goes first, so a change in load hits both.
-    const pair = r % 2 === 0 ? [() => w.push(per(wasmSide(o, blocks, strumEvery, strength))), () => j.push(per(jsSide(o, blocks, strumEvery, strength)))]
-        : [() => j.push(per(jsSide(o, blocks, strumEvery, strength))), () => w.push(per(wasmSide(o, blocks, strumEvery, strength)))];
-    pair[0]();
-    pair[1]();
-    console.log(`round ${r + 1}: wasm ${w.at(-1).toFixed(4)} us, js ${j.at(-1).toFixed(4)} us per string per block (js/wasm ${(j.at(-1) / w.at(-1)).toFixed(2)})`);
+    // Rotate which side goes first, so a change in load hits every side.
+    for (let k = 0; k < names.length; k++) {
+        const n = names[(r + k) % names.length];
+        us[n].push(per(sides[n]()));
+    }
+    const last = (n) => us[n].at(-1);
+    console.log(`round ${r + 1}: wasm strings ${last('strings').toFixed(4)} us, wasm karplus ${last('karplus').toFixed(4)} us, js ${last('js').toFixed(4)} us per string per block (js/strings ${(last('js') / last('strings')).toFixed(2)}, karplus/strings ${(last('karplus') / last('strings')).toFixed(2)})`);
 }
 const min = (v) => Math.min(...v);
-console.log(`best: wasm ${min(w).toFixed(4)} us, js ${min(j).toFixed(4)} us per string per block; js/wasm ${(min(j) / min(w)).toFixed(2)}`);
-console.log(`median: wasm ${median(w).toFixed(4)} us, js ${median(j).toFixed(4)} us per string per block; js/wasm ${median(j.map((v, i) => v / w[i])).toFixed(2)} (target >= 2); load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+const ratio = (a, b) => median(us[a].map((v, i) => v / us[b][i]));
+console.log(`best: wasm strings ${min(us.strings).toFixed(4)} us, wasm karplus ${min(us.karplus).toFixed(4)} us, js ${min(us.js).toFixed(4)} us per string per block`);
+console.log(`median: wasm strings ${median(us.strings).toFixed(4)} us, wasm karplus ${median(us.karplus).toFixed(4)} us, js ${median(us.js).toFixed(4)} us per string per block; js/strings ${ratio('js', 'strings').toFixed(2)} (target >= 2), js/karplus ${ratio('js', 'karplus').toFixed(2)}, karplus/strings ${ratio('karplus', 'strings').toFixed(2)}; ${o.rounds} rounds; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);

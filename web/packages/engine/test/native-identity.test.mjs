@@ -8,11 +8,11 @@
 //   node --test web/packages/engine/test/native-identity.test.mjs
 
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { compare, nativeError, prepare, renderNative, renderWasm, scratch } from './native-harness.mjs';
+import { compare, nativeError, prepare, renderNative, renderWasm, repo, scratch } from './native-harness.mjs';
 
 const SECONDS = 2;
 
@@ -58,19 +58,37 @@ function same(project, options = {}) {
     return { wasm, native, r };
 }
 
-describe('example projects', () => {
-    test('hello', () => same('examples/projects/hello.toml', { seconds: SECONDS }));
-    test('synth with tune.mid (the run lasts the file)', () =>
-        same('examples/projects/synth.toml', { midi: 'examples/projects/tune.mid' }));
-    test('drums with drums.mid, samples handed over as bytes', () =>
-        same('examples/projects/drums.toml', { midi: 'examples/projects/drums.mid' }));
-    test('fanin84', () => same('examples/projects/fanin84.toml', { seconds: 1 }));
+// Every example project is compared here or refused naming its node (the check below).
+const COMPARED = {
+    'hello.toml': ['hello', { seconds: SECONDS }],
+    'synth.toml': ['synth with tune.mid (the run lasts the file)', { midi: 'examples/projects/tune.mid' }],
+    'drums.toml': ['drums with drums.mid, samples handed over as bytes', { midi: 'examples/projects/drums.mid' }],
+    'fanin84.toml': ['fanin84', { seconds: 1 }],
+    // Ten seconds: the four looped bars (100 bpm, a ramp to 140, about 8.1 s) and into the
+    // second pass, the metronome and the MIDI file's notes read in the song's beats.
+    'four_bars.toml': [
+        'four_bars with four_bars.mid: [tempo] with a ramp, a looped transport, a metronome',
+        { midi: 'examples/projects/four_bars.mid', seconds: 10 },
+    ],
+};
+const REFUSED = {
+    'echoes.toml': 'echoes',
+    'player.toml': 'file',
+    'overdrive-lv2.toml': 'in',
+};
 
-    for (const [project, node] of [
-        ['examples/projects/echoes.toml', 'echoes'],
-        ['examples/projects/player.toml', 'file'],
-        ['examples/projects/overdrive-lv2.toml', 'in'],
-    ]) {
+describe('example projects', () => {
+    test('every example project is compared or refused', () => {
+        const all = readdirSync(join(repo, 'examples/projects')).filter((f) => f.endsWith('.toml'));
+        assert.deepEqual(all.sort(), [...Object.keys(COMPARED), ...Object.keys(REFUSED)].sort());
+    });
+
+    for (const [file, [name, options]] of Object.entries(COMPARED)) {
+        test(name, () => same(`examples/projects/${file}`, options));
+    }
+
+    for (const [file, node] of Object.entries(REFUSED)) {
+        const project = `examples/projects/${file}`;
         test(`${project} is refused naming node \`${node}\``, () => {
             const r = renderWasm(project, { seconds: 0.1 });
             assert.equal(r.rc, -6, `expected -6, got ${r.rc}: ${r.error}`);
@@ -93,11 +111,12 @@ describe('one project per node type', () => {
         mix: `edges = ["a -> m", "b -> m", "m -> out"]\n[nodes.a]\ntype = "sine"\nfreq = 300.0\n[nodes.b]\ntype = "noise"\namp = 0.1\n[nodes.m]\ntype = "mix"\ngain_db = -4.5\n`,
         biquad: `edges = ["a -> f -> out"]\n[nodes.a]\ntype = "noise"\n[nodes.f]\ntype = "biquad"\nmode = "bandpass"\nfreq = 1200.0\nq = 3.0\n`,
         karplus: `edges = ["a -> out"]\n[nodes.a]\ntype = "karplus"\nnotes = [45, 52, 57, 64]\ninterval = 0.3\nlength = 0.25\n`,
+        strings: `edges = ["a -> out"]\n[nodes.a]\ntype = "strings"\nvoices = 6\nlength = 0.8\n`,
         synth: `edges = ["a -> out"]\n[nodes.a]\ntype = "synth"\nwave = "saw"\ncutoff = 1800.0\n`,
         spectral_compressor: `edges = ["a -> c -> out"]\n[nodes.a]\ntype = "karplus"\ninterval = 0.25\nlength = 0.2\n[nodes.c]\ntype = "spectral_compressor"\nthreshold_db = -30.0\nratio = 4.0\n`,
         sampler: `edges = ["a -> out"]\n[nodes.a]\ntype = "sampler"\nsample = "../../examples/samples/snare.wav"\nroot = 60\n`,
     };
-    const midi = new Set(['synth', 'sampler']);
+    const midi = new Set(['synth', 'sampler', 'strings']);
     for (const [type, body] of Object.entries(types)) {
         test(type, () => {
             const file = join(s.dir, `${type}.toml`);
@@ -106,6 +125,73 @@ describe('one project per node type', () => {
             same(s.rel(file), options);
         });
     }
+});
+
+/** A MIDI file (format 0, 480 ticks a beat, no tempo: 120 bpm) playing `keys` one after
+ * another, each for `ticks`, at velocity 100. */
+function midiFile(keys, ticks) {
+    const vlq = (n) => {
+        const b = [n & 0x7f];
+        while ((n >>= 7)) b.unshift((n & 0x7f) | 0x80);
+        return b;
+    };
+    const track = keys.flatMap((k) => [0, 0x90, k, 100, ...vlq(ticks), 0x80, k, 0]);
+    track.push(0, 0xff, 0x2f, 0);
+    const u32 = (n) => [n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff];
+    return Uint8Array.from([
+        ...Buffer.from('MThd'), ...u32(6), 0, 0, 0, 1, 480 >> 8, 480 & 0xff,
+        ...Buffer.from('MTrk'), ...u32(track.length), ...track,
+    ]);
+}
+
+// What docs/ARCHITECTURE.md once checked by hand (the tables and transforms hashed natively
+// and in Node), through renders instead: a synth reads table j of its waveform for phase
+// increments in (0.5 * 2^-(j+1)/2, 0.5 * 2^-j/2] (the last, j = 20, also below), so every MIDI
+// note at 32 kHz (12.5 kHz is an increment of 0.39: table 0; 8.2 Hz: table 20) plays every one
+// of the 21 tables of each waveform, a half octave (six notes) each; and spectral_compressor
+// runs `RealFft` forward and back at its length, every size it takes (256 to 8192).
+describe('every synth wavetable and every FFT size', () => {
+    const s = scratch();
+    after(s.done);
+
+    test('each waveform playing all 128 MIDI notes at 32 kHz', () => {
+        const midi = join(s.dir, 'all-notes.mid');
+        writeFileSync(midi, midiFile([...Array(128).keys()], 60)); // an eighth note each: 8 s
+        const synth = (wave) =>
+            `[nodes.${wave}]\ntype = "synth"\nwave = "${wave}"\nvoices = 2\nrelease = 0.01\n` +
+            `cutoff = 12000.0\namp = 0.3\n`;
+        const file = join(s.dir, 'wavetables.toml');
+        writeFileSync(
+            file,
+            'sample_rate = 32000\nblock_size = 128\n' +
+                'edges = ["sine -> m", "saw -> m", "square -> m", "m -> out"]\n' +
+                synth('sine') + synth('saw') + synth('square') +
+                '[nodes.m]\ntype = "mix"\n[nodes.out]\ntype = "output"\n',
+        );
+        const { wasm, r } = same(s.rel(file), { midi: s.rel(midi), seconds: 8.1 });
+        assert.equal(r.frames[0], Math.ceil(8.1 * 32000));
+        // Every note sounded: its eighth note (2000 frames) is not silent.
+        const silent = [...Array(128).keys()].filter(
+            (k) => !wasm.out[0].subarray(2000 * k, 2000 * (k + 1)).some((x) => x !== 0),
+        );
+        assert.deepEqual(silent, [], 'notes that did not sound');
+    });
+
+    test('spectral_compressor at every fft_size from 256 to 8192', () => {
+        const sizes = [256, 512, 1024, 2048, 4096, 8192];
+        const file = join(s.dir, 'fft-sizes.toml');
+        writeFileSync(
+            file,
+            'sample_rate = 48000\nblock_size = 128\n' +
+                `edges = [${sizes.map((n) => `"noise -> c${n}", "c${n} -> m"`).join(', ')}, "m -> out"]\n` +
+                '[nodes.noise]\ntype = "noise"\namp = 0.5\n' +
+                sizes
+                    .map((n) => `[nodes.c${n}]\ntype = "spectral_compressor"\nfft_size = ${n}\nthreshold_db = -30.0\nratio = 4.0\n`)
+                    .join('') +
+                '[nodes.m]\ntype = "mix"\ngain_db = -12.0\n[nodes.out]\ntype = "output"\n',
+        );
+        same(s.rel(file), { seconds: 1 });
+    });
 });
 
 describe('errors', () => {
