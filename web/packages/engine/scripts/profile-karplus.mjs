@@ -136,6 +136,120 @@ function jsSide(o, blocks, strumEvery, strength) {
     return ns;
 }
 
+/**
+ * The `karplus` node's algorithm (crates/nodes/src/string_loop.rs) written as the demo's
+ * processor is written (one loop per string over the block, the strings' state in typed
+ * arrays, each string's peak kept for the page): a delay line of `N` samples in `f64`, the
+ * two-point average, the fractional allpass that tunes the loop exactly, the flush of tiny
+ * loop samples to zero, the loss, and the output rounded to `f32` and flushed below the
+ * engine's `TINY`. The same work as the wasm strings, in JavaScript: what each algorithm
+ * costs, apart from the language.
+ */
+class SameAlgorithm {
+    constructor(n) {
+        this.n = n;
+        this.off = new Int32Array(n);
+        this.len = new Int32Array(n);
+        this.pos = new Int32Array(n);
+        this.c = new Float64Array(n);
+        this.x1 = new Float64Array(n);
+        this.y1 = new Float64Array(n);
+        let total = 0;
+        for (let i = 0; i < n; i++) {
+            const f = 440 * 2 ** ((stringNote(i) - 69) / 12);
+            const period = RATE / f;
+            const whole = Math.floor(period - 0.5 - 0.1);
+            const fraction = period - 0.5 - whole;
+            const w = (2 * Math.PI * f) / RATE;
+            this.c[i] = Math.sin(((1 - fraction) * w) / 2) / Math.sin(((1 + fraction) * w) / 2);
+            this.off[i] = total;
+            this.len[i] = whole + 1;
+            total += whole + 1;
+        }
+        this.lines = new Float64Array(total);
+        this.mix = new Float32Array(BLOCK);
+        this.amps = new Float32Array(n);
+        this.seed = 0x9e3779b9 | 0;
+    }
+
+    strum(i, strength) {
+        const base = this.off[i];
+        const end = base + this.len[i];
+        let x = this.seed;
+        let sum = 0;
+        for (let k = base; k < end; k++) {
+            x ^= x << 13;
+            x ^= x >>> 17;
+            x ^= x << 5;
+            this.lines[k] = (x >>> 8) / 8388608 - 1;
+            sum += this.lines[k];
+        }
+        const mean = sum / (end - base);
+        for (let k = base; k < end; k++) this.lines[k] = (this.lines[k] - mean) * strength;
+        this.seed = x;
+        this.pos[i] = 0;
+        this.x1[i] = 0;
+        this.y1[i] = 0;
+    }
+
+    process(out) {
+        const mix = this.mix;
+        mix.fill(0);
+        const { lines, off, len, pos, c, x1, y1, amps } = this;
+        const decay = 0.996;
+        const TINY = 7.888609e-31;
+        for (let s = 0; s < this.n; s++) {
+            const base = off[s];
+            const l = len[s];
+            const cs = c[s];
+            let p = pos[s];
+            let xs = x1[s];
+            let ys = y1[s];
+            let amp = 0;
+            for (let k = 0; k < BLOCK; k++) {
+                const q = p + 1 === l ? 0 : p + 1;
+                const averaged = 0.5 * (lines[base + p] + lines[base + q]);
+                let y = cs * averaged + xs - cs * ys;
+                if (Math.abs(y) < 1e-30) y = 0;
+                xs = averaged;
+                ys = y;
+                const v = decay * y;
+                lines[base + p] = v;
+                p = q;
+                let o = Math.fround(v);
+                if (Math.abs(o) < TINY) o = 0;
+                mix[k] += o;
+                const a = o < 0 ? -o : o;
+                if (a > amp) amp = a;
+            }
+            pos[s] = p;
+            x1[s] = xs;
+            y1[s] = ys;
+            amps[s] = amp;
+        }
+        const g = 0.25 / Math.sqrt(this.n);
+        for (let k = 0; k < BLOCK; k++) out[k] = g * mix[k];
+    }
+}
+
+function sameSide(o, blocks, strumEvery, strength) {
+    const p = new SameAlgorithm(o.strings);
+    const out = new Float32Array(BLOCK);
+    let sum = 0;
+    const t0 = process.hrtime.bigint();
+    for (let b = 0, strum = 0; b < blocks; b++) {
+        if (b % strumEvery === 0) {
+            for (let i = 0; i < o.strings; i++) p.strum(i, strength[strum * o.strings + i]);
+            strum++;
+        }
+        p.process(out);
+        sum += Math.abs(out[0]);
+    }
+    const ns = Number(process.hrtime.bigint() - t0);
+    if (!(sum > 0)) throw new Error('the same algorithm in JavaScript rendered silence');
+    return ns;
+}
+
 const o = args();
 if (o.emit) {
     writeFileSync(o.emit, stringsProject(o.strings, { sampleRate: RATE, blockSize: BLOCK }));
@@ -153,6 +267,7 @@ const sides = {
     strings: () => wasmSide(o, blocks, strumEvery, strength, 'strings'),
     karplus: () => wasmSide(o, blocks, strumEvery, strength, 'karplus'),
     js: () => jsSide(o, blocks, strumEvery, strength),
+    same: () => sameSide(o, blocks, strumEvery, strength),
 };
 const names = Object.keys(sides);
 const us = Object.fromEntries(names.map((n) => [n, []]));
@@ -163,9 +278,11 @@ for (let r = 0; r < o.rounds; r++) {
         us[n].push(per(sides[n]()));
     }
     const last = (n) => us[n].at(-1);
-    console.log(`round ${r + 1}: wasm strings ${last('strings').toFixed(4)} us, wasm karplus ${last('karplus').toFixed(4)} us, js ${last('js').toFixed(4)} us per string per block (js/strings ${(last('js') / last('strings')).toFixed(2)}, karplus/strings ${(last('karplus') / last('strings')).toFixed(2)})`);
+    console.log(`round ${r + 1}: wasm strings ${last('strings').toFixed(4)} us, wasm karplus ${last('karplus').toFixed(4)} us, js ${last('js').toFixed(4)} us, js with our algorithm ${last('same').toFixed(4)} us per string per block (js/strings ${(last('js') / last('strings')).toFixed(2)}, same/strings ${(last('same') / last('strings')).toFixed(2)}, karplus/strings ${(last('karplus') / last('strings')).toFixed(2)})`);
 }
 const min = (v) => Math.min(...v);
 const ratio = (a, b) => median(us[a].map((v, i) => v / us[b][i]));
-console.log(`best: wasm strings ${min(us.strings).toFixed(4)} us, wasm karplus ${min(us.karplus).toFixed(4)} us, js ${min(us.js).toFixed(4)} us per string per block`);
-console.log(`median: wasm strings ${median(us.strings).toFixed(4)} us, wasm karplus ${median(us.karplus).toFixed(4)} us, js ${median(us.js).toFixed(4)} us per string per block; js/strings ${ratio('js', 'strings').toFixed(2)} (target >= 2), js/karplus ${ratio('js', 'karplus').toFixed(2)}, karplus/strings ${ratio('karplus', 'strings').toFixed(2)}; ${o.rounds} rounds; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+const fixed = (n) => us[n].map((v) => v.toFixed(4)).join(' ');
+console.log(`best: wasm strings ${min(us.strings).toFixed(4)} us, wasm karplus ${min(us.karplus).toFixed(4)} us, js ${min(us.js).toFixed(4)} us, js with our algorithm ${min(us.same).toFixed(4)} us per string per block`);
+console.log(`median: wasm strings ${median(us.strings).toFixed(4)} us [${fixed('strings')}], wasm karplus ${median(us.karplus).toFixed(4)} us, js ${median(us.js).toFixed(4)} us, js with our algorithm ${median(us.same).toFixed(4)} us per string per block`);
+console.log(`ratios (median of per-round ratios, ${o.rounds} rounds): js/strings ${ratio('js', 'strings').toFixed(2)} (target >= 2), js/karplus ${ratio('js', 'karplus').toFixed(2)}, same/strings ${ratio('same', 'strings').toFixed(2)}, same/js ${ratio('same', 'js').toFixed(2)}, karplus/strings ${ratio('karplus', 'strings').toFixed(2)}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
