@@ -10,8 +10,8 @@
 // * karplus (after karplus-stress-tester): the demo page (web/demo) plays N Karplus-Strong
 //   strings while the main thread strums all of them every 200 ms and draws every animation
 //   frame. Modes: `ring` and `postmessage` (the JavaScript processor over our ring or
-//   postMessage) and `wasm` (N `karplus` nodes in the wasm engine, strums as note ons through
-//   its control ring). Ratio: wasm / ring (target >= 2).
+//   postMessage) and `wasm` (N strings as voices of `strings` nodes, 100 to a node, in the wasm
+//   engine, strums as note ons through its control ring). Ratio: wasm / ring (target >= 2).
 // * sines: N `sine` nodes into the output in the wasm engine against N native OscillatorNodes
 //   into a GainNode (web/demo/engine-bench.html). Ratio: wasm / native (target >= 1).
 // * synth: N voices of the engine's `synth`, every one held by a note on.

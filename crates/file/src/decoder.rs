@@ -175,11 +175,9 @@ impl Decoder {
                     path: path.to_path_buf(),
                     detail: "not a WAV, FLAC, Ogg Vorbis or MP3 file".into(),
                 },
-                e if is_end_of_stream(&e) => FileError::Corrupt {
-                    path: path.to_path_buf(),
-                    at_frame: None,
-                    detail: "the file ends inside its header".into(),
-                },
+                e if is_end_of_stream(&e) => {
+                    FileError::corrupt_header(path, "the file ends inside its header")
+                }
                 e => convert(path, None, e),
             })?;
         let format = probed.format;
@@ -203,24 +201,15 @@ impl Decoder {
         let decoder = registry
             .make(params, &DecoderOptions::default())
             .map_err(|e| convert(path, None, e))?;
-        let sample_rate =
-            params
-                .sample_rate
-                .filter(|&r| r > 0)
-                .ok_or_else(|| FileError::Corrupt {
-                    path: path.to_path_buf(),
-                    at_frame: None,
-                    detail: "the header gives no sample rate".into(),
-                })?;
+        let sample_rate = params
+            .sample_rate
+            .filter(|&r| r > 0)
+            .ok_or_else(|| FileError::corrupt_header(path, "the header gives no sample rate"))?;
         let channels = params
             .channels
             .map(|c| c.count())
             .filter(|&c| c > 0)
-            .ok_or_else(|| FileError::Corrupt {
-                path: path.to_path_buf(),
-                at_frame: None,
-                detail: "the header gives no channel count".into(),
-            })?;
+            .ok_or_else(|| FileError::corrupt_header(path, "the header gives no channel count"))?;
         let exact_length = codec.starts_with("pcm") || codec == "flac";
         let info = FileInfo {
             path: path.to_path_buf(),

@@ -95,6 +95,15 @@ impl FileError {
         }
     }
 
+    /// A [`FileError::Corrupt`] found in the header of the file at `path` (no frame).
+    pub(crate) fn corrupt_header(path: &Path, detail: impl Into<String>) -> FileError {
+        FileError::Corrupt {
+            path: path.to_path_buf(),
+            at_frame: None,
+            detail: detail.into(),
+        }
+    }
+
     /// The same error about `path` (used when a path-less error from a [`Resampler`](crate::Resampler)
     /// is raised for a file).
     pub(crate) fn with_path(self, file: &Path) -> FileError {

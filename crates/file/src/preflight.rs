@@ -108,14 +108,13 @@ pub(crate) fn gapless(
     if let (Some(frames), Some(delay), Some(padding)) = (p.n_frames, p.delay, p.padding) {
         let trim = u64::from(delay) + u64::from(padding);
         if trim > frames {
-            return Err(FileError::Corrupt {
-                path: path.to_path_buf(),
-                at_frame: None,
-                detail: format!(
+            return Err(FileError::corrupt_header(
+                path,
+                format!(
                     "its header says it holds {frames} frames, fewer than the encoder delay \
                      and padding it says to trim from them ({delay} and {padding})"
                 ),
-            });
+            ));
         }
     }
     Ok(())
@@ -162,24 +161,22 @@ fn wave_format(mss: &mut MediaSourceStream, path: &Path) -> Result<(), FileError
             let mask = u32::from_le_bytes(fmt[20..24].try_into().expect("four bytes"));
             let missing = channels.saturating_sub(mask.count_ones());
             if missing > mask.leading_zeros() {
-                return Err(FileError::Corrupt {
-                    path: path.to_path_buf(),
-                    at_frame: None,
-                    detail: format!(
+                return Err(FileError::corrupt_header(
+                    path,
+                    format!(
                         "its header counts {channels} channels, and its channel mask \
                          ({mask:#010x}) names {} with room for {} more",
                         mask.count_ones(),
                         mask.leading_zeros()
                     ),
-                });
+                ));
             }
         }
         if u32::from_le_bytes(fmt[4..8].try_into().expect("four bytes")) == 0 {
-            return Err(FileError::Corrupt {
-                path: path.to_path_buf(),
-                at_frame: None,
-                detail: "its header states a sample rate of 0 Hz".into(),
-            });
+            return Err(FileError::corrupt_header(
+                path,
+                "its header states a sample rate of 0 Hz",
+            ));
         }
         return Ok(());
     }
@@ -202,10 +199,11 @@ fn id3v2_frames(mss: &mut MediaSourceStream, path: &Path) -> Result<bool, FileEr
     let (version, flags) = (header[3], header[5]);
     let size = syncsafe(&header[6..10]);
     let footer = if flags & 0x10 != 0 { 10 } else { 0 };
-    let corrupt = |what: String, states: u64, left: u64| FileError::Corrupt {
-        path: path.to_path_buf(),
-        at_frame: None,
-        detail: format!("{what} states {states} bytes, and its ID3v2 tag has {left} left"),
+    let corrupt = |what: String, states: u64, left: u64| {
+        FileError::corrupt_header(
+            path,
+            format!("{what} states {states} bytes, and its ID3v2 tag has {left} left"),
+        )
     };
     let mut left = size;
     let walk = flags & 0x80 == 0 || version >= 4;
@@ -279,15 +277,14 @@ fn flac_blocks(mss: &mut MediaSourceStream, mut at: u64, path: &Path) -> Result<
                 picture_overrun(&block)
             };
             if let Some((offset, what, claimed)) = overrun {
-                return Err(FileError::Corrupt {
-                    path: path.to_path_buf(),
-                    at_frame: None,
-                    detail: format!(
+                return Err(FileError::corrupt_header(
+                    path,
+                    format!(
                         "the {what} length at byte {} says {claimed} bytes, more than the \
                          rest of the metadata block at byte {at} holds",
                         body + offset as u64
                     ),
-                });
+                ));
             }
             if !whole {
                 return Ok(());
