@@ -125,7 +125,7 @@ fn add_notes(notes: &mut Vec<String>, new: impl IntoIterator<Item = String>) {
 /// song, of every trial and of the machine's floor; returns what could not be had.
 fn become_audio_thread() -> Vec<String> {
     let mut notes = Vec::new();
-    if !crate::report::pin_to_cpu(0) {
+    if downbeat_rt::pool::pin_current_thread(0).is_err() {
         notes.push("audio thread not pinned to CPU 0".to_owned());
     }
     if let Err(e) = downbeat_rt::pool::set_current_thread_realtime(PRIORITY) {

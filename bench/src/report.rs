@@ -238,28 +238,6 @@ pub fn machine() -> String {
     format!("{cpus} cpus, {model}")
 }
 
-/// Pins the calling thread to one CPU; `false` (and no harm done) where that is not possible.
-pub fn pin_to_cpu(cpu: usize) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        if cpu >= libc::CPU_SETSIZE as usize {
-            return false;
-        }
-        // SAFETY: `cpu_set_t` is plain data, zero is a valid empty set, and the call only reads
-        // the set we pass for the calling thread (pid 0).
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = cpu;
-        false
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,9 +11,10 @@ use downbeat_rt::alloc::{Heap, RtVec};
 
 use super::workload::size;
 use super::OURS;
-use crate::report::{alternating, pin_to_cpu, quantile, Better, Report};
+use crate::report::{alternating, quantile, Better, Report};
 use crate::rng::Rng;
 use crate::Common;
+use downbeat_rt::pool::pin_current_thread;
 
 /// Blocks in flight between the threads at most.
 const IN_FLIGHT: usize = 1024;
@@ -46,7 +47,7 @@ fn two_threads<M: Send + 'static>(
     let mut free_ns = vec![-1.0; n];
     let failed = std::thread::scope(|s| {
         let consumer = s.spawn(|| {
-            pin_to_cpu(1);
+            let _ = pin_current_thread(1);
             let mut got = 0;
             while got < n {
                 match rx.pop() {
@@ -62,7 +63,7 @@ fn two_threads<M: Send + 'static>(
             }
         });
         let producer = s.spawn(|| {
-            pin_to_cpu(0);
+            let _ = pin_current_thread(0);
             let mut make = alloc();
             let mut rng = Rng(seed | 1);
             let mut failed = 0;

@@ -51,7 +51,7 @@ pub fn set_ref_ns(mode: Mode, blocks: usize, copy_rate: f64, collector_cpu: usiz
     let mut per_write = vec![0.0; blocks];
     std::thread::scope(|s| {
         s.spawn(|| {
-            let _ = crate::report::pin_to_cpu(0);
+            let _ = downbeat_rt::pool::pin_current_thread(0);
             let _ = downbeat_rt::pool::set_current_thread_realtime(super::PRIORITY);
             for (k, t) in per_write.iter_mut().enumerate() {
                 idle();

@@ -45,9 +45,7 @@ pub fn main(library: &str, mut run_case: impl FnMut(&str, u64) -> bool) -> ExitC
             return ExitCode::from(2);
         }
     };
-    let pinned = thread::spawn(|| pin_to_cpu(0) && pin_to_cpu(1))
-        .join()
-        .unwrap_or(false);
+    let pinned = thread::spawn(|| pin(0) && pin(1)).join().unwrap_or(false);
     if !pinned {
         println!("note threads could not be pinned; they run where the OS puts them");
     }
@@ -78,14 +76,14 @@ where
     let start = Arc::new(Barrier::new(2));
     let s2 = start.clone();
     let p = thread::spawn(move || {
-        pin_to_cpu(0);
+        pin(0);
         start.wait();
         let t0 = Instant::now();
         producer();
         t0
     });
     let c = thread::spawn(move || {
-        pin_to_cpu(1);
+        pin(1);
         s2.wait();
         let r = consumer();
         (r, Instant::now())
@@ -112,25 +110,7 @@ pub fn print_round_trips(mut samples: Vec<f64>) {
     value("roundtrip_p99", quantile(&samples, 0.99));
 }
 
-/// Pins the calling thread to one CPU; `false` (and no harm done) where that is not possible.
-pub fn pin_to_cpu(cpu: usize) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        if cpu >= libc::CPU_SETSIZE as usize {
-            return false;
-        }
-        // SAFETY: `cpu_set_t` is plain data and all-zero is the empty set; `cpu` was checked
-        // against the set's capacity; the call only reads the set we pass, for the calling
-        // thread (pid 0).
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = cpu;
-        false
-    }
+/// Pins the calling thread to `cpu`; `false` (and no harm done) where that is not possible.
+fn pin(cpu: usize) -> bool {
+    downbeat_rt::pool::pin_current_thread(cpu).is_ok()
 }
