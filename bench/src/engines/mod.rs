@@ -380,6 +380,35 @@ const TWO_THREAD_PRIORITY: i32 = 70;
 const SHORT_PART: f64 = 20.0;
 const WALL_UNIT: &str = "wall s per audio s";
 
+/// One engine's figures over the runs of a case, per second of audio unless named otherwise.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Figures {
+    /// CPU seconds, steady state.
+    pub(crate) cpu: Vec<f64>,
+    /// Wall seconds, steady state.
+    pub(crate) wall: Vec<f64>,
+    /// CPU seconds of the whole process, start-up in.
+    pub(crate) whole_cpu: Vec<f64>,
+    /// Wall seconds of the whole process, start-up in.
+    pub(crate) whole_wall: Vec<f64>,
+    /// CPU seconds before the first block (not per second of audio).
+    pub(crate) startup_cpu: Vec<f64>,
+    /// Wall seconds before the first block (not per second of audio).
+    pub(crate) startup_wall: Vec<f64>,
+}
+
+impl Figures {
+    /// Adds a run of `seconds` of audio that cost `cost`, split as `split`.
+    fn add(&mut self, cost: child::Cost, seconds: f64, split: child::Split) {
+        self.cpu.push(split.cpu_per_second);
+        self.wall.push(split.wall_per_second);
+        self.startup_cpu.push(split.startup_cpu);
+        self.startup_wall.push(split.startup_wall);
+        self.whole_cpu.push(cost.cpu.as_secs_f64() / seconds);
+        self.whole_wall.push(cost.wall.as_secs_f64() / seconds);
+    }
+}
+
 fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
     let common = &args.common;
     let quick = common.quick;
@@ -409,12 +438,7 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
             seconds: whole_quanta(seconds / SHORT_PART),
             ..case
         };
-        let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
-        let mut wall: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
-        let mut whole_cpu: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
-        let mut whole_wall: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
-        let mut startup_cpu: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
-        let mut startup_wall: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
+        let mut figures: Vec<Figures> = vec![Figures::default(); list.len()];
         let mut reference: Option<Signature> = None;
         // Downbeat's first output, which its floor must equal bit for bit.
         let mut ours: Option<Vec<f32>> = None;
@@ -490,34 +514,33 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
                         ),
                     });
                 }
-                let split = child::Split::of(cost, seconds, lead, short.seconds);
-                cpu[i].push(split.cpu_per_second);
-                wall[i].push(split.wall_per_second);
-                startup_cpu[i].push(split.startup_cpu);
-                startup_wall[i].push(split.startup_wall);
-                whole_cpu[i].push(cost.cpu.as_secs_f64() / seconds);
-                whole_wall[i].push(cost.wall.as_secs_f64() / seconds);
+                figures[i].add(
+                    cost,
+                    seconds,
+                    child::Split::of(cost, seconds, lead, short.seconds),
+                );
             }
         }
         let name = kind.name();
         for (i, e) in list.iter().enumerate() {
-            report.add(name, &e.name(), CPU_UNIT, &cpu[i]);
-            report.add(&format!("{name}_whole"), &e.name(), CPU_UNIT, &whole_cpu[i]);
+            let f = &figures[i];
+            report.add(name, &e.name(), CPU_UNIT, &f.cpu);
+            report.add(&format!("{name}_whole"), &e.name(), CPU_UNIT, &f.whole_cpu);
             report.add(
                 &format!("{name}_startup_cpu"),
                 &e.name(),
                 "cpu s",
-                &startup_cpu[i],
+                &f.startup_cpu,
             );
             report.add(
                 &format!("{name}_startup_wall"),
                 &e.name(),
                 "wall s",
-                &startup_wall[i],
+                &f.startup_wall,
             );
             if kind == Kind::Fanin {
-                report.add("fanin_wall", &e.name(), WALL_UNIT, &wall[i]);
-                report.add("fanin_wall_whole", &e.name(), WALL_UNIT, &whole_wall[i]);
+                report.add("fanin_wall", &e.name(), WALL_UNIT, &f.wall);
+                report.add("fanin_wall_whole", &e.name(), WALL_UNIT, &f.whole_wall);
             }
             if let Some(sig) = signatures[i] {
                 report
@@ -526,7 +549,7 @@ fn try_run(args: &EnginesArgs) -> Result<Report, EnginesError> {
             }
         }
         if kind == Kind::Sines {
-            sines_2t::report(&mut report, &list, &wall, &whole_wall);
+            sines_2t::report(&mut report, &list, &figures);
         }
         let ours = Engine::Downbeat { threads: 1 }.name();
         // Downbeat over its floor: what the engine costs beyond the work itself (issue 43's

@@ -56,10 +56,15 @@ fn commands(case: &Case) -> (Vec<osc::Message>, Vec<osc::Message>) {
 /// Adds the `sines_wall` rows (every engine's wall-clock seconds per second of audio, its
 /// start-up out) and `sines_wall_whole` (start-up in), and the ratios
 /// `sines_2t_vs_scsynth` and `sines_2t_vs_supernova` of each (`_whole_` for the latter).
-pub fn report(report: &mut Report, list: &[Engine], wall: &[Vec<f64>], whole: &[Vec<f64>]) {
-    for ((e, w), h) in list.iter().zip(wall).zip(whole) {
-        report.add("sines_wall", &e.name(), super::WALL_UNIT, w);
-        report.add("sines_wall_whole", &e.name(), super::WALL_UNIT, h);
+pub fn report(report: &mut Report, list: &[Engine], figures: &[super::Figures]) {
+    for (e, f) in list.iter().zip(figures) {
+        report.add("sines_wall", &e.name(), super::WALL_UNIT, &f.wall);
+        report.add(
+            "sines_wall_whole",
+            &e.name(),
+            super::WALL_UNIT,
+            &f.whole_wall,
+        );
     }
     let two = Engine::Downbeat { threads: 2 }.name();
     for (rival, key) in [
