@@ -1,9 +1,10 @@
 //! Debian's `zam-plugins` ships the same 17 effects as VST3 (`/usr/lib/vst3/*.vst3`) and as
 //! CLAP, built by DPF from one source: the VST3 host checked against the CLAP host. Every
-//! VST3 build loads, has the CLAP build's channels, ports, parameters (names and ranges;
-//! the CLAP host also lists read-only meters) and latency, and, given the same input,
-//! renders what the CLAP build renders, bit for bit, with the parameters as each build
-//! starts them and with every one set to an end of its range (see [`Settings`]).
+//! VST3 build loads, has the CLAP build's channels, ports, parameters (names and ranges),
+//! meters (its read-only parameters, the node's outputs) and latency, and, given the same
+//! input, renders what the CLAP build renders, bit for bit, and ends with the same meter
+//! readings, with the parameters as each build starts them and with every one set to an end
+//! of its range (see [`Settings`]).
 //!
 //! Not compared: the parameters at their *declared* defaults. DPF starts some plugins
 //! elsewhere (ZamDynamicEQ's `peak` at 1, declared 0; ZamGrains' `loop_time` at 1000,
@@ -22,7 +23,7 @@ mod lv2_support;
 use std::path::PathBuf;
 
 use downbeat_graph::{Node, NodeConfig, NodeFactory, ParamKind, ParamValue};
-use lv2_support::{render, signal};
+use lv2_support::{render_outputs, signal};
 
 /// The largest difference allowed between the VST3 and the CLAP build's samples.
 const SAME_WITHIN: f32 = 0.0;
@@ -107,13 +108,17 @@ fn every_zam_vst3_build_renders_what_its_clap_build_renders() {
                 })
                 .collect()
         };
-        // The CLAP host also lists a plugin's read-only meters (ZaMaximX2's
-        // `gain_reduction`), which the VST3 host leaves out: the rest is the same list.
-        let clap_params: Vec<_> = params(clap.as_ref())
-            .into_iter()
-            .filter(|p| vst3.params().iter().any(|s| s.name == p.0))
-            .collect();
+        // Both hosts make a plugin's read-only parameters (ZaMaximX2's `gain_reduction`) the
+        // node's outputs, not parameters.
+        let clap_params = params(clap.as_ref());
         let vst3_params = params(vst3.as_ref());
+        let meters =
+            |n: &dyn Node| -> Vec<&'static str> { n.outputs().iter().map(|s| s.name).collect() };
+        assert_eq!(
+            meters(vst3.as_ref()),
+            meters(clap.as_ref()),
+            "{name}: meters"
+        );
         assert_eq!(vst3_params.len(), clap_params.len(), "{name}: parameters");
         for (v, c) in vst3_params.iter().zip(&clap_params) {
             assert_eq!((v.0, v.1, v.2), (c.0, c.1, c.2), "{name}: parameter");
@@ -139,8 +144,13 @@ fn every_zam_vst3_build_renders_what_its_clap_build_renders() {
             // (see clap_zam.rs).
             let mut input = vec![0.0; 256 * ins];
             input.extend(signal(ins, 48000, 48000));
-            let a = render(vst3, ins, &input, 48000, 256);
-            let b = render(clap, ins, &input, 48000, 256);
+            let (a, a_meters) = render_outputs(vst3, ins, &input, 48000, 256);
+            let (b, b_meters) = render_outputs(clap, ins, &input, 48000, 256);
+            if a_meters != b_meters {
+                differ.push(format!(
+                    "{name} ({settings:?}): meters {a_meters:?} (VST3) against {b_meters:?} (CLAP)"
+                ));
+            }
             let worst = a
                 .iter()
                 .zip(&b)

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use clack_extensions::audio_ports::{AudioPortFlags, AudioPortInfoBuffer, PluginAudioPorts};
 use clack_extensions::latency::PluginLatency;
 use clack_extensions::note_ports::PluginNotePorts;
-use clack_extensions::params::{ParamInfoBuffer, PluginParams};
+use clack_extensions::params::{ParamInfoBuffer, ParamInfoFlags, PluginParams};
 use clack_extensions::state::PluginState;
 use clack_host::events::event_types::{
     MidiEvent, NoteOffEvent, NoteOnEvent, ParamValueEvent, TransportEvent, TransportFlags,
@@ -73,11 +73,28 @@ struct Param {
 }
 
 /// A plugin's parameters as the node exposes them: their specs (what a compile sees), the
-/// plugin's ids and ranges, and the values now.
+/// plugin's ids and ranges, and the values now; and its read-only parameters (its meters) as
+/// the node's outputs, with their ids and the values the plugin last reported.
 struct ParamList {
     specs: &'static [ParamSpec],
     params: Vec<Param>,
     values: Vec<f32>,
+    meter_specs: &'static [ParamSpec],
+    meter_ids: Vec<ClapId>,
+    meter_values: Vec<f32>,
+}
+
+impl ParamList {
+    fn empty() -> Self {
+        Self {
+            specs: &[],
+            params: Vec::new(),
+            values: Vec::new(),
+            meter_specs: &[],
+            meter_ids: Vec::new(),
+            meter_values: Vec::new(),
+        }
+    }
 }
 
 /// What a restart hands back and forth ([`super::main_thread`]): to the main thread, the
@@ -96,11 +113,7 @@ impl Restart {
         Self {
             processor,
             latency: 0,
-            list: ParamList {
-                specs: &[],
-                params: Vec::new(),
-                values: Vec::new(),
-            },
+            list: ParamList::empty(),
         }
     }
 
@@ -242,6 +255,12 @@ pub struct ClapNode {
     specs: &'static [ParamSpec],
     params: Vec<Param>,
     values: Vec<f32>,
+    /// The plugin's read-only parameters (its meters), the node's outputs.
+    meter_specs: &'static [ParamSpec],
+    meter_ids: Vec<ClapId>,
+    /// What the plugin last reported for each meter (`CLAP_EVENT_PARAM_VALUE` in its output
+    /// events), or its value when the node was built.
+    meter_values: Vec<f32>,
     pending: Vec<Pending>,
     events_in: EventBuffer,
     events_out: EventBuffer,
@@ -332,20 +351,32 @@ fn read_latency(instance: &mut PluginInstance<Host>) -> usize {
         .map_or(0, |l| l.get(&handle) as usize)
 }
 
-/// The plugin's parameters, their values as the plugin reports them now. Main thread.
+/// The plugin's parameters, their values as the plugin reports them now; its read-only ones
+/// apart, as meters. Main thread.
 fn read_params(instance: &mut PluginInstance<Host>) -> ParamList {
     let handle = instance.plugin_handle();
     let mut specs = Vec::new();
     let mut params = Vec::new();
     let mut values = Vec::new();
+    let mut meter_specs = Vec::new();
+    let mut meter_ids = Vec::new();
+    let mut meter_values = Vec::new();
     if let Some(ext) = handle.get_extension::<PluginParams>() {
         let mut buffer = ParamInfoBuffer::new();
         for i in 0..ext.count(&handle) {
             let Some(p) = ext.get_info(&handle, i, &mut buffer) else {
                 continue;
             };
+            // A read-only parameter is the plugin's to set (a meter): a host may not.
+            let meter = p.flags.contains(ParamInfoFlags::IS_READONLY);
             let mut name = param_name(&text(p.name));
-            if name.is_empty() || specs.iter().any(|s: &ParamSpec| s.name == name) {
+            let taken = |name: &str| {
+                specs
+                    .iter()
+                    .chain(&meter_specs)
+                    .any(|s: &ParamSpec| s.name == name)
+            };
+            if name.is_empty() || taken(&name) {
                 name = format!("{}_{}", if name.is_empty() { "param" } else { &name }, p.id);
             }
             let current = ext.get_value(&handle, p.id).unwrap_or(p.default_value);
@@ -356,7 +387,7 @@ fn read_params(instance: &mut PluginInstance<Host>) -> ParamList {
                 p.min_value,
                 p.max_value
             );
-            specs.push(ParamSpec {
+            let spec = ParamSpec {
                 name: Box::leak(name.into_boxed_str()),
                 doc: Box::leak(doc.into_boxed_str()),
                 kind: ParamKind::Float {
@@ -365,8 +396,15 @@ fn read_params(instance: &mut PluginInstance<Host>) -> ParamList {
                     default: p.default_value,
                 },
                 unit: Unit::None,
-                live: true,
-            });
+                live: !meter,
+            };
+            if meter {
+                meter_specs.push(spec);
+                meter_ids.push(p.id);
+                meter_values.push(current as f32);
+                continue;
+            }
+            specs.push(spec);
             params.push(Param {
                 id: p.id,
                 min: p.min_value,
@@ -381,6 +419,9 @@ fn read_params(instance: &mut PluginInstance<Host>) -> ParamList {
         specs: Box::leak(specs.into_boxed_slice()),
         params,
         values,
+        meter_specs: Box::leak(meter_specs.into_boxed_slice()),
+        meter_ids,
+        meter_values,
     }
 }
 
@@ -708,6 +749,9 @@ impl ClapNode {
             specs: list.specs,
             params: list.params,
             values: list.values,
+            meter_specs: list.meter_specs,
+            meter_ids: list.meter_ids,
+            meter_values: list.meter_values,
             pending: touched_pending(),
             events_in: touched_events(),
             events_out: touched_events(),
@@ -909,7 +953,10 @@ impl ClapNode {
         self.processor = back.processor.take();
         std::mem::swap(&mut self.params, &mut back.list.params);
         std::mem::swap(&mut self.values, &mut back.list.values);
+        std::mem::swap(&mut self.meter_ids, &mut back.list.meter_ids);
+        std::mem::swap(&mut self.meter_values, &mut back.list.meter_values);
         self.specs = back.list.specs;
+        self.meter_specs = back.list.meter_specs;
         self.latency = back.latency;
         self.asleep = false;
         self.away = false;
@@ -1200,6 +1247,17 @@ impl Node for ClapNode {
         if !ok {
             self.failed_calls += 1;
         }
+        for event in &self.events_out {
+            let Some(e) = event.as_event::<ParamValueEvent>() else {
+                continue;
+            };
+            if let Some(i) = e
+                .param_id()
+                .and_then(|id| self.meter_ids.iter().position(|&m| m == id))
+            {
+                self.meter_values[i] = e.value() as f32;
+            }
+        }
         self.asleep = match status {
             Some(ProcessStatus::Sleep) => true,
             Some(ProcessStatus::ContinueIfNotQuiet) => self
@@ -1236,6 +1294,17 @@ impl Node for ClapNode {
 
     fn get_param(&self, index: usize) -> Option<f32> {
         self.values.get(index).copied()
+    }
+
+    /// The plugin's read-only parameters (meters: ZamCompX2's `gain_reduction`), by name.
+    fn outputs(&self) -> &'static [ParamSpec] {
+        self.meter_specs
+    }
+
+    /// The last value the plugin reported for meter `index` in its output events (or its
+    /// value when the node was built, until it reports one).
+    fn output_value(&self, index: usize) -> f32 {
+        self.meter_values.get(index).copied().unwrap_or(0.0)
     }
 
     fn latency(&self) -> usize {
