@@ -19,7 +19,7 @@
 //!
 //! Notes count as in MIDI, note `0..=127`, where fractions are microtones (69 is A4,
 //! 440 Hz); velocity is `0..=1`, as everywhere in Downbeat (Rust, the Web, project files),
-//! where 0 is a note off. The node must play notes (`synth`, `karplus`).
+//! where 0 is a note off. The node must play notes (`synth`, `karplus`, `strings`, ...).
 //!
 //! Numbers may be sent as float (`f`), double (`d`), int (`i`) or 64-bit int (`h`): an int
 //! is the same number as a float to a gain, and OSC senders differ in which they send for
@@ -1179,9 +1179,9 @@ pub const ADDRESSES: &[OscAddress] = {
         OscAddress {
             pattern: "/node/<node>/note_on",
             args: &[arg("note", Number), arg("velocity", Number)],
-            meaning: "Starts a note on a node that plays notes (`synth`, `karplus`), on MIDI \
-                  channel 1: note 0 to 127, where fractions are microtones (69 is A4, \
-                  440 Hz), velocity 0 to 1, where 0 is a note off.",
+            meaning: "Starts a note on a node that plays notes (`synth`, `karplus`, `strings`, \
+                  ...), on MIDI channel 1: note 0 to 127, where fractions are microtones (69 \
+                  is A4, 440 Hz), velocity 0 to 1, where 0 is a note off.",
             example: example("/node/keys/note_on", &[F(69.0), F(0.8)]),
         },
         OscAddress {
