@@ -7,11 +7,12 @@
 //! `length` (a plucked string has no key to lift). The first note received silences the
 //! built-in pattern for good, so the pattern plays only in projects without MIDI.
 
+use crate::string_controls::StringControls;
 use crate::string_loop::{lowest_ring_len, StringLoop, Tuning, HIGHEST_NOTE, LOWEST_NOTE};
 use crate::{check_channels, invalid, Pcg32, CHANNELS, SEED};
 use downbeat_graph::{
-    curve_accepts, float_param_accepts, AudioMut, AudioRef, Node, NodeConfig, NodeType, NoteError,
-    NoteEvent, ParamCurve, ParamError, ParamKind, ParamSpec, Params, ProcessContext, Unit,
+    AudioMut, AudioRef, Node, NodeConfig, NodeType, NoteError, NoteEvent, ParamCurve, ParamError,
+    ParamKind, ParamSpec, Params, ProcessContext, Unit,
 };
 
 /// Incoming plucks a string holds for later frames; more are refused (`NoteError::Full`).
@@ -102,7 +103,8 @@ pub struct Karplus {
     tunings: Vec<Tuning>,
     /// The string itself: delay line (long enough for the lowest note), allpass, silence.
     string: StringLoop,
-    decay: f64,
+    /// `decay` and `amp`, and the amplitude's curve.
+    controls: StringControls,
     rng: Pcg32,
     /// Samples produced so far.
     time: u64,
@@ -113,9 +115,6 @@ pub struct Karplus {
     /// Samples left in the current note (0 = silent).
     remaining: u64,
     length_samples: u64,
-    amp: f32,
-    /// The amplitude's curve over the next block while it moves.
-    amp_curve: Option<ParamCurve>,
     /// Incoming plucks not yet played, in frame order: sample (on `time`'s count), tuning
     /// and velocity. Fixed capacity, so taking a note never allocates.
     pending: [(u64, Tuning, f64); KARPLUS_PENDING],
@@ -161,12 +160,7 @@ impl Karplus {
                 "must be zero or a positive number of seconds",
             ));
         }
-        if !(0.8..=1.0).contains(&s.decay) {
-            return Err(invalid(
-                "decay",
-                format!("got {}, expected 0.8 to 1", s.decay),
-            ));
-        }
+        let controls = StringControls::new(P_DECAY, P_AMP, s.decay, s.amp)?;
         if s.notes.is_empty() {
             return Err(invalid("notes", "needs at least one note"));
         }
@@ -195,15 +189,13 @@ impl Karplus {
             settings: settings.clone(),
             string: StringLoop::new(lowest, tunings[0]),
             tunings,
-            decay: s.decay,
+            controls,
             rng: Pcg32::new(s.seed, 0),
             time: 0,
             next_note: 0,
             next_onset: 0,
             remaining: 0,
             length_samples: (s.length * sample_rate).round() as u64,
-            amp: s.amp,
-            amp_curve: None,
             pending: [(0, tunings_first, 0.0); KARPLUS_PENDING],
             pending_len: 0,
             velocity: 1.0,
@@ -454,14 +446,15 @@ impl Node for Karplus {
             } else {
                 let ringing = run.min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
                 let (ring, rest) = out.split_at_mut(ringing);
-                match self.amp_curve {
+                let decay = self.controls.decay;
+                match self.controls.amp_curve {
                     None => {
-                        let amp = f64::from(self.amp);
-                        self.string.ring_out::<false>(ring, self.decay, |_| amp);
+                        let amp = f64::from(self.controls.amp);
+                        self.string.ring_out::<false>(ring, decay, |_| amp);
                     }
                     Some(curve) => self
                         .string
-                        .ring_out::<false>(ring, self.decay, |j| f64::from(curve.at(k + j))),
+                        .ring_out::<false>(ring, decay, |j| f64::from(curve.at(k + j))),
                 }
                 rest.fill(0.0);
                 self.remaining -= ringing as u64;
@@ -487,22 +480,9 @@ impl Node for Karplus {
     }
 
     fn set_param(&mut self, index: usize, value: f32) -> bool {
-        if !float_param_accepts(PARAMS, index, value) {
-            return false;
-        }
-        match index {
-            P_DECAY => {
-                self.decay = f64::from(value);
-                self.settings.decay = self.decay;
-            }
-            P_AMP => {
-                self.amp = value;
-                self.settings.amp = value;
-                self.amp_curve = None;
-            }
-            _ => return false,
-        }
-        true
+        let set = self.controls.set(PARAMS, index, value);
+        (self.settings.decay, self.settings.amp) = (self.controls.decay, self.controls.amp);
+        set
     }
 
     fn params(&self) -> &'static [ParamSpec] {
@@ -510,21 +490,11 @@ impl Node for Karplus {
     }
 
     fn get_param(&self, index: usize) -> Option<f32> {
-        match index {
-            P_DECAY => Some(self.decay as f32),
-            P_AMP => Some(self.amp),
-            _ => None,
-        }
+        self.controls.get(index)
     }
 
     fn follow_param(&mut self, index: usize, curve: ParamCurve) -> bool {
-        // The decay changes the loop filter, which is cheap enough per sample but audibly
-        // the same at control rate; only the amplitude is followed sample by sample.
-        if index != P_AMP || !curve_accepts(PARAMS, index, &curve) {
-            return false;
-        }
-        self.amp_curve = Some(curve);
-        true
+        self.controls.follow(PARAMS, index, curve)
     }
 }
 

@@ -47,6 +47,7 @@ mod output;
 mod sampler;
 mod sine;
 mod spectral_compressor;
+mod string_controls;
 mod string_loop;
 mod strings;
 mod synth;

@@ -7,11 +7,12 @@
 //! then overlap in the processor instead of waiting on each other.
 
 use crate::note_queue::NoteQueue;
+use crate::string_controls::StringControls;
 use crate::string_loop::{lowest_ring_len, ring_out_four, StringLoop, Tuning};
 use crate::{check_channels, invalid, Pcg32, CHANNELS, SEED};
 use downbeat_graph::{
-    curve_accepts, float_param_accepts, AudioMut, AudioRef, Node, NodeConfig, NodeType, NoteError,
-    NoteEvent, ParamCurve, ParamError, ParamKind, ParamSpec, Params, ProcessContext, Unit,
+    AudioMut, AudioRef, Node, NodeConfig, NodeType, NoteError, NoteEvent, ParamCurve, ParamError,
+    ParamKind, ParamSpec, Params, ProcessContext, Unit,
 };
 
 /// Most strings one `strings` node holds.
@@ -56,6 +57,13 @@ struct Voice {
     remaining: u64,
 }
 
+impl Voice {
+    /// Plucked, not yet cut, not yet rung out to exact zeros.
+    fn sounding(&self) -> bool {
+        self.remaining > 0 && !self.string.is_silent()
+    }
+}
+
 /// A bank of `voices` Karplus-Strong strings, mono, the same signal on every channel: each
 /// note on plucks the next string in turn (string 0 first; after the last, string 0 again,
 /// which is then the one plucked longest ago) at the note's pitch, its velocity scaling the
@@ -97,10 +105,8 @@ pub struct Strings {
     next_voice: usize,
     queue: NoteQueue,
     length_samples: u64,
-    decay: f64,
-    amp: f32,
-    /// The amplitude's curve over the next block while it moves.
-    amp_curve: Option<ParamCurve>,
+    /// `decay` and `amp`, and the amplitude's curve.
+    controls: StringControls,
 }
 
 impl Strings {
@@ -125,12 +131,7 @@ impl Strings {
         if !(s.length.is_finite() && s.length > 0.0) {
             return Err(invalid("length", "must be a positive number of seconds"));
         }
-        if !(0.8..=1.0).contains(&s.decay) {
-            return Err(invalid(
-                "decay",
-                format!("got {}, expected 0.8 to 1", s.decay),
-            ));
-        }
+        let controls = StringControls::new(P_DECAY, P_AMP, s.decay, s.amp)?;
         let sample_rate = f64::from(sample_rate);
         let capacity = lowest_ring_len(sample_rate);
         // Any tuning will do until the first pluck retunes the string.
@@ -156,9 +157,7 @@ impl Strings {
             // A strum of every string, twice over, waits without a refusal.
             queue: NoteQueue::new((2 * s.voices).max(256)),
             length_samples: (s.length * sample_rate).round() as u64,
-            decay: s.decay,
-            amp: s.amp,
-            amp_curve: None,
+            controls,
         })
     }
 
@@ -182,10 +181,7 @@ impl Strings {
     /// assert_eq!(bank.sounding(), 1);
     /// ```
     pub fn sounding(&self) -> usize {
-        self.voices
-            .iter()
-            .filter(|v| v.remaining > 0 && !v.string.is_silent())
-            .count()
+        self.voices.iter().filter(|v| v.sounding()).count()
     }
 
     /// Takes a note event at `frame` of the next block: a note on (at any pitch from MIDI
@@ -197,13 +193,14 @@ impl Strings {
     /// `voices` (at least 256) events are already waiting; the event is then not taken.
     pub fn note(&mut self, frame: usize, event: NoteEvent) -> Result<(), NoteError> {
         event.validate()?;
-        let NoteEvent::On { note, .. } = event.normalized() else {
+        let event = event.normalized();
+        let NoteEvent::On { note, .. } = event else {
             return Ok(());
         };
         if Tuning::for_note(f64::from(note), self.sample_rate).is_none() {
             return Err(NoteError::Note(note));
         }
-        self.queue.push(frame, event.normalized())
+        self.queue.push(frame, event)
     }
 
     /// Plucks the next string in turn for a note on.
@@ -223,15 +220,16 @@ impl Strings {
 
     /// Adds the sounding strings to `out`, frames `from..from + out.len()` of the block.
     fn ring(&mut self, out: &mut [f32], from: usize) {
-        let amp = f64::from(self.amp);
-        let curve = self.amp_curve;
-        let gain = move |j: usize| curve.map_or(amp, |c| f64::from(c.at(from + j)));
-        let decay = self.decay;
+        let StringControls {
+            decay,
+            amp,
+            amp_curve,
+            ..
+        } = self.controls;
+        let amp = f64::from(amp);
+        let gain = move |j: usize| amp_curve.map_or(amp, |c| f64::from(c.at(from + j)));
         let frames = out.len();
-        let mut sounding = self
-            .voices
-            .iter_mut()
-            .filter(|v| v.remaining > 0 && !v.string.is_silent());
+        let mut sounding = self.voices.iter_mut().filter(|v| v.sounding());
         while let Some(a) = sounding.next() {
             let [b, c, d] = match [sounding.next(), sounding.next(), sounding.next()] {
                 [Some(b), Some(c), Some(d)] => [b, c, d],
@@ -403,22 +401,9 @@ impl Node for Strings {
     }
 
     fn set_param(&mut self, index: usize, value: f32) -> bool {
-        if !float_param_accepts(PARAMS, index, value) {
-            return false;
-        }
-        match index {
-            P_DECAY => {
-                self.decay = f64::from(value);
-                self.settings.decay = self.decay;
-            }
-            P_AMP => {
-                self.amp = value;
-                self.settings.amp = value;
-                self.amp_curve = None;
-            }
-            _ => return false,
-        }
-        true
+        let set = self.controls.set(PARAMS, index, value);
+        (self.settings.decay, self.settings.amp) = (self.controls.decay, self.controls.amp);
+        set
     }
 
     fn params(&self) -> &'static [ParamSpec] {
@@ -426,19 +411,10 @@ impl Node for Strings {
     }
 
     fn get_param(&self, index: usize) -> Option<f32> {
-        match index {
-            P_DECAY => Some(self.decay as f32),
-            P_AMP => Some(self.amp),
-            _ => None,
-        }
+        self.controls.get(index)
     }
 
     fn follow_param(&mut self, index: usize, curve: ParamCurve) -> bool {
-        // As `karplus`: only the amplitude is followed sample by sample.
-        if index != P_AMP || !curve_accepts(PARAMS, index, &curve) {
-            return false;
-        }
-        self.amp_curve = Some(curve);
-        true
+        self.controls.follow(PARAMS, index, curve)
     }
 }

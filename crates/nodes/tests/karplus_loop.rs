@@ -4,28 +4,13 @@
 //! stopped being audible.
 #![allow(clippy::disallowed_methods)] // the reference tuning uses std's sin
 
-use downbeat_graph::{AudioMut, AudioRef, Node, ProcessContext};
+mod common;
+
+use common::SR;
 use downbeat_nodes::{Karplus, KarplusSettings};
 
-const SR: u32 = 48000;
-
 fn render(k: &mut Karplus, blocks: &[usize], frames: usize) -> Vec<f32> {
-    let mut out = vec![0.0f32; frames];
-    let mut at = 0;
-    for &b in blocks.iter().cycle() {
-        if at == frames {
-            break;
-        }
-        let n = b.min(frames - at);
-        let ctx = ProcessContext::new(SR, n, at as u64);
-        k.process(
-            &ctx,
-            AudioRef::new(&[], 0, n, n),
-            AudioMut::new(&mut out[at..at + n], 1, n, n),
-        );
-        at += n;
-    }
-    out
+    common::run_blocks(k, &[], frames, blocks).remove(0)
 }
 
 /// Delay `N` and allpass coefficient of MIDI `note`, as the node documents its tuning.

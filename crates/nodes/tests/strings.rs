@@ -2,12 +2,11 @@
 //! `karplus` nodes plucked in turn and summed in order, bit for bit, whatever the block sizes
 //! and however many strings sound at once; and it refuses what it cannot play by name.
 
-use downbeat_graph::{
-    AudioMut, AudioRef, Node, NoteError, NoteEvent, ParamCurve, ParamError, ProcessContext, Shape,
-};
-use downbeat_nodes::{Karplus, KarplusSettings, Strings, StringsSettings, MAX_STRINGS};
+mod common;
 
-const RATE: u32 = 48000;
+use common::SR as RATE;
+use downbeat_graph::{Node, NoteError, NoteEvent, ParamCurve, ParamError, Shape};
+use downbeat_nodes::{Karplus, KarplusSettings, Strings, StringsSettings, MAX_STRINGS};
 
 fn on(note: f32, velocity: f32) -> NoteEvent {
     NoteEvent::On {
@@ -19,22 +18,7 @@ fn on(note: f32, velocity: f32) -> NoteEvent {
 
 /// Renders `frames` frames of `node` (mono) in blocks of the sizes given, in turn.
 fn render(node: &mut dyn Node, frames: usize, blocks: &[usize]) -> Vec<f32> {
-    let mut out = vec![0.0f32; frames];
-    let mut at = 0;
-    for &b in blocks.iter().cycle() {
-        if at == frames {
-            break;
-        }
-        let n = b.min(frames - at);
-        let ctx = ProcessContext::new(RATE, n, at as u64);
-        node.process(
-            &ctx,
-            AudioRef::new(&[], 0, n, n),
-            AudioMut::new(&mut out[at..at + n], 1, n, n),
-        );
-        at += n;
-    }
-    out
+    common::run_blocks(node, &[], frames, blocks).remove(0)
 }
 
 fn bits(x: &[f32]) -> Vec<u32> {

@@ -13,27 +13,41 @@ pub fn run_frames(
     frames: usize,
     block: usize,
 ) -> Vec<Vec<f32>> {
+    run_blocks(node, input, frames, &[block])
+}
+
+/// As [`run_frames`], the blocks taking the sizes of `blocks` in turn, repeating.
+pub fn run_blocks(
+    node: &mut dyn Node,
+    input: &[Vec<f32>],
+    frames: usize,
+    blocks: &[usize],
+) -> Vec<Vec<f32>> {
     let ic = node.input_channels();
     let oc = node.output_channels();
     assert_eq!(input.len(), ic);
-    let mut inbuf = vec![0.0f32; ic * block];
-    let mut outbuf = vec![0.0f32; oc * block];
+    let stride = blocks.iter().copied().max().expect("a block size");
+    let mut inbuf = vec![0.0f32; ic * stride];
+    let mut outbuf = vec![0.0f32; oc * stride];
     let mut out = vec![Vec::with_capacity(frames); oc];
     let mut pos = 0;
-    while pos < frames {
+    for &block in blocks.iter().cycle() {
+        if pos == frames {
+            break;
+        }
         let n = block.min(frames - pos);
         for (c, ch) in input.iter().enumerate() {
-            inbuf[c * block..c * block + n].copy_from_slice(&ch[pos..pos + n]);
+            inbuf[c * stride..c * stride + n].copy_from_slice(&ch[pos..pos + n]);
         }
         outbuf.fill(f32::NAN);
         let ctx = ProcessContext::new(SR, n, pos as u64);
         node.process(
             &ctx,
-            AudioRef::new(&inbuf, ic, block, n),
-            AudioMut::new(&mut outbuf, oc, block, n),
+            AudioRef::new(&inbuf, ic, stride, n),
+            AudioMut::new(&mut outbuf, oc, stride, n),
         );
         for (c, ch) in out.iter_mut().enumerate() {
-            let written = &outbuf[c * block..c * block + n];
+            let written = &outbuf[c * stride..c * stride + n];
             assert!(written.iter().all(|s| s.is_finite()), "unwritten output");
             ch.extend_from_slice(written);
         }
