@@ -118,8 +118,8 @@ const ParameterReader = null, RingBuffer = null;\n`;
     Processor = (await import(url)).registered;
 }
 
-function jsSide(o, blocks, strumEvery, strength) {
-    const p = new Processor({ processorOptions: { mode: 'postmessage', strings: o.strings } });
+/** A JavaScript processor `p` (the demo's, or `SameAlgorithm`) strummed like the demo; ns. */
+function jsSide(o, blocks, strumEvery, strength, p, what) {
     const out = [[new Float32Array(BLOCK)]];
     let sum = 0;
     const t0 = process.hrtime.bigint();
@@ -132,7 +132,7 @@ function jsSide(o, blocks, strumEvery, strength) {
         sum += Math.abs(out[0][0][0]);
     }
     const ns = Number(process.hrtime.bigint() - t0);
-    if (!(sum > 0)) throw new Error('the JavaScript processor rendered silence');
+    if (!(sum > 0)) throw new Error(`${what} rendered silence`);
     return ns;
 }
 
@@ -192,7 +192,9 @@ class SameAlgorithm {
         this.y1[i] = 0;
     }
 
-    process(out) {
+    /** As the demo's processor: `outputs[0][0]` is the block's one channel. */
+    process(_inputs, outputs) {
+        const out = outputs[0][0];
         const mix = this.mix;
         mix.fill(0);
         const { lines, off, len, pos, c, x1, y1, amps } = this;
@@ -232,24 +234,6 @@ class SameAlgorithm {
     }
 }
 
-function sameSide(o, blocks, strumEvery, strength) {
-    const p = new SameAlgorithm(o.strings);
-    const out = new Float32Array(BLOCK);
-    let sum = 0;
-    const t0 = process.hrtime.bigint();
-    for (let b = 0, strum = 0; b < blocks; b++) {
-        if (b % strumEvery === 0) {
-            for (let i = 0; i < o.strings; i++) p.strum(i, strength[strum * o.strings + i]);
-            strum++;
-        }
-        p.process(out);
-        sum += Math.abs(out[0]);
-    }
-    const ns = Number(process.hrtime.bigint() - t0);
-    if (!(sum > 0)) throw new Error('the same algorithm in JavaScript rendered silence');
-    return ns;
-}
-
 const o = args();
 if (o.emit) {
     writeFileSync(o.emit, stringsProject(o.strings, { sampleRate: RATE, blockSize: BLOCK }));
@@ -266,8 +250,8 @@ console.log(`${o.strings} strings, ${blocks} blocks of ${BLOCK} (${o.seconds} s)
 const sides = {
     strings: () => wasmSide(o, blocks, strumEvery, strength, 'strings'),
     karplus: () => wasmSide(o, blocks, strumEvery, strength, 'karplus'),
-    js: () => jsSide(o, blocks, strumEvery, strength),
-    same: () => sameSide(o, blocks, strumEvery, strength),
+    js: () => jsSide(o, blocks, strumEvery, strength, new Processor({ processorOptions: { mode: 'postmessage', strings: o.strings } }), 'the JavaScript processor'),
+    same: () => jsSide(o, blocks, strumEvery, strength, new SameAlgorithm(o.strings), 'our algorithm in JavaScript'),
 };
 const names = Object.keys(sides);
 const us = Object.fromEntries(names.map((n) => [n, []]));
