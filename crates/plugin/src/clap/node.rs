@@ -252,15 +252,10 @@ pub struct ClapNode {
     out_bufs: Vec<Vec<f32>>,
     audio_in: AudioPorts,
     audio_out: AudioPorts,
-    specs: &'static [ParamSpec],
-    params: Vec<Param>,
-    values: Vec<f32>,
-    /// The plugin's read-only parameters (its meters), the node's outputs.
-    meter_specs: &'static [ParamSpec],
-    meter_ids: Vec<ClapId>,
-    /// What the plugin last reported for each meter (`CLAP_EVENT_PARAM_VALUE` in its output
-    /// events), or its value when the node was built.
-    meter_values: Vec<f32>,
+    /// The parameters, and the meters (read-only parameters) as the node's outputs, each
+    /// meter's value the one the plugin last reported (`CLAP_EVENT_PARAM_VALUE` in its
+    /// output events), or its value when the node was built.
+    list: ParamList,
     pending: Vec<Pending>,
     events_in: EventBuffer,
     events_out: EventBuffer,
@@ -746,12 +741,7 @@ impl ClapNode {
             output_ports,
             in_bufs: vec![vec![0.0; max_block]; n_in],
             out_bufs: vec![vec![0.0; max_block]; n_out],
-            specs: list.specs,
-            params: list.params,
-            values: list.values,
-            meter_specs: list.meter_specs,
-            meter_ids: list.meter_ids,
-            meter_values: list.meter_values,
+            list,
             pending: touched_pending(),
             events_in: touched_events(),
             events_out: touched_events(),
@@ -786,7 +776,7 @@ impl ClapNode {
     /// ```
     pub fn main_thread_tick(&mut self) {
         let key = self.key;
-        let ids: Vec<ClapId> = self.params.iter().map(|p| p.id).collect();
+        let ids: Vec<ClapId> = self.list.params.iter().map(|p| p.id).collect();
         let read = main_thread::call(move |instances| {
             let e = instances.get(key)?;
             e.log.print();
@@ -808,7 +798,7 @@ impl ClapNode {
         if let Some(latency) = latency {
             self.latency = latency;
         }
-        for (v, now) in self.values.iter_mut().zip(values.unwrap_or_default()) {
+        for (v, now) in self.list.values.iter_mut().zip(values.unwrap_or_default()) {
             if let Some(now) = now {
                 *v = now as f32;
             }
@@ -951,12 +941,7 @@ impl ClapNode {
             return false;
         };
         self.processor = back.processor.take();
-        std::mem::swap(&mut self.params, &mut back.list.params);
-        std::mem::swap(&mut self.values, &mut back.list.values);
-        std::mem::swap(&mut self.meter_ids, &mut back.list.meter_ids);
-        std::mem::swap(&mut self.meter_values, &mut back.list.meter_values);
-        self.specs = back.list.specs;
-        self.meter_specs = back.list.meter_specs;
+        std::mem::swap(&mut self.list, &mut back.list);
         self.latency = back.latency;
         self.asleep = false;
         self.away = false;
@@ -972,14 +957,14 @@ impl ClapNode {
 
     /// Queues a change of parameter `index` at `frame`; false when refused.
     fn queue_param(&mut self, frame: usize, index: usize, value: f32) -> bool {
-        let Some(p) = self.params.get(index) else {
+        let Some(p) = self.list.params.get(index) else {
             return false;
         };
         if !value.is_finite() || self.pending.len() == self.pending.capacity() {
             return false;
         }
         let value = f64::from(value).clamp(p.min, p.max);
-        self.values[index] = value as f32;
+        self.list.values[index] = value as f32;
         self.pending.push(Pending::Param {
             frame,
             index,
@@ -1000,7 +985,7 @@ impl ClapNode {
                     value,
                 } if frame < frames => {
                     // A restart may have shortened the list since the event was queued.
-                    let Some(param) = self.params.get(index) else {
+                    let Some(param) = self.list.params.get(index) else {
                         continue;
                     };
                     let ev = ParamValueEvent::new(frame as u32, param.id, Pckn::match_all(), value);
@@ -1253,9 +1238,9 @@ impl Node for ClapNode {
             };
             if let Some(i) = e
                 .param_id()
-                .and_then(|id| self.meter_ids.iter().position(|&m| m == id))
+                .and_then(|id| self.list.meter_ids.iter().position(|&m| m == id))
             {
-                self.meter_values[i] = e.value() as f32;
+                self.list.meter_values[i] = e.value() as f32;
             }
         }
         self.asleep = match status {
@@ -1289,22 +1274,22 @@ impl Node for ClapNode {
     }
 
     fn params(&self) -> &'static [ParamSpec] {
-        self.specs
+        self.list.specs
     }
 
     fn get_param(&self, index: usize) -> Option<f32> {
-        self.values.get(index).copied()
+        self.list.values.get(index).copied()
     }
 
     /// The plugin's read-only parameters (meters: ZamCompX2's `gain_reduction`), by name.
     fn outputs(&self) -> &'static [ParamSpec] {
-        self.meter_specs
+        self.list.meter_specs
     }
 
     /// The last value the plugin reported for meter `index` in its output events (or its
     /// value when the node was built, until it reports one).
     fn output_value(&self, index: usize) -> f32 {
-        self.meter_values.get(index).copied().unwrap_or(0.0)
+        self.list.meter_values.get(index).copied().unwrap_or(0.0)
     }
 
     fn latency(&self) -> usize {
