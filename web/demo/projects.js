@@ -28,6 +28,12 @@ function positive(n, what) {
   return n;
 }
 
+/** The mono `mix` and `output` that N strings go through, at the JavaScript strings' overall gain, 0.25 / sqrt(N). */
+function stringsMix(n) {
+  const gainDb = 20 * Math.log10(0.25 / Math.sqrt(n));
+  return ["[nodes.mix]", 'type = "mix"', "channels = 1", `gain_db = ${gainDb.toFixed(3)}`, "", "[nodes.out]", 'type = "output"', "channels = 1", ""];
+}
+
 /**
  * N `karplus` strings summed by a `mix` into the output, all mono (the strings are mono in the
  * JavaScript processor too; the destination plays one channel on both speakers): the
@@ -45,8 +51,6 @@ export function karplusProject(n, o = {}) {
   for (let i = 0; i < n; i++) edges.push(`${stringName(i)} -> mix`);
   edges.push("mix -> out");
   const lines = [`# ${n} Karplus-Strong strings summed into the output (web/demo/projects.js).`, ...header(o, edges)];
-  // The same overall gain as the JavaScript strings: 0.25 / sqrt(n).
-  const gainDb = 20 * Math.log10(0.25 / Math.sqrt(n));
   for (let i = 0; i < n; i++) {
     lines.push(
       `[nodes.${stringName(i)}]`,
@@ -62,7 +66,7 @@ export function karplusProject(n, o = {}) {
       "",
     );
   }
-  lines.push("[nodes.mix]", 'type = "mix"', "channels = 1", `gain_db = ${gainDb.toFixed(3)}`, "", "[nodes.out]", 'type = "output"', "channels = 1", "");
+  lines.push(...stringsMix(n));
   return lines.join("\n");
 }
 
@@ -84,7 +88,6 @@ export function stringsProject(n, o = {}) {
   for (let b = 0; b < banks; b++) edges.push(`${stringBank(b * BANK_STRINGS)} -> mix`);
   edges.push("mix -> out");
   const lines = [`# ${n} Karplus-Strong strings in ${banks} banks summed into the output (web/demo/projects.js).`, ...header(o, edges)];
-  const gainDb = 20 * Math.log10(0.25 / Math.sqrt(n));
   for (let b = 0; b < banks; b++) {
     lines.push(
       `[nodes.${stringBank(b * BANK_STRINGS)}]`,
@@ -98,7 +101,7 @@ export function stringsProject(n, o = {}) {
       "",
     );
   }
-  lines.push("[nodes.mix]", 'type = "mix"', "channels = 1", `gain_db = ${gainDb.toFixed(3)}`, "", "[nodes.out]", 'type = "output"', "channels = 1", "");
+  lines.push(...stringsMix(n));
   return lines.join("\n");
 }
 
