@@ -159,11 +159,19 @@ fn chain(case: &Case) -> Vec<f32> {
 fn sines(case: &Case) -> Vec<f32> {
     let mut oscillators: Vec<(SineFill, f32)> =
         (0..case.n).map(|i| oscillator(cases::sine(i))).collect();
-    let mut one = [0.0f32; BLOCK_LEN];
+    let (mut one, mut group) = ([0.0f32; BLOCK_LEN], [0.0f32; BLOCK_LEN]);
+    // Added up as the schedule adds a wide sum: in groups, then the groups' sums.
+    let groups: Vec<_> = downbeat_graph::sum_groups(case.n).collect();
     in_blocks(case, |sum| {
-        for (osc, amp) in &mut oscillators {
-            osc.fill(&mut one, *amp);
-            for (s, x) in sum.iter_mut().zip(&one) {
+        for range in &groups {
+            group.fill(0.0);
+            for (osc, amp) in &mut oscillators[range.clone()] {
+                osc.fill(&mut one, *amp);
+                for (s, x) in group.iter_mut().zip(&one) {
+                    *s += x;
+                }
+            }
+            for (s, x) in sum.iter_mut().zip(&group) {
                 *s += x;
             }
         }

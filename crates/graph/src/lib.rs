@@ -29,6 +29,7 @@ mod schedule;
 mod smooth;
 mod song_timeline;
 mod state;
+mod sum_group;
 pub mod time;
 mod waiting;
 
@@ -56,3 +57,4 @@ pub use schedule::{
 };
 pub use smooth::{ParamCurve, Shape};
 pub use state::{NodeState, StateError};
+pub use sum_group::{sum_groups, SUM_GROUP};

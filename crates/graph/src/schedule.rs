@@ -23,6 +23,7 @@ use crate::profile::{NodeSample, Profile};
 use crate::smooth::{ParamCurve, Segment, Shape};
 use crate::song_timeline::{SongEntry, SongTimeline};
 use crate::state::{NodeState, StateError};
+use crate::sum_group::SumGroups;
 use crate::time::{checked_beat, TempoMap, Transport};
 use crate::waiting::{Due, Entry, Waiting, WAITING_CAPACITY};
 
@@ -521,7 +522,12 @@ pub struct Schedule {
     /// Per node with [`InputPlan::Routed`], its routes (empty for every other node).
     routes: Box<[Box<[RouteFrom]>]>,
     succs: Box<[Box<[usize]>]>,
+    /// The inputs of the nodes with more than [`SUM_GROUP`](crate::SUM_GROUP) edges, cut
+    /// into groups added up apart.
+    groups: SumGroups,
     parallel: Parallel,
+    /// Per node, then per group (numbered after the nodes, as the parallel processor
+    /// numbers them).
     profile: Profile,
     names: Vec<String>,
     /// Each node's [`NodeKey`] and the way back to its position.
@@ -600,7 +606,14 @@ impl Schedule {
             })
             .collect();
         let succs: Box<[Box<[usize]>]> = succs.into_iter().map(Vec::into_boxed_slice).collect();
-        let parallel = Parallel::new(&preds, &succs, available_cores());
+        let groups = SumGroups::new(
+            &preds,
+            |i| matches!(slots[i].input, InputPlan::Sum(_)),
+            |i| slots[i].in_ch,
+            cfg.max_block,
+        );
+        let (task_preds, task_succs) = groups.with_groups(&preds, &succs);
+        let parallel = Parallel::new(&task_preds, &task_succs, available_cores());
         let monitors = slots.iter().map(|s| s.node.monitor()).collect();
         let keys = slots
             .iter()
@@ -622,8 +635,9 @@ impl Schedule {
             preds,
             routes,
             succs,
+            profile: Profile::new(n + groups.len()),
+            groups,
             parallel,
-            profile: Profile::new(n),
             names,
             keys: KeyMap::new(keys),
             instruments,
@@ -664,8 +678,14 @@ impl Schedule {
         let ctx = self.begin(frames);
         for i in 0..self.slots.len() {
             // SAFETY: `&mut self` excludes every other access, and slots run in
-            // topological order, so predecessors are complete.
-            unsafe { self.run_slot(i, &ctx, 0, false) };
+            // topological order, so predecessors are complete (and the groups of a node's
+            // sum were added up right after their last input).
+            unsafe {
+                self.run_slot(i, &ctx, 0, false);
+                for &g in self.groups.after(i) {
+                    self.sum_group(g, &ctx, 0);
+                }
+            }
         }
         self.end(frames);
     }
@@ -697,7 +717,8 @@ impl Schedule {
             let ptr = self.slots[i].get_mut().in_buf.as_mut_ptr();
             self.parallel.set_buffer(c, ptr);
         }
-        self.parallel.start(&self.profile);
+        self.parallel.set_threads(pool.workers() + 1);
+        self.parallel.start();
         pool.run(&Kahn {
             schedule: self,
             ctx,
@@ -873,7 +894,7 @@ impl Schedule {
         if self.timed {
             let profile = &self.profile;
             self.parallel
-                .rerank(&self.succs, |i| profile.nanos(i), |i| profile.sum_nanos(i));
+                .rerank(|i| profile.nanos(i), |i| profile.sum_nanos(i));
         }
         self.position += frames as u64;
         self.frames = frames;
@@ -1022,50 +1043,73 @@ impl Schedule {
         dst: *mut f32,
         frames: std::ops::Range<usize>,
     ) {
-        let preds = &self.preds[i];
         let stride = self.cfg.max_block;
-        // SAFETY: predecessors are complete and nobody writes them during this block.
-        let out = |p: usize| unsafe { &(*self.slots[p].get()).out_buf };
         let routes = &self.routes[i];
         if !routes.is_empty() {
             // SAFETY: forwarded from the caller.
             unsafe { self.sum_routes(routes, in_ch, dst, frames) };
             return;
         }
-        for c in 0..in_ch {
-            let mut at = c * stride + frames.start;
-            let end = c * stride + frames.end;
-            while at < end {
-                let n = (end - at).min(SUM_CHUNK);
-                let range = at..at + n;
-                // SAFETY: within the buffer (`range.end <= in_ch * stride`), and these
-                // frames are this thread's alone (the caller's promise).
-                let dst = unsafe { std::slice::from_raw_parts_mut(dst.add(at), n) };
-                if let Ok(dst) = <&mut [f32; SUM_CHUNK]>::try_from(&mut *dst) {
-                    // A whole chunk: the running sums stay in registers while every input
-                    // is added, instead of going through memory once per input; the
-                    // loads of many inputs are then in flight at once.
-                    let mut acc: [f32; SUM_CHUNK] =
-                        out(preds[0])[range.clone()].try_into().expect("a chunk");
-                    for &p in &preds[1..] {
-                        let src: &[f32; SUM_CHUNK] =
-                            out(p)[range.clone()].try_into().expect("a chunk");
-                        for (a, s) in acc.iter_mut().zip(src) {
-                            *a += s;
-                        }
-                    }
-                    *dst = acc;
-                } else {
-                    dst.copy_from_slice(&out(preds[0])[range.clone()]);
-                    for &p in &preds[1..] {
-                        for (d, s) in dst.iter_mut().zip(&out(p)[range.clone()]) {
-                            *d += s;
-                        }
-                    }
-                }
-                at += n;
-            }
+        let groups = self.groups.of_node(i);
+        if groups.is_empty() {
+            let preds = &self.preds[i];
+            // SAFETY: predecessors are complete and nobody writes them during this block;
+            // `dst` is forwarded from the caller.
+            unsafe {
+                add_up(
+                    preds.len(),
+                    |k| &(*self.slots[preds[k]].get()).out_buf,
+                    in_ch,
+                    stride,
+                    dst,
+                    frames,
+                )
+            };
+        } else {
+            // SAFETY: every group of the node was added up before it runs, ordered before
+            // this (the caller's promise covers them as inputs), and none is written again
+            // in this block.
+            unsafe {
+                add_up(
+                    groups.len(),
+                    |k| self.groups.partial(groups.start + k),
+                    in_ch,
+                    stride,
+                    dst,
+                    frames,
+                )
+            };
         }
+    }
+
+    /// Adds up group `g` of a wide input sum into its partial sum, over the whole block.
+    ///
+    /// # Safety
+    /// Every input of the group must be complete for this block with its writes visible to
+    /// this thread; no other thread may access the group's partial sum until this returns
+    /// and is ordered before.
+    pub(crate) unsafe fn sum_group(&self, g: usize, ctx: &ProcessContext, thread: usize) {
+        let started = self.profile.starting();
+        let group = self.groups.group(g);
+        let preds = &self.preds[group.node][group.inputs.clone()];
+        // SAFETY: the partial is this thread's alone for now, the caller's promise.
+        let dst = unsafe { self.groups.partial_mut(g) };
+        // SAFETY: the node's slot is not written while its inputs are summed (it runs
+        // after), so a shared look at its channel count races with nothing.
+        let in_ch = unsafe { &*self.slots[group.node].get() }.in_ch;
+        // SAFETY: the inputs are complete and nobody writes them during this block; the
+        // partial holds `in_ch` channels of `max_block` frames (`SumGroups::new`).
+        unsafe {
+            add_up(
+                preds.len(),
+                |k| &(*self.slots[preds[k]].get()).out_buf,
+                in_ch,
+                self.cfg.max_block,
+                dst.as_mut_ptr(),
+                0..ctx.frames,
+            )
+        };
+        self.profile.ran(self.slots.len() + g, thread, started);
     }
 
     /// [`sum_inputs`](Schedule::sum_inputs) for a node whose edges go port to port: each
@@ -2166,10 +2210,63 @@ impl NodeRunner<'_> {
     /// itself, and only after `run` of each of its predecessors has returned with a
     /// happens-before relation to this call (e.g. through an `AcqRel` counter).
     pub unsafe fn run(&self, i: usize) {
-        // SAFETY: forwarded to the caller.
+        let s = self.schedule;
+        // SAFETY: forwarded to the caller: the node's inputs are done, so are its groups',
+        // and the groups are this node's alone.
         unsafe {
-            self.schedule
-                .run_slot(i, &self.ctx, NodeSample::OTHER_THREAD, false)
+            for g in s.groups.of_node(i) {
+                s.sum_group(g, &self.ctx, NodeSample::OTHER_THREAD);
+            }
+            s.run_slot(i, &self.ctx, NodeSample::OTHER_THREAD, false)
+        }
+    }
+}
+
+/// Adds up `inputs` buffers (`src(k)` is input `k`'s, `in_ch` channels of `stride` frames)
+/// into `dst`, over `frames` of every channel: frame by frame, the inputs in order, so any
+/// cut of the frames gives the same bits.
+///
+/// # Safety
+/// `dst` points to `in_ch` channels of `stride` frames that only this thread accesses in
+/// `frames` for the duration, and no `src` buffer is written meanwhile.
+unsafe fn add_up<'a>(
+    inputs: usize,
+    src: impl Fn(usize) -> &'a [f32],
+    in_ch: usize,
+    stride: usize,
+    dst: *mut f32,
+    frames: std::ops::Range<usize>,
+) {
+    for c in 0..in_ch {
+        let mut at = c * stride + frames.start;
+        let end = c * stride + frames.end;
+        while at < end {
+            let n = (end - at).min(SUM_CHUNK);
+            let range = at..at + n;
+            // SAFETY: within the buffer (`range.end <= in_ch * stride`), and these frames
+            // are this thread's alone (the caller's promise).
+            let dst = unsafe { std::slice::from_raw_parts_mut(dst.add(at), n) };
+            if let Ok(dst) = <&mut [f32; SUM_CHUNK]>::try_from(&mut *dst) {
+                // A whole chunk: the running sums stay in registers while every input is
+                // added, instead of going through memory once per input; the loads of many
+                // inputs are then in flight at once.
+                let mut acc: [f32; SUM_CHUNK] = src(0)[range.clone()].try_into().expect("a chunk");
+                for k in 1..inputs {
+                    let s: &[f32; SUM_CHUNK] = src(k)[range.clone()].try_into().expect("a chunk");
+                    for (a, s) in acc.iter_mut().zip(s) {
+                        *a += s;
+                    }
+                }
+                *dst = acc;
+            } else {
+                dst.copy_from_slice(&src(0)[range.clone()]);
+                for k in 1..inputs {
+                    for (d, s) in dst.iter_mut().zip(&src(k)[range.clone()]) {
+                        *d += s;
+                    }
+                }
+            }
+            at += n;
         }
     }
 }

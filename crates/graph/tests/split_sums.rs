@@ -1,4 +1,4 @@
-//! A wide input sum split across the pool's threads by frame ranges gives the serial bits.
+//! A long input sum split across the pool's threads by frame ranges gives the serial bits.
 
 use downbeat_graph::{CompileConfig, Graph, Schedule};
 use downbeat_nodes::{Mix, MixSettings, Noise, NoiseSettings, Output};
@@ -9,12 +9,17 @@ downbeat_rt::install_guard_allocator!();
 
 const CFG: CompileConfig = CompileConfig {
     sample_rate: 48_000,
-    max_block: 128,
+    max_block: 1024,
 };
 
-/// `width` noise sources of different levels summed by a mix (a sum long enough to be
-/// split on any machine), and the mix with a few of them summed again by the output, whose
-/// short sum stays whole: a split sum feeding an unsplit one.
+/// Inputs of the split sum: as many as a sum adds in a row (more are added in groups, see
+/// `sum_groups.rs`), over blocks of up to 1024 frames, a sum long enough to be split on
+/// any machine.
+const WIDTH: usize = downbeat_graph::SUM_GROUP;
+
+/// `width` noise sources of different levels summed by a mix, and the mix with a few of
+/// them summed again by the output, whose short sum stays whole: a split sum feeding an
+/// unsplit one.
 fn wide(width: usize, seed: u64) -> Schedule {
     let mut g = Graph::new();
     let mix = g.add(
@@ -83,11 +88,19 @@ fn pool(workers: usize) -> Pool {
 }
 
 /// Blocks of many sizes, some shorter than a part's cache line of frames (a part then sums
-/// nothing), with the split decided again every 16 blocks.
+/// nothing), with the split decided again every 16 blocks (from a long one).
 #[test]
 fn split_sums_are_bit_identical_to_serial_at_every_block_size() {
-    let blocks: Vec<usize> = (0..120).map(|i| [128, 64, 1, 100, 17, 33][i % 6]).collect();
-    let serial = render(wide(600, 5), &blocks);
+    let blocks: Vec<usize> = (0..120)
+        .map(|i| {
+            if i % 16 == 0 {
+                1024
+            } else {
+                [1024, 64, 1, 100, 17, 33][i % 6]
+            }
+        })
+        .collect();
+    let serial = render(wide(WIDTH, 5), &blocks);
     assert!(serial.iter().any(|&s| s != 0.0));
     assert!(
         downbeat_rt::pool::available_cores() > 1,
@@ -95,9 +108,9 @@ fn split_sums_are_bit_identical_to_serial_at_every_block_size() {
     );
     for workers in [1, 3] {
         let pool = pool(workers);
-        let (parallel, split) = render_split(wide(600, 5), &pool, &blocks);
-        // Whether a sum is split depends on its measured time: the mix's 600 inputs always
-        // are; on a loaded machine the output's may be too, which changes no bit.
+        let (parallel, split) = render_split(wide(WIDTH, 5), &pool, &blocks);
+        // Whether a sum is split depends on its measured time: the mix's always is; on a
+        // loaded machine the output's may be too, which changes no bit.
         assert!(split >= 1, "the mix's sum is split");
         let first = serial
             .iter()
@@ -116,15 +129,15 @@ fn split_sums_are_bit_identical_to_serial_at_every_block_size() {
 #[test]
 fn split_sums_on_the_pool_are_real_time_safe() {
     let pool = pool(1);
-    let mut s = wide(600, 9);
+    let mut s = wide(WIDTH, 9);
     // The first block is timed: from the second on, the mix's sum is split.
     for _ in 0..20 {
-        s.process_parallel(64, &pool);
+        s.process_parallel(1024, &pool);
     }
     let wakes_before = pool.wakes();
     let report = guard::check_with(&Options::new().allow(Allow::FutexWake), || {
         for _ in 0..200 {
-            s.process_parallel(64, &pool);
+            s.process_parallel(1024, &pool);
         }
     })
     .1;

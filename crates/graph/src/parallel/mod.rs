@@ -16,9 +16,13 @@
 //!   keep topological order), and of the tasks a run releases, the thread keeps the
 //!   highest-ranked for itself. A heavy chain that everything waits for starts first instead
 //!   of after the light nodes that happen to precede it in topological order.
-//! * **Cache affinity.** A ready task goes to the queue of the thread that ran it last, so
-//!   its state tends to stay in that core's cache; a thread whose queue is empty steals from
-//!   the others, oldest first.
+//! * **Sources shared out in order.** The sources, in that order, are cut into one
+//!   contiguous share per thread of equal measured time, each the start of its thread's
+//!   queue in every block. A thread then runs the same sources block after block, and
+//!   neighbours in the order together: the sources of one input sum  finish on one core, where the sum finds their outputs.
+//! * **Cache affinity.** Any other ready task goes to the queue of the thread that ran it
+//!   last, so its state tends to stay in that core's cache; a thread whose queue is empty
+//!   steals from the others, oldest first.
 //! * **Wide sums split** ([`split`]). A node whose input sum takes [`split::SPLIT_NANOS`] or
 //!   more (measured) has it added up by one *part* task per thread, each over a range of
 //!   frames, before the node itself runs: the bits stay the serial ones, since every frame
@@ -70,11 +74,18 @@ pub(crate) struct Parallel {
     queues: Box<[ReadyQueue]>,
     /// Longest path from each node to the end of the graph, the node included.
     rank: Box<[u64]>,
+    /// The successor lists the ranks follow, and an order in which every node comes
+    /// after its predecessors (the nodes' own numbering is one, but not with the groups of
+    /// wide sums numbered after them).
+    succs: Box<[Box<[usize]>]>,
+    order: Box<[usize]>,
     /// Each task's nodes' summed times in the last timed block ([`UNTIMED`] before one; a
     /// part of a split sum is always `UNTIMED`, so that it goes alone).
     cost: Box<[u64]>,
     /// Tasks without predecessors, highest rank first.
     sources: Box<[usize]>,
+    /// The threads the sources are shared among (at most the queues).
+    threads: usize,
 }
 
 /// One claim of work: a run of queued tasks, or a task reserved for the thread that made
@@ -118,12 +129,15 @@ impl Parallel {
             to_do: Padded(AtomicUsize::new(0)),
             queues: (0..threads.max(1)).map(|_| ReadyQueue::new(all)).collect(),
             rank: vec![0; preds.len()].into_boxed_slice(),
+            succs: succs.into(),
+            order: topological(preds, succs),
             cost: vec![UNTIMED; all].into_boxed_slice(),
             sources: (0..t).filter(|&k| tasks.waits(k) == 0).collect(),
+            threads: threads.max(1),
             tasks,
             splits,
         };
-        p.rerank(succs, |_| 0, |_| 0);
+        p.rerank(|_| 0, |_| 0);
         p
     }
 
@@ -131,16 +145,15 @@ impl Parallel {
     /// not timed), and decides which sums to split with `sum(i)` as the time node `i` spent
     /// summing its inputs itself (0: not timed, or split). Real-time safe: no allocation
     /// (the sort is in place).
-    pub(crate) fn rerank(
-        &mut self,
-        succs: &[Box<[usize]>],
-        nanos: impl Fn(usize) -> u64,
-        sum: impl Fn(usize) -> u64,
-    ) {
+    pub(crate) fn rerank(&mut self, nanos: impl Fn(usize) -> u64, sum: impl Fn(usize) -> u64) {
         self.splits.decide(sum);
         // Successors come later in topological order, so one backward pass suffices.
-        for i in (0..self.rank.len()).rev() {
-            let below = succs[i].iter().map(|&s| self.rank[s]).max().unwrap_or(0);
+        for &i in self.order.iter().rev() {
+            let below = self.succs[i]
+                .iter()
+                .map(|&s| self.rank[s])
+                .max()
+                .unwrap_or(0);
             self.rank[i] = nanos(i).max(1) + below;
         }
         for (t, cost) in self.cost[..self.tasks.len()].iter_mut().enumerate() {
@@ -162,19 +175,52 @@ impl Parallel {
         let bucket = |t: usize| task_rank(t) * RANK_BUCKETS / (top + 1);
         self.sources
             .sort_unstable_by(|&a, &b| bucket(b).cmp(&bucket(a)).then(a.cmp(&b)));
+        self.share_sources();
     }
 
-    /// Readies the next block: every task waits for all its predecessors, and the sources
-    /// are queued, each on the thread that ran it last.
-    pub(crate) fn start(&self, profile: &Profile) {
+    /// Shares the sources among `threads` threads (at most one per queue) from the next
+    /// block on: a pool with fewer threads than the machine has cores would otherwise leave
+    /// shares that only stealing reaches.
+    pub(crate) fn set_threads(&mut self, threads: usize) {
+        let threads = threads.clamp(1, self.queues.len());
+        if threads != self.threads {
+            self.threads = threads;
+            self.share_sources();
+        }
+    }
+
+    /// Cuts the sources, in their order, into one share per thread of equal measured time
+    /// (equal counts while any is untimed): source `s` goes to the share its cost's middle
+    /// falls in. Real-time safe: the queues' slots were allocated by `new`.
+    fn share_sources(&mut self) {
+        let cost = &self.cost;
+        let timed = self.sources.iter().all(|&t| cost[t] != UNTIMED);
+        let weight = |t: usize| if timed { cost[t].max(1) } else { 1 };
+        let total: u64 = self.sources.iter().map(|&t| weight(t)).sum();
+        let shares = self.threads as u64;
+        let share_of = |before: u64, t: usize| {
+            let middle = u128::from(before) * 2 + u128::from(weight(t));
+            (middle * u128::from(shares) / (u128::from(total.max(1)) * 2)) as usize
+        };
+        for (q, queue) in self.queues.iter_mut().enumerate() {
+            let mut before = 0u64;
+            let mine = self.sources.iter().filter(|&&t| {
+                let share = share_of(before, t);
+                before += weight(t);
+                share == q
+            });
+            queue.set_sources(mine.copied());
+        }
+    }
+
+    /// Readies the next block: every task waits for all its predecessors, and each queue
+    /// holds its share of the sources.
+    pub(crate) fn start(&self) {
         for q in self.queues.iter() {
             q.reset();
         }
         for (t, r) in self.remaining.iter().enumerate() {
             r.store(self.tasks.waits(t), Ordering::Relaxed);
-        }
-        for &t in self.sources.iter() {
-            self.push(t, profile);
         }
         self.to_do
             .store(self.tasks.len() + self.splits.active(), Ordering::Release);
@@ -333,11 +379,19 @@ impl Kahn<'_> {
             }
         } else {
             let summed = p.splits.split_task(task).is_some();
+            let nodes = s.len();
             for (k, &i) in p.tasks.nodes(task).iter().enumerate() {
                 // SAFETY: see the `Sync` impl: the task is ours alone, its predecessors
                 // (and the parts of its first node's sum, if split) are done, and the
-                // chain's earlier nodes ran just before on this thread.
-                unsafe { s.run_slot(i, &self.ctx, thread, summed && k == 0) };
+                // chain's earlier nodes ran just before on this thread. A number past the
+                // nodes is a group of a wide sum, whose inputs are its predecessors.
+                unsafe {
+                    if i < nodes {
+                        s.run_slot(i, &self.ctx, thread, summed && k == 0);
+                    } else {
+                        s.sum_group(i - nodes, &self.ctx, thread);
+                    }
+                }
             }
         }
         p.finished(task, out, thread, s.profile());
@@ -381,6 +435,28 @@ impl WorkList for Kahn<'_> {
     }
 }
 
+/// The nodes in an order where each comes after all its predecessors (Kahn's, smallest
+/// number first among the ready ones, so a list already in that order is kept).
+fn topological(preds: &[Box<[usize]>], succs: &[Box<[usize]>]) -> Box<[usize]> {
+    let mut waits: Vec<usize> = preds.iter().map(|p| p.len()).collect();
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..preds.len())
+        .filter(|&i| waits[i] == 0)
+        .map(std::cmp::Reverse)
+        .collect();
+    let mut order = Vec::with_capacity(preds.len());
+    while let Some(std::cmp::Reverse(i)) = ready.pop() {
+        order.push(i);
+        for &s in succs[i].iter() {
+            waits[s] -= 1;
+            if waits[s] == 0 {
+                ready.push(std::cmp::Reverse(s));
+            }
+        }
+    }
+    assert_eq!(order.len(), preds.len(), "the graph has a cycle");
+    order.into_boxed_slice()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -417,21 +493,61 @@ mod tests {
     }
 
     #[test]
-    fn a_ready_node_waits_on_the_thread_that_ran_it_last_until_another_runs_dry() {
+    fn sources_are_shared_out_in_order_by_measured_time_and_stolen_when_one_runs_dry() {
         let (preds, succs) = lists(&[], 4);
-        let p = Parallel::new(&preds, &succs, 2);
-        let profile = Profile::new(4);
-        for (node, thread) in [(0, 1), (1, 0), (2, 1), (3, 0)] {
-            profile.ran(node, thread, None);
+        let mut p = Parallel::new(&preds, &succs, 2);
+        // Untimed: equal counts, in order, every block.
+        for _ in 0..2 {
+            p.start();
+            assert_eq!(claim(&p, 0), Some(vec![0]));
+            assert_eq!(claim(&p, 0), Some(vec![1]));
+            assert_eq!(claim(&p, 1), Some(vec![2]));
+            assert_eq!(claim(&p, 1), Some(vec![3]));
+            assert_eq!(p.ready(), 0);
         }
-        p.start(&profile);
-        assert_eq!(claim(&p, 0), Some(vec![1]));
-        assert_eq!(claim(&p, 1), Some(vec![0]));
-        assert_eq!(claim(&p, 1), Some(vec![2]));
-        // Thread 1's queue is empty: it steals thread 0's oldest.
-        assert_eq!(claim(&p, 1), Some(vec![3]));
-        assert_eq!(claim(&p, 0), None);
+        // Source 0 measured as long as the other three: a share of its own.
+        p.rerank(|i| if i == 0 { 300 } else { 100 }, |_| 0);
+        p.start();
+        assert_eq!(claim(&p, 1), Some(vec![1, 2, 3]));
+        assert_eq!(drain(&p, 0), [[0]]);
+        // A thread whose queue is empty steals another's oldest.
+        p.start();
+        assert_eq!(claim(&p, 0), Some(vec![0]));
+        assert_eq!(claim(&p, 0), Some(vec![1, 2, 3]));
+        assert_eq!(claim(&p, 1), None);
+        // A pool of one thread: the whole order in its queue.
+        p.set_threads(1);
+        p.start();
+        assert_eq!(claim(&p, 0), Some(vec![0, 1, 2, 3]));
         assert_eq!(p.ready(), 0);
+    }
+
+    #[test]
+    fn a_ready_node_waits_on_the_thread_that_ran_it_last_until_another_runs_dry() {
+        // Source 0 feeds 1 and 2, which last ran on threads 1 and 0.
+        let (preds, succs) = lists(&[(0, 1), (0, 2)], 3);
+        let p = Parallel::new(&preds, &succs, 2);
+        let profile = Profile::new(3);
+        profile.ran(1, 1, None);
+        profile.ran(2, 0, None);
+        p.start();
+        assert_eq!(claim(&p, 0), Some(vec![0]));
+        let mut out = Released::default();
+        p.finished(0, &mut out, 0, &profile);
+        p.flush(&mut out, 0, &profile);
+        // One is kept by the thread that made it ready, the other queued where it ran.
+        let kept = out.reserved.expect("a successor kept");
+        let queued = 3 - kept;
+        let home = profile.thread(queued);
+        assert_eq!(claim(&p, home), Some(vec![queued]));
+        assert_eq!(p.ready(), 0);
+        // Had the other thread run dry first, it would have stolen it.
+        p.start();
+        claim(&p, 0);
+        let mut out = Released::default();
+        p.finished(0, &mut out, 0, &profile);
+        p.flush(&mut out, 0, &profile);
+        assert_eq!(claim(&p, 1 - home), Some(vec![queued]));
     }
 
     #[test]
@@ -439,20 +555,19 @@ mod tests {
         // Sources 0, 1, 2, 3; 3 heads the chain 3 -> 4 -> 5, one task (task 3).
         let (preds, succs) = lists(&[(3, 4), (4, 5)], 6);
         let mut p = Parallel::new(&preds, &succs, 1);
-        let profile = Profile::new(6);
-        p.start(&profile);
+        p.start();
         // Untimed, ranks are heights: the chain first, then index order; one at a time.
         assert_eq!(drain(&p, 0), [[3], [0], [1], [2]]);
         // Timed: node 1 took 10000 ns, everything else 1 ns. The chain's 3 ns and the other
         // sources' 1 ns are all within an eighth of 10000: they keep topological order, and
         // the tiny ones go in one run.
-        p.rerank(&succs, |i| if i == 1 { 10_000 } else { 1 }, |_| 0);
-        p.start(&profile);
+        p.rerank(|i| if i == 1 { 10_000 } else { 1 }, |_| 0);
+        p.start();
         assert_eq!(drain(&p, 0), [vec![1], vec![0, 2, 3]]);
         // Node 1 at 20 ns: the chain's 3 ns is more than an eighth below, 0 and 2 too;
         // all fit in one run, in rank order.
-        p.rerank(&succs, |i| if i == 1 { 20 } else { 1 }, |_| 0);
-        p.start(&profile);
+        p.rerank(|i| if i == 1 { 20 } else { 1 }, |_| 0);
+        p.start();
         assert_eq!(drain(&p, 0), [[1, 3, 0, 2]]);
     }
 
@@ -462,7 +577,7 @@ mod tests {
         let (preds, succs) = lists(&[(0, 1), (0, 2), (2, 3)], 4);
         let p = Parallel::new(&preds, &succs, 1);
         let profile = Profile::new(4);
-        p.start(&profile);
+        p.start();
         assert_eq!(claim(&p, 0), Some(vec![0]));
         let mut out = Released::default();
         p.finished(0, &mut out, 0, &profile);
@@ -479,8 +594,8 @@ mod tests {
         let (preds, succs) = lists(&edges, 9);
         let mut p = Parallel::new(&preds, &succs, 1);
         let profile = Profile::new(9);
-        p.rerank(&succs, |_| RUN_NANOS / 4, |_| 0);
-        p.start(&profile);
+        p.rerank(|_| RUN_NANOS / 4, |_| 0);
+        p.start();
         // Four sources fill a run.
         let first = claim(&p, 0).unwrap();
         assert_eq!(first, [0, 1, 2, 3]);
@@ -506,18 +621,16 @@ mod tests {
         let (preds, succs) = lists(&[(0, 3), (1, 3), (2, 3), (3, 4)], 5);
         let mut p = Parallel::new(&preds, &succs, 2);
         let profile = Profile::new(5);
-        p.rerank(
-            &succs,
-            |_| 1,
-            |i| if i == 3 { split::SPLIT_NANOS } else { 0 },
-        );
-        p.start(&profile);
+        p.rerank(|_| 1, |i| if i == 3 { split::SPLIT_NANOS } else { 0 });
+        p.start();
         let mix = 3;
         assert_eq!(p.tasks.nodes(mix), [3, 4]);
         // Three sources and two parts to do.
         assert_eq!(p.to_do.load(Ordering::Relaxed), 4 + 2);
-        let sources = claim(&p, 1).unwrap();
-        assert_eq!(sources, [0, 1, 2]);
+        // Thread 1 runs its share, then steals thread 0's.
+        let mut sources = claim(&p, 1).unwrap();
+        sources.extend(claim(&p, 1).unwrap());
+        assert_eq!(sources, [1, 2, 0]);
         // Thread 1 finishes the inputs: it keeps part 1 and queues part 0 on thread 0.
         let mut out = Released::default();
         for &t in &sources {
@@ -540,11 +653,11 @@ mod tests {
         // Measured short again (parts' times recorded): the sum is not split next block.
         p.splits.timed(0, 100);
         p.splits.timed(1, 100);
-        p.rerank(&succs, |_| 1, |_| 0);
-        p.start(&profile);
+        p.rerank(|_| 1, |_| 0);
+        p.start();
         assert_eq!(p.to_do.load(Ordering::Relaxed), 4);
         let mut out = Released::default();
-        for t in claim(&p, 0).unwrap() {
+        for t in drain(&p, 0).concat() {
             p.finished(t, &mut out, 0, &profile);
         }
         p.flush(&mut out, 0, &profile);

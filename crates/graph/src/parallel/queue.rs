@@ -6,12 +6,18 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 #[cfg(not(loom))]
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Tasks made ready during one block, in the order they became ready. Each task is pushed
-/// at most once per block, so `n` slots never wrap; `reset` starts the next block.
+/// Tasks ready in one block: first the queue's share of the graph's sources, ready from the
+/// start of every block, then the tasks made ready during it, in the order they became
+/// ready. Each task is in the queue at most once per block, so `n` slots never wrap;
+/// `reset` starts the next block.
 pub(crate) struct ReadyQueue {
     slots: Box<[AtomicUsize]>,
     head: AtomicUsize,
     tail: AtomicUsize,
+    /// Slots `..sources` hold the sources ([`set_sources`](ReadyQueue::set_sources)): they
+    /// stay written from block to block, so that a block starts without a push per source
+    /// (a thousand sources cost the audio thread a thousand shared writes every block).
+    sources: usize,
 }
 
 /// Slots `from..to` of one queue, claimed by one thread: the tasks in them are its own.
@@ -27,16 +33,35 @@ impl ReadyQueue {
             slots: (0..n).map(|_| AtomicUsize::new(0)).collect(),
             head: AtomicUsize::new(0),
             tail: AtomicUsize::new(0),
+            sources: 0,
         }
     }
 
+    /// Makes `tasks` the sources every block starts with, in this order. Between blocks
+    /// only (`&mut`): nothing claims meanwhile, and the pool's opening of the next block
+    /// publishes the slots.
+    pub(crate) fn set_sources(&mut self, tasks: impl Iterator<Item = usize>) {
+        let mut k = 0;
+        for t in tasks {
+            self.slots[k].store(t + 1, Ordering::Relaxed);
+            k += 1;
+        }
+        let used = self.tail.load(Ordering::Relaxed).min(self.slots.len());
+        for s in &self.slots[k..used.max(self.sources).max(k)] {
+            s.store(0, Ordering::Relaxed);
+        }
+        self.sources = k;
+        self.reset();
+    }
+
+    /// Empties the queue but for its sources, which are ready again.
     pub(crate) fn reset(&self) {
         let used = self.tail.load(Ordering::Relaxed).min(self.slots.len());
-        for s in &self.slots[..used] {
+        for s in &self.slots[self.sources.min(used)..used] {
             s.store(0, Ordering::Relaxed);
         }
         self.head.store(0, Ordering::Relaxed);
-        self.tail.store(0, Ordering::Relaxed);
+        self.tail.store(self.sources, Ordering::Relaxed);
     }
 
     pub(crate) fn push(&self, task: usize) {

@@ -11,6 +11,13 @@ pub(crate) const CLOSED: usize = usize::MAX;
 /// Yields between spinning and parking, when a worker waits for the next callback.
 const YIELDS: u32 = 4;
 
+/// The shortest wait for a predicted callback a worker spends at normal priority. Leaving
+/// and taking back real-time priority is two system calls of a few microseconds; a wait
+/// shorter than this (callbacks back to back, as an offline render's are: its period is the
+/// time a block takes) gives the other threads no time worth them, and would put the second
+/// call at the start of every block.
+const SHORTEST_DEMOTED_WAIT: u64 = 50_000;
+
 /// Polls a thread makes, inside a callback, for more items before leaving the work.
 const IDLE_SPINS: u32 = 512;
 
@@ -235,8 +242,10 @@ impl Waiter {
             // when the other clients of the same audio graph (JACK's, say, at lower real-time
             // priorities) are running, and a real-time thread spinning on their core would
             // starve them. The worker takes its priority back when the callback comes (a
-            // system call of the worker's, not the audio thread's).
-            let _normal = world.demote();
+            // system call of the worker's, not the audio thread's). Not for a wait too short
+            // to give anything away (`SHORTEST_DEMOTED_WAIT`).
+            let _normal =
+                (next.saturating_sub(world.now()) >= SHORTEST_DEMOTED_WAIT).then(|| world.demote());
             // A late callback (a timer that fired late, a busy host) still finds the worker
             // awake if it comes within a quarter period; that spinning only happens when the
             // callback is late, and a stream that stopped costs it once.
@@ -395,6 +404,8 @@ mod tests {
         spun: Vec<u64>,
         /// From a callback that finds the worker parked to the worker running again.
         wake_latency: u64,
+        /// Per callback: whether the worker waited for it at normal priority.
+        demoted: Vec<bool>,
     }
 
     impl Fake {
@@ -405,6 +416,7 @@ mod tests {
                 woken: vec![false; stamps.len()],
                 spun: vec![0; stamps.len()],
                 wake_latency: WAKE_LATENCY,
+                demoted: vec![false; stamps.len()],
             }
         }
 
@@ -458,7 +470,10 @@ mod tests {
         fn yield_now(&mut self) {
             self.now += YIELD;
         }
-        fn demote(&mut self) {}
+        fn demote(&mut self) {
+            let next = self.current() as usize;
+            self.demoted[next] = true;
+        }
     }
 
     /// What one worker with `lead` did with callbacks stamped at `stamps`.
@@ -503,6 +518,18 @@ mod tests {
                 "callback {k}: spun {spun} ns"
             );
         }
+    }
+
+    #[test]
+    fn a_worker_waits_at_normal_priority_only_when_the_wait_is_long() {
+        // Callbacks a period apart: each waited for through a lead, demoted.
+        let fake = run(LEAD, &callbacks(60, 0, 0));
+        assert!(fake.demoted[WARM_UP..].iter().all(|&d| d));
+        // Back to back, as an offline render's: the next is due as the work ends, and the
+        // worker keeps its priority instead of two system calls per block.
+        let stamps: Vec<u64> = (1..=60).map(|k| k * (WORK + 20_000)).collect();
+        let fake = run(LEAD, &stamps);
+        assert_eq!(fake.demoted.iter().filter(|&&d| d).count(), 0);
     }
 
     #[test]
