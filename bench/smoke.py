@@ -109,7 +109,7 @@ EXPECTED = {
 EXPECTED["edit"] = (
     cases(each(["audible_10", "audible_1000"], ["", "_p99"])
           + each("apply_1000_", ["compile", "take_over", "take_over_p99", "edit_block", "plain_block", "cost",
-                                 "cost_p99", "cost_share", "profiled_block", "cost_vs_profiled"]),
+                                 "cost_p99", "cost_share"]),
           ["downbeat"])
     + cases(each(["compile_", "edit_block_", "plain_block_", "apply_"], ["10", "1000"])
             + ["apply_10_p99", "apply_1000_p99"], ["downbeat", "firewheel"]))

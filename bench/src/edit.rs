@@ -52,9 +52,6 @@ pub const SIZES: [usize; 2] = [10, 1000];
 const BUDGET_US: f64 = BLOCK as f64 / RATE as f64 * 1e6;
 /// Issue 37's target for applying an edit: 5% of the budget.
 const TARGET_SHARE: f64 = 0.05;
-/// How often a schedule profiles an ordinary block (see `harness`).
-const PROFILED_EVERY: usize = harness::PROFILED_EVERY;
-
 /// The suite's cases.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Case {
@@ -293,24 +290,6 @@ fn apply_rows(report: &mut Report, s: &Samples) {
         &us(&s.plain),
     );
     add_with_p99(report, &format!("apply_{n}_cost"), "downbeat", &cost);
-    add_spread(
-        report,
-        &format!("apply_{n}_profiled_block"),
-        "downbeat",
-        &us(&s.profiled),
-    );
-    let beyond: Vec<f64> = s
-        .edit
-        .iter()
-        .zip(&s.profiled)
-        .map(|(e, p)| (e - p) * 1e6)
-        .collect();
-    add_spread(
-        report,
-        &format!("apply_{n}_cost_vs_profiled"),
-        "downbeat",
-        &beyond,
-    );
     let share: Vec<f64> = cost.iter().map(|c| 100.0 * c / BUDGET_US).collect();
     report.add(
         &format!("apply_{n}_cost_share"),
@@ -335,10 +314,7 @@ fn apply_rows(report: &mut Report, s: &Samples) {
         "apply: {n} nodes (sines into a mix), Editor::commit on the control thread, the \
          Schedule driven on the audio thread; cost = the block with take_over less the \
          ordinary block before it. Target < {target:.1} µs (5% of {BUDGET_US:.0} µs): median \
-         {median:.2} µs {} ({:.2}% of the budget), p99 {p99:.2} µs {}. The edit's block is \
-         the new schedule's first, which it always profiles (two clock reads per node, a \
-         re-rank), as it does one ordinary block in {PROFILED_EVERY}: profiled_block is the \
-         next such block, cost_vs_profiled the edit's block less it",
+         {median:.2} µs {} ({:.2}% of the budget), p99 {p99:.2} µs {}",
         verdict(median),
         100.0 * median / BUDGET_US,
         verdict(p99),

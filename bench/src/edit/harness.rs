@@ -14,9 +14,7 @@
 //!    times the block that applies it.
 //!
 //! Both timed blocks thus follow the same spin on a hot core, and their difference is what
-//! applying the edit costs. For [`Kind::Schedule`] the trial goes on to the next block the
-//! new schedule profiles and times it too (see [`PROFILED_EVERY`]). Every block's output is
-//! checked against what the graph plays.
+//! applying the edit costs. Every block's output is checked against what the graph plays.
 //! Systems of one size run in rounds, in alternating order ([`alternating`]), so that none
 //! always runs first or last.
 
@@ -41,10 +39,6 @@ const PAUSE: Duration = Duration::from_millis(1);
 const PATIENCE: Duration = Duration::from_secs(20);
 /// Edits per system and round.
 const PER_ROUND: usize = 20;
-/// A schedule times its nodes (two clock reads each) and re-ranks them in its first block
-/// and in one block in this many after it (`TIME_EVERY` in `downbeat_graph`'s
-/// `profile.rs`, private there): the block that applies an edit is always such a block.
-pub const PROFILED_EVERY: usize = 16;
 
 /// The systems measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,9 +106,6 @@ pub struct Samples {
     pub compile: Vec<f64>,
     /// `take_over` alone, where the system reports it.
     pub apply: Vec<f64>,
-    /// For [`Kind::Schedule`]: the next block after the edit's that the schedule profiles,
-    /// an ordinary one.
-    pub profiled: Vec<f64>,
 }
 
 enum Cmd {
@@ -236,7 +227,6 @@ struct Trial {
     edit: f64,
     compile: f64,
     apply: Option<f64>,
-    profiled: Option<f64>,
 }
 
 struct Running {
@@ -275,24 +265,11 @@ impl Running {
         self.with_dc = add;
         self.check_played(out)?;
         let apply = self.audio.take_apply();
-        let profiled = if self.kind == Kind::Schedule {
-            for _ in 1..PROFILED_EVERY {
-                self.checked(out)?;
-            }
-            let t = Instant::now();
-            self.audio.block(out);
-            let profiled = t.elapsed().as_secs_f64();
-            self.check_played(out)?;
-            Some(profiled)
-        } else {
-            None
-        };
         Ok(Trial {
             plain,
             edit,
             compile,
             apply,
-            profiled,
         })
     }
 
@@ -395,7 +372,6 @@ fn drive(link: &Link, plan: &[(usize, Vec<Kind>)], edits: usize) -> Result<Vec<S
                 cost: Vec::with_capacity(edits),
                 compile: Vec::with_capacity(edits),
                 apply: Vec::new(),
-                profiled: Vec::new(),
             })
             .collect();
         let order: Vec<usize> = (0..running.len()).collect();
@@ -412,7 +388,6 @@ fn drive(link: &Link, plan: &[(usize, Vec<Kind>)], edits: usize) -> Result<Vec<S
                     s.cost.push(t.edit - t.plain);
                     s.compile.push(t.compile);
                     s.apply.extend(t.apply);
-                    s.profiled.extend(t.profiled);
                 }
             }
             done += now;

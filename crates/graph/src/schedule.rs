@@ -675,7 +675,7 @@ impl Schedule {
     /// If `frames` is 0 or exceeds the `max_block` the schedule was compiled for.
     pub fn process(&mut self, frames: usize) {
         let _flush = self.flush.then(FlushDenormals::new);
-        let ctx = self.begin(frames);
+        let ctx = self.begin(frames, false);
         for i in 0..self.slots.len() {
             // SAFETY: `&mut self` excludes every other access, and slots run in
             // topological order, so predecessors are complete (and the groups of a node's
@@ -710,7 +710,7 @@ impl Schedule {
     /// If `frames` is 0 or exceeds the `max_block` the schedule was compiled for.
     pub fn process_parallel(&mut self, frames: usize, pool: &Pool) {
         let _flush = FlushDenormals::new();
-        let ctx = self.begin(frames);
+        let ctx = self.begin(frames, true);
         // Where the split sums write: taken here, with the slots held exclusively, and
         // published to the pool's threads by its opening of the block.
         for (c, i) in self.parallel.split_nodes() {
@@ -726,7 +726,9 @@ impl Schedule {
         self.end(frames);
     }
 
-    fn begin(&mut self, frames: usize) -> ProcessContext {
+    /// Opens a block; `rank`: the parallel processor's, which times one block in 16 to rank
+    /// its nodes.
+    fn begin(&mut self, frames: usize, rank: bool) -> ProcessContext {
         assert!(
             self.keep.is_empty(),
             "this schedule keeps nodes of schedule {:?}: it must take over from it before it processes",
@@ -741,7 +743,7 @@ impl Schedule {
         let musical = self.transport.position();
         self.events
             .distribute(self.position, self.position + frames as u64, &self.keys);
-        self.timed = self.profile.begin();
+        self.timed = self.profile.begin(rank);
         ProcessContext {
             sample_rate: self.cfg.sample_rate,
             frames,
@@ -953,12 +955,14 @@ impl Schedule {
         };
         let (lo, hi) = self.events.ranges[i];
         let events = &self.events.block[lo as usize..hi as usize];
-        let whole = node.takes_param_offsets();
         if events.is_empty() && *moving == 0 {
             let input = AudioRef::new(input_data, *in_ch, stride, frames);
             let output = AudioMut::new(out_buf, *out_ch, stride, frames);
             node.process(ctx, input, output);
         } else {
+            // Asked only here: a call through the node's vtable costs a tiny node's block a
+            // few percent, and most blocks have no event.
+            let whole = node.takes_param_offsets();
             let mut sub = SubBlocks {
                 node: node.as_mut(),
                 params,
@@ -1163,7 +1167,7 @@ impl Schedule {
     /// # Panics
     /// If `frames` is 0 or exceeds the `max_block` the schedule was compiled for.
     pub fn with_runner<R>(&mut self, frames: usize, f: impl FnOnce(&NodeRunner<'_>) -> R) -> R {
-        let ctx = self.begin(frames);
+        let ctx = self.begin(frames, false);
         let r = f(&NodeRunner {
             schedule: self,
             ctx,
@@ -1173,7 +1177,7 @@ impl Schedule {
     }
 
     /// Starts or stops timing every block (two clock reads per node; without profiling,
-    /// one block in 16 is timed, for [`process_parallel`](Schedule::process_parallel)'s
+    /// one block in 16 of [`process_parallel`](Schedule::process_parallel)'s is timed, for its
     /// ranking).
     pub fn set_profiling(&self, on: bool) {
         self.profile.set_on(on);
