@@ -613,7 +613,8 @@ impl Schedule {
             cfg.max_block,
         );
         let (task_preds, task_succs) = groups.with_groups(&preds, &succs);
-        let parallel = Parallel::new(&task_preds, &task_succs, available_cores());
+        let mut parallel = Parallel::new(&task_preds, &task_succs, available_cores());
+        parallel.set_stateless_from(n);
         let monitors = slots.iter().map(|s| s.node.monitor()).collect();
         let keys = slots
             .iter()

@@ -55,6 +55,15 @@ const RANK_BUCKETS: u64 = 8;
 /// little (a block of 64 frames of `fanin` takes about 60 µs).
 pub(crate) const RUN_NANOS: u64 = 2_000;
 
+/// The most measured time a thread claims at once in tasks of less than [`RUN_NANOS`]
+/// each, while they are no more than half of a queue's ready tasks (see
+/// [`ReadyQueue::claim`]): 1.2% of a 64-frame block's 1333 µs, the most the last run of a
+/// block can leave another thread waiting.
+pub(crate) const RUN_CAP_NANOS: u64 = 16_000;
+
+/// The most shares the sources are cut into: threads beyond take no share (they steal).
+const MAX_SHARES: usize = 64;
+
 /// The cost of a task with a node not timed yet: more than any run holds, so that until
 /// the first timed block every task goes alone, as nodes did before runs.
 const UNTIMED: u64 = u64::MAX / 4;
@@ -67,6 +76,8 @@ pub(crate) struct Parallel {
     /// Per chain task: finished tasks it still waits for in this block (for a node whose
     /// sum is split: its inputs, then its sum's parts).
     remaining: Box<[AtomicUsize]>,
+    /// The tasks that wait for others: the only counters a block resets.
+    joins: Box<[usize]>,
     /// Tasks not yet finished in this block. On a cache line of its own: every run
     /// decrements it, and every idle thread polls it, so sharing its line with the fields
     /// read per task would bounce that line.
@@ -84,8 +95,14 @@ pub(crate) struct Parallel {
     cost: Box<[u64]>,
     /// Tasks without predecessors, highest rank first.
     sources: Box<[usize]>,
+    /// The same in task order, and each one's rank bucket (scratch for `rerank`).
+    by_task: Box<[usize]>,
+    bucket: Box<[u8]>,
     /// The threads the sources are shared among (at most the queues).
     threads: usize,
+    /// Nodes numbered from here on (the groups of wide sums) have no state of their own:
+    /// made ready, they are queued on the thread that made them ready.
+    stateless_from: usize,
 }
 
 /// One claim of work: a run of queued tasks, or a task reserved for the thread that made
@@ -133,7 +150,11 @@ impl Parallel {
             order: topological(preds, succs),
             cost: vec![UNTIMED; all].into_boxed_slice(),
             sources: (0..t).filter(|&k| tasks.waits(k) == 0).collect(),
-            threads: threads.max(1),
+            by_task: (0..t).filter(|&k| tasks.waits(k) == 0).collect(),
+            bucket: (0..t).filter(|&k| tasks.waits(k) == 0).map(|_| 0).collect(),
+            joins: (0..t).filter(|&k| tasks.waits(k) > 0).collect(),
+            threads: threads.clamp(1, MAX_SHARES),
+            stateless_from: preds.len(),
             tasks,
             splits,
         };
@@ -167,22 +188,44 @@ impl Parallel {
         let (rank, tasks) = (&self.rank, &self.tasks);
         let task_rank = |t: usize| rank[tasks.head(t)];
         let top = self
-            .sources
+            .by_task
             .iter()
             .map(|&t| task_rank(t))
             .max()
             .unwrap_or(0);
-        let bucket = |t: usize| task_rank(t) * RANK_BUCKETS / (top + 1);
-        self.sources
-            .sort_unstable_by(|&a, &b| bucket(b).cmp(&bucket(a)).then(a.cmp(&b)));
+        // Bucket `b` holds the ranks from `b (top + 1) / RANK_BUCKETS` up: compared against
+        // the bounds rather than divided, and placed bucket by bucket rather than sorted,
+        // since a thousand sources are ranked in the audio thread's block.
+        let bound =
+            |b: u64| (u128::from(b) * u128::from(top + 1)).div_ceil(u128::from(RANK_BUCKETS));
+        let bounds: [u128; RANK_BUCKETS as usize] = std::array::from_fn(|b| bound(b as u64));
+        for (k, &t) in self.by_task.iter().enumerate() {
+            let r = u128::from(task_rank(t));
+            self.bucket[k] = bounds[1..].iter().filter(|&&low| r >= low).count() as u8;
+        }
+        let mut next = 0;
+        for b in (0..RANK_BUCKETS as u8).rev() {
+            for (k, &t) in self.by_task.iter().enumerate() {
+                if self.bucket[k] == b {
+                    self.sources[next] = t;
+                    next += 1;
+                }
+            }
+        }
         self.share_sources();
+    }
+
+    /// Marks the nodes numbered `from` on as having no state of their own (see
+    /// `stateless_from`).
+    pub(crate) fn set_stateless_from(&mut self, from: usize) {
+        self.stateless_from = from;
     }
 
     /// Shares the sources among `threads` threads (at most one per queue) from the next
     /// block on: a pool with fewer threads than the machine has cores would otherwise leave
     /// shares that only stealing reaches.
     pub(crate) fn set_threads(&mut self, threads: usize) {
-        let threads = threads.clamp(1, self.queues.len());
+        let threads = threads.clamp(1, self.queues.len().min(MAX_SHARES));
         if threads != self.threads {
             self.threads = threads;
             self.share_sources();
@@ -197,19 +240,29 @@ impl Parallel {
         let timed = self.sources.iter().all(|&t| cost[t] != UNTIMED);
         let weight = |t: usize| if timed { cost[t].max(1) } else { 1 };
         let total: u64 = self.sources.iter().map(|&t| weight(t)).sum();
-        let shares = self.threads as u64;
-        let share_of = |before: u64, t: usize| {
-            let middle = u128::from(before) * 2 + u128::from(weight(t));
-            (middle * u128::from(shares) / (u128::from(total.max(1)) * 2)) as usize
-        };
+        let shares = self.threads as f64;
+        // Share `q` starts at the first source whose middle lies past `q / shares` of the
+        // total (a heuristic: floating point is exact enough, and never divides per source).
+        let len = self.sources.len();
+        let mut starts = [len; MAX_SHARES + 1];
+        let mut before = 0u64;
+        let mut q = 0;
+        for (k, &t) in self.sources.iter().enumerate() {
+            let middle = (before as f64 + weight(t) as f64 / 2.0) / total.max(1) as f64;
+            while q < self.threads && middle * shares >= q as f64 {
+                starts[q] = k;
+                q += 1;
+            }
+            before += weight(t);
+        }
+        starts[self.threads] = len;
         for (q, queue) in self.queues.iter_mut().enumerate() {
-            let mut before = 0u64;
-            let mine = self.sources.iter().filter(|&&t| {
-                let share = share_of(before, t);
-                before += weight(t);
-                share == q
-            });
-            queue.set_sources(mine.copied());
+            let (from, to) = if q < self.threads {
+                (starts[q], starts[q + 1])
+            } else {
+                (len, len)
+            };
+            queue.set_sources(self.sources[from..to].iter().copied());
         }
     }
 
@@ -219,8 +272,9 @@ impl Parallel {
         for q in self.queues.iter() {
             q.reset();
         }
-        for (t, r) in self.remaining.iter().enumerate() {
-            r.store(self.tasks.waits(t), Ordering::Relaxed);
+        // A source's counter is never counted down: it keeps its 0.
+        for &t in self.joins.iter() {
+            self.remaining[t].store(self.tasks.waits(t), Ordering::Relaxed);
         }
         self.to_do
             .store(self.tasks.len() + self.splits.active(), Ordering::Release);
@@ -243,11 +297,14 @@ impl Parallel {
         Some(self.splits.part(k))
     }
 
-    fn push(&self, task: usize, profile: &Profile) {
+    fn push(&self, task: usize, thread: usize, profile: &Profile) {
         // A part goes to its own thread's queue: each thread sums the same frames every
-        // block, and the parts start on all threads at once.
+        // block, and the parts start on all threads at once. A group of a wide sum has no
+        // state of its own, and its inputs were just written by the thread that made it
+        // ready: it stays there.
         let thread = match self.part(task) {
             Some(part) => part.index,
+            None if self.tasks.head(task) >= self.stateless_from => thread,
             None => profile.thread(self.tasks.head(task)),
         };
         self.queues[thread % self.queues.len()].push(task);
@@ -266,7 +323,7 @@ impl Parallel {
     fn finished(&self, task: usize, out: &mut Released, thread: usize, profile: &Profile) {
         if let Some(part) = self.part(task) {
             if self.splits.part_done(part.candidate) {
-                self.offer(self.splits.task(part.candidate), out, profile);
+                self.offer(self.splits.task(part.candidate), out, thread, profile);
             }
             return;
         }
@@ -294,27 +351,29 @@ impl Parallel {
             return;
         }
         let Some(c) = self.splits.split_task(next) else {
-            return self.offer(next, out, profile);
+            return self.offer(next, out, thread, profile);
         };
         self.splits.arm(c);
         let (first, parts) = (self.tasks.len(), self.splits.parts());
         for index in 0..parts {
             let part = self.splits.part_task(first, c, index);
             if index == thread % self.queues.len() {
-                self.offer(part, out, profile);
+                self.offer(part, out, thread, profile);
             } else {
-                self.push(part, profile);
+                self.push(part, thread, profile);
             }
         }
     }
 
     /// Reserves a ready `next` for the calling thread if it ranks above the one reserved so
     /// far (which is then queued), else queues it.
-    fn offer(&self, next: usize, out: &mut Released, profile: &Profile) {
+    fn offer(&self, next: usize, out: &mut Released, thread: usize, profile: &Profile) {
         match out.reserved {
-            Some(r) if self.task_rank(r) >= self.task_rank(next) => self.push(next, profile),
+            Some(r) if self.task_rank(r) >= self.task_rank(next) => {
+                self.push(next, thread, profile)
+            }
             Some(r) => {
-                self.push(r, profile);
+                self.push(r, thread, profile);
                 out.reserved = Some(next);
             }
             None => out.reserved = Some(next),
@@ -328,7 +387,7 @@ impl Parallel {
         (0..n).find_map(|k| {
             let queue = (own + k) % n;
             self.queues[queue]
-                .claim(&self.cost, RUN_NANOS)
+                .claim(&self.cost, RUN_NANOS, RUN_CAP_NANOS)
                 .map(|claim| Run::Queued { queue, claim })
         })
     }

@@ -10,6 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// start of every block, then the tasks made ready during it, in the order they became
 /// ready. Each task is in the queue at most once per block, so `n` slots never wrap;
 /// `reset` starts the next block.
+///
+/// Each queue on cache lines of its own: the threads claim from their own queues at once,
+/// and two queues' heads on one line would move it between the cores on every claim.
+#[repr(align(128))]
 pub(crate) struct ReadyQueue {
     slots: Box<[AtomicUsize]>,
     head: AtomicUsize,
@@ -71,14 +75,20 @@ impl ReadyQueue {
     }
 
     /// Claims the oldest ready tasks: the first, and after it as many as fit with it in
-    /// `budget` nanoseconds by `cost` (each task's measured time). A run of tiny tasks is
-    /// then one hand-over instead of one each; a task costing `budget` or more goes alone.
-    pub(crate) fn claim(&self, cost: &[u64], budget: u64) -> Option<Claim> {
+    /// `budget` nanoseconds by `cost` (each task's measured time), or more tasks that each
+    /// cost less than `budget` while they are no more than half of the ready ones and fit in
+    /// `cap`. A run of tiny tasks is then one hand-over instead of one each, and a long queue
+    /// of them goes in runs that halve as it empties (guided self-scheduling): few
+    /// hand-overs while there is much to do, small ones at the end, where the threads even
+    /// out. A task costing `budget` or more goes alone.
+    pub(crate) fn claim(&self, cost: &[u64], budget: u64, cap: u64) -> Option<Claim> {
         loop {
             let h = self.head.load(Ordering::Acquire);
             let t = self.tail.load(Ordering::Acquire);
+            let half = (t.saturating_sub(h)).div_ceil(2);
             let mut end = h;
             let mut spent = 0u64;
+            let mut tiny = true;
             while end < t {
                 let v = self.slots[end].load(Ordering::Acquire);
                 if v == 0 {
@@ -86,10 +96,14 @@ impl ReadyQueue {
                     // the tasks before it are whole.
                     break;
                 }
-                spent = spent.saturating_add(cost[v - 1]);
-                if end > h && spent > budget {
+                let c = cost[v - 1];
+                let with = spent.saturating_add(c);
+                tiny &= c < budget;
+                let guided = tiny && end - h < half && with <= cap;
+                if end > h && with > budget && !guided {
                     break;
                 }
+                spent = with;
                 end += 1;
             }
             if end == h {
@@ -143,12 +157,40 @@ mod tests {
             q.push(t);
         }
         // 10 + 10 + 10 fit in 35; the fourth would not.
-        assert_eq!(q.claim(&cost, 35), Some(Claim { from: 0, to: 3 }));
+        assert_eq!(q.claim(&cost, 35, 35), Some(Claim { from: 0, to: 3 }));
         // 100 is over budget but first: alone.
-        assert_eq!(q.claim(&cost, 35), Some(Claim { from: 3, to: 4 }));
-        assert_eq!(q.claim(&cost, 35), Some(Claim { from: 4, to: 6 }));
+        assert_eq!(q.claim(&cost, 35, 35), Some(Claim { from: 3, to: 4 }));
+        assert_eq!(q.claim(&cost, 35, 35), Some(Claim { from: 4, to: 6 }));
         assert_eq!((q.task(4), q.task(5)), (4, 5));
-        assert_eq!(q.claim(&cost, 35), None);
+        assert_eq!(q.claim(&cost, 35, 35), None);
+    }
+
+    #[test]
+    fn a_long_queue_of_tiny_tasks_goes_in_runs_that_halve() {
+        let q = ReadyQueue::new(16);
+        for t in 0..16 {
+            q.push(t);
+        }
+        // Each costs 10 of a budget of 25: two fit, but half the queue goes while within
+        // the cap of 1000; then half of what is left, and so on.
+        let runs: Vec<usize> = std::iter::from_fn(|| q.claim(&[10; 16], 25, 1000))
+            .map(|c| c.to - c.from)
+            .collect();
+        assert_eq!(runs, [8, 4, 2, 2]);
+        // The cap holds a run to 30 (three tasks) however long the queue.
+        q.reset();
+        for t in 0..16 {
+            q.push(t);
+        }
+        assert_eq!(q.claim(&[10; 16], 25, 30), Some(Claim { from: 0, to: 3 }));
+        // A task of the budget or more is never taken into a longer run, nor one into its.
+        q.reset();
+        for t in 0..8 {
+            q.push(t);
+        }
+        let cost = [10, 10, 30, 10, 30, 10, 10, 10];
+        assert_eq!(q.claim(&cost, 25, 1000), Some(Claim { from: 0, to: 2 }));
+        assert_eq!(q.claim(&cost, 25, 1000), Some(Claim { from: 2, to: 3 }));
     }
 
     #[test]
@@ -157,8 +199,8 @@ mod tests {
         q.push(0);
         // A pusher that took slot 1 but has not written it yet.
         q.tail.fetch_add(1, Ordering::Relaxed);
-        assert_eq!(q.claim(&[1; 4], 1000), Some(Claim { from: 0, to: 1 }));
-        assert_eq!(q.claim(&[1; 4], 1000), None);
+        assert_eq!(q.claim(&[1; 4], 1000, 1000), Some(Claim { from: 0, to: 1 }));
+        assert_eq!(q.claim(&[1; 4], 1000, 1000), None);
     }
 }
 
@@ -201,7 +243,7 @@ mod loom_model {
         /// Claims runs until none is ready, and returns each task with the data it read.
         fn drain(&self, budget: u64, into: &mut Vec<(usize, usize)>) {
             let cost = vec![1u64; self.data.len()];
-            while let Some(Claim { from, to }) = self.queue.claim(&cost, budget) {
+            while let Some(Claim { from, to }) = self.queue.claim(&cost, budget, budget) {
                 for k in from..to {
                     let task = self.queue.task(k);
                     // SAFETY: see `Sync`: the claim makes this thread the task's reader.
