@@ -844,7 +844,7 @@ fn small_case(common: &Common, report: &mut Report, notes: &mut Vec<String>) {
                 let mut s = small::schedule(shape);
                 let (runner, why) = Runner::new(kind, s.len(), false);
                 notes.extend(why);
-                // Enough blocks for the nodes to be timed (one block in 16) and warm.
+                // Enough blocks for the nodes to be timed (one per 2048 frames) and warm.
                 for _ in 0..64 {
                     runner.block(&mut s, small::BLOCK);
                 }

@@ -5,12 +5,13 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// Blocks between two that are timed when profiling is off: the parallel processor ranks
-/// nodes by their measured times, and timing one block in this many keeps the two clock
-/// reads per node off the others. The serial processor ranks nothing and times no block
-/// unless profiling: the clock reads of one block in 16 cost a chain of a thousand gains
-/// 12% of its time.
-pub(crate) const TIME_EVERY: u64 = 16;
+/// Frames between two blocks that are timed when profiling is off: the parallel processor
+/// ranks nodes by their measured times, and timing one block per this many frames (every
+/// 32nd block of 64 frames, every 2nd of 1024; about 43 ms at 48 kHz) keeps the two clock
+/// reads per node, whose cost does not grow with the block, a small part of the work, which
+/// does. The serial processor ranks nothing and times no block unless profiling: the clock
+/// reads of one block in 16 cost a chain of a thousand gains 12% of its time.
+pub(crate) const TIME_EVERY_FRAMES: u64 = 2048;
 
 /// One node in the last timed block; see [`Schedule::node_sample`](crate::Schedule::node_sample).
 ///
@@ -60,10 +61,12 @@ fn now() -> Option<Instant> {
 
 pub(crate) struct Profile {
     on: AtomicBool,
-    /// Whether the current block is timed: profiling, or one block in [`TIME_EVERY`].
+    /// Whether the current block is timed: profiling, or one block per
+    /// [`TIME_EVERY_FRAMES`].
     timing: bool,
     began: Option<Instant>,
-    blocks: u64,
+    /// Frames since the last timed block (the first block is timed).
+    since: u64,
     start: Box<[AtomicU64]>,
     time: Box<[AtomicU64]>,
     thread: Box<[AtomicUsize]>,
@@ -79,7 +82,7 @@ impl Profile {
             on: AtomicBool::new(false),
             timing: false,
             began: None,
-            blocks: 0,
+            since: TIME_EVERY_FRAMES,
             start: zeros(),
             time: zeros(),
             thread: (0..n).map(|_| AtomicUsize::new(0)).collect(),
@@ -92,11 +95,15 @@ impl Profile {
         self.on.store(on, Ordering::Relaxed);
     }
 
-    /// Starts a block; returns whether it is timed: always while profiling, else one block
-    /// in [`TIME_EVERY`] of those that `rank` (the parallel processor's).
-    pub(crate) fn begin(&mut self, rank: bool) -> bool {
-        self.timing = self.on.load(Ordering::Relaxed) || (rank && self.blocks % TIME_EVERY == 0);
-        self.blocks += 1;
+    /// Starts a block of `frames`; returns whether it is timed: always while profiling,
+    /// else, if the block is one that ranks (the parallel processor's), once
+    /// [`TIME_EVERY_FRAMES`] have gone by since the last timed block.
+    pub(crate) fn begin(&mut self, rank: bool, frames: usize) -> bool {
+        self.timing = self.on.load(Ordering::Relaxed) || (rank && self.since >= TIME_EVERY_FRAMES);
+        if self.timing {
+            self.since = 0;
+        }
+        self.since = self.since.saturating_add(frames as u64);
         self.began = self.timing.then(now).flatten();
         self.timing
     }

@@ -727,8 +727,8 @@ impl Schedule {
         self.end(frames);
     }
 
-    /// Opens a block; `rank`: the parallel processor's, which times one block in 16 to rank
-    /// its nodes.
+    /// Opens a block; `rank`: the parallel processor's, which times one block per 2048
+    /// frames to rank its nodes.
     fn begin(&mut self, frames: usize, rank: bool) -> ProcessContext {
         assert!(
             self.keep.is_empty(),
@@ -744,7 +744,7 @@ impl Schedule {
         let musical = self.transport.position();
         self.events
             .distribute(self.position, self.position + frames as u64, &self.keys);
-        self.timed = self.profile.begin(rank);
+        self.timed = self.profile.begin(rank, frames);
         ProcessContext {
             sample_rate: self.cfg.sample_rate,
             frames,
@@ -1178,7 +1178,8 @@ impl Schedule {
     }
 
     /// Starts or stops timing every block (two clock reads per node; without profiling,
-    /// one block in 16 of [`process_parallel`](Schedule::process_parallel)'s is timed, for its
+    /// one block of [`process_parallel`](Schedule::process_parallel)'s per 2048 frames is timed,
+    /// for its
     /// ranking).
     pub fn set_profiling(&self, on: bool) {
         self.profile.set_on(on);
@@ -1198,7 +1199,7 @@ impl Schedule {
 
     /// How many nodes have their input sum split across the pool's threads by
     /// [`process_parallel`](Schedule::process_parallel) in the coming blocks: those whose
-    /// sum took 2 µs or more when last measured (one block in 16 is), on a machine with more
+    /// sum took 2 µs or more when last measured (one block per 2048 frames is), on a machine with more
     /// than one core.
     ///
     /// ```

@@ -190,7 +190,7 @@ fn random_dag(sources: usize, n: usize, seed: u64) -> Schedule {
     g.compile(CFG).unwrap()
 }
 
-/// A stress run of the ready queues, stealing and the ranks re-taken every 16 blocks: a
+/// A stress run of the ready queues, stealing and the ranks re-taken every 2048 frames: a
 /// node run before one of its inputs (or twice, or never) changes the output.
 #[test]
 fn a_thousand_blocks_of_a_random_dag_on_three_workers_match_serial() {
@@ -339,7 +339,7 @@ fn render_mono(s: &mut Schedule, pool: Option<&Pool>, blocks: usize) -> Vec<f32>
 }
 
 /// Many tiny nodes, given out in runs and fused chains once their times are measured (one
-/// block in 16): the same bits as serial, every node once per block, never before an input.
+/// block per 2048 frames): the same bits as serial, every node once per block, never before an input.
 #[test]
 fn tiny_nodes_in_runs_match_serial_and_each_runs_once_per_block_after_its_inputs() {
     let pool = Pool::new(PoolConfig {
@@ -386,7 +386,8 @@ fn tiny_nodes_in_runs_on_the_pool_are_real_time_safe() {
         ..PoolConfig::default()
     });
     let (mut s, ledger) = tiny_graph();
-    // Time the nodes first (block 0 and one in 16), so that the guarded blocks run in runs.
+    // Time the nodes first (block 0 and one per 2048 frames), so that the guarded blocks run
+    // in runs.
     render_mono(&mut s, Some(&pool), 40);
     let wakes_before = pool.wakes();
     let blocks = 200;

@@ -88,12 +88,13 @@ fn pool(workers: usize) -> Pool {
 }
 
 /// Blocks of many sizes, some shorter than a part's cache line of frames (a part then sums
-/// nothing), with the split decided again every 16 blocks (from a long one).
+/// nothing), with the split decided again every 2048 frames, the last time from long
+/// blocks.
 #[test]
 fn split_sums_are_bit_identical_to_serial_at_every_block_size() {
     let blocks: Vec<usize> = (0..120)
         .map(|i| {
-            if i % 16 == 0 {
+            if i % 16 == 0 || i >= 112 {
                 1024
             } else {
                 [1024, 64, 1, 100, 17, 33][i % 6]

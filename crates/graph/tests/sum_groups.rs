@@ -123,7 +123,7 @@ fn pool(workers: usize) -> Pool {
 }
 
 /// The pool's threads add up the groups as tasks of their own and share the sources in
-/// measured shares that move every 16 blocks; a caller's scheduler gets them added up
+/// measured shares that move every 2048 frames; a caller's scheduler gets them added up
 /// before the node. Every one gives the serial bits.
 #[test]
 fn groups_give_the_serial_bits_on_the_pool_and_through_a_runner() {
