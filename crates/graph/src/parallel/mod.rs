@@ -583,21 +583,23 @@ mod tests {
 
     #[test]
     fn a_ready_node_waits_on_the_thread_that_ran_it_last_until_another_runs_dry() {
-        // Source 0 feeds 1 and 2, which last ran on threads 1 and 0.
+        // Source 0 feeds 1 and 2, which last ran on thread 1.
         let (preds, succs) = lists(&[(0, 1), (0, 2)], 3);
         let p = Parallel::new(&preds, &succs, 2);
         let profile = Profile::new(3);
         profile.ran(1, 1, None);
-        profile.ran(2, 0, None);
+        profile.ran(2, 1, None);
         p.start();
         assert_eq!(claim(&p, 0), Some(vec![0]));
         let mut out = Released::default();
         p.finished(0, &mut out, 0, &profile);
         p.flush(&mut out, 0, &profile);
-        // One is kept by the thread that made it ready, the other queued where it ran.
+        // One is kept by the thread that made it ready (0), the other queued where it ran.
         let kept = out.reserved.expect("a successor kept");
         let queued = 3 - kept;
         let home = profile.thread(queued);
+        assert_eq!(home, 1);
+        assert_eq!((p.queues[0].len(), p.queues[1].len()), (0, 1));
         assert_eq!(claim(&p, home), Some(vec![queued]));
         assert_eq!(p.ready(), 0);
         // Had the other thread run dry first, it would have stolen it.
