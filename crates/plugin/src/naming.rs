@@ -26,6 +26,32 @@ pub fn param_name(name: &str) -> String {
     out
 }
 
+/// A parameter's key as [`param_name`] makes it, unless that is empty or `taken` (by a
+/// parameter or meter of the same plugin listed before it): then `param_<id>` or
+/// `<key>_<id>`, the plugin's own id keeping it unique and stable.
+///
+/// ```
+/// use downbeat_plugin::naming::unique_param_name;
+/// let taken = |n: &str| n == "gain";
+/// assert_eq!(unique_param_name("Mix", 3, taken), "mix");
+/// assert_eq!(unique_param_name("Gain", 7, taken), "gain_7");
+/// assert_eq!(unique_param_name("", 9, taken), "param_9");
+/// ```
+pub fn unique_param_name(
+    name: &str,
+    id: impl std::fmt::Display,
+    taken: impl Fn(&str) -> bool,
+) -> String {
+    let key = param_name(name);
+    if key.is_empty() {
+        format!("param_{id}")
+    } else if taken(&key) {
+        format!("{key}_{id}")
+    } else {
+        key
+    }
+}
+
 /// The graph names of a plugin's audio ports (or buses) of one direction, given their names in
 /// port order and the index of the main port: the main port is `main`; every other is its
 /// name made a project-file key as [`param_name`] makes parameter names (lower case,

@@ -33,7 +33,7 @@ use super::log_drain;
 use super::main_thread::{self, Entry, Instances};
 use super::thread::AudioScope;
 use crate::crash::{self, Label, Phase};
-use crate::naming::{param_name, port_names};
+use crate::naming::{port_names, unique_param_name};
 
 /// The file-name extension of a saved CLAP state (`downbeat run --save-state`): the bytes
 /// are the plugin's own state stream, as its `clap.state` `save` wrote them.
@@ -364,16 +364,12 @@ fn read_params(instance: &mut PluginInstance<Host>) -> ParamList {
             };
             // A read-only parameter is the plugin's to set (a meter): a host may not.
             let meter = p.flags.contains(ParamInfoFlags::IS_READONLY);
-            let mut name = param_name(&text(p.name));
-            let taken = |name: &str| {
+            let name = unique_param_name(&text(p.name), p.id, |name| {
                 specs
                     .iter()
                     .chain(&meter_specs)
                     .any(|s: &ParamSpec| s.name == name)
-            };
-            if name.is_empty() || taken(&name) {
-                name = format!("{}_{}", if name.is_empty() { "param" } else { &name }, p.id);
-            }
+            });
             let current = ext.get_value(&handle, p.id).unwrap_or(p.default_value);
             let doc = format!(
                 "CLAP parameter {} \"{}\" ({} to {})",

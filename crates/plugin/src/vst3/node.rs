@@ -29,7 +29,7 @@ use super::error::Vst3Error;
 use super::module::{main_calls, Module};
 use super::restart::{Restarter, Turn};
 use crate::crash::{self, Label, Phase};
-use crate::naming::{param_name, port_names};
+use crate::naming::{port_names, unique_param_name};
 
 /// The file-name extension of a saved VST3 state (`downbeat run --save-state`): behind the
 /// magic `DBVST3S1`, the class's 16-byte id, then the component's state stream and the
@@ -201,9 +201,8 @@ impl Pending {
 /// Every bus is activated; one no edge reaches hears silence. Its read-only parameters (the
 /// plugin's meters) are its [outputs](Node::outputs), following what the plugin reports in
 /// its output parameter changes. Its parameters are the controller's others (not hidden or
-/// a program change), by title
-/// ([`param_name`]), in plain units with the plugin's ranges and defaults, all live: each
-/// change reaches the plugin in `IParameterChanges` at its sample offset, as a normalized
+/// a program change), by title ([`param_name`](crate::naming::param_name)), in plain units
+/// with the plugin's ranges and defaults, all live: each change reaches the plugin in `IParameterChanges` at its sample offset, as a normalized
 /// value (through the plugin's own mapping, sampled when the node is built: a straight line,
 /// an exponential curve and a stepped parameter are inverted by their formulas, to rounding,
 /// any other by interpolation). An instrument (a plugin with an event input bus) gets notes
@@ -566,17 +565,12 @@ impl Vst3Node {
                     let meter = p.flags & ParameterFlags_::kIsReadOnly != 0;
                     let title = wide(&p.title);
                     let units = wide(&p.units);
-                    let mut name = param_name(&title);
-                    let taken = |n: &str| {
+                    let name = unique_param_name(&title, p.id, |n| {
                         specs
                             .iter()
                             .chain(&out_specs)
                             .any(|s: &ParamSpec| s.name == n)
-                    };
-                    if name.is_empty() || taken(&name) {
-                        name =
-                            format!("{}_{}", if name.is_empty() { "param" } else { &name }, p.id);
-                    }
+                    });
                     let plain = |n: f64| c.normalizedParamToPlain(p.id, n);
                     let curve: Vec<f64> = (0..CURVE_POINTS)
                         .map(|k| plain(k as f64 / (CURVE_POINTS - 1) as f64))
