@@ -1063,7 +1063,7 @@ impl Schedule {
             unsafe {
                 add_up(
                     preds.len(),
-                    |k| &(*self.slots[preds[k]].get()).out_buf,
+                    |k| self.output_of(preds[k]),
                     in_ch,
                     stride,
                     dst,
@@ -1087,6 +1087,16 @@ impl Schedule {
         }
     }
 
+    /// The output buffer of node `p`, an input of the node or group being summed.
+    ///
+    /// # Safety
+    /// Node `p` must be complete for this block with its writes visible to this thread, and
+    /// no thread may write its slot while the borrow lives.
+    unsafe fn output_of(&self, p: usize) -> &[f32] {
+        // SAFETY: nobody writes the slot meanwhile, the caller's promise.
+        unsafe { &(*self.slots[p].get()).out_buf }
+    }
+
     /// Adds up group `g` of a wide input sum into its partial sum, over the whole block.
     ///
     /// # Safety
@@ -1107,7 +1117,7 @@ impl Schedule {
         unsafe {
             add_up(
                 preds.len(),
-                |k| &(*self.slots[preds[k]].get()).out_buf,
+                |k| self.output_of(preds[k]),
                 in_ch,
                 self.cfg.max_block,
                 dst.as_mut_ptr(),
@@ -1144,7 +1154,7 @@ impl Schedule {
                 }
                 let src_at = (from + c - to) * stride + frames.start;
                 // SAFETY: predecessors are complete and nobody writes them during this block.
-                let src = unsafe { &(*self.slots[r.pred].get()).out_buf };
+                let src = unsafe { self.output_of(r.pred) };
                 let src = &src[src_at..src_at + frames.len()];
                 if std::mem::take(&mut first) {
                     dst.copy_from_slice(src);
@@ -1178,9 +1188,8 @@ impl Schedule {
     }
 
     /// Starts or stops timing every block (two clock reads per node; without profiling,
-    /// one block of [`process_parallel`](Schedule::process_parallel)'s per 2048 frames is timed,
-    /// for its
-    /// ranking).
+    /// one block of [`process_parallel`](Schedule::process_parallel)'s per 2048 frames is
+    /// timed, for its ranking).
     pub fn set_profiling(&self, on: bool) {
         self.profile.set_on(on);
     }
@@ -1199,8 +1208,8 @@ impl Schedule {
 
     /// How many nodes have their input sum split across the pool's threads by
     /// [`process_parallel`](Schedule::process_parallel) in the coming blocks: those whose
-    /// sum took 2 µs or more when last measured (one block per 2048 frames is), on a machine with more
-    /// than one core.
+    /// sum took 2 µs or more when last measured (one block per 2048 frames is), on a machine
+    /// with more than one core.
     ///
     /// ```
     /// use downbeat_graph::{CompileConfig, Graph};

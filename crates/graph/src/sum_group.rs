@@ -168,12 +168,6 @@ impl SumGroups {
         succs: &[Box<[usize]>],
     ) -> (Lists, Lists) {
         let n = preds.len();
-        let group_of = |i: usize, k: usize| {
-            let r = self.of_node(i);
-            r.clone()
-                .find(|&g| self.groups[g].inputs.contains(&k))
-                .expect("every input of a grouped node is in a group")
-        };
         let mut p: Vec<Box<[usize]>> = (0..n)
             .map(|i| {
                 let r = self.of_node(i);
@@ -199,16 +193,11 @@ impl SumGroups {
         }
         // An edge into a grouped node now ends at the group that holds it (an output summed
         // twice into one input counts twice, as each finished predecessor counts once).
-        for (i, list) in preds.iter().enumerate() {
-            if self.of_node(i).is_empty() {
-                continue;
+        for (g, group) in self.groups.iter().enumerate() {
+            for &from in &preds[group.node][group.inputs.clone()] {
+                s[from].push(n + g);
             }
-            for (k, &from) in list.iter().enumerate() {
-                s[from].push(n + group_of(i, k));
-            }
-        }
-        for g in 0..self.len() {
-            s[n + g].push(self.groups[g].node);
+            s[n + g].push(group.node);
         }
         (p, s.into_iter().map(Vec::into_boxed_slice).collect())
     }

@@ -19,7 +19,8 @@
 //! * **Sources shared out in order.** The sources, in that order, are cut into one
 //!   contiguous share per thread of equal measured time, each the start of its thread's
 //!   queue in every block. A thread then runs the same sources block after block, and
-//!   neighbours in the order together: the sources of one input sum  finish on one core, where the sum finds their outputs.
+//!   neighbours in the order together: the sources of one input sum finish on one core,
+//!   where the sum finds their outputs.
 //! * **Cache affinity.** Any other ready task goes to the queue of the thread that ran it
 //!   last, so its state tends to stay in that core's cache; a thread whose queue is empty
 //!   steals from the others, oldest first.
@@ -139,6 +140,7 @@ impl Parallel {
             head_task[tasks.head(k)] = k;
         }
         let splits = Splits::new(preds, threads, t, |i| head_task[i]);
+        let sources: Box<[usize]> = (0..t).filter(|&k| tasks.waits(k) == 0).collect();
         // Every task, part tasks included, is queued at most once per block.
         let all = t + splits.max_parts();
         let mut p = Self {
@@ -149,9 +151,9 @@ impl Parallel {
             succs: succs.into(),
             order: topological(preds, succs),
             cost: vec![UNTIMED; all].into_boxed_slice(),
-            sources: (0..t).filter(|&k| tasks.waits(k) == 0).collect(),
-            by_task: (0..t).filter(|&k| tasks.waits(k) == 0).collect(),
-            bucket: (0..t).filter(|&k| tasks.waits(k) == 0).map(|_| 0).collect(),
+            by_task: sources.clone(),
+            bucket: vec![0; sources.len()].into_boxed_slice(),
+            sources,
             joins: (0..t).filter(|&k| tasks.waits(k) > 0).collect(),
             threads: threads.clamp(1, MAX_SHARES),
             stateless_from: preds.len(),
@@ -165,7 +167,7 @@ impl Parallel {
     /// Ranks every node again and costs every task with `nanos(i)` as node `i`'s time (0:
     /// not timed), and decides which sums to split with `sum(i)` as the time node `i` spent
     /// summing its inputs itself (0: not timed, or split). Real-time safe: no allocation
-    /// (the sort is in place).
+    /// (the sources are reordered in place, through scratch allocated by `new`).
     pub(crate) fn rerank(&mut self, nanos: impl Fn(usize) -> u64, sum: impl Fn(usize) -> u64) {
         self.splits.decide(sum);
         // Successors come later in topological order, so one backward pass suffices.
